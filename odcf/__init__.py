@@ -1,0 +1,49 @@
+"""odcf — ontology-driven context compression for LLM agents.
+
+The public face is lazy: importing :mod:`odcf` loads neither onnxruntime, spaCy,
+torch nor ray. Heavy pieces load when a pipeline warms up.
+
+>>> import odcf
+>>> c = odcf.Compressor.from_ontology("general")          # doctest: +SKIP
+>>> r = c.compress(["Liability is capped at 5% of the fees."], budget=50)  # doctest: +SKIP
+>>> r.text, r.tokens_out                                  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Compressor": ("odcf.compressor", "Compressor"),
+    "CompressionResult": ("odcf.compressor", "CompressionResult"),
+    "load_ontology": ("odcf.ontology.loader", "load_ontology"),
+    "compile_plan": ("odcf.plan.compiler", "compile_plan"),
+    "Document": ("odcf.document", "Document"),
+    "Source": ("odcf.document", "Source"),
+    "Segment": ("odcf.document", "Segment"),
+    "Plan": ("odcf.plan.model", "Plan"),
+    "OdcfError": ("odcf.errors", "OdcfError"),
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from odcf.compressor import CompressionResult, Compressor
+    from odcf.document import Document, Segment, Source
+    from odcf.errors import OdcfError
+    from odcf.ontology.loader import load_ontology
+    from odcf.plan.compiler import compile_plan
+    from odcf.plan.model import Plan
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'odcf' has no attribute {name!r}") from None
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value
+    return value

@@ -1,0 +1,5 @@
+import sys
+
+from odcf.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""The `odcf` command. Each subcommand lives in its own small module in this package
+and exposes ``register(subparsers)``; the handler it sets returns an exit code.
+
+User mistakes become one clear line on stderr and a non-zero exit code, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Sequence
+
+from odcf import __version__
+from odcf.errors import OdcfError
+
+#: Subcommand modules, in the order `odcf --help` lists them. A module not present in
+#: this build is skipped (so a light install still has a working CLI).
+COMMANDS = (
+    "compress", "plan", "ontology", "analyze", "batch", "handoff",
+    "replay", "verify", "train", "export", "eval",
+)
+
+EXIT_USAGE = 2
+EXIT_ERROR = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="odcf",
+        description="Ontology-driven context compression for LLM agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"odcf {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module_name = f"odcf.cli.{name}_cmd"
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args) or 0)
+    except OdcfError as exc:
+        print(f"odcf {args.command}: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", EXIT_ERROR)
+    except BrokenPipeError:  # pragma: no cover - `odcf ... | head`
+        return 0
+    except KeyboardInterrupt:  # pragma: no cover
+        print("odcf: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Frozen data that flows through the pipeline: sources, segments, spans, trace.
+
+This module imports nothing else from odcf. Stages never mutate a document;
+they return ``doc.replace(...)`` with a new trace event appended.
+
+>>> from odcf.document import Source, Document
+>>> doc = Document.from_sources([Source(id="a", text="Hello.")])
+>>> doc.sources[0].layer
+'fact'
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+Kind = Literal["text", "markdown", "html", "json", "chat", "tool"]
+Layer = Literal["instruction", "fact", "reasoning", "state", "history"]
+Status = Literal["verbatim", "compressed", "folded", "dropped", "reverted", "merged"]
+
+KINDS: tuple[str, ...] = ("text", "markdown", "html", "json", "chat", "tool")
+LAYERS: tuple[str, ...] = ("instruction", "fact", "reasoning", "state", "history")
+STATUSES: tuple[str, ...] = ("verbatim", "compressed", "folded", "dropped", "reverted", "merged")
+
+#: Segment shapes produced by segmentation.
+SEGMENT_KINDS: tuple[str, ...] = (
+    "sentence", "heading", "list", "table", "code", "json", "turn", "block",
+)
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def sha256(text: str) -> str:
+    """Hex sha256 of the UTF-8 bytes of *text*."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not mapping:
+        return _EMPTY
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a file, a tool result, a chat message, a state object.
+
+    ``origin`` is where it came from (a path, a URL, ``tool:search``); ``read_range``
+    says which part of the origin was read (``whole``, ``lines 3-40``, ``bytes 0-99``,
+    or a JSON pointer ``/orders/2``) so that a record can be re-verified later.
+    """
+
+    id: str
+    text: str
+    kind: Kind = "text"
+    layer: Layer = "fact"
+    origin: str | None = None
+    timestamp: str | None = None
+    confidence: float | None = None
+    mandatory: bool = False
+    category: str | None = None
+    speaker: str | None = None
+    read_range: str = "whole"
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"source {self.id!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
+        if self.layer not in LAYERS:
+            raise ValueError(f"source {self.id!r}: unknown layer {self.layer!r} (expected one of {', '.join(LAYERS)})")
+        if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
+            raise ValueError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
+        object.__setattr__(self, "meta", _freeze(self.meta))
+
+    @property
+    def label(self) -> str:
+        """What the assembled text calls this source."""
+        return self.origin or self.id
+
+    @property
+    def sha256(self) -> str:
+        return sha256(self.text)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A protected span: ``text`` must survive byte-for-byte.
+
+    ``start``/``end`` are offsets into the segment's ``original`` text; ``rule`` says what
+    protected it (``anchor:money``, ``term``, ``connective``, ``marker``, ``entity:DATE``,
+    ``dep:despite``).
+    """
+
+    start: int
+    end: int
+    text: str
+    rule: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "text": self.text, "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a source that stages keep, change or drop as a unit.
+
+    ``original`` is the text as segmented; ``text`` is what the segment currently holds.
+    ``sep`` is the whitespace that preceded the segment in its source, so that keeping
+    every segment reproduces the (normalized) source exactly. ``paragraph`` groups
+    segments of one block for assembly.
+    """
+
+    id: str
+    source_id: str
+    index: int
+    text: str
+    original: str
+    layer: Layer = "fact"
+    kind: str = "sentence"
+    sep: str = ""
+    paragraph: int = 0
+    status: Status = "verbatim"
+    protected: tuple[Span, ...] = ()
+    score: float | None = None
+    reasons: tuple[str, ...] = ()
+    merged_from: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "meta", _freeze(self.meta))
+
+    def replace(self, **changes: Any) -> Segment:
+        return dataclasses.replace(self, **changes)
+
+    def with_reason(self, reason: str, **changes: Any) -> Segment:
+        return dataclasses.replace(self, reasons=self.reasons + (reason,), **changes)
+
+    @property
+    def dropped(self) -> bool:
+        return self.status in ("dropped", "merged")
+
+    @property
+    def is_protected(self) -> bool:
+        return bool(self.protected)
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """What one stage did: counts, decisions and timing. The record is made of these."""
+
+    stage: str
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    ms: float | None = None
+    data: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", _freeze(self.data))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.stage}
+        if self.tokens_in is not None:
+            out["tokens_in"] = self.tokens_in
+        if self.tokens_out is not None:
+            out["tokens_out"] = self.tokens_out
+        if self.ms is not None:
+            out["ms"] = round(self.ms, 3)
+        if self.data:
+            out["data"] = _plain(self.data)
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """Turn mapping proxies and tuples into JSON-ready dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Document:
+    """The unit a pipeline transforms: sources, their segments, the query and the trace."""
+
+    sources: tuple[Source, ...]
+    segments: tuple[Segment, ...] = ()
+    query: str | None = None
+    role: str | None = None
+    budget: int | None = None
+    tokenizer: str | None = None
+    trace: tuple[TraceEvent, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "meta", _freeze(self.meta))
+        seen: set[str] = set()
+        for s in self.sources:
+            if s.id in seen:
+                raise ValueError(f"duplicate source id {s.id!r}")
+            seen.add(s.id)
+
+    @classmethod
+    def from_sources(
+        cls,
+        sources: Iterable[Source],
+        *,
+        query: str | None = None,
+        role: str | None = None,
+        budget: int | None = None,
+        tokenizer: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Document:
+        return cls(
+            sources=tuple(sources), query=query, role=role, budget=budget,
+            tokenizer=tokenizer, meta=_freeze(meta),
+        )
+
+    def replace(self, **changes: Any) -> Document:
+        return dataclasses.replace(self, **changes)
+
+    def with_event(self, event: TraceEvent, **changes: Any) -> Document:
+        """Return a copy with *changes* applied and *event* appended to the trace."""
+        return dataclasses.replace(self, trace=self.trace + (event,), **changes)
+
+    def source(self, source_id: str) -> Source:
+        for s in self.sources:
+            if s.id == source_id:
+                return s
+        raise KeyError(source_id)
+
+    def segments_of(self, source_id: str) -> tuple[Segment, ...]:
+        return tuple(seg for seg in self.segments if seg.source_id == source_id)
+
+    @property
+    def live_segments(self) -> tuple[Segment, ...]:
+        return tuple(seg for seg in self.segments if not seg.dropped)
+
+    def update_segments(self, updated: Sequence[Segment]) -> tuple[Segment, ...]:
+        """Segments with those in *updated* (matched by id) swapped in, order kept."""
+        by_id = {s.id: s for s in updated}
+        return tuple(by_id.get(s.id, s) for s in self.segments)

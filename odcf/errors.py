@@ -1,0 +1,72 @@
+"""The exception hierarchy. Every odcf error says where and what.
+
+User mistakes (a bad ontology, an unknown role, a budget too small in strict
+mode) raise a subclass of :class:`OdcfError`; the CLI turns them into one line
+and a non-zero exit code.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+class OdcfError(Exception):
+    """Base class of every error odcf raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found while loading or compiling an ontology."""
+
+    file: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        line = self.line if self.line is not None else "?"
+        path = self.path or "<root>"
+        return f"{self.file}:{line}: {path}: {self.message}"
+
+
+class OntologyError(OdcfError):
+    """A task ontology that does not load or validate; lists every problem at once."""
+
+    def __init__(self, problems: Iterable[Problem] | str) -> None:
+        if isinstance(problems, str):
+            self.problems: tuple[Problem, ...] = ()
+            super().__init__(problems)
+            return
+        self.problems = tuple(problems)
+        n = len(self.problems)
+        head = f"{n} problem{'s' if n != 1 else ''} in ontology"
+        super().__init__(head + ":\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+class PlanError(OdcfError):
+    """A plan that cannot be built or used (unknown role, bad plan file)."""
+
+
+class StageError(OdcfError):
+    """A stage that cannot run: missing requirement, missing model, bad option."""
+
+
+class BudgetError(OdcfError):
+    """Strict mode: required material alone does not fit the budget."""
+
+    def __init__(self, message: str, *, budget: int = 0, required: int = 0) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.required = required
+
+
+class ExportParityError(OdcfError):
+    """An exported model disagrees with its source beyond the stated tolerance."""
+
+
+class InputError(OdcfError):
+    """Input that cannot be read: invalid UTF-8, a broken record, an unknown kind."""
+
+
+def format_problems(problems: Sequence[Problem]) -> str:
+    return "\n".join(str(p) for p in problems)

@@ -1,0 +1,231 @@
+"""Build the stages from a plan, check their contracts, warm them once, run them.
+
+>>> from odcf.pipeline import Pipeline
+>>> from odcf.plan.model import Plan
+>>> p = Pipeline.from_plan(Plan(domain="demo"))
+>>> [s.name for s in p.stages][:3]
+['rules', 'segment', 'protect']
+
+Stages are named in :data:`STAGE_ORDER`; each is switched on or off by, in order of
+precedence, the ``stages=`` argument (``{"rerank": False}`` or ``{"rerank": {"int8": True}}``),
+the ontology's ``pipeline:`` section, and :data:`DEFAULT_ENABLED`.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from odcf.document import Document, Segment, TraceEvent
+from odcf.errors import StageError
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+from odcf.tokens import get_counter
+
+logger = logging.getLogger(__name__)
+
+#: Stage name -> "module:Class". Order here is the order of the default pipeline.
+STAGE_ORDER: tuple[tuple[str, str], ...] = (
+    ("rules", "odcf.stages.rules:RuleStage"),
+    ("segment", "odcf.stages.segment:Segmenter"),
+    ("protect", "odcf.stages.protect:Protector"),
+    ("entities", "odcf.stages.entities:EntityGuard"),
+    ("fold", "odcf.stages.fold:FoldStage"),
+    ("rank", "odcf.stages.rank:LexicalRanker"),
+    ("rerank", "odcf.stages.rerank:EmbeddingReranker"),
+    ("dedup", "odcf.stages.dedup:SemanticDedup"),
+    ("compress", "odcf.stages.compress:TokenCompressor"),
+    ("verify", "odcf.stages.verify:Verifier"),
+    ("budget", "odcf.stages.budget:Budgeter"),
+    ("assemble", "odcf.stages.assemble:Assembler"),
+)
+
+#: Which stages run when neither the API nor the ontology says otherwise.
+DEFAULT_ENABLED: dict[str, bool] = {
+    "rules": True,
+    "segment": True,
+    "protect": True,
+    "entities": False,
+    "fold": True,
+    "rank": True,
+    "rerank": False,
+    "dedup": False,
+    "compress": False,
+    "verify": False,
+    "budget": True,
+    "assemble": True,
+}
+
+#: Stages that cannot be switched off: without them there is no output.
+ESSENTIAL = frozenset({"segment", "budget", "assemble"})
+
+
+def _load_class(spec: str) -> type[Stage]:
+    module_name, _, cls_name = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise StageError(f"stage module {module_name} is not available in this odcf build") from exc
+        raise
+    return getattr(module, cls_name)
+
+
+def resolve_stage_options(plan: Plan, overrides: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any] | None]:
+    """For each stage name: its options dict when enabled, ``None`` when disabled."""
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {name for name, _ in STAGE_ORDER}
+    if unknown:
+        raise StageError(f"unknown stage(s) {', '.join(sorted(unknown))}; known: {', '.join(n for n, _ in STAGE_ORDER)}")
+    out: dict[str, dict[str, Any] | None] = {}
+    for name, _ in STAGE_ORDER:
+        enabled = DEFAULT_ENABLED.get(name, False)
+        options: dict[str, Any] = {}
+        section = plan.pipeline.get(name)
+        if isinstance(section, bool):
+            enabled = section
+        elif isinstance(section, Mapping):
+            options.update({k: v for k, v in section.items() if k != "enabled"})
+            enabled = bool(section.get("enabled", True))
+        ov = overrides.get(name)
+        if isinstance(ov, bool):
+            enabled = ov
+        elif isinstance(ov, Mapping):
+            options.update({k: v for k, v in ov.items() if k != "enabled"})
+            enabled = bool(ov.get("enabled", True))
+        elif ov is not None:
+            raise StageError(f"stage {name!r}: option must be true/false or a mapping, got {ov!r}")
+        if name in ESSENTIAL:
+            enabled = True
+        out[name] = dict(options) if enabled else None
+    return out
+
+
+class Pipeline:
+    """An ordered list of stages with checked contracts.
+
+    Every lossy stage is followed by a protection guard: a segment whose protected span
+    no longer appears in its text is restored to its previous form, and the restore is
+    recorded in the trace (``guard`` events).
+    """
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        self.stages = tuple(stages)
+        self._check_contracts()
+        self._warm = False
+
+    @classmethod
+    def from_plan(cls, plan: Plan, stages: Mapping[str, Any] | None = None) -> Pipeline:
+        chosen = resolve_stage_options(plan, stages)
+        built: list[Stage] = []
+        for name, spec in STAGE_ORDER:
+            options = chosen[name]
+            if options is None:
+                continue
+            klass = _load_class(spec)
+            try:
+                built.append(klass(**options))
+            except TypeError as exc:
+                raise StageError(f"stage {name!r}: bad option: {exc}") from exc
+        return cls(built)
+
+    def _check_contracts(self) -> None:
+        have: set[str] = set()
+        for stage in self.stages:
+            missing = set(stage.requires) - have
+            if missing:
+                raise StageError(
+                    f"stage {stage.name!r} requires {', '.join(sorted(missing))}, "
+                    "which no earlier stage provides"
+                )
+            have |= set(stage.provides)
+
+    def warm_up(self) -> None:
+        if self._warm:
+            return
+        for stage in self.stages:
+            stage.warm_up()
+        self._warm = True
+
+    def run(self, doc: Document, plan: Plan) -> Document:
+        self.warm_up()
+        counter = get_counter(doc.tokenizer or plan.tokenizer)
+        tokens = _live_tokens(doc, counter)
+        for stage in self.stages:
+            t0 = time.perf_counter()
+            before = doc
+            doc = stage(doc, plan)
+            ms = (time.perf_counter() - t0) * 1000.0
+            if stage.lossy:
+                doc = _guard(before, doc, stage.name)
+            after = _live_tokens(doc, counter) if doc.segments else tokens
+            doc = _stamp_last(doc, stage.name, tokens, after, ms)
+            tokens = after
+        return doc
+
+    def run_many(self, docs: Iterable[Document], plan: Plan) -> list[Document]:
+        return [self.run(d, plan) for d in docs]
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [{"name": s.name, "class": type(s).__name__, "options": s.config()} for s in self.stages]
+
+
+def _live_tokens(doc: Document, counter: Any) -> int:
+    if not doc.segments:
+        return sum(counter.count(s.text) for s in doc.sources)
+    return sum(counter.count(s.text) for s in doc.segments if not s.dropped)
+
+
+def _stamp_last(doc: Document, stage: str, tokens_in: int, tokens_out: int, ms: float) -> Document:
+    """Fill tokens and timing on the stage's own trace event (or add one if it wrote none)."""
+    trace = list(doc.trace)
+    for i in range(len(trace) - 1, -1, -1):
+        ev = trace[i]
+        if ev.stage == stage and ev.ms is None:
+            trace[i] = TraceEvent(stage=stage, tokens_in=tokens_in, tokens_out=tokens_out, ms=ms, data=ev.data)
+            return doc.replace(trace=tuple(trace))
+    return doc.with_event(TraceEvent(stage=stage, tokens_in=tokens_in, tokens_out=tokens_out, ms=ms))
+
+
+def protected_intact(seg: Segment) -> list[str]:
+    """Protected span texts that are missing from the segment's current text, in order."""
+    missing: list[str] = []
+    pos = 0
+    for span in sorted(seg.protected, key=lambda s: (s.start, s.end)):
+        found = seg.text.find(span.text, pos) if span.text else pos
+        if found < 0:
+            found = seg.text.find(span.text)
+            if found < 0:
+                missing.append(span.text)
+                continue
+        else:
+            pos = found
+    return missing
+
+
+def _guard(before: Document, after: Document, stage: str) -> Document:
+    prev = {s.id: s for s in before.segments}
+    fixed: list[Segment] = []
+    restored: list[dict[str, Any]] = []
+    for seg in after.segments:
+        if seg.dropped or not seg.protected:
+            fixed.append(seg)
+            continue
+        missing = protected_intact(seg)
+        if not missing:
+            fixed.append(seg)
+            continue
+        old = prev.get(seg.id)
+        back = old if old is not None else seg.replace(text=seg.original, status="reverted")
+        back = back.with_reason(f"guard: {stage} altered protected span {missing[0]!r}; restored")
+        if back.status == "verbatim" and back.text != back.original:
+            back = back.replace(status="reverted")
+        fixed.append(back)
+        restored.append({"segment": seg.id, "stage": stage, "missing": missing[:5]})
+    if not restored:
+        return after
+    logger.warning("stage %s altered %d protected segment(s); restored", stage, len(restored))
+    return after.with_event(TraceEvent(stage="guard", data={"after": stage, "restored": restored}),
+                            segments=tuple(fixed))

@@ -1,0 +1,249 @@
+"""The frozen Plan an ontology compiles to. Serializable, hashable, versioned.
+
+A plan carries no I/O and no models: only rerank queries, protection rules, the
+state schema, the abbreviation table, role contracts and stage switches.
+
+>>> from odcf.plan.model import Plan, RoleContract
+>>> plan = Plan(domain="demo", roles={"writer": RoleContract(name="writer", budget=800)})
+>>> plan.role("writer").budget
+800
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from odcf.errors import PlanError
+
+PLAN_FORMAT = 1
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Concept:
+    name: str
+    description: str = ""
+    keywords: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Relation:
+    source: str
+    target: str
+    type: str
+
+
+@dataclass(frozen=True)
+class RerankQuery:
+    """A query text that segments are scored against; ``name`` is a concept or ``task``."""
+
+    name: str
+    text: str
+    terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A protection pattern: every match is kept verbatim."""
+
+    name: str
+    pattern: str
+    flags: int = 0
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, self.flags)
+
+
+@dataclass(frozen=True)
+class ProtectionRules:
+    anchors: tuple[Anchor, ...] = ()
+    terms: tuple[str, ...] = ()
+    connectives: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleContract:
+    """What a role must, may and must not see, and its budget.
+
+    ``optional`` is in priority order: the last entry is trimmed first.
+    ``unit`` is a tokenizer name (``o200k_base``, ``cl100k_base``, ``hf:PATH``) or ``bytes``.
+    """
+
+    name: str
+    budget: int
+    required: tuple[str, ...] = ("instruction",)
+    optional: tuple[str, ...] = ("fact", "state", "history")
+    forbidden: tuple[str, ...] = ("reasoning",)
+    unit: str | None = None
+    categories: tuple[str, ...] = ()
+
+    def priority_of(self, layer: str) -> int | None:
+        """0 for required layers, 1.. for optional ones in order, None when forbidden/unlisted."""
+        if layer in self.required:
+            return 0
+        if layer in self.optional:
+            return 1 + self.optional.index(layer)
+        return None
+
+
+DEFAULT_ROLE = RoleContract(name="default", budget=4000)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the stages need to know about a domain, compiled once."""
+
+    domain: str
+    description: str = ""
+    language: str = "auto"
+    task_goal: str | None = None
+    concepts: tuple[Concept, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    queries: tuple[RerankQuery, ...] = ()
+    protection: ProtectionRules = field(default_factory=ProtectionRules)
+    state_schema: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    abbreviations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    roles: Mapping[str, RoleContract] = field(default_factory=lambda: _EMPTY)
+    tokenizer: str = "o200k_base"
+    pipeline: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    source_file: str | None = field(default=None, compare=False)
+    format: int = PLAN_FORMAT
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state_schema", _freeze(dict(self.state_schema)))
+        object.__setattr__(self, "abbreviations", MappingProxyType(dict(self.abbreviations)))
+        object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+        object.__setattr__(self, "pipeline", _freeze(dict(self.pipeline)))
+
+    # -- use -------------------------------------------------------------
+    def role(self, name: str | None) -> RoleContract:
+        """The contract of *name*; ``None`` gives the default contract."""
+        if name is None:
+            return self.roles.get("default", DEFAULT_ROLE)
+        try:
+            return self.roles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.roles)) or "none"
+            raise PlanError(f"unknown role {name!r} for domain {self.domain!r} (known roles: {known})") from None
+
+    def stage_option(self, stage: str, key: str, default: Any = None) -> Any:
+        """An option from the ontology's ``pipeline`` section (``pipeline.rerank.enabled``)."""
+        section = self.pipeline.get(stage)
+        if isinstance(section, Mapping):
+            return section.get(key, default)
+        if key == "enabled" and isinstance(section, bool):
+            return section
+        return default
+
+    # -- serialization ---------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "domain": self.domain,
+            "description": self.description,
+            "language": self.language,
+            "task_goal": self.task_goal,
+            "tokenizer": self.tokenizer,
+            "concepts": [
+                {"name": c.name, "description": c.description, "keywords": list(c.keywords),
+                 "attributes": list(c.attributes)}
+                for c in self.concepts
+            ],
+            "relations": [{"from": r.source, "to": r.target, "type": r.type} for r in self.relations],
+            "queries": [{"name": q.name, "text": q.text, "terms": list(q.terms)} for q in self.queries],
+            "protection": {
+                "anchors": [{"name": a.name, "pattern": a.pattern, "flags": a.flags} for a in self.protection.anchors],
+                "terms": list(self.protection.terms),
+                "connectives": list(self.protection.connectives),
+                "entities": list(self.protection.entities),
+                "markers": list(self.protection.markers),
+            },
+            "state_schema": _plain(self.state_schema),
+            "abbreviations": dict(self.abbreviations),
+            "roles": {
+                name: {
+                    "budget": r.budget, "required": list(r.required), "optional": list(r.optional),
+                    "forbidden": list(r.forbidden), "unit": r.unit, "categories": list(r.categories),
+                }
+                for name, r in self.roles.items()
+            },
+            "pipeline": _plain(self.pipeline),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        try:
+            prot = data.get("protection", {})
+            return cls(
+                format=int(data.get("format", PLAN_FORMAT)),
+                domain=data["domain"],
+                description=data.get("description", ""),
+                language=data.get("language", "auto"),
+                task_goal=data.get("task_goal"),
+                tokenizer=data.get("tokenizer", "o200k_base"),
+                concepts=tuple(
+                    Concept(c["name"], c.get("description", ""), tuple(c.get("keywords", ())), tuple(c.get("attributes", ())))
+                    for c in data.get("concepts", ())
+                ),
+                relations=tuple(Relation(r["from"], r["to"], r["type"]) for r in data.get("relations", ())),
+                queries=tuple(RerankQuery(q["name"], q["text"], tuple(q.get("terms", ()))) for q in data.get("queries", ())),
+                protection=ProtectionRules(
+                    anchors=tuple(Anchor(a["name"], a["pattern"], int(a.get("flags", 0))) for a in prot.get("anchors", ())),
+                    terms=tuple(prot.get("terms", ())),
+                    connectives=tuple(prot.get("connectives", ())),
+                    entities=tuple(prot.get("entities", ())),
+                    markers=tuple(prot.get("markers", ())),
+                ),
+                state_schema=data.get("state_schema", {}),
+                abbreviations=data.get("abbreviations", {}),
+                roles={
+                    name: RoleContract(
+                        name=name, budget=int(r["budget"]), required=tuple(r.get("required", ())),
+                        optional=tuple(r.get("optional", ())), forbidden=tuple(r.get("forbidden", ())),
+                        unit=r.get("unit"), categories=tuple(r.get("categories", ())),
+                    )
+                    for name, r in data.get("roles", {}).items()
+                },
+                pipeline=data.get("pipeline", {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanError(f"not a valid plan: {exc!r}") from exc
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, indent=2)
+
+    @functools.cached_property
+    def hash(self) -> str:
+        """sha256 of the canonical JSON form; two plans with the same hash behave the same."""
+        canon = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+    @property
+    def version(self) -> str:
+        return f"{self.domain}@{self.hash[:12]}"

@@ -1,0 +1,68 @@
+"""The stage protocol.
+
+A stage is a small class with a declared contract::
+
+    class MyStage(Stage):
+        name = "my_stage"
+        requires = frozenset({"segments"})
+        provides = frozenset({"scores"})
+
+        def __init__(self, *, threshold: float = 0.5) -> None:   # cheap, serializable options
+            self.threshold = threshold
+
+        def warm_up(self) -> None:                                 # heavy loading, idempotent
+            ...
+
+        def __call__(self, doc: Document, plan: Plan) -> Document:
+            ...
+            return doc.with_event(TraceEvent(stage=self.name, data={...}), segments=new_segments)
+
+The pipeline checks every ``requires`` against the ``provides`` of earlier stages before
+anything runs. Capabilities used so far:
+
+``sources``     normalized source text (after source-level rules)
+``segments``    the document is segmented
+``protected``   protected spans are marked on segments
+``scores``      each live segment has a relevance ``score`` in [0, 1]
+``deduped``     near-duplicates are merged
+``compressed``  lossy token-level compression ran
+``verified``    lossy changes were checked against entities/anchors
+``budgeted``    segments outside the budget are dropped
+``assembled``   ``doc.meta['text']`` and ``doc.meta['record']`` are set
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+from odcf.document import Document
+from odcf.plan.model import Plan
+
+
+class Stage(abc.ABC):
+    """Base class of every pipeline stage."""
+
+    name: ClassVar[str] = "stage"
+    requires: ClassVar[frozenset[str]] = frozenset()
+    provides: ClassVar[frozenset[str]] = frozenset()
+    #: True when the stage may alter or drop segment text (checked by the protection guard).
+    lossy: ClassVar[bool] = False
+
+    def warm_up(self) -> None:
+        """Load models or build indexes. Idempotent; the pipeline calls it once."""
+
+    @abc.abstractmethod
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        """Return a new document; never mutate *doc*."""
+
+    def config(self) -> dict[str, Any]:
+        """The stage's options, for traces and replay. Override when options are not plain attributes."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_") and _plain_value(v)}
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({opts})"
+
+
+def _plain_value(v: Any) -> bool:
+    return isinstance(v, (str, int, float, bool, type(None), tuple, list))
