@@ -1,0 +1,69 @@
+"""`odcf compress FILE... [--ontology ONT] [--query Q] [--role R] [--budget N] [--tokenizer NAME]
+[--out FILE] [--record FILE] [--json]` — stdin with `-`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "compress",
+        help="compress files (or stdin) to a role's token budget",
+        description="Compress FILE... (or `-` for stdin) under an ontology's plan and print the result.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="input files; `-` reads stdin")
+    p.add_argument("--ontology", "-O", default=None, metavar="ONT",
+                   help="a task_ontology.yaml path or a bundled name (default: general)")
+    p.add_argument("--query", "-q", default=None, help="what the reader needs; ranks and protects by it")
+    p.add_argument("--role", "-r", default=None, help="role contract to apply (see `odcf plan`)")
+    p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
+    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
+    p.add_argument("--layer", default="fact", help="layer of the input files (default: fact)")
+    p.add_argument("--instruction", default=None, help="an instruction text, pinned first and never compressed")
+    p.add_argument("--strict", action="store_true", help="fail when required material alone exceeds the budget")
+    p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")
+    p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
+    p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
+    p.add_argument("--json", action="store_true", help='print {"text","tokens_in","tokens_out","record"}')
+    add_stage_flags(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from odcf.compressor import Compressor, read_source_file
+    from odcf.document import Source
+
+    sources = [read_source_file(path, index=k, layer=args.layer) for k, path in enumerate(args.files, start=1)]
+    if args.instruction:
+        sources.insert(0, Source(id="instruction", text=args.instruction, layer="instruction", origin="--instruction"))
+    compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
+    result = compressor.compress(sources, query=args.query, role=args.role, budget=args.budget,
+                                 strict=args.strict, annotate=not args.no_annotate)
+    if args.record:
+        write_text(args.record, result.record_json() + "\n")
+    for hook in _post_hooks:
+        hook(args, result)
+    if args.json:
+        payload = json.dumps(result.to_dict(), ensure_ascii=False, indent=2)
+        if args.out:
+            write_text(args.out, payload + "\n")
+        else:
+            sys.stdout.write(payload + "\n")
+        return 0
+    if args.out:
+        write_text(args.out, result.text + ("\n" if result.text else ""))
+    else:
+        sys.stdout.write(result.text + ("\n" if result.text else ""))
+    if result.over_budget:
+        print(f"odcf compress: warning: over budget by {result.record['over_by']} tokens "
+              "(required material alone exceeds it; see the record)", file=sys.stderr)
+    return 0
+
+
+#: Extra output writers (HTML report, trace) registered by other CLI modules: fn(args, result).
+_post_hooks: list[Any] = []

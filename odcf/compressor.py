@@ -1,0 +1,243 @@
+"""The Python API.
+
+>>> from odcf import Compressor
+>>> c = Compressor.from_ontology("legal_contract")                      # doctest: +SKIP
+>>> r = c.compress(["contracts/msa.md text ..."], query="liability cap", role="writer", budget=800)  # doctest: +SKIP
+>>> print(r.text)                                                        # doctest: +SKIP
+>>> r.record["sources"][0]["status"], r.tokens_in, r.tokens_out          # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from odcf.document import KINDS, LAYERS, Document, Source
+from odcf.errors import InputError, OdcfError
+from odcf.pipeline import Pipeline
+from odcf.plan.model import Plan
+from odcf.tokens import get_counter
+
+SourceLike = Union[str, Source, Mapping[str, Any]]
+
+_SOURCE_KEYS = {"id", "text", "kind", "layer", "origin", "timestamp", "confidence", "mandatory",
+                "category", "speaker", "read_range", "meta"}
+
+
+@dataclass(frozen=True)
+class CompressionResult:
+    """What :meth:`Compressor.compress` returns."""
+
+    text: str
+    record: Mapping[str, Any]
+    tokens_in: int
+    tokens_out: int
+    document: Document = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI's ``--json`` shape: ``{"text", "tokens_in", "tokens_out", "record"}``."""
+        return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+                "record": dict(self.record)}
+
+    def record_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.record, ensure_ascii=False, indent=indent, sort_keys=False)
+
+    @property
+    def over_budget(self) -> bool:
+        return bool(self.record.get("over_budget"))
+
+
+class Compressor:
+    """Compress context to a role's budget under an ontology's plan.
+
+    Build once, call many times: models load on the first call (or :meth:`warm_up`).
+
+    >>> c = Compressor.from_ontology("general")                    # doctest: +SKIP
+    >>> c.compress("Payment is due within 30 days.", budget=20).text  # doctest: +SKIP
+    """
+
+    def __init__(self, plan: Plan, *, stages: Mapping[str, Any] | None = None, tokenizer: str | None = None) -> None:
+        self.plan = plan
+        self.stage_options = dict(stages or {})
+        self.tokenizer = tokenizer
+        self.pipeline = Pipeline.from_plan(plan, self.stage_options)
+
+    @classmethod
+    def from_ontology(
+        cls,
+        ontology: str | os.PathLike[str] | Plan | None = None,
+        *,
+        stages: Mapping[str, Any] | None = None,
+        tokenizer: str | None = None,
+    ) -> Compressor:
+        """From a bundled ontology name, a YAML path, or an already compiled :class:`Plan`.
+
+        ``None`` uses the bundled general-purpose ontology.
+        """
+        if isinstance(ontology, Plan):
+            return cls(ontology, stages=stages, tokenizer=tokenizer)
+        from odcf.plan.compiler import compile_file
+
+        return cls(compile_file(ontology if ontology is not None else "general"), stages=stages, tokenizer=tokenizer)
+
+    @classmethod
+    def from_plan_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> Compressor:
+        """From a plan JSON written by ``odcf plan --format json``."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(Plan.from_dict(data), **kwargs)
+
+    def warm_up(self) -> Compressor:
+        self.pipeline.warm_up()
+        return self
+
+    def document(
+        self,
+        sources: SourceLike | Sequence[SourceLike],
+        *,
+        query: str | None = None,
+        role: str | None = None,
+        budget: int | None = None,
+        tokenizer: str | None = None,
+        strict: bool = False,
+        annotate: bool = True,
+    ) -> Document:
+        """The input document a :meth:`compress` call would run on."""
+        srcs = to_sources(sources)
+        unit = tokenizer or self.tokenizer
+        if unit is None and role is not None:
+            unit = self.plan.role(role).unit
+        unit = unit or self.plan.tokenizer
+        counter = get_counter(unit)
+        meta = {
+            "strict": strict,
+            "annotate": annotate,
+            "input_sha256": {s.id: s.sha256 for s in srcs},
+            "input_tokens": {s.id: counter.count(s.text) for s in srcs},
+        }
+        if role is not None:
+            self.plan.role(role)  # unknown roles fail here, before any work
+        return Document.from_sources(srcs, query=query, role=role, budget=budget, tokenizer=unit, meta=meta)
+
+    def compress(
+        self,
+        sources: SourceLike | Sequence[SourceLike],
+        *,
+        query: str | None = None,
+        role: str | None = None,
+        budget: int | None = None,
+        tokenizer: str | None = None,
+        strict: bool = False,
+        annotate: bool = True,
+    ) -> CompressionResult:
+        """Compress *sources* for *role* within *budget* tokens (the role's budget by default).
+
+        *sources*: a string, a :class:`Source`, a mapping ``{"text", "id"?, "kind"?, "layer"?, ...}``
+        or a list of those.
+        """
+        doc = self.document(sources, query=query, role=role, budget=budget, tokenizer=tokenizer,
+                            strict=strict, annotate=annotate)
+        out = self.pipeline.run(doc, self.plan)
+        record = out.meta["record"]
+        return CompressionResult(text=out.meta["text"], record=record, tokens_in=record["tokens_in"],
+                                 tokens_out=record["tokens_out"], document=out)
+
+    def handoff(self, role: str, items: Sequence[Any], **kwargs: Any) -> Any:
+        """Prepare a multi-agent handoff for *role* (see :mod:`odcf.handoff`)."""
+        from odcf.handoff.engine import handoff
+
+        return handoff(self, role=role, items=items, **kwargs)
+
+
+def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]) -> list[Source]:
+    """Coerce API input into sources with unique ids (``source-1``, ``source-2`` … by default)."""
+    if isinstance(sources, (str, Source, Mapping)):
+        items: list[SourceLike] = [sources]
+    else:
+        items = list(sources)
+    out: list[Source] = []
+    seen: set[str] = set()
+    for k, item in enumerate(items, start=1):
+        src = _one_source(item, k)
+        if src.id in seen:
+            raise InputError(f"source {k}: duplicate source id {src.id!r}")
+        seen.add(src.id)
+        out.append(src)
+    return out
+
+
+def _one_source(item: SourceLike, k: int) -> Source:
+    if isinstance(item, Source):
+        return item
+    if isinstance(item, str):
+        return Source(id=f"source-{k}", text=item, kind=guess_kind(item))
+    if isinstance(item, Mapping):
+        unknown = set(item) - _SOURCE_KEYS
+        if unknown:
+            raise InputError(f"source {k}: unknown field(s) {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(sorted(_SOURCE_KEYS))}")
+        if "text" not in item or not isinstance(item["text"], str):
+            raise InputError(f"source {k}: needs a string 'text'")
+        data = dict(item)
+        data.setdefault("id", f"source-{k}")
+        data["id"] = str(data["id"])
+        data.setdefault("kind", guess_kind(data["text"]))
+        if data["kind"] not in KINDS:
+            raise InputError(f"source {data['id']!r}: unknown kind {data['kind']!r} (known: {', '.join(KINDS)})")
+        if data.get("layer", "fact") not in LAYERS:
+            raise InputError(f"source {data['id']!r}: unknown layer {data['layer']!r} (known: {', '.join(LAYERS)})")
+        try:
+            return Source(**data)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"source {data['id']!r}: {exc}") from exc
+    raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
+
+
+def guess_kind(text: str, path: str | None = None) -> str:
+    """``html``/``json``/``markdown``/``text`` from a file extension, else from the content."""
+    if path:
+        ext = os.path.splitext(path)[1].lower()
+        if ext in (".html", ".htm", ".xhtml"):
+            return "html"
+        if ext in (".json", ".jsonl", ".ndjson"):
+            return "json"
+        if ext in (".md", ".markdown"):
+            return "markdown"
+        if ext in (".txt", ".log", ".csv", ".tsv"):
+            return "text"
+    head = text.lstrip()[:200].lower()
+    if head.startswith(("<!doctype html", "<html")) or ("<body" in head and "</" in text[:5000]):
+        return "html"
+    if head[:1] in ("{", "["):
+        try:
+            json.loads(text)
+            return "json"
+        except ValueError:
+            pass
+    return "text"
+
+
+def read_source_file(path: str, *, index: int = 1, layer: str = "fact", kind: str | None = None) -> Source:
+    """Read a file as a source; invalid UTF-8 is an :class:`InputError` naming the byte offset."""
+    if path == "-":
+        import sys
+
+        raw = sys.stdin.buffer.read()
+        origin = "<stdin>"
+    else:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        origin = path
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{origin}: invalid UTF-8 at byte {exc.start}: {raw[exc.start:exc.start + 4]!r}") from exc
+    return Source(id=origin if path != "-" else "stdin", text=text, kind=kind or guess_kind(text, path),  # type: ignore[arg-type]
+                  layer=layer, origin=origin)  # type: ignore[arg-type]
+
+
+__all__ = ["Compressor", "CompressionResult", "OdcfError", "to_sources", "read_source_file", "guess_kind"]

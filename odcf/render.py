@@ -1,0 +1,95 @@
+"""Render delivered segments into the assembled, source-annotated text.
+
+Used by the budget stage (to measure exactly what it will deliver) and by the assembler
+(to produce it), so the two can never disagree.
+
+Layout: instruction sources first, then the others in input order (or the order the
+reranker asked for in ``doc.meta["order"]``: a list of source ids). Each source is one
+block ``[source i/n] label | layer | relevance NN%`` followed by its delivered text;
+blocks are separated by a blank line. JSON sources cut into members are re-joined into
+valid JSON.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from odcf.document import Document, Segment, Source
+
+PINNED = ("instruction",)
+
+
+def source_order(doc: Document) -> list[Source]:
+    order = doc.meta.get("order")
+    sources = list(doc.sources)
+    if order:
+        rank = {sid: k for k, sid in enumerate(order)}
+        sources.sort(key=lambda s: (rank.get(s.id, len(rank)), doc.sources.index(s)))
+    pinned = [s for s in sources if s.layer in PINNED]
+    return pinned + [s for s in sources if s.layer not in PINNED]
+
+
+def header(doc: Document, source: Source, segments: Sequence[Segment]) -> str:
+    n = len(doc.sources)
+    i = doc.sources.index(source) + 1
+    parts = [f"[source {i}/{n}] {source.label}", source.layer]
+    if source.layer not in ("instruction", "state"):
+        scores = [s.score for s in segments if s.score is not None]
+        if scores:
+            parts.append(f"relevance {round(100 * max(scores))}%")
+    return " | ".join(parts)
+
+
+def join_segments(segments: Sequence[Segment]) -> str:
+    """Join a source's delivered segments (already in index order)."""
+    if not segments:
+        return ""
+    container = segments[0].meta.get("json_container")
+    if container and all("json_member" in s.meta for s in segments):
+        return container[0] + ",".join(s.text for s in segments) + container[1]
+    out: list[str] = []
+    prev: Segment | None = None
+    for seg in segments:
+        if prev is None:
+            pass
+        elif seg.index == prev.index + 1:
+            out.append(seg.sep if seg.sep else " ")
+        else:
+            out.append("\n" if "\n" in seg.sep else " ")
+        out.append(seg.text)
+        prev = seg
+    return "".join(out)
+
+
+def render(
+    doc: Document,
+    delivered: Callable[[Segment], bool] | None = None,
+    *,
+    annotate: bool = True,
+) -> tuple[str, dict[str, str]]:
+    """The assembled text and each source's delivered body (by source id)."""
+    keep = delivered or (lambda s: not s.dropped)
+    by_source: dict[str, list[Segment]] = {}
+    for seg in doc.segments:
+        if keep(seg) and seg.text:
+            by_source.setdefault(seg.source_id, []).append(seg)
+    blocks: list[str] = []
+    bodies: dict[str, str] = {}
+    for source in source_order(doc):
+        segs = sorted(by_source.get(source.id, ()), key=lambda s: s.index)
+        if not segs:
+            continue
+        body = join_segments(segs)
+        bodies[source.id] = body
+        blocks.append(f"{header(doc, source, segs)}\n{body}" if annotate else body)
+    return "\n\n".join(blocks), bodies
+
+
+def block_cost(count: Callable[[str], int], doc: Document, source: Source, segs: Iterable[Segment]) -> int:
+    return count(header(doc, source, list(segs))) + 2
+
+
+def group_by_source(segments: Iterable[Segment]) -> Mapping[str, list[Segment]]:
+    out: dict[str, list[Segment]] = {}
+    for s in segments:
+        out.setdefault(s.source_id, []).append(s)
+    return out

@@ -1,0 +1,163 @@
+"""Budgeting: fit the delivered segments into the role's budget, in the declared order.
+
+Order of precedence (highest first):
+
+0. the instruction layer — never dropped, never compressed;
+1. required material — segments of sources marked ``mandatory`` and the state layer when
+   the role requires it;
+2. the other segments of required layers, best score first;
+3. optional layers, in the role's priority order (the last one is trimmed first), best
+   score first.
+
+Forbidden layers, and layers the role does not list, are dropped with their reason.
+Segments are taken greedily in that order while they fit ("then fill": a smaller segment
+further down may still fit after a larger one did not). The result is then measured
+exactly, as it will be assembled, and trimmed further from the lowest-precedence end if
+needed. When required material alone exceeds the budget, ``strict`` raises
+:class:`~odcf.errors.BudgetError` saying by how much; otherwise everything required is
+kept and the record says ``over_budget``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from odcf.document import Document, Segment, TraceEvent
+from odcf.errors import BudgetError, StageError
+from odcf.plan.model import Plan, RoleContract
+from odcf.render import header, render
+from odcf.stages.base import Stage
+from odcf.tokens import get_counter
+
+
+class Budgeter(Stage):
+    """Drop what does not fit, recording each drop and its reason."""
+
+    name = "budget"
+    requires = frozenset({"segments", "scores"})
+    provides = frozenset({"budgeted"})
+    lossy = True
+
+    def __init__(self, *, annotate: bool = True, strict: bool = False, max_trim_rounds: int = 2000) -> None:
+        self.annotate = annotate
+        self.strict = strict
+        self.max_trim_rounds = max_trim_rounds
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        contract = plan.role(doc.role)
+        budget = doc.budget if doc.budget is not None else contract.budget
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+            raise StageError(f"budget must be a positive integer, got {budget!r}")
+        unit = doc.tokenizer or contract.unit or plan.tokenizer
+        counter = get_counter(unit)
+        strict = bool(doc.meta.get("strict", self.strict))
+        annotate = bool(doc.meta.get("annotate", self.annotate))
+        sources = {s.id: s for s in doc.sources}
+
+        decided: dict[str, Segment] = {}
+        tiers: dict[str, tuple[int, float, int]] = {}
+        warnings: list[str] = []
+        order_index = {s.id: k for k, s in enumerate(doc.segments)}
+        for seg in doc.segments:
+            if seg.dropped:
+                continue
+            src = sources[seg.source_id]
+            tier = _tier(seg, src.mandatory, contract)
+            if tier is None:
+                why = ("forbidden" if seg.layer in contract.forbidden else "not in the contract")
+                decided[seg.id] = seg.with_reason(
+                    f"budget: layer {seg.layer} is {why} for role {contract.name}", status="dropped")
+                continue
+            tiers[seg.id] = (tier, -(seg.score if seg.score is not None else 0.0), order_index[seg.id])
+
+        live = [s for s in doc.segments if s.id in tiers]
+        cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
+        required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}
+        header_cost: dict[str, int] = {}
+        for s in live:
+            if s.source_id not in header_cost:
+                header_cost[s.source_id] = (counter.count(header(doc, sources[s.source_id], [s])) + 2) if annotate else 2
+
+        required_tokens = sum(cost[i] for i in required_ids) + sum(
+            header_cost[sid] for sid in {s.source_id for s in live if s.id in required_ids})
+        kept: set[str] = set(required_ids)
+        opened: set[str] = {s.source_id for s in live if s.id in required_ids}
+        used = required_tokens
+        for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
+            extra = cost[seg.id] + (0 if seg.source_id in opened else header_cost[seg.source_id])
+            if used + extra <= budget:
+                kept.add(seg.id)
+                opened.add(seg.source_id)
+                used += extra
+
+        def delivered(seg: Segment) -> bool:
+            return seg.id in kept
+
+        probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
+        text, _ = render(probe, delivered, annotate=annotate)
+        exact = counter.count(text)
+        rounds = 0
+        trimmable = sorted((i for i in kept if i not in required_ids), key=lambda i: tiers[i], reverse=True)
+        while exact > budget and trimmable and rounds < self.max_trim_rounds:
+            kept.discard(trimmable.pop(0))
+            text, _ = render(probe, delivered, annotate=annotate)
+            exact = counter.count(text)
+            rounds += 1
+
+        over_by = max(0, exact - budget)
+        if over_by and strict:
+            raise BudgetError(
+                f"required material needs {exact} {counter.name} tokens but role {contract.name!r} has a "
+                f"budget of {budget}: over by {over_by}",
+                budget=budget, required=exact,
+            )
+        if over_by:
+            warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
+
+        dropped_by_budget = 0
+        required_layers_present: dict[str, bool] = {layer: False for layer in contract.required}
+        final: list[Segment] = []
+        for seg in doc.segments:
+            if seg.id in decided:
+                final.append(decided[seg.id])
+                continue
+            if seg.id in tiers and seg.id not in kept:
+                dropped_by_budget += 1
+                t = tiers[seg.id][0]
+                where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
+                final.append(seg.with_reason(
+                    f"budget: no room in {budget} tokens for role {contract.name} ({where} {seg.layer}, "
+                    f"score {seg.score if seg.score is not None else 0:.2f}, {cost[seg.id]} tokens)",
+                    status="dropped"))
+                continue
+            if seg.id in kept:
+                required_layers_present[seg.layer] = True
+            final.append(seg)
+        has_layer = {s.layer for s in live}
+        for layer, present in required_layers_present.items():
+            if layer in has_layer and not present:
+                warnings.append(f"required layer {layer!r}: nothing fit in the budget")
+            elif layer not in has_layer and layer != "instruction":
+                warnings.append(f"required layer {layer!r}: no input")
+
+        info: dict[str, Any] = {
+            "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,
+            "over_budget": over_by > 0, "over_by": over_by, "required_tokens": required_tokens,
+            "dropped": dropped_by_budget, "forbidden_dropped": len(decided), "trim_rounds": rounds,
+            "warnings": warnings,
+        }
+        meta = dict(doc.meta)
+        meta["budget_info"] = info
+        return doc.with_event(TraceEvent(stage=self.name, data=info), segments=tuple(final), meta=meta)
+
+
+def _tier(seg: Segment, mandatory: bool, contract: RoleContract) -> int | None:
+    if seg.layer == "instruction":
+        return 0
+    if seg.layer in contract.forbidden:
+        return None
+    priority = contract.priority_of(seg.layer)
+    if priority is None:
+        return None
+    if mandatory or (seg.layer == "state" and priority == 0):
+        return 1
+    return 2 + priority

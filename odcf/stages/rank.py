@@ -1,0 +1,127 @@
+"""Ranking without models: BM25 against the task query and the plan's queries, times
+information density. The baseline that the embedding reranker improves on.
+
+score = relevance × (0.5 + density), scaled to [0, 1], where relevance blends BM25
+against the caller's query (weight ``query_weight``) and against the plan's concept and
+task queries, and density is the share of the segment covered by protected spans
+(numbers, identifiers, terms, markers), capped at 1. Instruction and state segments
+always score 1.0. Chinese text is tokenized with jieba.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from odcf.document import Document, Segment, TraceEvent
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+from odcf.textutil import detect_language, words
+
+PINNED_LAYERS = frozenset({"instruction", "state"})
+
+
+class BM25:
+    """Okapi BM25 over pre-tokenized documents."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self.tfs = [Counter(d) for d in docs]
+        self.lens = [len(d) for d in docs]
+        self.avgdl = (sum(self.lens) / len(self.lens)) if self.lens else 0.0
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        q = Counter(query)
+        out: list[float] = []
+        for tf, dl in zip(self.tfs, self.lens):
+            s = 0.0
+            norm = self.k1 * (1 - self.b + self.b * dl / self.avgdl) if self.avgdl else self.k1
+            for term, qn in q.items():
+                f = tf.get(term)
+                if not f:
+                    continue
+                s += qn * self.idf.get(term, 0.0) * f * (self.k1 + 1) / (f + norm)
+            out.append(s)
+        return out
+
+
+def density(seg: Segment) -> float:
+    """Share of the segment's characters covered by protected spans (markers count as 0.5)."""
+    if not seg.original:
+        return 0.0
+    covered = [False] * len(seg.original)
+    marker = False
+    for sp in seg.protected:
+        if sp.rule.startswith("marker:"):
+            marker = True
+            continue
+        for k in range(max(0, sp.start), min(len(covered), sp.end)):
+            covered[k] = True
+    d = sum(covered) / len(covered)
+    if marker:
+        d = max(d, 0.5)
+    return min(1.0, d * 2.0)
+
+
+class LexicalRanker(Stage):
+    """Score live segments; record which scorer ran in ``doc.meta['scorer']``."""
+
+    name = "rank"
+    requires = frozenset({"segments"})
+    provides = frozenset({"scores"})
+
+    def __init__(self, *, query_weight: float = 2.0, density_weight: float = 1.0) -> None:
+        self.query_weight = query_weight
+        self.density_weight = density_weight
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
+        tokenized = [words(s.text, stop=True) for s in live]
+        bm25 = BM25(tokenized) if live else None
+        rel = [0.0] * len(live)
+        used_queries = 0
+        if bm25 is not None:
+            if doc.query:
+                q = words(doc.query, stop=True)
+                if q:
+                    used_queries += 1
+                    for i, v in enumerate(bm25.scores(q)):
+                        rel[i] += self.query_weight * v
+            for query in plan.queries:
+                q = words(query.text + " " + " ".join(query.terms), stop=True)
+                if not q:
+                    continue
+                used_queries += 1
+                scores = bm25.scores(q)
+                top = max(scores) if scores else 0.0
+                if top > 0:
+                    for i, v in enumerate(scores):
+                        rel[i] += v / top
+        top_rel = max(rel) if rel else 0.0
+        new: dict[str, Segment] = {}
+        raw: list[float] = []
+        for seg, r in zip(live, rel):
+            relevance = (r / top_rel) if top_rel > 0 else 0.0
+            raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
+        top_raw = max(raw) if raw else 0.0
+        for seg, v in zip(live, raw):
+            new[seg.id] = seg.replace(score=round(v / top_raw, 6) if top_raw > 0 else 0.0)
+        for seg in doc.segments:
+            if seg.layer in PINNED_LAYERS and not seg.dropped:
+                new[seg.id] = seg.replace(score=1.0)
+        segments = tuple(new.get(s.id, s) for s in doc.segments)
+        langs = Counter(detect_language(s.text[:400]) for s in live[:200])
+        scorer = "bm25+density"
+        meta = dict(doc.meta)
+        meta["scorer"] = scorer
+        event = TraceEvent(stage=self.name, data={
+            "scorer": scorer, "segments": len(live), "queries": used_queries,
+            "languages": dict(sorted(langs.items())),
+        })
+        return doc.with_event(event, segments=segments, meta=meta)

@@ -1,0 +1,347 @@
+"""Segmentation: cut each source into the units later stages keep, change or drop.
+
+Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole, tables,
+fenced code and runs of list/log lines become block segments (split when very long),
+and large JSON containers become one segment per top-level member so that dropping
+members still yields valid JSON. Segments cover their source completely: joining
+``sep + text`` of every segment gives back the (normalized) source text, less trailing
+whitespace.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from odcf.document import Document, Segment, Source, TraceEvent
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+from odcf.textutil import iter_lines_with_offsets, split_sentences
+from odcf.tokens import get_counter
+
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+_LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
+_TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+
+
+@dataclass(frozen=True)
+class _Piece:
+    start: int
+    end: int
+    kind: str
+    paragraph: int
+    meta: dict[str, Any] | None = None
+
+
+class Segmenter(Stage):
+    """Split sources into segments.
+
+    >>> from odcf.document import Document, Source
+    >>> from odcf.plan.model import Plan
+    >>> doc = Segmenter()(Document.from_sources([Source(id="a", text="One. Two.")]), Plan(domain="d"))
+    >>> [s.text for s in doc.segments]
+    ['One.', 'Two.']
+    """
+
+    name = "segment"
+    requires = frozenset()
+    provides = frozenset({"segments"})
+
+    def __init__(
+        self,
+        *,
+        max_block_lines: int = 40,
+        max_block_tokens: int = 400,
+        json_split_tokens: int = 200,
+        max_sentence_chars: int = 1200,
+    ) -> None:
+        self.max_block_lines = max_block_lines
+        self.max_block_tokens = max_block_tokens
+        self.json_split_tokens = json_split_tokens
+        self.max_sentence_chars = max_sentence_chars
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        counter = get_counter(doc.tokenizer or plan.tokenizer)
+        segments: list[Segment] = []
+        kinds: dict[str, int] = {}
+        for source in doc.sources:
+            pieces = self._pieces(source, counter)
+            prev_end = 0
+            for i, p in enumerate(pieces):
+                text = source.text[p.start:p.end]
+                seg = Segment(
+                    id=f"{source.id}#{i}",
+                    source_id=source.id,
+                    index=i,
+                    text=text,
+                    original=text,
+                    layer=source.layer,
+                    kind=p.kind,
+                    sep=source.text[prev_end:p.start],
+                    paragraph=p.paragraph,
+                    meta=p.meta or {},
+                )
+                prev_end = p.end
+                segments.append(seg)
+                kinds[p.kind] = kinds.get(p.kind, 0) + 1
+        event = TraceEvent(stage=self.name, data={"segments": len(segments), "kinds": dict(sorted(kinds.items()))})
+        return doc.with_event(event, segments=tuple(segments))
+
+    # -- per source -------------------------------------------------------
+    def _pieces(self, source: Source, counter: Any) -> list[_Piece]:
+        text = source.text
+        if not text.strip():
+            return []
+        if source.layer in ("instruction", "state"):
+            # Instructions are never compressed and state is compact JSON: one block each.
+            start = len(text) - len(text.lstrip())
+            return [_Piece(start, len(text.rstrip()), "block", 0)]
+        if source.kind in ("json", "tool"):
+            pieces = self._json_pieces(text, counter)
+            if pieces is not None:
+                return pieces
+        return self._text_pieces(text, counter, turn=source.kind == "chat")
+
+    def _json_pieces(self, text: str, counter: Any) -> list[_Piece] | None:
+        stripped = text.strip()
+        if not stripped or stripped[0] not in "[{":
+            return None
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            return None
+        start = text.index(stripped[0])
+        end = start + len(stripped)
+        if counter.count(stripped) <= self.json_split_tokens or not isinstance(value, (list, dict)) or not value:
+            return [_Piece(start, end, "json", 0)]
+        members = _top_level_members(text, start, end)
+        if members is None or len(members) < 2:
+            return [_Piece(start, end, "json", 0)]
+        open_ch, close_ch = text[start], text[end - 1]
+        out: list[_Piece] = []
+        for j, (ms, me) in enumerate(members):
+            meta = {"json_container": open_ch + close_ch, "json_member": j,
+                    "json_members": len(members)}
+            out.append(_Piece(ms, me, "json", 0, meta))
+        return out
+
+    def _text_pieces(self, text: str, counter: Any, *, turn: bool) -> list[_Piece]:
+        pieces: list[_Piece] = []
+        paragraph = 0
+        lines = list(iter_lines_with_offsets(text))
+        i = 0
+        n = len(lines)
+        while i < n:
+            ls, le, line = lines[i]
+            if not line.strip():
+                i += 1
+                continue
+            if _FENCE_RE.match(line):
+                fence = _FENCE_RE.match(line).group(1)  # type: ignore[union-attr]
+                j = i + 1
+                while j < n and not lines[j][2].strip().startswith(fence):
+                    j += 1
+                j = min(j, n - 1)
+                pieces.extend(self._block(lines[i:j + 1], "code", paragraph, counter))
+                paragraph += 1
+                i = j + 1
+                continue
+            if _HEADING_RE.match(line):
+                pieces.append(_Piece(ls + (len(line) - len(line.lstrip())), _rstrip(text, ls, le), "heading", paragraph))
+                paragraph += 1
+                i += 1
+                continue
+            table_end = _table_run(lines, i)
+            if table_end > i:
+                pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
+                paragraph += 1
+                i = table_end
+                continue
+            list_end = _list_run(lines, i)
+            if list_end - i >= 3:
+                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter))
+                paragraph += 1
+                i = list_end
+                continue
+            # a prose paragraph: up to the next blank line or structural line
+            j = i + 1
+            while j < n and lines[j][2].strip() and not _structural(lines, j):
+                j += 1
+            ps, pe = lines[i][0], lines[j - 1][1]
+            kind = "turn" if turn else "sentence"
+            if list_end - i >= 1 and _LIST_RE.match(line):
+                kind = "list"
+            for ss, se in split_sentences(text[ps:pe]):
+                for cs, ce in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars):
+                    pieces.append(_Piece(cs, ce, kind, paragraph))
+            paragraph += 1
+            i = j
+        return pieces
+
+    def _block(
+        self,
+        lines: list[tuple[int, int, str]],
+        kind: str,
+        paragraph: int,
+        counter: Any,
+        *,
+        table: bool = False,
+    ) -> list[_Piece]:
+        """One piece for a run of lines, or several when it is long (tables keep their header in meta)."""
+        out: list[_Piece] = []
+        chunk: list[tuple[int, int, str]] = []
+        tokens = 0
+        header = lines[0][2] if table else None
+        for line in lines:
+            t = counter.count(line[2]) + 1
+            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > self.max_block_tokens) and kind != "table":
+                out.append(_line_piece(chunk, kind, paragraph))
+                chunk, tokens = [], 0
+            chunk.append(line)
+            tokens += t
+        if chunk:
+            out.append(_line_piece(chunk, kind, paragraph, {"table_header": header} if table else None))
+        return out
+
+
+def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None) -> _Piece:
+    first = chunk[0]
+    start = first[0] + (len(first[2]) - len(first[2].lstrip()))
+    last = chunk[-1]
+    end = last[0] + len(last[2].rstrip())
+    return _Piece(start, max(start, end), kind, paragraph, meta)
+
+
+def _rstrip(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """Very long 'sentences' (no punctuation, e.g. a dump) are cut at ; , or spaces."""
+    if end - start <= limit:
+        return [(start, end)]
+    out: list[tuple[int, int]] = []
+    s = start
+    while end - s > limit:
+        window = text[s:s + limit]
+        cut = max(window.rfind("; "), window.rfind("\n"))
+        if cut < limit // 3:
+            cut = window.rfind(", ")
+        if cut < limit // 3:
+            cut = window.rfind(" ")
+        if cut <= 0:
+            cut = limit - 1
+        e = s + cut + 1
+        out.append((s, _rstrip(text, s, e)))
+        s = e
+        while s < end and text[s].isspace():
+            s += 1
+    if s < end:
+        out.append((s, end))
+    return [(a, b) for a, b in out if b > a]
+
+
+def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
+    line = lines[j][2]
+    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j)
+
+
+def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End index (exclusive) of a table starting at line *i*, or *i* when there is none."""
+    n = len(lines)
+    if _TABLE_PIPE_RE.match(lines[i][2]):
+        j = i
+        while j < n and _TABLE_PIPE_RE.match(lines[j][2]):
+            j += 1
+        return j if j - i >= 2 else i
+    for delim in ("\t", ","):
+        cols = _delimited_cols(lines[i][2], delim)
+        if cols < 2:
+            continue
+        j = i + 1
+        while j < n and lines[j][2].strip() and _delimited_cols(lines[j][2], delim) == cols:
+            j += 1
+        if j - i >= 3:
+            return j
+    return i
+
+
+def _delimited_cols(line: str, delim: str) -> int:
+    if not line.strip():
+        return 0
+    if delim == ",":
+        # prose has commas too: require short cells and no sentence punctuation at the end
+        if line.rstrip().endswith((".", "!", "?", ":")):
+            return 0
+        cells = line.split(",")
+        if any(len(c) > 60 for c in cells):
+            return 0
+        return len(cells)
+    return len(line.split(delim))
+
+
+def _list_run(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End index of a run of list items (each possibly followed by indented continuation lines)."""
+    n = len(lines)
+    if not _LIST_RE.match(lines[i][2]):
+        return i
+    j = i
+    while j < n:
+        line = lines[j][2]
+        if _LIST_RE.match(line):
+            j += 1
+            continue
+        if line.strip() and line.startswith(("  ", "\t")) and j > i:
+            j += 1
+            continue
+        break
+    return j
+
+
+def _top_level_members(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
+    """Character ranges of the top-level members of the JSON container text[start:end]."""
+    depth = 0
+    in_str = False
+    esc = False
+    members: list[tuple[int, int]] = []
+    member_start: int | None = None
+    for k in range(start, end):
+        ch = text[k]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+            if depth == 1 and member_start is None:
+                member_start = k
+            continue
+        if ch in "[{":
+            depth += 1
+            if depth == 2 and member_start is None:
+                member_start = k
+            continue
+        if ch in "]}":
+            depth -= 1
+            if depth == 0:
+                if member_start is not None:
+                    members.append((member_start, _rstrip(text, member_start, k)))
+                return members
+            continue
+        if depth == 1:
+            if ch == ",":
+                if member_start is None:
+                    return None
+                members.append((member_start, _rstrip(text, member_start, k)))
+                member_start = None
+            elif not ch.isspace() and member_start is None:
+                member_start = k
+    return None

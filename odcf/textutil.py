@@ -1,0 +1,137 @@
+"""Small text helpers shared by stages: script detection, word splitting, sentence splitting.
+
+Chinese words come from ``jieba`` (loaded lazily, once); everything else is split with a
+Unicode word regex and lowercased.
+
+>>> from odcf.textutil import split_sentences
+>>> [s for s, e in split_sentences("One. Two! 三。四？")]
+[0, 5, 10, 12]
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterator
+
+logger = logging.getLogger(__name__)
+
+_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_LATIN_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """a an the and or of to in on at for by with from as is are was were be been being it its this that
+    these those there here what which who whom whose when where why how do does did done have has had
+    having i me my we our you your he him his she her they them their not no nor so than too very can
+    will just should would could may might must shall into over under about after before between through
+    during above below up down out off again further then once all any both each few more most other
+    some such only own same s t don also if but because until while""".split()
+)
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of non-space characters that are CJK."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return 0.0
+    return sum(1 for c in chars if _CJK_RE.match(c)) / len(chars)
+
+
+def detect_language(text: str) -> str:
+    """``zh`` when CJK characters dominate, ``en`` for mainly Latin script, else ``other``."""
+    if cjk_ratio(text) >= 0.2:
+        return "zh"
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return "en"
+    latin = sum(1 for c in letters if c < "\u0250")
+    return "en" if latin / len(letters) >= 0.7 else "other"
+
+
+@functools.lru_cache(maxsize=1)
+def _jieba():  # pragma: no cover - exercised through words()
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
+
+
+def words(text: str, *, stop: bool = False) -> list[str]:
+    """Lowercased word tokens. CJK runs go through jieba; ``stop=True`` removes stopwords."""
+    out: list[str] = []
+    if _CJK_RE.search(text):
+        jb = _jieba()
+        for tok in jb.lcut(text):
+            tok = tok.strip().lower()
+            if not tok or not any(ch.isalnum() for ch in tok):
+                continue
+            if _CJK_RE.search(tok):
+                out.append(tok)
+            else:
+                out.extend(m.group(0).lower() for m in _LATIN_WORD_RE.finditer(tok))
+    else:
+        out = [m.group(0).lower() for m in _LATIN_WORD_RE.finditer(text)]
+    if stop:
+        out = [w for w in out if w not in STOPWORDS]
+    return out
+
+
+_ABBREV = frozenset(
+    """e.g i.e etc vs mr mrs ms dr prof sr jr st no nos fig figs sec art para cf al inc ltd co corp
+    jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k approx dept est""".split()
+)
+
+# A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a likely sentence
+# start, or right after a CJK full stop, exclamation, question mark or semicolon.
+_BOUNDARY_RE = re.compile(
+    r"(?:(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9\u00c0-\u024f])"
+    r"|(?<=[\u3002\uff01\uff1f\uff1b])[\"'\u201d\u2019\u300d\u300f)\uff09]*\s*)"
+)
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence in *text*, whitespace between sentences excluded."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    n = len(text)
+    for m in _BOUNDARY_RE.finditer(text):
+        cut = m.start()
+        if cut <= start:
+            continue
+        candidate = text[start:cut]
+        if _ends_with_abbreviation(candidate):
+            continue
+        spans.append((start, _rstrip_end(text, start, cut)))
+        start = m.end()
+    if start < n:
+        end = _rstrip_end(text, start, n)
+        if end > start:
+            spans.append((start, end))
+    return [(s, e) for s, e in spans if e > s]
+
+
+def _rstrip_end(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _ends_with_abbreviation(sentence: str) -> bool:
+    tail = sentence.rstrip()
+    if not tail.endswith("."):
+        return False
+    word = tail[:-1].rsplit(None, 1)[-1] if tail[:-1].split() else ""
+    word = word.lstrip("(\"'[").lower()
+    if word in _ABBREV:
+        return True
+    # single initials ("J. Smith") and dotted acronyms ("U.S.")
+    return len(word) == 1 and word.isalpha() or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", word))
+
+
+def iter_lines_with_offsets(text: str) -> Iterator[tuple[int, int, str]]:
+    """``(start, end, line)`` for each line, end excluding the newline."""
+    pos = 0
+    for line in text.split("\n"):
+        yield pos, pos + len(line), line
+        pos += len(line) + 1

@@ -1,0 +1,33 @@
+import json
+
+from odcf.compressor import Compressor
+from odcf.document import sha256
+
+
+def test_record_per_source_and_segment(plan, contract_text):
+    c = Compressor(plan, stages={"rules": False, "fold": False})
+    r = c.compress([{"id": "msa", "text": contract_text, "origin": "contracts/msa.md"}], query="liability", budget=60)
+    rec = r.record
+    assert rec["tokens_in"] == r.tokens_in and rec["tokens_out"] == r.tokens_out
+    assert rec["plan_hash"] == plan.hash and rec["sha256"] == sha256(r.text)
+    src = rec["sources"][0]
+    assert src["origin"] == "contracts/msa.md" and src["source_sha256"] == sha256(contract_text)
+    assert src["status"] == "compressed" and src["read_range"] == "whole"
+    body = r.text.split("\n", 1)[1]
+    assert src["sha256"] == sha256(body)
+    statuses = {g["status"] for g in src["segments"]}
+    assert statuses == {"verbatim", "dropped"}
+    for g in src["segments"]:
+        if g["status"] == "verbatim":
+            assert g["tokens_out"] == g["tokens_in"] and g["text" if False else "sha256"] != sha256("")
+        else:
+            assert g["tokens_out"] == 0 and g["reason"]
+    assert r.text.startswith("[source 1/1] contracts/msa.md | fact | relevance ")
+    json.dumps(rec)  # JSON-ready
+
+
+def test_everything_fits_is_verbatim_and_unannotated_text_is_the_source(plan):
+    text = "First sentence here. Second sentence there.\n\nA new paragraph."
+    r = Compressor(plan, stages={"rules": False, "fold": False}).compress(text, budget=1000, annotate=False)
+    assert r.text == text
+    assert r.record["sources"][0]["status"] == "verbatim"

@@ -1,0 +1,56 @@
+from odcf.document import Document, Source
+from odcf.stages.protect import Protector
+from odcf.stages.segment import Segmenter
+
+
+def protect(text, plan, **kw):
+    doc = Document.from_sources([Source(id="a", text=text)])
+    return Protector(**kw)(Segmenter()(doc, plan), plan)
+
+
+def rules_of(seg):
+    return {(sp.text, sp.rule) for sp in seg.protected}
+
+
+def test_anchors_terms_connectives_markers(plan, contract_text):
+    doc = protect(contract_text, plan)
+    by_text = {s.text: s for s in doc.segments}
+    cap = by_text["Section 4.2 Liability."]
+    assert ("Section 4.2", "anchor:clause") in rules_of(cap)
+    money = by_text["The Supplier's total liability shall not exceed $50,000 in any year."]
+    r = rules_of(money)
+    assert ("$50,000", "anchor:money") in r
+    assert any(rule == "marker:shall" and t == money.text for t, rule in r)
+    assert ("not exceed $50,000 in any", "connective:not") in r
+    gn = by_text["This cap does not apply to gross negligence."]
+    assert ("gross negligence", "term") in rules_of(gn)
+    despite = by_text["Despite a 15% drop in share price, the company reported strong earnings."]
+    assert ("Despite a 15% drop in", "connective:despite") in rules_of(despite)
+    assert ("15%", "anchor:percent") in rules_of(despite)
+    # the trace says what was marked
+    assert doc.trace[-1].stage == "protect" and doc.trace[-1].data["spans"]["anchor"] >= 4
+
+
+def test_terms_respect_word_boundaries_and_case(plan):
+    doc = protect("Force Majeure applies. Not-force majeured text. xgross negligencex.", plan)
+    texts = [sp.text for s in doc.segments for sp in s.protected if sp.rule == "term"]
+    assert texts == ["Force Majeure"]
+
+
+def test_chinese_connectives_and_anchors(plan):
+    doc = protect("乙方不得转让本合同，但是经甲方书面同意的除外。", plan)
+    rules = {sp.rule for s in doc.segments for sp in s.protected}
+    assert "connective:不得" in rules and "connective:但是" in rules
+
+
+def test_spans_offsets_point_into_original(plan, contract_text):
+    doc = protect(contract_text, plan)
+    for s in doc.segments:
+        for sp in s.protected:
+            assert s.original[sp.start:sp.end] == sp.text
+
+
+def test_switching_rules_off(plan, contract_text):
+    doc = protect(contract_text, plan, terms=False, connectives=False, markers=False)
+    rules = {sp.rule.split(":")[0] for s in doc.segments for sp in s.protected}
+    assert rules == {"anchor"}

@@ -1,0 +1,85 @@
+import pytest
+
+from odcf.compressor import Compressor
+from odcf.errors import BudgetError, PlanError
+from odcf.tokens import get_counter
+
+CORE = {"rules": False, "fold": False}
+
+
+def make(plan):
+    return Compressor(plan, stages=CORE)
+
+
+def test_query_ranks_relevant_sentence_first(plan, contract_text):
+    r = make(plan).compress(contract_text, query="liability cap amount", budget=1000)
+    segs = {s.text: s for s in r.document.segments}
+    assert segs["The Supplier's total liability shall not exceed $50,000 in any year."].score > segs["The weather was nice."].score
+
+
+def test_budget_respected_and_every_drop_recorded(plan, contract_text):
+    counter = get_counter("o200k_base")
+    for budget in (30, 45, 60, 80, 120):
+        r = make(plan).compress(contract_text, query="liability", budget=budget)
+        assert r.tokens_out == counter.count(r.text)
+        assert r.tokens_out <= budget, (budget, r.text)
+        for seg in r.document.segments:
+            if seg.status == "dropped":
+                assert seg.reasons and seg.reasons[-1].startswith("budget:")
+        recorded = [g for s in r.record["sources"] for g in s["segments"]]
+        assert len(recorded) == len(r.document.segments)
+
+
+def test_instruction_first_never_dropped_and_reasoning_forbidden(plan, contract_text):
+    r = make(plan).compress(
+        [{"id": "task", "text": "Report the liability cap.", "layer": "instruction"},
+         {"id": "msa", "text": contract_text, "origin": "msa.md"},
+         {"id": "draft", "text": "This option is clearly better.", "layer": "reasoning"}],
+        role="writer", budget=60)
+    assert r.text.startswith("[source 1/3] task | instruction\nReport the liability cap.")
+    assert "clearly better" not in r.text
+    draft = next(s for s in r.record["sources"] if s["id"] == "draft")
+    assert draft["status"] == "dropped"
+    assert "forbidden for role writer" in draft["segments"][0]["reason"]
+
+
+def test_optional_layers_trimmed_lowest_priority_first(plan):
+    history = [{"id": f"h{i}", "text": f"User said item {i} about liability matters here.", "layer": "history"} for i in range(5)]
+    facts = [{"id": "f", "text": "Liability is capped at $10,000. Termination needs 30 days notice."}]
+    state = [{"id": "s", "text": '{"task_progress": "step_2_of_5"}', "layer": "state", "kind": "json"}]
+    # planner: required instruction+state; optional fact, then history (trimmed first)
+    r = make(plan).compress(facts + history + state, role="planner", budget=70)
+    statuses = {s["id"]: s["status"] for s in r.record["sources"]}
+    assert statuses["s"] == "verbatim"
+    assert statuses["f"] == "verbatim"
+    assert any(statuses[f"h{i}"] == "dropped" for i in range(5))
+    assert r.tokens_out <= 70
+
+
+def test_strict_fails_with_the_overshoot_and_lenient_marks_over_budget(plan):
+    instruction = {"id": "i", "text": "Read every clause carefully and report each cap. " * 10, "layer": "instruction"}
+    with pytest.raises(BudgetError, match=r"over by \d+"):
+        make(plan).compress([instruction, "Some fact."], budget=20, strict=True)
+    r = make(plan).compress([instruction, "Some fact."], budget=20)
+    assert r.record["over_budget"] is True and r.record["over_by"] == r.tokens_out - 20
+    assert any("over budget" in w for w in r.record["warnings"])
+
+
+def test_unknown_role_is_a_clear_error(plan):
+    with pytest.raises(PlanError, match="unknown role 'ghost'.*known roles: planner, writer"):
+        make(plan).compress("x", role="ghost")
+
+
+def test_bytes_unit(plan, contract_text):
+    r = make(plan).compress(contract_text, budget=200, tokenizer="bytes")
+    assert len(r.text.encode("utf-8")) == r.tokens_out <= 200
+    assert r.record["unit"] == "bytes"
+
+
+def test_mandatory_source_kept_before_better_scored(plan):
+    r = make(plan).compress(
+        [{"id": "m", "text": "Weather notes: it rained on the site visit day.", "mandatory": True},
+         {"id": "o", "text": "Liability cap is $1,000,000 for all claims."}],
+        query="liability cap", budget=30)
+    statuses = {s["id"]: s["status"] for s in r.record["sources"]}
+    assert statuses["m"] == "verbatim"

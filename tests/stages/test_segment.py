@@ -1,0 +1,62 @@
+import json
+
+from odcf.document import Document, Source
+from odcf.plan.model import Plan
+from odcf.render import join_segments
+from odcf.stages.segment import Segmenter
+from odcf.textutil import split_sentences
+
+PLAN = Plan(domain="t")
+
+
+def seg(text, kind="text", layer="fact", **kw):
+    doc = Document.from_sources([Source(id="a", text=text, kind=kind, layer=layer)])
+    return Segmenter(**kw)(doc, PLAN).segments
+
+
+def test_sentences_and_abbreviations():
+    out = seg("Dr. Smith signed on Jan. 5. The fee is $3.50 per unit. See e.g. Section 4.2 below! Done?")
+    assert [s.text for s in out] == ["Dr. Smith signed on Jan. 5.", "The fee is $3.50 per unit.",
+                                     "See e.g. Section 4.2 below!", "Done?"]
+
+
+def test_cjk_sentences_split_on_full_stops_without_spaces():
+    text = "根据第3.2.1条，合同金额为人民币120万元。乙方不得转让；违约金为5%！是否续约？"
+    spans = split_sentences(text)
+    assert [text[a:b] for a, b in spans] == ["根据第3.2.1条，合同金额为人民币120万元。", "乙方不得转让；", "违约金为5%！", "是否续约？"]
+
+
+def test_segments_cover_the_source_exactly():
+    text = "# Title\n\nFirst sentence. Second one.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- x\n- y\n- z\n\n```\ncode here\n```\nTail."
+    out = seg(text, kind="markdown")
+    rebuilt = "".join(s.sep + s.text for s in out)
+    assert rebuilt == text.rstrip()
+    kinds = [s.kind for s in out]
+    assert kinds == ["heading", "sentence", "sentence", "table", "list", "code", "sentence"]
+
+
+def test_large_json_is_split_into_members_and_rejoins_valid():
+    data = [{"order_id": f"#W{1000000 + i}", "amount": i * 10.5, "status": "delivered"} for i in range(40)]
+    text = json.dumps(data)
+    out = seg(text, kind="json")
+    assert len(out) == 40 and all(s.kind == "json" for s in out)
+    kept = [s for s in out if s.index % 3 == 0]
+    assert json.loads(join_segments(kept)) == data[::3]
+    assert json.loads(join_segments(list(out))) == data
+
+
+def test_small_json_and_instruction_stay_whole():
+    assert len(seg('{"a": 1, "b": [1, 2]}', kind="json")) == 1
+    out = seg("Do this. Then that.", layer="instruction")
+    assert len(out) == 1 and out[0].kind == "block"
+
+
+def test_long_list_blocks_are_chunked():
+    text = "\n".join(f"- 2024-05-01 10:00:{i:02d} INFO worker-3 processed item {i}" for i in range(100))
+    out = seg(text, max_block_lines=40, max_block_tokens=100_000)
+    assert [s.kind for s in out] == ["list", "list", "list"]
+    assert "".join(s.sep + s.text for s in out) == text
+
+
+def test_empty_source_gives_no_segments():
+    assert seg("   \n\n ") == ()

@@ -1,0 +1,37 @@
+import dataclasses
+
+import pytest
+
+from odcf.document import Document, Segment, Source, TraceEvent, sha256
+
+
+def test_source_validates_kind_layer_and_confidence():
+    with pytest.raises(ValueError, match="unknown kind"):
+        Source(id="a", text="x", kind="pdf")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown layer"):
+        Source(id="a", text="x", layer="notes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="confidence"):
+        Source(id="a", text="x", confidence=1.5)
+
+
+def test_document_is_immutable_and_replace_appends_trace():
+    doc = Document.from_sources([Source(id="a", text="Hello.")])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        doc.query = "x"  # type: ignore[misc]
+    ev = TraceEvent(stage="s", data={"n": 1})
+    doc2 = doc.with_event(ev, query="q")
+    assert doc.trace == () and doc2.trace == (ev,) and doc2.query == "q" and doc.query is None
+    with pytest.raises(TypeError):
+        doc2.meta["x"] = 1  # type: ignore[index]
+
+
+def test_duplicate_source_ids_rejected():
+    with pytest.raises(ValueError, match="duplicate source id"):
+        Document.from_sources([Source(id="a", text="1"), Source(id="a", text="2")])
+
+
+def test_segment_helpers():
+    seg = Segment(id="a#0", source_id="a", index=0, text="x", original="x")
+    seg2 = seg.with_reason("stage: why", status="dropped")
+    assert seg2.dropped and seg2.reasons == ("stage: why",) and not seg.dropped
+    assert sha256("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
