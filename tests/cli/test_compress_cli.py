@@ -1,0 +1,82 @@
+import json
+
+import pytest
+
+from odcf.cli.main import main
+from odcf.tokens import get_counter
+
+TEXT = """# Supply agreement
+
+Section 9.1 Cap. Each party's total liability shall not exceed $250,000 in any contract year.
+The kick-off meeting took place in Berlin. Coffee was served. The weather was warm.
+Section 12.1 Term. Either party may terminate on 90 days' written notice.
+"""
+
+
+@pytest.fixture
+def contract(tmp_path):
+    p = tmp_path / "msa.md"
+    p.write_text(TEXT, encoding="utf-8")
+    return p
+
+
+def test_plain_text_to_stdout_and_record_file(contract, tmp_path, capsys):
+    rec = tmp_path / "rec.json"
+    code = main(["compress", str(contract), "--query", "liability cap", "--budget", "60", "--record", str(rec)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "$250,000" in out and out.startswith(f"[source 1/1] {contract}")
+    record = json.loads(rec.read_text())
+    assert record["tokens_out"] <= 60 and record["sources"][0]["origin"] == str(contract)
+    assert get_counter("o200k_base").count(out.rstrip("\n")) == record["tokens_out"]
+
+
+def test_json_output_shape(contract, capsys):
+    assert main(["compress", str(contract), "--budget", "40", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) == {"text", "tokens_in", "tokens_out", "record"}
+    assert payload["tokens_out"] <= 40 < payload["tokens_in"]
+
+
+def test_stdin_and_out_file(contract, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TEXT.encode())))
+    out = tmp_path / "out.txt"
+    assert main(["compress", "-", "--budget", "1000", "--out", str(out), "--no-annotate"]) == 0
+    assert out.read_text() == TEXT.rstrip("\n") + "\n"
+    assert capsys.readouterr().out == ""
+
+
+def test_bundled_ontology_by_name(contract, capsys):
+    assert main(["compress", str(contract), "--ontology", "legal_contract", "--budget", "50"]) == 0
+    assert "$250,000" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compress", "missing-file.txt"], "missing-file.txt: cannot read"),
+    (["compress", "{contract}", "--ontology", "no_such_ontology"], "no_such_ontology"),
+    (["compress", "{contract}", "--role", "ghost"], "unknown role 'ghost'"),
+    (["compress", "{contract}", "--budget", "0"], "budget must be a positive integer"),
+    (["compress", "{contract}", "--tokenizer", "gpt9"], "unknown tokenizer 'gpt9'"),
+])
+def test_user_mistakes_are_one_line_errors(contract, capsys, argv, message):
+    argv = [a.replace("{contract}", str(contract)) for a in argv]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0 and message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_invalid_utf8_names_the_byte(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok text \xff\xfe more")
+    assert main(["compress", str(bad)]) == 1
+    assert "invalid UTF-8 at byte 8" in capsys.readouterr().err
+
+
+def test_strict_budget_error(contract, capsys):
+    code = main(["compress", str(contract), "--instruction", "Read everything carefully. " * 20,
+                 "--budget", "30", "--strict"])
+    assert code == 1 and "over by" in capsys.readouterr().err
