@@ -160,7 +160,7 @@ class Pipeline:
             ms = (time.perf_counter() - t0) * 1000.0
             if stage.lossy:
                 doc = _guard(before, doc, stage.name)
-            after = _live_tokens(doc, counter) if doc.segments else tokens
+            after = _live_tokens(doc, counter)
             doc = _stamp_last(doc, stage.name, tokens, after, ms)
             tokens = after
         return doc

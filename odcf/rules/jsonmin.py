@@ -1,0 +1,115 @@
+"""JSON and JSON Lines minification: same values, no insignificant whitespace.
+
+The preferred form is ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` (it also
+decodes ``\\uXXXX`` escapes, which saves tokens). That form is used only when it is exact:
+when an object repeats a key (``json.loads`` would keep only the last one) or a number would be
+re-spelled (``1.50`` → ``1.5``, ``1E5`` → ``100000.0``), the text is minified by removing the
+whitespace between tokens instead, so every number and key stays as written.
+
+>>> minify_json('{"a": [1, 2.50],\\n "b": "x y"}')
+('{"a":[1,2.50],"b":"x y"}', {'format': 'json', 'method': 'whitespace', 'reason': 'number 2.50 would be re-spelled', 'chars_in': 29, 'chars_out': 24})
+>>> minify_json('not json')[1]["valid"]
+False
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# A JSON string literal, or a run of whitespace outside strings.
+_TOKENS = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\r\n]+', re.DOTALL)
+
+
+class _Inexact(Exception):
+    """json.dumps would not reproduce the input's keys or numbers exactly."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Inexact(f"duplicate key {dup!r}")
+    return obj
+
+
+def _float(s: str) -> float:
+    value = float(s)
+    if json.dumps(value) != s:
+        raise _Inexact(f"number {s} would be re-spelled")
+    return value
+
+
+def _int(s: str) -> int:
+    value = int(s)
+    if str(value) != s:  # -0
+        raise _Inexact(f"number {s} would be re-spelled")
+    return value
+
+
+def _strip_whitespace(text: str) -> str:
+    return _TOKENS.sub(lambda m: m.group(1) or "", text)
+
+
+def _minify_one(text: str) -> tuple[str, str, str | None]:
+    """Minify one JSON value. Returns (text, method, reason). Raises ValueError when invalid."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_pairs, parse_float=_float, parse_int=_int)
+    except _Inexact as exc:
+        json.loads(text)  # still validates; raises ValueError when the text is not JSON at all
+        return _strip_whitespace(text.strip()), "whitespace", str(exc)
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")), "json.dumps", None
+
+
+def _where(exc: json.JSONDecodeError, line_offset: int = 0) -> str:
+    return f"line {exc.lineno + line_offset} column {exc.colno}: {exc.msg}"
+
+
+def minify_json(text: str) -> tuple[str, dict[str, Any]]:
+    """Minify a JSON document or JSON Lines. Returns ``(text, report)``.
+
+    Invalid input is returned unchanged with ``report == {"valid": False, "error": "line L column C: ..."}``.
+    JSON Lines (one value per non-blank line) are minified line by line; blank lines are
+    dropped and counted in ``report["blank_lines"]``.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return text, {"valid": False, "error": "empty text"}
+    try:
+        out, method, reason = _minify_one(stripped)
+        fmt = "json"
+        blank = 0
+    except json.JSONDecodeError as first:
+        lines = text.split("\n")
+        if len([ln for ln in lines if ln.strip()]) < 2:
+            return text, {"valid": False, "error": _where(first)}
+        parts: list[str] = []
+        methods: set[str] = set()
+        reason = None
+        blank = 0
+        for i, line in enumerate(lines):
+            if not line.strip():
+                blank += 1
+                continue
+            try:
+                piece, m, r = _minify_one(line.strip())
+            except json.JSONDecodeError as exc:
+                # Not JSON Lines either: report where the whole text first failed to parse.
+                del exc
+                return text, {"valid": False, "error": _where(first), "jsonl_error": f"line {i + 1}: not a JSON value"}
+            parts.append(piece)
+            methods.add(m)
+            reason = reason or r
+        out = "\n".join(parts)
+        fmt = "jsonl"
+        method = "whitespace" if "whitespace" in methods else "json.dumps"
+        blank = max(0, blank - (1 if text.endswith("\n") else 0))
+    report: dict[str, Any] = {"format": fmt, "method": method}
+    if reason:
+        report["reason"] = reason
+    if blank:
+        report["blank_lines"] = blank
+    report["chars_in"] = len(text)
+    report["chars_out"] = len(out)
+    return out, report

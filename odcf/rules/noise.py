@@ -1,0 +1,197 @@
+"""Noise removal: editor marks, invisible characters, decorative and garbage lines.
+
+Each rule is counted separately in the report:
+
+- ``zero_width``: U+200B, U+2060, U+FEFF, soft hyphen U+00AD; ZWJ/ZWNJ only next to ASCII
+  (between emoji or in Indic/Persian script they carry meaning and stay);
+- ``html_comments``: ``<!-- ... -->`` (a comment alone on its line takes the line with it);
+- ``draft_marks``: ``[draft]`` in any case;
+- ``track_changes``: CriticMarkup ``{++ins++}`` → ins, ``{--del--}`` → nothing, ``{~~old~>new~~}`` → new,
+  ``{==hl==}`` → hl, ``{>>comment<<}`` → nothing;
+- ``todo_lines``: lines that start with ``TODO:`` or ``FIXME:`` (after a bullet or comment marker);
+- ``decorative_lines``: a line of only ``= - * _ ~ # + .`` (3 or more) right after another one
+  (blank lines between them ignored): the first is kept;
+- ``blank_lines``: runs of blank lines become one blank line;
+- ``trailing_spaces``: spaces and tabs at line ends;
+- ``ocr_lines`` (``ocr=True``; the rules stage uses it for documents, not tool output): lines that
+  look like OCR garbage: 6+ visible characters, no vowel, no non-ASCII letter, under 30% digits,
+  at least half punctuation with two different marks, and not shaped like code (``}``/``)`` first,
+  ``{``/``;``/``,`` last).
+
+Fenced code blocks (``` or ~~~) are left exactly as they are. Nothing that holds a protected
+anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected``.
+
+>>> text, rep = remove_noise("Intro [DRAFT]\\nTODO: fix\\n\\n\\n\\nBody.  ")
+>>> text
+'Intro\\n\\nBody.'
+>>> rep["todo_lines"], rep["blank_lines"], rep["draft_marks"]
+(1, 2, 1)
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from odcf.rules.guard import ProtectionGuard
+
+_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff\u00ad]|(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])")
+_COMMENT_LINE = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\n|$)", re.DOTALL | re.MULTILINE)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_DRAFT = re.compile(r"[ \t]?\[draft\][ \t]?", re.IGNORECASE)
+_CRITIC = re.compile(
+    r"\{\+\+(?P<ins>.*?)\+\+\}|\{--(?P<del>.*?)--\}|\{~~(?P<old>.*?)~>(?P<new>.*?)~~\}"
+    r"|\{==(?P<hl>.*?)==\}|\{>>(?P<com>.*?)<<\}",
+    re.DOTALL,
+)
+_TODO = re.compile(r"^\s*(?:(?://|#+|--|;|\*|-|>|<!--)\s*)?(?:TODO|FIXME)\b\s*(?:\([^)]*\))?\s*:")
+_DECOR = re.compile(r"^[ \t]*(?:[=\-*_~#+.][ \t]*){3,}$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_VOWELS = set("aeiouyAEIOUY")
+
+
+def _is_garbage(line: str) -> bool:
+    s = line.strip()
+    visible = [c for c in s if not c.isspace()]
+    if len(visible) < 6 or s.startswith(("|", "}", "]", ")")) or s.endswith(("{", ";", ",", "[", "(")):
+        return False
+    if _DECOR.match(s) or any(c in _VOWELS or (c.isalpha() and ord(c) > 127) for c in visible):
+        return False
+    if sum(c.isdigit() for c in visible) >= 0.3 * len(visible):
+        return False
+    punct = [c for c in visible if not c.isalnum()]
+    return len(punct) >= 0.5 * len(visible) and len(set(punct)) >= 2
+
+
+class _Cleaner:
+    def __init__(self, guard: ProtectionGuard, ocr: bool) -> None:
+        self.guard = guard
+        self.ocr = ocr
+        self.counts: Counter[str] = Counter()
+        self.examples: list[str] = []
+
+    def _example(self, text: str) -> None:
+        text = text.strip()
+        if text and len(self.examples) < 3:
+            self.examples.append(text[:80])
+
+    def _sub(self, rx: re.Pattern[str], name: str, text: str, repl: Any = "") -> str:
+        def fn(m: re.Match[str]) -> str:
+            if self.guard.holds(m.group(0)):
+                self.counts["kept_protected"] += 1
+                return m.group(0)
+            self.counts[name] += 1
+            self._example(m.group(0))
+            return repl(m) if callable(repl) else repl
+        return rx.sub(fn, text)
+
+    def inline(self, text: str) -> str:
+        n = len(_ZERO_WIDTH.findall(text))
+        if n:
+            self.counts["zero_width"] += n
+            text = _ZERO_WIDTH.sub("", text)
+        text = self._sub(_COMMENT_LINE, "html_comments", text)
+        text = self._sub(_COMMENT, "html_comments", text)
+        text = self._sub(_DRAFT, "draft_marks", text, _draft_repl)
+        return self._sub(_CRITIC, "track_changes", text, _critic_repl)
+
+    def lines(self, lines: list[str]) -> list[str]:
+        out: list[str] = []
+        last_decor = False
+        for line in lines:
+            trimmed = line.rstrip(" \t")
+            if trimmed != line:
+                self.counts["trailing_spaces"] += 1
+                line = trimmed
+            if not line.strip():
+                if out and not out[-1].strip():
+                    self.counts["blank_lines"] += 1
+                    continue
+                out.append(line)
+                continue
+            rule = None
+            if _TODO.match(line):
+                rule = "todo_lines"
+            elif _DECOR.match(line):
+                rule = "decorative_lines" if last_decor else None
+            elif self.ocr and _is_garbage(line):
+                rule = "ocr_lines"
+            if rule is not None and self.guard.holds(line):
+                self.counts["kept_protected"] += 1
+                rule = None
+            if rule is not None:
+                self.counts[rule] += 1
+                self._example(line)
+                if rule != "decorative_lines":
+                    last_decor = False
+                continue
+            last_decor = bool(_DECOR.match(line))
+            out.append(line)
+        return out
+
+
+def _draft_repl(m: re.Match[str]) -> str:
+    s = m.group(0)
+    # Keep one space when the mark sat between two words.
+    return " " if s.startswith((" ", "\t")) and s.endswith((" ", "\t")) else ""
+
+
+def _critic_repl(m: re.Match[str]) -> str:
+    for group in ("ins", "new", "hl"):
+        if m.group(group) is not None:
+            return m.group(group)
+    return ""
+
+
+def _split_fences(text: str) -> list[tuple[bool, list[str]]]:
+    """Split into runs of lines: (is_code, lines). An unclosed fence runs to the end."""
+    runs: list[tuple[bool, list[str]]] = []
+    current: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is None and m:
+            if current:
+                runs.append((False, current))
+            current = [line]
+            fence = m.group(1)
+        elif fence is not None and m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
+                and not line.strip().strip(fence[0]):
+            current.append(line)
+            runs.append((True, current))
+            current = []
+            fence = None
+        else:
+            current.append(line)
+    if current:
+        runs.append((fence is not None, current))
+    return runs
+
+
+def remove_noise(text: str, guard: ProtectionGuard | None = None, *, ocr: bool = True) -> tuple[str, dict[str, Any]]:
+    """Remove editor marks and noise lines. Returns ``(text, report)``.
+
+    The report has one count per rule that fired, ``removed_lines``, ``chars_removed`` and the
+    first three ``examples`` of removed text. Leading and trailing blank lines are dropped.
+    """
+    cleaner = _Cleaner(guard or ProtectionGuard(), ocr)
+    out: list[str] = []
+    for is_code, lines in _split_fences(text):
+        if is_code:
+            out.extend(lines)
+            continue
+        block = cleaner.inline("\n".join(lines))
+        out.extend(cleaner.lines(block.split("\n")))
+    while out and not out[-1].strip():
+        out.pop()
+    while out and not out[0].strip():
+        out.pop(0)
+    result = "\n".join(out)
+    report: dict[str, Any] = dict(sorted(cleaner.counts.items()))
+    removed = len(text.splitlines()) - len(result.splitlines())
+    if removed:
+        report["removed_lines"] = removed
+    report["chars_removed"] = len(text) - len(result)
+    if cleaner.examples:
+        report["examples"] = cleaner.examples
+    return result, report

@@ -1,0 +1,126 @@
+"""The ``rules`` stage: deterministic source-level normalization before segmentation.
+
+Three rules, each switchable (constructor keyword, or the ontology's
+``pipeline: {rules: {html: false}}``):
+
+- ``html``: an ``html`` source, or a text/markdown/tool source that clearly is an HTML
+  document, becomes semantic markdown-like text (:mod:`odcf.rules.html`); its kind becomes
+  ``markdown`` and ``meta["original_kind"]`` says it was ``html``.
+- ``json_minify``: a ``json``/``tool`` source whose text is JSON or JSON Lines is minified
+  with its values unchanged (:mod:`odcf.rules.jsonmin`); invalid JSON is left as it is and
+  the trace says where it fails to parse.
+- ``noise``: editor marks, invisible characters, decorative/blank-line runs, trailing spaces
+  and (in documents, not tool output) OCR-garbage lines (:mod:`odcf.rules.noise`). Text that
+  holds a protected anchor, term or marker of the plan is never removed. JSON sources that
+  parsed are not touched by it.
+
+Sources of the ``instruction`` layer are passed through untouched: instructions are never
+compressed. A changed source keeps its id and gets ``meta["original_sha256"]`` (the hash of the text as
+given), so a delivery record can still be checked against the input. The stage appends one
+trace event: ``data = {"sources": {id: {rule: report}}, "changed": n, "chars_in": .., "chars_out": ..}``.
+
+>>> from odcf.document import Document, Source
+>>> from odcf.plan.model import Plan
+>>> doc = Document.from_sources([Source(id="t", kind="tool", text='{"a": 1,  "b": [1, 2]}')])
+>>> out = RuleStage()(doc, Plan(domain="d"))
+>>> out.sources[0].text
+'{"a":1,"b":[1,2]}'
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from odcf.document import Document, Source, TraceEvent, sha256
+from odcf.plan.model import Plan
+from odcf.rules.guard import ProtectionGuard
+from odcf.rules.html import html_to_text, looks_like_html
+from odcf.rules.jsonmin import minify_json
+from odcf.rules.noise import remove_noise
+from odcf.stages.base import Stage
+
+logger = logging.getLogger(__name__)
+
+#: Kinds scanned for OCR garbage lines (documents, not machine output).
+_OCR_KINDS = frozenset({"text", "markdown", "html"})
+
+
+class RuleStage(Stage):
+    """Normalize sources: HTML → text, JSON minify, noise removal. Each rule is switchable.
+
+    >>> RuleStage(html=False).config()
+    {'html': False, 'json_minify': True, 'noise': True}
+    """
+
+    name = "rules"
+    requires = frozenset()
+    provides = frozenset({"sources"})
+    lossy = False
+
+    def __init__(self, *, html: bool = True, json_minify: bool = True, noise: bool = True) -> None:
+        for key, value in (("html", html), ("json_minify", json_minify), ("noise", noise)):
+            if not isinstance(value, bool):
+                raise TypeError(f"rules.{key} must be true or false, got {value!r}")
+        self.html = html
+        self.json_minify = json_minify
+        self.noise = noise
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        guard = ProtectionGuard.from_plan(plan)
+        sources: list[Source] = []
+        reports: dict[str, dict[str, Any]] = {}
+        chars_in = chars_out = changed = 0
+        for source in doc.sources:
+            new, report = self._one(source, guard)
+            chars_in += len(source.text)
+            chars_out += len(new.text)
+            if report:
+                reports[source.id] = report
+            if new is not source:
+                changed += 1
+            sources.append(new)
+        data = {"sources": reports, "changed": changed, "chars_in": chars_in, "chars_out": chars_out}
+        if changed:
+            logger.debug("rules changed %d source(s): %d → %d chars", changed, chars_in, chars_out)
+        return doc.with_event(TraceEvent(stage=self.name, data=data), sources=tuple(sources))
+
+    def _one(self, source: Source, guard: ProtectionGuard) -> tuple[Source, dict[str, Any]]:
+        text = source.text
+        kind = source.kind
+        report: dict[str, Any] = {}
+        if source.layer == "instruction":
+            return source, report
+        parsed_json = False
+        if self.html and (kind == "html" or (kind in ("text", "markdown", "tool") and looks_like_html(text))):
+            text, report["html"] = html_to_text(text)
+            kind = "markdown"
+        elif self.json_minify and kind in ("json", "tool"):
+            minified, rep = minify_json(text)
+            if rep.get("valid", True):
+                text = minified
+                parsed_json = True
+            elif kind == "json" or text.lstrip()[:1] in ("{", "["):
+                # A tool result in prose is normal; a json source or a broken object is worth saying.
+                rep = {"applied": False, **rep}
+            else:
+                rep = {}
+            if rep:
+                report["json_minify"] = rep
+        if self.noise and not parsed_json and not (kind == "json"):
+            cleaned, rep = remove_noise(text, guard, ocr=source.kind in _OCR_KINDS)
+            if cleaned != text:
+                text = cleaned
+                report["noise"] = rep
+            elif rep.get("kept_protected"):
+                report["noise"] = rep
+        if text == source.text and kind == source.kind:
+            return source, report
+        meta = dict(source.meta)
+        meta.setdefault("original_sha256", sha256(source.text))
+        if kind != source.kind:
+            meta.setdefault("original_kind", source.kind)
+        return dataclasses.replace(source, text=text, kind=kind, meta=meta), report
+
+    def config(self) -> dict[str, Any]:
+        return {"html": self.html, "json_minify": self.json_minify, "noise": self.noise}
