@@ -1,0 +1,333 @@
+"""Contradicting facts: same entity and attribute, different value, from different items.
+
+Facts are pulled out as (entity, attribute, value) triples with simple patterns:
+
+- **text**: an entity is an identifier (an order id ``#W2611340``, a flight ``HAT136``, a
+  reservation ``UM3OG5``, a user id ``mia_li_3668``, or any match of a plan anchor whose name
+  says id/number/code/ref); a value is an amount (``$50``), a date (``2024-05-20``,
+  ``May 20, 2024``), a status word (``cancelled``, ``delivered``…) or a quantity (``3 bags``).
+  The attribute is the value's type, refined by a keyword before it in the sentence
+  ("refund amount", "price", "departure date"…). A value belongs to the nearest identifier
+  before it in its clause (sentence, line or ``;`` part), or after it when none is before,
+  and only within ``MAX_DISTANCE`` characters.
+- **JSON** (tool output, state): every object with an id field (``order_id``, ``reservation_id``,
+  ``flight_number``, ``id``…) is an entity, qualified by its parents' ids and its ``date``;
+  each scalar leaf under it is an attribute (its key path, ``_`` read as a space).
+
+Values are normalized (``$1,200.00`` → ``1200``, ``canceled`` → ``cancelled``) before comparing.
+Two items that state different values for the same entity and attribute are a conflict: both
+stay in the handoff, and the conflict is listed with each value's source, time and confidence.
+
+>>> from odcf.handoff.items import HandoffItem
+>>> a = HandoffItem(id="a", text="Refund amount for order #W123: $50.", origin="agent:researcher")
+>>> b = HandoffItem(id="b", text='{"order_id": "#W123", "refund_amount": 45}', kind="json", origin="tool:get_order")
+>>> [(c.entity, c.attribute, [v.value for v in c.values]) for c in find_conflicts((a, b))]
+[('#W123', 'refund amount', ['50', '45'])]
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from odcf.handoff.items import HandoffItem
+from odcf.textutil import split_sentences
+
+#: Layers whose items state facts (drafts and instructions are not compared).
+FACT_LAYERS = frozenset({"fact", "history", "state"})
+
+_ID_PATTERNS = (
+    r"#[A-Z]?\d{3,}",                                  # order ids (#W2611340, #4521)
+    r"\b[A-Z]{2,4}\d{3,}\b",                          # flight numbers, ticket ids (HAT136, INC0042)
+    r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z][A-Z0-9]*[A-Z])[A-Z0-9]{6}\b",  # reservation codes (UM3OG5)
+    r"\b[a-z]+_[a-z]+_\d{3,}\b",                      # user ids (mia_li_3668)
+    r"\b(?:[a-z]+_)+\d{5,}\b",                        # payment ids (credit_card_4421486)
+)
+_MONEY = r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?))"
+_MONTHS = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|Jun(?:e)?|Jul(?:y)?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+_DATE = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTHS}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|\d{{1,2}} {_MONTHS}(?: \d{{4}})?)"
+STATUSES = (
+    "pending", "processed", "processing", "delivered", "cancelled", "canceled", "refunded", "shipped",
+    "confirmed", "landed", "delayed", "on time", "scheduled", "available", "approved", "rejected",
+    "open", "closed", "resolved", "failed", "passed", "active", "inactive", "returned", "exchanged",
+    "booked", "flying", "completed",
+)
+_STATUS = r"\b(?:" + "|".join(re.escape(s) for s in sorted(STATUSES, key=len, reverse=True)) + r")\b"
+_QTY = r"\b\d{1,4} (?:items?|units?|bags?|pieces?|seats?|passengers?|nights?|tickets?|pcs)\b"
+_VALUE_RE = re.compile(
+    rf"(?P<money>{_MONEY})|(?P<date>{_DATE})|(?P<qty>{_QTY})|(?P<status>{_STATUS})", re.IGNORECASE)
+
+#: keyword stem before a value -> attribute name, per value type
+_ATTR_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "money": (("refund", "refund amount"), ("price", "price"), ("total", "total"), ("balance", "balance"),
+              ("fee", "fee"), ("cost", "cost"), ("charge", "charge"), ("paid", "payment"), ("payment", "payment"),
+              ("deposit", "deposit"), ("compensation", "compensation"), ("budget", "budget")),
+    "date": (("depart", "departure date"), ("arriv", "arrival date"), ("deliver", "delivery date"),
+             ("due", "due date"), ("ship", "ship date"), ("return", "return date"), ("expir", "expiry date"),
+             ("book", "booking date"), ("created", "creation date")),
+    "status": (),
+    "qty": (),
+}
+_DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "quantity"}
+#: A value further than this (in characters) from every identifier in its clause is not attributed.
+MAX_DISTANCE = 60
+_JSON_ID_KEYS = ("order_id", "reservation_id", "flight_number", "ticket_id", "user_id", "payment_id",
+                 "item_id", "product_id", "id")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One (entity, attribute, value) triple and where it was stated."""
+
+    entity: str
+    attribute: str
+    value: str          # normalized, used for comparison
+    raw: str            # as written
+    item: str
+
+
+@dataclass(frozen=True)
+class ConflictValue:
+    value: str
+    raw: str
+    items: tuple[str, ...]
+    origins: tuple[str, ...]
+    timestamps: tuple[str | None, ...]
+    confidences: tuple[float | None, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "raw": self.raw, "items": list(self.items), "origins": list(self.origins),
+                "timestamps": list(self.timestamps), "confidences": list(self.confidences)}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    entity: str
+    attribute: str
+    values: tuple[ConflictValue, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entity": self.entity, "attribute": self.attribute, "values": [v.to_dict() for v in self.values]}
+
+    def render(self) -> str:
+        parts = []
+        for v in self.values:
+            where = ", ".join(
+                " ".join(x for x in (f"item {i}", f"({o})" if o != i else "", t or "",
+                                     f"confidence {c:g}" if c is not None else "") if x)
+                for i, o, t, c in zip(v.items, v.origins, v.timestamps, v.confidences))
+            parts.append(f"{v.raw} [{where}]")
+        return f"- {self.entity} {self.attribute}: " + " vs ".join(parts)
+
+
+def _id_regex(extra: Sequence[re.Pattern[str]] = ()) -> list[re.Pattern[str]]:
+    return [re.compile(p) for p in _ID_PATTERNS] + list(extra)
+
+
+def id_anchors(plan: Any) -> list[re.Pattern[str]]:
+    """The plan's anchors that name identifiers (name holds id/number/code/ref)."""
+    out: list[re.Pattern[str]] = []
+    for a in getattr(getattr(plan, "protection", None), "anchors", ()):
+        if re.search(r"(?:^|_)(?:id|ids|number|code|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
+            out.append(a.regex)
+    return out
+
+
+def normalize_value(kind: str, raw: str) -> str:
+    r = raw.strip()
+    if kind == "money":
+        num = re.sub(r"[^\d.]", "", r.replace(",", ""))
+        try:
+            f = float(num)
+        except ValueError:
+            return r.lower()
+        return f"{f:.2f}".rstrip("0").rstrip(".")
+    if kind == "status":
+        s = r.lower()
+        return {"canceled": "cancelled"}.get(s, s)
+    if kind == "date":
+        return _iso_date(r)
+    if kind == "qty":
+        n, _, unit = r.partition(" ")
+        return f"{int(n)} {unit.lower().rstrip('s')}"
+    return r.lower()
+
+
+_MONTH_NUM = {m: i for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+
+
+def _iso_date(raw: str) -> str:
+    """``2024-05-20`` for dates with a year, ``05-20`` for dates without one."""
+    r = raw.strip().lower()
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", r)
+    if m:
+        return r
+    m = re.fullmatch(r"([a-z]+)\.? (\d{1,2})(?:st|nd|rd|th)?(?:,? (\d{4}))?", r) or None
+    if m:
+        mon, day, year = _MONTH_NUM.get(m.group(1)[:3]), int(m.group(2)), m.group(3)
+    else:
+        m2 = re.fullmatch(r"(\d{1,2}) ([a-z]+)(?: (\d{4}))?", r)
+        if not m2:
+            return r
+        mon, day, year = _MONTH_NUM.get(m2.group(2)[:3]), int(m2.group(1)), m2.group(3)
+    if mon is None:
+        return r
+    return f"{year}-{mon:02d}-{day:02d}" if year else f"{mon:02d}-{day:02d}"
+
+
+def _same_precision(values: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
+    """When some dates lack a year, compare all of them by month and day only."""
+    keys = list(values)
+    if not any(re.fullmatch(r"\d{2}-\d{2}", k) for k in keys):
+        return values
+    if not all(re.fullmatch(r"(?:\d{4}-)?\d{2}-\d{2}", k) for k in keys):
+        return values
+    out: dict[str, list[Fact]] = {}
+    for k, fs in values.items():
+        out.setdefault(k[-5:], []).extend(fs)
+    return out
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"{float(value):.2f}".rstrip("0").rstrip(".") if isinstance(value, float) or abs(value) < 10**15 else str(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        return {"canceled": "cancelled"}.get(v, v)
+    return None
+
+
+def json_facts(item_id: str, data: Any) -> list[Fact]:
+    """Facts from a JSON value: id-bearing objects are entities, their scalar leaves attributes."""
+    out: list[Fact] = []
+
+    def entity_of(obj: Mapping[str, Any]) -> str | None:
+        for key in _JSON_ID_KEYS:
+            v = obj.get(key)
+            if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+                name = str(v)
+                date = obj.get("date")
+                return f"{name} on {date}" if isinstance(date, str) and key != "id" else name
+        return None
+
+    def walk(value: Any, entity: str | None, path: tuple[str, ...]) -> None:
+        if isinstance(value, Mapping):
+            own = entity_of(value)
+            if own is not None:
+                entity, path = (own if entity is None or own.startswith(entity) else f"{entity} / {own}"), ()
+            for k, v in value.items():
+                walk(v, entity, path + (str(k),))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                sub = entity_of(v) if isinstance(v, Mapping) else None
+                walk(v, entity, path if sub is not None else path + (f"[{i}]",))
+        elif entity is not None and path:
+            norm = _scalar(value)
+            if norm is None:
+                return
+            if path[-1] in _JSON_ID_KEYS or path[-1] == "date":
+                return
+            attr = " ".join(p.replace("_", " ") for p in path).replace(" [", "[")
+            out.append(Fact(entity=entity, attribute=attr, value=norm, raw=value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+                            item=item_id))
+
+    walk(data, None, ())
+    return out
+
+
+def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) -> list[Fact]:
+    """Facts from prose (see the module docstring)."""
+    out: list[Fact] = []
+    clauses = [piece for start, end in split_sentences(text)
+               for line in text[start:end].split("\n") for piece in line.split("; ")]
+    for sent in clauses:
+        ids: list[tuple[int, int, str]] = []
+        for rx in id_patterns:
+            for m in rx.finditer(sent):
+                if not any(s <= m.start() < e or m.start() <= s < m.end() for s, e, _ in ids):
+                    ids.append((m.start(), m.end(), m.group(0)))
+        if not ids:
+            continue
+        ids.sort()
+        for m in _VALUE_RE.finditer(sent):
+            kind = m.lastgroup or "status"
+            if any(s <= m.start() < e for s, e, _ in ids):
+                continue
+            before = [i for i in ids if i[1] <= m.start() and m.start() - i[1] <= MAX_DISTANCE]
+            after = [i for i in ids if i[0] >= m.end() and i[0] - m.end() <= MAX_DISTANCE]
+            if not before and not after:
+                continue  # too far from any identifier to say whose value it is
+            ent = before[-1][2] if before else after[0][2]
+            lead = sent[(before[-1][1] if before else 0):m.start()].lower()
+            if not before:
+                lead = sent[:m.start()].lower()
+            attr = _attribute(kind, lead, sent[:m.start()].lower())
+            raw = m.group(0)
+            out.append(Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id))
+    return out
+
+
+def _attribute(kind: str, near: str, whole_before: str) -> str:
+    if kind == "qty":
+        return "quantity"
+    for text in (near, whole_before):
+        best: tuple[int, str] | None = None
+        for stem, name in _ATTR_WORDS.get(kind, ()):
+            pos = text.rfind(stem)
+            if pos >= 0 and (best is None or pos > best[0]):
+                best = (pos, name)
+        if best is not None:
+            return best[1]
+    return _DEFAULT_ATTR[kind]
+
+
+def item_facts(item: HandoffItem, id_patterns: Sequence[re.Pattern[str]]) -> list[Fact]:
+    data = item.data
+    if data is None and item.kind in ("json", "tool") and item.text.lstrip()[:1] in ("{", "["):
+        try:
+            data = json.loads(item.text)
+        except ValueError:
+            data = None
+    if data is not None and isinstance(data, (Mapping, list)):
+        return json_facts(item.id, data)
+    return text_facts(item.id, item.text, id_patterns)
+
+
+def find_conflicts(items: Iterable[HandoffItem], *, plan: Any = None) -> tuple[Conflict, ...]:
+    """Conflicts among *items* (only fact, history and state items are compared)."""
+    items = [it for it in items if it.layer in FACT_LAYERS]
+    by_id = {it.id: it for it in items}
+    patterns = _id_regex(id_anchors(plan) if plan is not None else ())
+    table: dict[tuple[str, str], dict[str, list[Fact]]] = {}
+    for it in items:
+        for f in item_facts(it, patterns):
+            table.setdefault((f.entity, f.attribute), {}).setdefault(f.value, []).append(f)
+    out: list[Conflict] = []
+    for (entity, attr), values in table.items():
+        values = _same_precision(values)
+        if len(values) < 2:
+            continue
+        per_item: dict[str, set[str]] = {}
+        for v, fs in values.items():
+            for f in fs:
+                per_item.setdefault(f.item, set()).add(v)
+        if len(per_item) < 2 or any(len(vs) > 1 for vs in per_item.values()):
+            # one item stating several values (two legs, two payments) makes the pattern
+            # ambiguous for this entity; that is not evidence of a contradiction
+            continue
+        cvs = []
+        for v, fs in values.items():
+            ids = tuple(dict.fromkeys(f.item for f in fs))
+            cvs.append(ConflictValue(
+                value=v, raw=fs[0].raw, items=ids,
+                origins=tuple(by_id[i].label for i in ids),
+                timestamps=tuple(by_id[i].timestamp for i in ids),
+                confidences=tuple(by_id[i].confidence for i in ids),
+            ))
+        out.append(Conflict(entity=entity, attribute=attr, values=tuple(cvs)))
+    return tuple(out)

@@ -1,0 +1,335 @@
+"""Prepare one handoff: what a role must see, never what it must not, within its budget.
+
+>>> from odcf.plan.compiler import compile_plan                         # doctest: +SKIP
+>>> r = handoff(plan, role="executor", items=[{"role": "user", "content": "Two seats at 7pm."},
+...             {"category": "user_constraints", "text": "party size: 2", "origin": "sgd:slots"}])  # doctest: +SKIP
+>>> print(r.text); r.record["not_searched"]                             # doctest: +SKIP
+
+The handoff-specific work happens here and in the modules beside it; compressing and budgeting
+the material is the core pipeline's (:class:`odcf.compressor.Compressor`), with one extra stage
+(:class:`~odcf.handoff.stage.HandoffPriority`) that ranks history by recency. In order:
+
+1. parse the items (:mod:`~odcf.handoff.items`); the role's contract comes from the plan
+   (presets overridden by the ontology), and so do its required categories;
+2. merge near-duplicate facts, keeping every source (:mod:`~odcf.handoff.dedup`); cap derived
+   claims by their evidence (:mod:`~odcf.handoff.trust`); find contradicting facts
+   (:mod:`~odcf.handoff.conflicts`);
+3. decide mandatory material and the status of each required category (:mod:`~odcf.handoff.mandatory`);
+   in strict mode a required category upstream never searched is an error here;
+4. shape the layers: state as compact validated JSON (:mod:`~odcf.handoff.state`), reasoning
+   drafts cut to 25% of the budget with an evidence index when the role allows them at all
+   (:mod:`~odcf.handoff.reasoning`), history layered by age (:mod:`~odcf.handoff.history`);
+5. run the core pipeline on the result with the budget left after the handoff notes, then append
+   the notes (not searched, missing, merged duplicates, confidence caps, conflicts).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from odcf.document import Document, Source, sha256
+from odcf.handoff.conflicts import Conflict, find_conflicts
+from odcf.handoff.dedup import merge_near_duplicates
+from odcf.handoff.errors import HandoffError
+from odcf.handoff.history import LayeredHistory, layer_history
+from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
+from odcf.handoff.mandatory import MandatoryDecision, decide_mandatory
+from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, truncate_reasoning
+from odcf.handoff.stage import HandoffPriority
+from odcf.handoff.state import CompactState, compact_state
+from odcf.handoff.trust import cap_confidence
+from odcf.plan.model import Plan, RoleContract
+from odcf.tokens import get_counter
+
+logger = logging.getLogger(__name__)
+
+NOTES_ID = "handoff-notes"
+EARLIER_ID = "history-earlier"
+
+
+@dataclass(frozen=True)
+class HandoffResult:
+    """What :func:`handoff` returns: the text for the next agent, its record, and token counts."""
+
+    text: str
+    record: Mapping[str, Any]
+    tokens: int
+    tokens_in: int
+    budget: int
+    document: Document | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens_out(self) -> int:
+        return self.tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens,
+                "budget": self.budget, "record": dict(self.record)}
+
+
+def _compressor(target: Any) -> Any:
+    from odcf.compressor import Compressor
+
+    if isinstance(target, Compressor):
+        return target
+    if isinstance(target, Plan):
+        return Compressor(target)
+    if isinstance(target, (str, os.PathLike)) or target is None:
+        return Compressor.from_ontology(target)
+    raise TypeError(f"handoff() needs a Plan, a Compressor or an ontology name/path, got {type(target).__name__}")
+
+
+def handoff(
+    target: Any,
+    *,
+    role: str,
+    items: Any,
+    budget: int | None = None,
+    strict: bool = False,
+    searched: Sequence[str] = (),
+    query: str | None = None,
+    tokenizer: str | None = None,
+    verbatim_turns: int = 3,
+    condensed_turns: int = 10,
+    turn_cap: int = 60,
+) -> HandoffResult:
+    """Prepare the handoff to *role* from *items* (a list, a handoff object, an :class:`ItemBatch`
+    or a path to a JSON file; see :mod:`odcf.handoff.items`).
+
+    *target*: a :class:`~odcf.plan.model.Plan`, a :class:`~odcf.compressor.Compressor`, or an
+    ontology name/path. *budget* overrides the role's budget. *strict*: missing required
+    material (a required category never searched, evidence of a scope claim absent, a
+    mandatory item the role cannot receive) raises :class:`HandoffError` naming it, and
+    required material over the budget raises :class:`~odcf.errors.BudgetError`.
+    """
+    comp = _compressor(target)
+    plan: Plan = comp.plan
+    contract = plan.role(role)
+    budget = contract.budget if budget is None else budget
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise HandoffError(f"budget must be a positive integer, got {budget!r}")
+    if isinstance(items, (str, os.PathLike)):
+        batch = load_items(items)
+        batch = ItemBatch(batch.items, batch.searched | frozenset(searched))
+    else:
+        batch = parse_items(items, searched=searched)
+    unit = tokenizer or comp.tokenizer or contract.unit or plan.tokenizer
+    counter = get_counter(unit)
+    query = query if query is not None else plan.task_goal
+
+    # 2. provenance and trust
+    kept, duplicates = merge_near_duplicates(batch.items)
+    kept, confidence_flags = cap_confidence(kept)
+    conflicts = find_conflicts(kept, plan=plan)
+
+    # 3. mandatory material
+    decision = decide_mandatory(kept, required_categories=contract.categories, searched=batch.searched)
+    missing: list[dict[str, Any]] = [
+        {"category": c.category, "status": "not_searched",
+         "why": f"required category {c.category} for role {contract.name} was never searched upstream"}
+        for c in decision.not_searched
+    ] + [dict(m, status="absent") for m in decision.missing_evidence]
+    allowed = _allowed_layers(contract)
+    for it in kept:
+        if decision.is_mandatory(it.id) and it.layer not in allowed:
+            missing.append({"item": it.id, "status": "not_allowed",
+                            "why": f"mandatory ({'; '.join(decision.reasons[it.id])}) but layer {it.layer} "
+                                   f"is {'forbidden' if it.layer in contract.forbidden else 'not in the contract'} "
+                                   f"for role {contract.name}"})
+    if strict and missing:
+        raise HandoffError(f"role {contract.name}: missing required material: "
+                           + "; ".join(m["why"] for m in missing), missing=[_name(m) for m in missing])
+
+    # 4. layers
+    states = {it.id: _state(it, plan) for it in kept if it.layer == "state"}
+    reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed)
+    hist_items = [it for it in kept if it.layer == "history" and not decision.is_mandatory(it.id)]
+    layered = layer_history(hist_items, plan, counter, verbatim=verbatim_turns, condensed=condensed_turns,
+                            turn_cap=turn_cap, query=query)
+    sources = _sources(kept, decision, states, reasoning_cuts, layered)
+
+    # 5. core pipeline within the budget left after the notes
+    notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts)
+    notes_cost = counter.count(notes) + 2 if notes else 0
+    core_budget = max(1, budget - notes_cost)
+    doc = comp.document(sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
+    meta = dict(doc.meta)
+    meta.update({"conflicts": [c.to_dict() for c in conflicts],
+                 "not_searched": [c.category for c in decision.not_searched]})
+    doc = doc.replace(meta=meta)
+    out = _pipeline(comp).run(doc, plan)
+    core_text = out.meta["text"]
+    record = dict(out.meta["record"])
+
+    delivered = {s["id"]: s for s in record.get("sources", [])}
+    for it in kept:
+        if decision.is_mandatory(it.id) and it.layer in allowed:
+            entry = delivered.get(it.id)
+            if entry is not None and entry.get("status") == "dropped":
+                missing.append({"item": it.id, "status": "dropped",
+                                "why": f"mandatory ({'; '.join(decision.reasons[it.id])}) but dropped by the core"})
+    if strict and any(m["status"] == "dropped" for m in missing):
+        raise HandoffError(f"role {contract.name}: mandatory material was dropped: "
+                           + "; ".join(m["why"] for m in missing if m["status"] == "dropped"),
+                           missing=[_name(m) for m in missing])
+    if any(m["status"] == "dropped" for m in missing):
+        notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts)
+
+    text = core_text + ("\n\n" + notes if notes and core_text else notes)
+    tokens = counter.count(text)
+    over_by = max(0, tokens - budget)
+    record.update({
+        "budget": budget,
+        "tokens_out": tokens,
+        "ratio": round(record["tokens_in"] / tokens, 3) if tokens else None,
+        "over_budget": over_by > 0,
+        "over_by": over_by,
+        "sha256": sha256(text),
+        "missing": list(record.get("missing", [])) + missing,
+        "not_searched": [c.category for c in decision.not_searched],
+        "searched_none_found": [c.category for c in decision.searched_none_found],
+        "conflicts": [c.to_dict() for c in conflicts],
+        "mandatory": [{"item": k, "why": list(v)} for k, v in sorted(decision.reasons.items())],
+        "handoff": {
+            "role": contract.name,
+            "required_categories": list(contract.categories),
+            "categories": [c.to_dict() for c in decision.categories],
+            "caller_optional_overridden": list(decision.overridden),
+            "duplicates": [g.to_dict() for g in duplicates],
+            "confidence_flags": [dict(f) for f in confidence_flags],
+            "history": [t.to_dict() for t in layered.turns],
+            "state": [{"item": k, "legend": dict(v.legend), "note": v.note,
+                       "tokens_plain": counter.count(v.plain_text), "tokens": counter.count(v.text)}
+                      for k, v in states.items()],
+            "reasoning": [c.to_dict() for c in reasoning_cuts.values()],
+            "notes_tokens": counter.count(notes) if notes else 0,
+            "core_budget": core_budget,
+            "core_sha256": sha256(core_text),
+            "items": len(batch.items),
+            "searched": sorted(batch.searched),
+        },
+    })
+    if over_by and strict:
+        from odcf.errors import BudgetError
+
+        raise BudgetError(f"handoff to {contract.name} needs {tokens} tokens, budget {budget}: over by {over_by}",
+                          budget=budget, required=tokens)
+    return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
+                         budget=budget, document=out)
+
+
+def _name(m: Mapping[str, Any]) -> str:
+    return str(m.get("category") or m.get("item"))
+
+
+def _allowed_layers(contract: RoleContract) -> set[str]:
+    layers = {"instruction"} | set(contract.required) | set(contract.optional)
+    return layers - set(contract.forbidden) | {"instruction"}
+
+
+def _pipeline(comp: Any) -> Any:
+    from odcf.pipeline import Pipeline
+
+    stages = list(comp.pipeline.stages)
+    at = next((k for k, s in enumerate(stages) if s.name == "budget"), len(stages))
+    return Pipeline(stages[:at] + [HandoffPriority()] + stages[at:])
+
+
+def _state(item: HandoffItem, plan: Plan) -> CompactState:
+    if item.data is None:
+        raise HandoffError(f"state item {item.id!r}: holds no JSON object")
+    return compact_state(item.data, schema=plan.state_schema, abbreviations=plan.abbreviations,
+                         where=f"state item {item.id!r}")
+
+
+def _reasoning(items: Sequence[HandoffItem], contract: RoleContract, budget: int, counter: Any,
+               allowed: set[str]) -> dict[str, ReasoningCut]:
+    drafts = [it for it in items if it.layer == "reasoning"]
+    if not drafts or "reasoning" not in allowed:
+        return {}
+    total = sum(counter.count(it.text) for it in drafts)
+    share = int(budget * REASONING_SHARE)
+    ids = [it.id for it in items]
+    out: dict[str, ReasoningCut] = {}
+    for it in drafts:
+        cap = share // len(drafts) if total > share else counter.count(it.text)
+        out[it.id] = truncate_reasoning(it, cap=max(cap, 1), counter=counter, known_ids=ids)
+    return out
+
+
+def _sources(items: Sequence[HandoffItem], decision: MandatoryDecision, states: Mapping[str, CompactState],
+             cuts: Mapping[str, ReasoningCut], layered: LayeredHistory) -> list[Source]:
+    """Core sources in reading order: instruction, state, facts, drafts, then history by age."""
+    first: list[Source] = []
+    facts: list[Source] = []
+    drafts: list[Source] = []
+    for it in items:
+        mand = decision.is_mandatory(it.id)
+        meta = {"handoff_why": list(decision.reasons.get(it.id, ()))} if mand else {}
+        if it.layer == "instruction":
+            first.append(it.to_source(mandatory=mand, meta=meta))
+        elif it.layer == "state":
+            st = states[it.id]
+            first.append(it.to_source(text=st.text, kind="json", mandatory=mand, meta=meta))
+            if st.legend:
+                first.append(Source(id=f"{it.id}.legend", text=st.legend_line(), kind="text", layer="state",
+                                    origin="odcf:abbreviations", mandatory=True))
+        elif it.layer == "reasoning":
+            cut = cuts.get(it.id)
+            meta.update({"handoff_order": "position", "handoff_index_last": bool(cut and cut.truncated)})
+            drafts.append(it.to_source(text=cut.text if cut else it.text, kind="text", mandatory=mand, meta=meta))
+        elif it.layer == "history":
+            if mand:  # mandatory turns are kept whole wherever they are in the history
+                who = it.speaker or it.origin or "unknown"
+                facts.append(it.to_source(text=f"{who}: {it.text}", kind="chat", mandatory=True, meta=meta))
+        else:
+            facts.append(it.to_source(mandatory=mand, meta=meta))
+    history: list[Source] = []
+    if layered.bullets:
+        first_t, last_t = layered.bullets[0].turn, layered.bullets[-1].turn
+        history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
+                              origin=f"odcf:history turns {first_t}–{last_t} as bullets",
+                              meta={"handoff_score": 0.1}))
+    n = len(layered.recent)
+    for k, t in enumerate(layered.recent):
+        score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
+        history.append(t.item.to_source(text=t.text, kind="chat", meta={"handoff_score": score, "handoff_mode": t.mode}))
+    return first + facts + drafts + history
+
+
+def _notes(contract: RoleContract, decision: MandatoryDecision, missing: Sequence[Mapping[str, Any]],
+           duplicates: Sequence[Any], flags: Sequence[Mapping[str, Any]], conflicts: Sequence[Conflict]) -> str:
+    """The handoff notes block appended after the core text ("" when there is nothing to say)."""
+    lines: list[str] = []
+    if decision.not_searched:
+        lines.append(f"Not searched upstream (required for {contract.name}): "
+                     + ", ".join(c.category for c in decision.not_searched))
+    if decision.searched_none_found:
+        lines.append("Searched, none found: " + ", ".join(c.category for c in decision.searched_none_found))
+    other = [m for m in missing if m.get("status") != "not_searched"]
+    for m in other:
+        lines.append(f"Missing: {m['why']}")
+    for g in duplicates:
+        lines.append(f"Merged duplicates: item {g.kept} kept; same content from " + ", ".join(g.sources[1:])
+                     + f" ({', '.join(g.merged)})")
+    for f in flags:
+        if f["kind"] == "confidence jump":
+            lines.append(f"Confidence capped: item {f['item']} claimed {f['claimed']:g}, its evidence "
+                         f"({', '.join(f['evidence'])}) supports at most {f['cap']:g}")
+        else:
+            lines.append(f"Confidence unverifiable: item {f['item']} rests on "
+                         + ", ".join(f["evidence"]) + " (absent or without confidence)")
+    if conflicts:
+        lines.append("Conflicts (different sources disagree; both kept, not merged):")
+        lines.extend(c.render() for c in conflicts)
+    if not lines:
+        return ""
+    return f"[handoff notes] odcf | role {contract.name}\n" + "\n".join(lines)
+
+
+def result_json(result: HandoffResult) -> str:
+    return json.dumps(result.to_dict(), ensure_ascii=False, indent=2)

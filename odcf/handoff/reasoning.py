@@ -1,0 +1,119 @@
+"""Reasoning drafts: truncated with an evidence index when they would crowd out the rest.
+
+A reasoning trace (another agent's draft) reaches a role only when its contract does not forbid
+the reasoning layer. When it is allowed but longer than ``share`` (25%) of the budget, it is cut
+at a sentence boundary, and at the cut an evidence index says what the omitted part rested on::
+
+    [reasoning truncated: sentences 9–31 of 31 omitted (812 tokens); evidence: source 3, rows 5–7; item t2]
+
+The index lists the citations found in the omitted sentences — ``source 3``, ``item t2``,
+``[4]``, a row/line/page range after them, and any known item id — plus the item's own
+``cites``; with no citation there it says so, and the omitted range alone is the pointer.
+
+>>> from odcf.handoff.items import HandoffItem
+>>> from odcf.tokens import get_counter
+>>> it = HandoffItem(id="r1", layer="reasoning", text="Option B is cheaper. " * 8 + "See source 3, rows 5-7.")
+>>> cut = truncate_reasoning(it, cap=40, counter=get_counter("o200k_base"))
+>>> cut.text.splitlines()[-1]
+'[reasoning truncated: sentences 3–9 of 9 omitted (41 tokens); evidence: source 3, rows 5–7]'
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from odcf.handoff.items import HandoffItem
+from odcf.textutil import split_sentences
+from odcf.tokens import TokenCounter
+
+REASONING_SHARE = 0.25
+
+_RANGE = r"(?:rows?|lines?|pages?|pp?\.|cells?|§)\s*\d+(?:\s*(?:[-–—]|to)\s*\d+)?"
+_CITE_RE = re.compile(
+    rf"\b(?P<what>source|item|doc(?:ument)?|ref(?:erence)?|tool output|evidence)\s*#?\s*(?P<id>[A-Za-z0-9_.:-]*\d[A-Za-z0-9_.:-]*|[A-Za-z]\w*\d\w*)"
+    rf"(?:\s*[,(]?\s*(?P<range>{_RANGE}))?"
+    rf"|\[(?P<num>\d{{1,3}})\]",
+    re.IGNORECASE,
+)
+_RANGE_RE = re.compile(_RANGE, re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReasoningCut:
+    """A reasoning item's delivered text and what was cut."""
+
+    item: str
+    text: str
+    truncated: bool
+    tokens_in: int
+    tokens_out: int
+    kept_sentences: int = 0
+    total_sentences: int = 0
+    evidence: tuple[str, ...] = ()
+    index_line: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item, "truncated": self.truncated, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out, "kept_sentences": self.kept_sentences,
+                "total_sentences": self.total_sentences, "evidence": list(self.evidence),
+                "index": self.index_line}
+
+
+def citations(text: str, known_ids: Iterable[str] = ()) -> list[str]:
+    """Citations in *text*, in order of appearance, without repeats."""
+    found: list[tuple[int, str]] = []
+    for m in _CITE_RE.finditer(text):
+        if m.group("num"):
+            found.append((m.start(), f"source {m.group('num')}"))
+            continue
+        label = f"{m.group('what').lower()} {m.group('id').rstrip('.,:;')}"
+        if m.group("range"):
+            label += ", " + _norm_range(m.group("range"))
+        found.append((m.start(), label))
+    for kid in known_ids:
+        for m in re.finditer(r"(?<![\w-])" + re.escape(kid) + r"(?![\w-])", text):
+            found.append((m.start(), f"item {kid}"))
+    covered: list[str] = []
+    for _, label in sorted(found):
+        if label not in covered and not any(c.startswith(label + ",") or c.endswith(" " + label.split(" ", 1)[1])
+                                            for c in covered):
+            covered.append(label)
+    return covered
+
+
+def _norm_range(r: str) -> str:
+    r = re.sub(r"\s*(?:[-—]|to)\s*", "–", r.strip())
+    return re.sub(r"\s*–\s*", "–", r)
+
+
+def truncate_reasoning(
+    item: HandoffItem,
+    *,
+    cap: int,
+    counter: TokenCounter,
+    known_ids: Iterable[str] = (),
+) -> ReasoningCut:
+    """Cut *item* to at most *cap* tokens (index line included) at a sentence boundary."""
+    text = item.text
+    total = counter.count(text)
+    spans = split_sentences(text)
+    if total <= cap:
+        return ReasoningCut(item.id, text, False, total, total, len(spans), len(spans))
+    known = [k for k in known_ids if k != item.id]
+    kept = len(spans)
+    while True:
+        kept -= 1
+        head = text[: spans[kept - 1][1]] if kept > 0 else ""
+        omitted = text[spans[kept][0]:] if kept < len(spans) else ""
+        evidence = citations(omitted, known)
+        visible = citations(head, known)
+        evidence += [c for c in item.cites if c not in evidence and c not in visible]
+        line = (f"[reasoning truncated: sentences {kept + 1}–{len(spans)} of {len(spans)} omitted "
+                f"({counter.count(omitted)} tokens); "
+                + (f"evidence: {'; '.join(evidence)}]" if evidence else "evidence: none cited in the omitted part]"))
+        out = f"{head}\n{line}" if head else line
+        if counter.count(out) <= cap or kept == 0:
+            return ReasoningCut(item.id, out, True, total, counter.count(out), kept, len(spans),
+                                tuple(evidence), line)

@@ -1,0 +1,45 @@
+"""A small stage the handoff inserts before ``budget``: handoff-specific priorities.
+
+The core ranks by relevance. In a handoff, history is ranked by recency (the last turns are
+trimmed last) and a truncated reasoning draft keeps its evidence index longest, so that the
+budget stage, trimming lowest score first, cuts the right things. Sources say what they want in
+``Source.meta``: ``handoff_score`` (a fixed score for all their segments) or
+``handoff_order: "position"`` (earlier segments first, the last one — the evidence index — kept
+longest).
+"""
+from __future__ import annotations
+
+from odcf.document import Document, TraceEvent
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+
+
+class HandoffPriority(Stage):
+    name = "handoff_priority"
+    requires = frozenset({"segments", "scores"})
+    provides = frozenset({"scores"})
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        by_source: dict[str, list[int]] = {}
+        for k, seg in enumerate(doc.segments):
+            by_source.setdefault(seg.source_id, []).append(k)
+        segments = list(doc.segments)
+        changed = 0
+        for src in doc.sources:
+            ks = by_source.get(src.id, [])
+            fixed = src.meta.get("handoff_score")
+            order = src.meta.get("handoff_order")
+            for j, k in enumerate(ks):
+                seg = segments[k]
+                if seg.dropped:
+                    continue
+                if fixed is not None:
+                    score = float(fixed)
+                elif order == "position":
+                    last = j == len(ks) - 1 and bool(src.meta.get("handoff_index_last"))
+                    score = 1.0 if last else round(0.9 - 0.5 * j / max(1, len(ks)), 6)
+                else:
+                    continue
+                segments[k] = seg.replace(score=score)
+                changed += 1
+        return doc.with_event(TraceEvent(stage=self.name, data={"rescored": changed}), segments=tuple(segments))

@@ -1,0 +1,147 @@
+"""The state layer: compact JSON, validated against the plan's schema, abbreviated losslessly.
+
+The state object is validated (JSON Schema draft 2020-12, the plan's ``state_schema``), then
+written as compact JSON (no spaces, key order kept). String values may be shortened, but only
+with the plan's abbreviation dictionary (``abbreviations: {5Y: 5 years}``), whole words,
+case-sensitive, never with ad-hoc short keys. A dictionary entry is used only when its short
+form does not already occur in the state, so expanding the entries listed in the legend gives
+back the original exactly; this is checked on every call, and when the check fails the state is
+delivered unabbreviated (and the record says so).
+
+>>> st = compact_state({"term": "renewal every 5 years", "risk": "moderate"}, schema={},
+...                    abbreviations={"5Y": "5 years", "MOD": "moderate"})
+>>> st.text, st.legend
+('{"term":"renewal every 5Y","risk":"MOD"}', {'5Y': '5 years', 'MOD': 'moderate'})
+>>> expand_state(json.loads(st.text), st.legend) == {"term": "renewal every 5 years", "risk": "moderate"}
+True
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from odcf.handoff.errors import HandoffError
+
+
+@dataclass(frozen=True)
+class CompactState:
+    """``text``: the compact JSON delivered; ``legend``: the dictionary entries it uses."""
+
+    text: str
+    legend: Mapping[str, str] = field(default_factory=dict)
+    plain_text: str = ""                       # compact JSON before abbreviation
+    note: str | None = None                    # why abbreviation was not applied, if it was not
+
+    def legend_line(self) -> str:
+        return "Abbreviations in the state above (plan dictionary; expand before use): " + "; ".join(
+            f"{k} = {v}" for k, v in self.legend.items())
+
+
+def validate_state(data: Any, schema: Mapping[str, Any], *, where: str = "state") -> None:
+    """Raise :class:`HandoffError` listing every schema violation as ``WHERE: /json/pointer: message``."""
+    if not schema:
+        return
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(_plain(schema))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        lines = [f"{where}: /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+        raise HandoffError("state does not validate against the plan's state schema:\n  " + "\n  ".join(lines))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _word(s: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(s) + r"(?!\w)")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _map_strings(value: Any, fn: Any) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, fn) for v in value]
+    return value
+
+
+def abbreviate_state(data: Any, abbreviations: Mapping[str, str]) -> tuple[Any, dict[str, str]]:
+    """String values with dictionary expansions replaced by their short forms, and the legend used."""
+    texts = _strings(data)
+    usable: list[tuple[str, str]] = []
+    for short, long in sorted(abbreviations.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if not long or short == long:
+            continue
+        if any(_word(short).search(t) for t in texts):
+            continue  # the short form already occurs: expanding it later would change the state
+        if any(_word(long).search(t) for t in texts):
+            usable.append((short, long))
+    legend: dict[str, str] = {}
+
+    def shorten(s: str) -> str:
+        for short, long in usable:
+            new = _word(long).sub(lambda _m, short=short: short, s)
+            if new != s:
+                legend[short] = long
+                s = new
+        return s
+
+    out = _map_strings(data, shorten)
+    return out, dict(sorted(legend.items()))
+
+
+def expand_state(data: Any, legend: Mapping[str, str]) -> Any:
+    """Undo :func:`abbreviate_state` with the legend it returned."""
+    pats = [(_word(k), v) for k, v in sorted(legend.items(), key=lambda kv: -len(kv[0]))]
+
+    def grow(s: str) -> str:
+        for rx, long in pats:
+            s = rx.sub(lambda _m, long=long: long, s)
+        return s
+
+    return _map_strings(data, grow)
+
+
+def compact_json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_state(
+    data: Any,
+    *,
+    schema: Mapping[str, Any],
+    abbreviations: Mapping[str, str],
+    where: str = "state",
+) -> CompactState:
+    """Validate *data*, then return its compact, dictionary-abbreviated form (see module docstring)."""
+    validate_state(data, schema, where=where)
+    plain = compact_json(data)
+    if not abbreviations:
+        return CompactState(text=plain, plain_text=plain)
+    short, legend = abbreviate_state(data, abbreviations)
+    if not legend:
+        return CompactState(text=plain, plain_text=plain)
+    if expand_state(short, legend) != data:  # never deliver something that does not expand back
+        return CompactState(text=plain, plain_text=plain,
+                            note="abbreviation skipped: the round trip did not reproduce the state")
+    return CompactState(text=compact_json(short), legend=legend, plain_text=plain)
