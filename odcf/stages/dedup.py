@@ -1,0 +1,215 @@
+"""Semantic deduplication (stage ``dedup``): merge near-duplicate passages into one.
+
+Two live segments of the same layer are duplicates when their texts are equal after
+whitespace and case folding, or when the cosine of their embeddings is at least
+``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
+an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
+are close in embedding space and are *not* duplicates.
+
+Of each group, the segment kept is the one whose source is the most confident
+(``Source.confidence``), then the most recent (``Source.timestamp``, ISO 8601 compared as
+text), then the first in the input. The others get status ``merged`` and a reason naming the
+kept segment; the kept one lists them in ``merged_from`` and takes the group's best score.
+
+Only the best-scored segments are embedded (the same budget rule as the rerank stage:
+``K = budget × 0.6 / mean segment tokens × safety``); exact duplicates are found among all.
+When the rerank stage ran first, its vectors come from the shared embedding cache.
+
+>>> from odcf.stages.dedup import SemanticDedup
+>>> stage = SemanticDedup(embedder="hash", threshold=0.92)
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from odcf.document import Document, Segment, Source, TraceEvent
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+from odcf.stages.rerank import PINNED_LAYERS, candidate_count
+from odcf.tokens import get_counter
+
+logger = logging.getLogger(__name__)
+
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|without|cannot)\b|n't|不|没|未|无|非", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+#: Protection rules whose span texts must agree for two segments to merge.
+_VALUE_RULES = ("anchor:", "term", "entity:")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def signature(seg: Segment) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """What must be equal for a merge: numbers, protected values, negations."""
+    numbers = frozenset(_NUMBER.findall(seg.text))
+    values = frozenset(_norm(sp.text) for sp in seg.protected if sp.rule.startswith(_VALUE_RULES))
+    negations = frozenset(m.group(0).lower() for m in _NEGATION.finditer(seg.text))
+    return numbers, values, negations
+
+
+def _keeper_key(seg: Segment, src: Source, position: int) -> tuple[Any, ...]:
+    conf = src.confidence if src.confidence is not None else -1.0
+    # Most confident, then most recent (missing timestamps last), then first.
+    return (-conf, 0 if src.timestamp else 1, _Desc(src.timestamp or ""), position)
+
+
+class _Desc:
+    """Reverse ordering for strings inside a sort key."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: str) -> None:
+        self.v = v
+
+    def __lt__(self, other: _Desc) -> bool:
+        return self.v > other.v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Desc) and self.v == other.v
+
+
+class SemanticDedup(Stage):
+    """Merge near-duplicate segments, keeping the most confident / most recent / first.
+
+    Options: ``threshold`` (cosine), ``embedder`` (``minilm``, ``hash`` or an ONNX path),
+    ``threads``, ``safety`` and ``min_candidates`` (how many segments are embedded).
+    """
+
+    name = "dedup"
+    requires = frozenset({"scores"})
+    provides = frozenset({"deduped"})
+    lossy = True
+
+    def __init__(self, *, threshold: float = 0.92, embedder: str = "minilm", threads: int | None = None,
+                 safety: float = 3.0, min_candidates: int = 64) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"dedup: threshold must be within (0, 1], got {threshold}")
+        self.threshold = float(threshold)
+        self.embedder = embedder
+        self.threads = threads
+        self.safety = float(safety)
+        self.min_candidates = int(min_candidates)
+        self._embedder: Any = None
+
+    def _model(self) -> Any:
+        if self._embedder is None:
+            from odcf.backends.embedder import get_embedder
+
+            opts = {"threads": self.threads} if self.embedder != "hash" else {}
+            self._embedder = get_embedder(self.embedder, **opts)
+        return self._embedder
+
+    def warm_up(self) -> None:
+        self._model().warm_up()
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        sources = {s.id: s for s in doc.sources}
+        position = {s.id: k for k, s in enumerate(doc.segments)}
+        live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS and s.text.strip()]
+        n_live = len(live)
+
+        # Exact duplicates (after whitespace/case folding) among all live segments.
+        pairs: dict[tuple[str, str], float] = {}
+        by_text: dict[tuple[str, str], list[Segment]] = {}
+        for s in live:
+            by_text.setdefault((s.layer, _norm(s.text)), []).append(s)
+        for group in by_text.values():
+            for a in range(len(group)):
+                for b in range(a + 1, len(group)):
+                    pairs[(group[a].id, group[b].id)] = 1.0
+
+        # Near duplicates among the best-scored candidates.
+        cands = live
+        k = None
+        if live:
+            counter = get_counter(doc.tokenizer or plan.tokenizer)
+            mean_tokens = sum(counter.count(s.text) for s in live) / len(live)
+            budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
+            k = candidate_count(budget, mean_tokens, safety=self.safety, minimum=self.min_candidates)
+            if k is not None and k < len(live):
+                cands = sorted(live, key=lambda s: (-(s.score or 0.0), position[s.id]))[:k]
+                cands.sort(key=lambda s: position[s.id])
+        sims = None
+        if len(cands) > 1:
+            vecs = self._model().encode([s.text for s in cands])
+            sims = vecs @ vecs.T
+            ii, jj = np.nonzero(np.triu(sims >= self.threshold - 1e-6, k=1))
+            for i, j in zip(ii.tolist(), jj.tolist()):
+                a, b = cands[i], cands[j]
+                if a.layer == b.layer:
+                    pairs.setdefault((a.id, b.id), round(float(sims[i, j]), 4))
+
+        merged, kept, blocked = self._groups(live, pairs, sources, position)
+        by_id = {s.id: s for s in live}
+        updates: dict[str, Segment] = {}
+        decisions: list[dict[str, Any]] = []
+        for keeper_id, members in kept.items():
+            keeper = by_id[keeper_id]
+            best = max([keeper.score or 0.0] + [by_id[m].score or 0.0 for m, _ in members])
+            for mid, cos in members:
+                seg = by_id[mid]
+                updates[mid] = seg.with_reason(
+                    f"dedup: near-duplicate of {keeper_id} (cosine {cos:.3f}); kept {keeper_id} "
+                    f"({_why(sources[keeper.source_id], sources[seg.source_id])})",
+                    status="merged")
+                decisions.append({"kept": keeper_id, "merged": mid, "cosine": cos})
+            updates[keeper_id] = keeper.with_reason(
+                f"dedup: kept over {', '.join(m for m, _ in members)}",
+                merged_from=keeper.merged_from + tuple(m for m, _ in members),
+                score=round(best, 6) if keeper.score is not None else keeper.score)
+        segments = tuple(updates.get(s.id, s) for s in doc.segments)
+        event = TraceEvent(stage=self.name, data={
+            "segments": n_live, "embedded": len(cands) if len(cands) > 1 else 0, "k": k,
+            "threshold": self.threshold, "merged": len(merged), "blocked": blocked,
+            "decisions": decisions[:200],
+        })
+        return doc.with_event(event, segments=segments)
+
+    def _groups(self, live: Sequence[Segment], pairs: dict[tuple[str, str], float],
+                sources: dict[str, Source], position: dict[str, int]
+                ) -> tuple[set[str], dict[str, list[tuple[str, float]]], int]:
+        """Greedy grouping: the best keeper claims its duplicates first."""
+        by_id = {s.id: s for s in live}
+        neighbours: dict[str, dict[str, float]] = {}
+        for (a, b), cos in pairs.items():
+            neighbours.setdefault(a, {})[b] = cos
+            neighbours.setdefault(b, {})[a] = cos
+        order = sorted((by_id[i] for i in neighbours),
+                       key=lambda s: _keeper_key(s, sources[s.source_id], position[s.id]))
+        merged: set[str] = set()
+        kept: dict[str, list[tuple[str, float]]] = {}
+        blocked: set[tuple[str, str]] = set()
+        sig_cache: dict[str, Any] = {}
+
+        def sig(s: Segment) -> Any:
+            if s.id not in sig_cache:
+                sig_cache[s.id] = signature(s)
+            return sig_cache[s.id]
+
+        for keeper in order:
+            if keeper.id in merged:
+                continue
+            for other_id, cos in sorted(neighbours[keeper.id].items(), key=lambda kv: position[kv[0]]):
+                if other_id in merged or other_id in kept:
+                    continue
+                if sig(keeper) != sig(by_id[other_id]):
+                    blocked.add(tuple(sorted((keeper.id, other_id))))  # type: ignore[arg-type]
+                    continue
+                merged.add(other_id)
+                kept.setdefault(keeper.id, []).append((other_id, cos))
+        return merged, kept, len(blocked)
+
+
+def _why(keeper: Source, other: Source) -> str:
+    if keeper.confidence != other.confidence:
+        return f"confidence {keeper.confidence} over {other.confidence}"
+    if keeper.timestamp != other.timestamp and keeper.timestamp:
+        return f"more recent: {keeper.timestamp}"
+    return "first in the input"

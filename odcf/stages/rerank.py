@@ -1,0 +1,183 @@
+"""Embedding rerank (stage ``rerank``): score segments by meaning against the queries.
+
+Runs after the lexical ``rank`` stage and refines its scores:
+
+1. **Candidates.** Live segments outside the pinned layers (instruction and state keep
+   score 1.0). When there are many, only the best by the lexical score are embedded:
+   ``K = budget × 0.6 / mean segment tokens × safety`` (at least ``min_candidates``), the
+   design's rule of thumb with room to fill. The others keep their order but rank below
+   every candidate (their score is scaled under the lowest candidate score).
+2. **Semantic score.** Cosine (all-MiniLM-L6-v2 on ONNX Runtime by default) against the
+   task query ``doc.query`` and the plan's queries (one per concept, one for the task goal):
+   ``sem = (query_weight × cos(task) + max cos(plan)) / (query_weight + 1)`` when both exist,
+   else whichever exists, clipped at 0 and scaled so the best candidate has 1.
+3. **Blend.** ``score = semantic_weight × sem + (1 − semantic_weight) × lexical``, where
+   lexical is the ``rank`` stage's score (BM25 × density, so numbers and terms still count).
+   See benchmarks/results/model_stages_eval.md for how the weights were chosen.
+
+MiniLM is English-only: segments whose text is Chinese (or another non-Latin script) keep
+their lexical score, which the ``rank`` stage computed over jieba words. ``doc.meta["scorer"]``
+and the trace say which scorer ran for which language.
+
+``edges=True`` asks the assembler to place the most relevant sources at the start and the
+end of the context (lost-in-the-middle): ``doc.meta["order"]`` becomes a list of source ids,
+most relevant first, second most relevant last, third second, and so on. Segment order
+inside a source is always the original order.
+
+>>> from odcf.stages.rerank import EmbeddingReranker
+>>> stage = EmbeddingReranker(embedder="hash")   # deterministic, no model: for tests
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from odcf.document import Document, Segment, TraceEvent
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+from odcf.textutil import detect_language
+from odcf.tokens import get_counter
+
+logger = logging.getLogger(__name__)
+
+PINNED_LAYERS = frozenset({"instruction", "state"})
+
+
+def candidate_count(budget: int | None, mean_tokens: float, *, safety: float, minimum: int) -> int | None:
+    """How many segments to embed: ``budget × 0.6 / mean_tokens × safety`` (≥ *minimum*); None = all."""
+    if not budget or mean_tokens <= 0:
+        return None
+    return max(minimum, math.ceil(budget * 0.6 / mean_tokens * safety))
+
+
+def edge_order(ranked_ids: Sequence[str]) -> list[str]:
+    """Best first, second best last, third second, …: the middle gets the least relevant.
+
+    >>> edge_order(["a", "b", "c", "d", "e"])
+    ['a', 'c', 'e', 'd', 'b']
+    """
+    front = list(ranked_ids[0::2])
+    back = list(ranked_ids[1::2])
+    return front + back[::-1]
+
+
+class EmbeddingReranker(Stage):
+    """Blend embedding similarity to the queries into the segment scores.
+
+    Options: ``embedder`` (``minilm``, ``hash`` or a path to an ONNX model), ``threads``
+    (ONNX Runtime intra-op threads), ``query_weight`` (task query against plan queries),
+    ``semantic_weight`` (embedding against lexical score), ``safety`` and
+    ``min_candidates`` (prefilter size), ``edges`` (lost-in-the-middle placement).
+    """
+
+    name = "rerank"
+    requires = frozenset({"segments"})
+    provides = frozenset({"scores"})
+
+    def __init__(self, *, embedder: str = "minilm", threads: int | None = None,
+                 query_weight: float = 2.0, semantic_weight: float = 0.7,
+                 safety: float = 3.0, min_candidates: int = 64, edges: bool = False) -> None:
+        if not 0.0 <= semantic_weight <= 1.0:
+            raise ValueError(f"rerank: semantic_weight must be within [0, 1], got {semantic_weight}")
+        self.embedder = embedder
+        self.threads = threads
+        self.query_weight = float(query_weight)
+        self.semantic_weight = float(semantic_weight)
+        self.safety = float(safety)
+        self.min_candidates = int(min_candidates)
+        self.edges = bool(edges)
+        self._embedder: Any = None
+
+    def _model(self) -> Any:
+        if self._embedder is None:
+            from odcf.backends.embedder import get_embedder
+
+            opts = {"threads": self.threads} if self.embedder != "hash" else {}
+            self._embedder = get_embedder(self.embedder, **opts)
+        return self._embedder
+
+    def warm_up(self) -> None:
+        self._model().warm_up()
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
+        langs = {s.id: detect_language(s.text[:400]) for s in live}
+        english = [s for s in live if langs[s.id] == "en"]
+        other = [s for s in live if langs[s.id] != "en"]
+
+        queries = [q.text + (" " + " ".join(q.terms) if q.terms else "") for q in plan.queries]
+        task = (doc.query or "").strip()
+        new_scores: dict[str, float] = {}
+        data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
+
+        if english and (task or queries):
+            counter = get_counter(doc.tokenizer or plan.tokenizer)
+            mean_tokens = sum(counter.count(s.text) for s in english) / len(english)
+            budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
+            k = candidate_count(budget, mean_tokens, safety=self.safety, minimum=self.min_candidates)
+            by_lex = sorted(english, key=lambda s: (-(s.score or 0.0), s.id))
+            chosen = by_lex if k is None or k >= len(by_lex) else by_lex[:k]
+            rest = [] if k is None or k >= len(by_lex) else by_lex[k:]
+            data.update({"candidates": len(chosen), "k": k, "mean_segment_tokens": round(mean_tokens, 2)})
+
+            model = self._model()
+            qtexts = ([task] if task else []) + queries
+            qvec = model.encode(qtexts)
+            svec = model.encode([s.text for s in chosen])
+            data["embedded"] = len(chosen)
+            sims = svec @ qvec.T  # (n, q)
+            if task and queries:
+                sem = (self.query_weight * sims[:, 0] + sims[:, 1:].max(axis=1)) / (self.query_weight + 1.0)
+            else:
+                sem = sims.max(axis=1)
+            sem = np.clip(sem, 0.0, None)
+            top = float(sem.max()) if len(sem) else 0.0
+            if top > 0:
+                sem = sem / top
+            lex = np.array([s.score or 0.0 for s in chosen], dtype=np.float64)
+            top_lex = float(lex.max()) if len(lex) else 0.0
+            if top_lex > 0:
+                lex = lex / top_lex
+            blended = self.semantic_weight * sem.astype(np.float64) + (1.0 - self.semantic_weight) * lex
+            for seg, v in zip(chosen, blended):
+                new_scores[seg.id] = round(float(v), 6)
+            if rest:
+                floor = min(new_scores[s.id] for s in chosen)
+                top_rest = max((s.score or 0.0) for s in rest) or 1.0
+                for seg in rest:
+                    new_scores[seg.id] = round(0.99 * floor * (seg.score or 0.0) / top_rest, 6)
+        elif english:
+            data["note"] = "no query: lexical scores kept"
+
+        segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)
+        counts = Counter(langs.values())
+        scorers: dict[str, str] = {}
+        if english:
+            scorers["en"] = (f"{self._model().name} cosine × lexical" if new_scores else "lexical")
+        for lang in sorted({langs[s.id] for s in other}):
+            scorers[lang] = "lexical (bm25 over jieba words)" if lang == "zh" else "lexical (bm25)"
+        data["languages"] = dict(sorted(counts.items()))
+        data["scorers"] = scorers
+        meta = dict(doc.meta)
+        meta["scorer"] = "; ".join(f"{lang}: {how}" for lang, how in scorers.items()) or meta.get("scorer", "none")
+        if self.edges:
+            meta["order"] = self._edge_order(doc, segments)
+            data["order"] = list(meta["order"])
+        return doc.with_event(TraceEvent(stage=self.name, data=data), segments=segments, meta=meta)
+
+    @staticmethod
+    def _edge_order(doc: Document, segments: Sequence[Segment]) -> list[str]:
+        best: dict[str, float] = {}
+        for s in segments:
+            if not s.dropped and s.score is not None:
+                best[s.source_id] = max(best.get(s.source_id, 0.0), s.score)
+        position = {src.id: k for k, src in enumerate(doc.sources)}
+        pinned = [src.id for src in doc.sources if src.layer in PINNED_LAYERS]
+        ranked = sorted((src.id for src in doc.sources if src.layer not in PINNED_LAYERS),
+                        key=lambda sid: (-best.get(sid, 0.0), position[sid]))
+        return pinned + edge_order(ranked)

@@ -1,0 +1,164 @@
+"""Verify-and-revert (stage ``verify``): a changed segment that lost an entity is restored.
+
+Runs after the lossy stages. For every live segment that a stage changed (status
+``compressed``, or any text that differs from ``original`` except table/list folding, whose
+dropped rows are recorded by the fold stage itself), it collects from the *original*:
+
+- named entities — spaCy NER for English text, labels from ``plan.protection.entities``
+  (the built-in default list when the plan names none);
+- numbers, dates and amounts — a regular-expression fallback used for every language (so
+  Chinese text, which spaCy's English model cannot read, is still checked);
+- every match of the plan's anchors and every dictionary term.
+
+Each must still appear in the segment's text (whitespace-insensitive). A segment that lost
+one is reverted: ``text = original``, status ``reverted``, reason
+``verify: lost entity 'March 3' (DATE)``. A revert is data, not an exception: the trace event
+lists every revert with the entity that triggered it.
+
+>>> from odcf.stages.verify import Verifier
+>>> stage = Verifier(ner=False)      # regex/anchor/term checks only, no spaCy
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from odcf.document import Document, Segment, TraceEvent
+from odcf.plan.model import Plan
+from odcf.plan.protection import default_entity_labels
+from odcf.stages.base import Stage
+from odcf.textutil import detect_language
+
+logger = logging.getLogger(__name__)
+
+#: Dates, amounts and numbers (language-independent, incl. Chinese forms).
+_FALLBACK: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("DATE", re.compile(r"\d{4}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*日)?|\d{1,2}\s*月\s*\d{1,2}\s*日"
+                        r"|\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")),
+    ("MONEY", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s*(?:万元|亿元|元|美元|欧元|英镑)")),
+    ("PERCENT", re.compile(r"\d+(?:\.\d+)?\s*(?:%|％)|百分之[零一二三四五六七八九十百点\d]+")),
+    ("NUMBER", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")),
+)
+_SPACE = re.compile(r"\s+")
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub("", text)
+
+
+def fallback_entities(text: str) -> list[tuple[str, str]]:
+    """``(text, label)`` of dates, amounts, percentages and numbers found by pattern.
+
+    A number inside an already found date or amount is not listed again.
+    """
+    out: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for label, rx in _FALLBACK:
+        for m in rx.finditer(text):
+            if any(a <= m.start() and m.end() <= b for a, b in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            out.append((m.group(0).strip(), label))
+    return out
+
+
+class Verifier(Stage):
+    """Revert changed segments that lost an entity, a number, an anchor match or a term.
+
+    Options: ``ner`` (spaCy on English originals), ``numbers`` (the pattern fallback on all
+    text), ``check_folded`` (also verify table/list folds), ``batch_size``, ``model``.
+    """
+
+    name = "verify"
+    requires = frozenset({"segments"})
+    provides = frozenset({"verified"})
+
+    def __init__(self, *, ner: bool = True, numbers: bool = True, check_folded: bool = False,
+                 batch_size: int = 64, model: str | None = None) -> None:
+        self.ner = ner
+        self.numbers = numbers
+        self.check_folded = check_folded
+        self.batch_size = int(batch_size)
+        self.model = model
+
+    def warm_up(self) -> None:
+        if self.ner:
+            from odcf.backends.ner import get_nlp
+
+            get_nlp(self.model)
+
+    def _changed(self, seg: Segment) -> bool:
+        if seg.dropped or seg.status == "reverted":
+            return False
+        if seg.status == "folded" and not self.check_folded:
+            return False
+        return seg.status == "compressed" or seg.text != seg.original
+
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        todo = [s for s in doc.segments if self._changed(s)]
+        labels = frozenset(plan.protection.entities or default_entity_labels)
+        english = [s for s in todo if plan.language == "en" or (plan.language != "zh" and
+                                                                 detect_language(s.original[:400]) == "en")]
+        ner_ents: dict[str, list[tuple[str, str]]] = {}
+        if self.ner and english and labels:
+            from odcf.backends.ner import pipe
+
+            for seg, sdoc in zip(english, pipe([s.original for s in english], parse=False,
+                                               batch_size=self.batch_size, model=self.model)):
+                ner_ents[seg.id] = [(e.text.strip(), e.label_) for e in sdoc.ents
+                                    if e.label_ in labels and e.text.strip()]
+        updates: dict[str, Segment] = {}
+        reverts: list[dict[str, Any]] = []
+        for seg in todo:
+            lost = self._lost(seg, plan, ner_ents.get(seg.id, ()))
+            if not lost:
+                continue
+            what, label = lost[0]
+            updates[seg.id] = seg.with_reason(f"verify: lost entity {what!r} ({label}); reverted",
+                                              text=seg.original, status="reverted")
+            reverts.append({"segment": seg.id, "entity": what, "label": label,
+                            "lost": [{"text": t, "label": lbl} for t, lbl in lost[:5]]})
+        if reverts:
+            logger.info("verify reverted %d of %d changed segment(s)", len(reverts), len(todo))
+        segments = tuple(updates.get(s.id, s) for s in doc.segments)
+        event = TraceEvent(stage=self.name, data={
+            "checked": len(todo), "ner_checked": len(ner_ents), "reverted": len(reverts), "reverts": reverts,
+        })
+        return doc.with_event(event, segments=segments)
+
+    def _lost(self, seg: Segment, plan: Plan, ents: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """What the original holds and the current text lacks, in the order checked."""
+        text = seg.text
+        squashed = _squash(text)
+        low = squashed.casefold()
+        lost: list[tuple[str, str]] = []
+        seen: set[str] = set()
+
+        def check(needle: str, label: str, *, fold_case: bool = False) -> None:
+            if not needle or needle in seen:
+                return
+            seen.add(needle)
+            if needle in text:
+                return
+            s = _squash(needle)
+            if (s.casefold() in low) if fold_case else (s in squashed):
+                return
+            lost.append((needle, label))
+
+        for what, label in ents:
+            check(what, label)
+        for anchor in plan.protection.anchors:
+            for m in anchor.regex.finditer(seg.original):
+                check(m.group(0), f"anchor:{anchor.name}")
+        if plan.protection.terms:
+            orig_low = seg.original.casefold()
+            for term in plan.protection.terms:
+                if term and term.casefold() in orig_low:
+                    start = orig_low.index(term.casefold())
+                    check(seg.original[start:start + len(term)], "term", fold_case=True)
+        if self.numbers:
+            for what, label in fallback_entities(seg.original):
+                check(what, label)
+        return lost

@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from odcf.backends.embedder import (
+    TOKENIZER_PATH, CachedEmbedder, HashEmbedder, OnnxEmbedder, get_embedder,
+)
+from odcf.errors import StageError
+
+
+def test_hash_embedder_is_deterministic_normalized_and_word_sensitive():
+    e = HashEmbedder()
+    a = e.encode(["The liability cap is five thousand dollars.", "The liability cap is five thousand dollars.",
+                  "Cats sleep most of the afternoon.", ""])
+    assert a.shape == (4, 384) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a[:3], axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(a[0], a[1])
+    assert not a[3].any()  # empty text: zero vector, not NaN
+    related = HashEmbedder().encode(["liability cap dollars"])[0]
+    assert related @ a[0] > related @ a[2]
+
+
+def test_unknown_embedder_name_is_one_clear_error():
+    with pytest.raises(StageError, match="unknown embedder 'bert'"):
+        get_embedder("bert")
+
+
+def test_cached_embedder_matches_inner_and_reuses_vectors():
+    inner = HashEmbedder()
+    calls = []
+    orig = inner.encode
+    inner.encode = lambda texts: calls.append(list(texts)) or orig(texts)  # type: ignore[method-assign]
+    cached = CachedEmbedder(inner, max_entries=10)
+    texts = ["alpha beta", "gamma", "alpha beta"]
+    first = cached.encode(texts)
+    second = cached.encode(texts[::-1])
+    assert np.array_equal(first, orig(texts))
+    assert np.array_equal(second, first[::-1])
+    assert calls == [["alpha beta", "gamma"]]  # duplicates and repeats are not re-encoded
+
+
+def test_tokenizer_file_ships_with_the_package():
+    assert TOKENIZER_PATH.is_file()
+    assert (TOKENIZER_PATH.parent / "LICENSE").is_file() and (TOKENIZER_PATH.parent / "NOTICE").is_file()
+
+
+@pytest.mark.slow
+def test_onnx_embedder_batches_by_length_without_changing_results():
+    e = OnnxEmbedder(threads=1, batch_size=2)
+    texts = ["short one", "a considerably longer sentence about the termination notice period of the lease",
+             "mid length text about payment", "x"]
+    batched = e.encode(texts)
+    single = np.vstack([e.encode([t]) for t in texts])
+    assert batched.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    # per-batch padding is masked out: same vectors as one-by-one
+    assert np.allclose(batched, single, atol=2e-3)
+
+
+@pytest.mark.slow
+def test_onnx_embedder_truncates_at_256_tokens_and_knows_meaning():
+    e = OnnxEmbedder(threads=1)
+    assert max(e.token_lengths(["word " * 600])) == 256
+    v = e.encode(["The tenant must pay rent monthly.", "Rent is due from the lessee every month.",
+                  "Penguins live in Antarctica."])
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+@pytest.mark.slow
+def test_onnx_session_is_shared_per_process():
+    from odcf.backends import embedder as mod
+
+    a, b = OnnxEmbedder(threads=1), OnnxEmbedder(threads=1)
+    a.warm_up(), b.warm_up()
+    assert a._session is b._session
+    assert len([k for k in mod._SESSIONS if k[1] == 1]) == 1

@@ -1,0 +1,85 @@
+import pytest
+
+from odcf.document import Document, Source
+from odcf.pipeline import Pipeline
+from odcf.plan.model import Plan, RoleContract
+from odcf.stages.dedup import SemanticDedup, signature
+from odcf.stages.protect import Protector
+from odcf.stages.rank import LexicalRanker
+from odcf.stages.segment import Segmenter
+
+PLAN = Plan(domain="t", roles={"default": RoleContract("default", 400)})
+TEXT = "The supplier delivers the goods to the main warehouse every Tuesday morning."
+
+
+def run(sources, plan=PLAN, **opts):
+    opts.setdefault("embedder", "hash")
+    doc = Document.from_sources(sources)
+    return Pipeline([Segmenter(), Protector(), LexicalRanker(), SemanticDedup(**opts)]).run(doc, plan)
+
+
+def seg_of(doc, source_id):
+    (seg,) = [s for s in doc.segments if s.source_id == source_id]
+    return seg
+
+
+def test_keeps_the_most_confident_copy_and_lists_the_others():
+    out = run([Source(id="low", text=TEXT, confidence=0.3), Source(id="high", text=TEXT, confidence=0.9),
+               Source(id="none", text=TEXT)])
+    kept, low, none = seg_of(out, "high"), seg_of(out, "low"), seg_of(out, "none")
+    assert kept.status == "verbatim" and set(kept.merged_from) == {"low#0", "none#0"}
+    for other in (low, none):
+        assert other.status == "merged" and other.dropped
+        assert "near-duplicate of high#0" in other.reasons[-1]
+    ev = next(e for e in out.trace if e.stage == "dedup")
+    assert ev.data["merged"] == 2
+
+
+def test_then_the_most_recent_then_the_first():
+    out = run([Source(id="old", text=TEXT, timestamp="2024-01-01T00:00:00Z"),
+               Source(id="new", text=TEXT, timestamp="2025-06-01T00:00:00Z")])
+    assert seg_of(out, "new").merged_from == ("old#0",) and seg_of(out, "old").status == "merged"
+    out = run([Source(id="a", text=TEXT), Source(id="b", text=TEXT)])
+    assert seg_of(out, "a").merged_from == ("b#0",)
+
+
+def test_differing_numbers_block_a_merge():
+    a = "The supplier delivers 40 pallets to the main warehouse every Tuesday morning."
+    b = "The supplier delivers 45 pallets to the main warehouse every Tuesday morning."
+    out = run([Source(id="a", text=a), Source(id="b", text=b)], threshold=0.5)
+    assert seg_of(out, "a").status == seg_of(out, "b").status == "verbatim"
+    ev = next(e for e in out.trace if e.stage == "dedup")
+    assert ev.data["blocked"] == 1 and ev.data["merged"] == 0
+
+
+def test_negation_blocks_a_merge():
+    a = "The supplier delivers the goods to the main warehouse."
+    b = "The supplier does not deliver the goods to the main warehouse."
+    out = run([Source(id="a", text=a), Source(id="b", text=b)], threshold=0.3)
+    assert not any(s.dropped for s in out.segments)
+    assert signature(seg_of(out, "a")) != signature(seg_of(out, "b"))
+
+
+def test_different_layers_never_merge():
+    out = run([Source(id="f", text=TEXT), Source(id="h", text=TEXT, layer="history")])
+    assert not any(s.dropped for s in out.segments)
+
+
+def test_unrelated_passages_stay():
+    out = run([Source(id="a", text=TEXT), Source(id="b", text="Penguins huddle to survive the winter.")])
+    assert not any(s.dropped for s in out.segments)
+
+
+@pytest.mark.slow
+def test_minilm_merges_a_paraphrase_but_not_a_different_amount():
+    a = "The supplier delivers the goods to the main warehouse every Tuesday morning."
+    b = "Every Tuesday morning the supplier delivers the goods to the main warehouse."
+    c = "Every Tuesday morning the supplier delivers 12 boxes of goods to the main warehouse."
+    out = run([Source(id="a", text=a), Source(id="b", text=b), Source(id="c", text=c)], embedder="minilm")
+    assert seg_of(out, "b").status == "merged" and seg_of(out, "a").merged_from == ("b#0",)
+    assert seg_of(out, "c").status == "verbatim"
+
+
+def test_bad_threshold():
+    with pytest.raises(ValueError, match="threshold"):
+        SemanticDedup(threshold=0)

@@ -1,0 +1,103 @@
+import pytest
+
+from odcf.document import Document, Source
+from odcf.pipeline import Pipeline
+from odcf.plan.model import Plan, ProtectionRules
+from odcf.stages.entities import EntityGuard, _has_entity_cue
+from odcf.stages.protect import Protector
+from odcf.stages.segment import Segmenter
+
+pytestmark = pytest.mark.slow  # spaCy-backed
+
+CONNECTIVES = ("not", "never", "no", "despite", "because", "unless", "although", "if", "but", "except",
+               "in spite of", "don't", "不得")
+
+
+def run(texts, *, entities=("DATE", "MONEY", "PERCENT", "ORG"), connectives=CONNECTIVES, layer="fact",
+        language="auto", **opts):
+    plan = Plan(domain="t", language=language,
+                protection=ProtectionRules(entities=tuple(entities), connectives=tuple(connectives)))
+    doc = Document.from_sources([Source(id=f"s{i}", text=t, layer=layer) for i, t in enumerate(texts)])
+    return Pipeline([Segmenter(), Protector(connectives=False), EntityGuard(**opts)]).run(doc, plan)
+
+
+def spans(seg, prefix):
+    return [(sp.text, sp.rule) for sp in seg.protected if sp.rule.startswith(prefix)]
+
+
+def covered_words(seg, rule):
+    return {w for sp in seg.protected if sp.rule == rule for w in sp.text.split()}
+
+
+def test_despite_protects_the_drop_and_the_number():
+    out = run(["Despite a 15% drop in share price, the company reported strong earnings."])
+    seg = out.segments[0]
+    words = covered_words(seg, "dep:despite")
+    assert {"Despite", "drop"} <= words
+    assert any("15%" in sp.text for sp in seg.protected if sp.rule == "dep:despite")
+    assert ("15%", "entity:PERCENT") in spans(seg, "entity:")
+    for sp in seg.protected:  # offsets point into the original
+        assert seg.original[sp.start:sp.end] == sp.text
+
+
+def test_negation_protects_negator_and_head():
+    out = run(["The tenant shall not assign the lease.", "We never shipped the order.",
+               "There is no refund for late cancellations.", "I don't approve the budget."])
+    a, b, c, d = out.segments
+    assert covered_words(a, "dep:not") == {"not", "assign"}
+    assert covered_words(b, "dep:never") == {"never", "shipped"}
+    assert covered_words(c, "dep:no") == {"no", "refund"}
+    assert "don't" in covered_words(d, "dep:don't") and "approve" in covered_words(d, "dep:don't")
+
+
+def test_subordinator_protects_marker_clause_head_and_subject():
+    out = run(["The lease renews automatically unless the landlord objects in writing."])
+    words = covered_words(out.segments[0], "dep:unless")
+    assert {"unless", "landlord", "objects"} <= words
+    assert "lease" not in words  # the main clause is not the subordinator's business
+
+
+def test_multiword_and_prepositional_connectives():
+    out = run(["In spite of the delay, the project finished on time.",
+               "Payment is due within 30 days except for government customers."])
+    assert {"In", "spite", "of", "delay"} <= covered_words(out.segments[0], "dep:in spite of")
+    assert {"except", "for", "customers"} <= covered_words(out.segments[1], "dep:except")
+
+
+def test_entities_only_for_the_plans_labels():
+    out = run(["Acme Corp paid $5,000 on March 3, 2024 in Paris."], entities=("DATE",))
+    labels = {r for _, r in spans(out.segments[0], "entity:")}
+    assert labels == {"entity:DATE"}
+
+
+def test_instruction_state_and_chinese_segments_are_skipped():
+    out = run(["Do not reveal the price of $5."], layer="instruction")
+    assert not spans(out.segments[0], "dep:") and not spans(out.segments[0], "entity:")
+    out = run(["乙方不得在2024年3月前转让合同。"])
+    assert not spans(out.segments[0], "dep:")
+    ev = next(e for e in out.trace if e.stage == "entities")
+    assert ev.data["skipped"]["language"] == 1
+
+
+def test_trace_counts_and_switches():
+    out = run(["Despite the delay, Acme paid on May 1."], parse=False)
+    seg = out.segments[0]
+    assert not spans(seg, "dep:") and spans(seg, "entity:")
+    ev = next(e for e in out.trace if e.stage == "entities")
+    assert ev.data["ner_only"] == 1 and ev.data["parsed"] == 0
+
+
+def test_prefilter_skips_segments_without_entity_cues():
+    assert not _has_entity_cue("yeah i think so, that sounds good to me.")
+    assert not _has_entity_cue("So we should look at it again.")
+    assert _has_entity_cue("we talked to Susan about it.")
+    assert _has_entity_cue("it costs 5 dollars")
+    assert _has_entity_cue("the meeting is on monday")
+    out = run(["yeah that sounds good to me.", "We talked to Acme about it."], connectives=())
+    ev = next(e for e in out.trace if e.stage == "entities")
+    assert ev.data["skipped"] == {"no_cue": 1} and ev.data["ner_only"] == 1
+
+
+def test_same_input_same_spans():
+    texts = ["Despite a 15% drop, Acme did not cut the dividend because profits rose in 2023."]
+    assert run(texts).segments == run(texts).segments

@@ -1,0 +1,106 @@
+import pytest
+
+from odcf.document import Document, Source
+from odcf.pipeline import Pipeline
+from odcf.plan.model import Plan, RerankQuery, RoleContract
+from odcf.stages.protect import Protector
+from odcf.stages.rank import LexicalRanker
+from odcf.stages.rerank import EmbeddingReranker, candidate_count, edge_order
+from odcf.stages.segment import Segmenter
+
+PLAN = Plan(domain="t", queries=(RerankQuery("task", "rent payment obligations of the tenant"),),
+            roles={"default": RoleContract("default", 400)})
+
+RELEVANT = "The tenant must pay the monthly rent on the first day of each month."
+IRRELEVANT = "Penguins huddle together to survive the Antarctic winter."
+
+
+def run(sources, *, query=None, budget=None, plan=PLAN, **opts):
+    doc = Document.from_sources(sources, query=query, budget=budget)
+    return Pipeline([Segmenter(), Protector(), LexicalRanker(), EmbeddingReranker(**opts)]).run(doc, plan)
+
+
+def score(doc, source_id):
+    return max(s.score for s in doc.segments if s.source_id == source_id)
+
+
+def test_hash_embedder_ranks_relevant_above_irrelevant():
+    out = run([Source(id="far", text=IRRELEVANT), Source(id="near", text=RELEVANT)],
+              query="when must the tenant pay rent", embedder="hash")
+    assert score(out, "near") > score(out, "far")
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["embedded"] == 2 and ev.data["scorers"]["en"].startswith("hash")
+
+
+@pytest.mark.slow
+def test_minilm_ranks_relevant_above_irrelevant_without_shared_words():
+    # No content word in common with the query: only meaning can tell them apart.
+    near = Source(id="near", text="Lessees settle what they owe for the flat at the start of every month.")
+    far = Source(id="far", text=IRRELEVANT)
+    out = run([far, near], query="When is the rent due?", semantic_weight=1.0)
+    assert score(out, "near") > score(out, "far")
+    assert "minilm" in out.meta["scorer"]
+
+
+def test_instruction_and_state_stay_pinned_at_one():
+    out = run([Source(id="i", text="Answer briefly.", layer="instruction"),
+               Source(id="f", text=RELEVANT)], query="rent", embedder="hash")
+    assert score(out, "i") == 1.0
+
+
+def test_chinese_segments_are_scored_lexically_and_recorded():
+    zh = Source(id="zh", text="承租人应当在每月第一天支付租金。")
+    en = Source(id="en", text=RELEVANT)
+    before = Pipeline([Segmenter(), Protector(), LexicalRanker()]).run(
+        Document.from_sources([zh, en], query="rent 租金"), PLAN)
+    out = run([zh, en], query="rent 租金", embedder="hash")
+    assert score(out, "zh") == score(before, "zh")  # the jieba/BM25 score from the rank stage
+    assert out.meta["scorer"].startswith("en: hash") and "zh: lexical (bm25 over jieba words)" in out.meta["scorer"]
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["languages"] == {"en": 1, "zh": 1} and ev.data["embedded"] == 1
+
+
+def test_prefilter_embeds_only_the_budgets_candidates_and_keeps_others_below():
+    filler = [Source(id=f"f{i}", text=f"Filler sentence number {i} about gardening and tulips.") for i in range(40)]
+    rel = [Source(id=f"r{i}", text=f"The tenant pays rent item {i}.") for i in range(3)]
+    out = run(filler + rel, query="tenant rent", budget=20, embedder="hash", min_candidates=5, safety=1.0)
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["embedded"] == ev.data["candidates"] == ev.data["k"] < 43
+    lexical_top = {f"r{i}" for i in range(3)}
+    scores = {s.source_id: s.score for s in out.segments}
+    worst_candidate = min(scores[s] for s in lexical_top)
+    assert all(scores[s.id] < worst_candidate for s in filler[:10])
+
+
+def test_candidate_count_rule():
+    assert candidate_count(1000, 20.0, safety=2.0, minimum=10) == 60
+    assert candidate_count(100, 50.0, safety=1.0, minimum=64) == 64
+    assert candidate_count(None, 20.0, safety=2.0, minimum=10) is None
+
+
+def test_edges_orders_sources_best_at_both_ends():
+    assert edge_order(["a", "b", "c", "d"]) == ["a", "c", "d", "b"]
+    srcs = [Source(id="x1", text=IRRELEVANT), Source(id="best", text=RELEVANT),
+            Source(id="x2", text="Volcanoes erupt lava."), Source(id="second", text="The tenant pays rent."),
+            Source(id="i", text="Be brief.", layer="instruction")]
+    out = run(srcs, query="tenant pays monthly rent", embedder="hash", edges=True)
+    order = out.meta["order"]
+    assert order[0] == "i"  # pinned layers first
+    ranked = sorted((s.id for s in srcs if s.layer == "fact"), key=lambda sid: -score(out, sid))
+    assert {ranked[0], ranked[1]} == {"best", "second"}
+    assert order[1] == ranked[0] and order[-1] == ranked[1]  # best first, second best last
+    assert set(order[2:-1]) == {"x1", "x2"}                  # the least relevant in the middle
+    assert sorted(order) == sorted(s.id for s in srcs)
+    assert run(srcs, query="tenant rent", embedder="hash").meta.get("order") is None
+
+
+def test_no_query_keeps_lexical_scores():
+    plan = Plan(domain="t")
+    out = run([Source(id="a", text=RELEVANT)], plan=plan, embedder="hash")
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["embedded"] == 0
+
+
+def test_bad_option_is_clear():
+    with pytest.raises(ValueError, match="semantic_weight"):
+        EmbeddingReranker(semantic_weight=2)

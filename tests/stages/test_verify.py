@@ -1,0 +1,81 @@
+import pytest
+
+from odcf.document import Document, Source, TraceEvent
+from odcf.pipeline import Pipeline
+from odcf.plan.model import Anchor, Plan, ProtectionRules
+from odcf.stages.base import Stage
+from odcf.stages.segment import Segmenter
+from odcf.stages.verify import Verifier, fallback_entities
+
+PLAN = Plan(domain="t", protection=ProtectionRules(
+    anchors=(Anchor("clause", r"(?:Section|§)\s*\d+(?:\.\d+)*"),),
+    terms=("force majeure",), entities=("DATE", "PERSON", "MONEY")))
+
+
+class Cutter(Stage):
+    """A lossy stage that deletes given substrings (no protection spans: verify must catch it)."""
+
+    name = "cutter"
+    requires = frozenset({"segments"})
+    lossy = True
+
+    def __init__(self, *cuts: str) -> None:
+        self.cuts = cuts
+
+    def __call__(self, doc, plan):
+        segs = []
+        for s in doc.segments:
+            text = s.text
+            for c in self.cuts:
+                text = text.replace(c, "")
+            segs.append(s.replace(text=text, status="compressed") if text != s.text else s)
+        return doc.with_event(TraceEvent(stage=self.name), segments=tuple(segs))
+
+
+def run(texts, cuts, *, plan=PLAN, **opts):
+    doc = Document.from_sources([Source(id=f"s{i}", text=t) for i, t in enumerate(texts)])
+    return Pipeline([Segmenter(), Cutter(*cuts), Verifier(**opts)]).run(doc, plan)
+
+
+@pytest.mark.slow
+def test_dropped_date_is_reverted_and_recorded():
+    text = "The lease ends on March 3, 2026 and the tenant must leave quietly."
+    out = run([text], [" on March 3, 2026", " quietly"])
+    (seg,) = out.segments
+    assert seg.status == "reverted" and seg.text == seg.original == text
+    assert seg.reasons[-1] == "verify: lost entity 'March 3, 2026' (DATE); reverted"
+    ev = next(e for e in out.trace if e.stage == "verify")
+    assert ev.data["reverted"] == 1
+    assert ev.data["reverts"][0]["entity"] == "March 3, 2026" and ev.data["reverts"][0]["label"] == "DATE"
+
+
+@pytest.mark.slow
+def test_harmless_compression_is_kept():
+    text = "The lease ends on March 3, 2026 and the tenant must leave quietly."
+    out = run([text], [" quietly"])
+    (seg,) = out.segments
+    assert seg.status == "compressed" and "quietly" not in seg.text
+
+
+def test_anchor_term_and_number_losses_revert_without_spacy():
+    out = run(["Under Section 4.2 the parties agree.", "A force majeure event excuses delay.",
+               "Delivery takes 14 working days."],
+              ["Section 4.2 ", "force majeure ", "14 "], ner=False)
+    a, b, c = out.segments
+    assert a.status == b.status == c.status == "reverted"
+    assert "anchor:clause" in a.reasons[-1] and "'force majeure' (term)" in b.reasons[-1]
+    assert "'14' (NUMBER)" in c.reasons[-1]
+
+
+def test_chinese_uses_the_pattern_fallback():
+    text = "合同于2024年3月1日生效，租金为5000元。"
+    out = run([text], ["2024年3月1日"], ner=False)
+    (seg,) = out.segments
+    assert seg.status == "reverted" and "(DATE)" in seg.reasons[-1]
+    assert ("5000元", "MONEY") in fallback_entities(text)
+
+
+def test_unchanged_and_folded_segments_are_not_checked():
+    out = run(["Nothing changes in 2024."], [], ner=False)
+    ev = next(e for e in out.trace if e.stage == "verify")
+    assert ev.data["checked"] == 0
