@@ -36,8 +36,8 @@ from typing import Any
 from odcf.rules.guard import ProtectionGuard
 
 _ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff\u00ad]|(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])")
-_COMMENT_LINE = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\n|$)", re.DOTALL | re.MULTILINE)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# A comment alone on its line takes the line with it; any other comment goes alone.
+_COMMENT = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*(?:\n|$)|<!--.*?-->", re.DOTALL | re.MULTILINE)
 _DRAFT = re.compile(r"[ \t]?\[draft\][ \t]?", re.IGNORECASE)
 _CRITIC = re.compile(
     r"\{\+\+(?P<ins>.*?)\+\+\}|\{--(?P<del>.*?)--\}|\{~~(?P<old>.*?)~>(?P<new>.*?)~~\}"
@@ -90,7 +90,6 @@ class _Cleaner:
         if n:
             self.counts["zero_width"] += n
             text = _ZERO_WIDTH.sub("", text)
-        text = self._sub(_COMMENT_LINE, "html_comments", text)
         text = self._sub(_COMMENT, "html_comments", text)
         text = self._sub(_DRAFT, "draft_marks", text, _draft_repl)
         return self._sub(_CRITIC, "track_changes", text, _critic_repl)

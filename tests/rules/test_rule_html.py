@@ -1,0 +1,107 @@
+"""HTML → semantic text: body kept, chrome gone, structure as markdown."""
+from __future__ import annotations
+
+from odcf.rules.html import html_to_text, looks_like_html
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>Site</title><style>p{color:red}</style><script>var x = "<p>not text</p>";</script></head>
+<body class="has-sidebar">
+<header class="site-header"><a href="/">Logo</a><ul><li>Home</li><li>World</li></ul></header>
+<nav><a href="/a">Section A</a></nav>
+<div id="cookie-banner">We use cookies to improve your experience.</div>
+<main>
+<article>
+<header><h1>Rates rise &amp; markets fall</h1></header>
+<p>The central bank raised rates by <b>0.5%</b> on   Tuesday,
+   the <a href="https://example.com/report">third rise</a> this year.</p>
+<p>See <a href="https://example.com/x">https://example.com/x</a> for details.</p>
+<h2>Key figures</h2>
+<table><thead><tr><th>Year</th><th>Rate | %</th></tr></thead>
+<tbody><tr><td>2023</td><td>4.5</td></tr><tr><td>2024</td><td colspan="1">5.0</td></tr></tbody></table>
+<ul><li>Inflation: 3.1%</li><li>Jobs: <em>steady</em><ul><li>nested item</li></ul></li></ul>
+<ol start="3"><li>third</li><li>fourth</li></ol>
+<pre><code class="language-python">def f(x):
+    return x &lt; 2
+</code></pre>
+<div class="share-buttons"><a>Facebook</a><a>Twitter</a></div>
+<p>Share this article</p>
+<aside>Related: other news</aside>
+<!-- an html comment -->
+<div style="display: none">hidden promo text</div>
+</article>
+<div class="comments"><p>Great article!</p></div>
+</main>
+<footer><p>Copyright 2024 Example News</p></footer>
+<iframe src="ad.html"></iframe><svg><text>icon</text></svg><noscript>enable js</noscript>
+<form><input name="q"><button>Search</button></form>
+</body></html>"""
+
+
+def test_body_kept_chrome_gone():
+    text, report = html_to_text(PAGE)
+    for kept in ("# Rates rise & markets fall", "raised rates by 0.5% on Tuesday, the third rise this year.",
+                 "## Key figures", "Inflation: 3.1%"):
+        assert kept in text
+    for gone in ("Logo", "Section A", "cookies", "Facebook", "Share this", "other news", "Great article",
+                 "Copyright", "icon", "enable js", "Search", "hidden promo", "color:red", "not text",
+                 "an html comment", "https://example.com/report", "Site"):
+        assert gone not in text, gone
+    dropped = report["dropped"]
+    assert dropped["tag:nav"] == 1 and dropped["tag:footer"] == 1 and dropped["tag:aside"] == 1
+    assert dropped["text:chrome"] == 1 and dropped["hidden"] == 1
+    assert any(k.startswith("class:share") for k in dropped) and any(k.startswith("class:comment") for k in dropped)
+    assert any(k.startswith("id:cookie") for k in dropped)
+
+
+def test_link_text_that_is_the_url_is_kept():
+    text, _ = html_to_text(PAGE)
+    assert "See https://example.com/x for details." in text
+
+
+def test_table_becomes_pipe_table_with_escaped_pipes():
+    text, report = html_to_text(PAGE)
+    assert "| Year | Rate \\| % |\n|---|---|\n| 2023 | 4.5 |\n| 2024 | 5.0 |" in text
+    assert report["tables"] == 1
+
+
+def test_lists_headings_and_code():
+    text, report = html_to_text(PAGE)
+    assert "- Inflation: 3.1%\n- Jobs: steady\n  - nested item" in text
+    assert "3. third\n4. fourth" in text
+    assert "```python\ndef f(x):\n    return x < 2\n```" in text
+    assert report["headings"] == 2 and report["code_blocks"] == 1 and report["lists"] >= 2
+
+
+def test_paragraphs_separated_by_blank_lines_and_whitespace_collapsed():
+    text, _ = html_to_text("<p>one\n\n  two</p><div>three&nbsp;&nbsp;four</div><p>five<br>six</p>")
+    assert text == "one two\n\nthree four\n\nfive\nsix"
+
+
+def test_wrapper_with_chrome_class_holding_the_page_is_kept():
+    html = '<body><div class="page-with-sidebar"><p>' + "Long body text. " * 20 + "</p></div>" \
+           '<div class="sidebar"><p>side</p></div></body>'
+    text, report = html_to_text(html)
+    assert "Long body text." in text and "side" not in text
+    assert report["dropped"] == {"class:sidebar": 1}
+
+
+def test_header_inside_article_is_content_outside_is_chrome():
+    text, _ = html_to_text("<header>Site name</header><article><header><h1>Title</h1></header><p>x</p></article>")
+    assert text == "# Title\n\nx"
+
+
+def test_malformed_markup_does_not_raise():
+    text, _ = html_to_text("<p>a<p>b<li>c</div></span><td>d<table><tr><td>e")
+    assert "a" in text and "b" in text and "e" in text
+
+
+def test_deep_nesting_is_handled():
+    text, _ = html_to_text("<div>" * 3000 + "deep" + "</div>" * 3000)
+    assert text == "deep"
+
+
+def test_looks_like_html():
+    assert looks_like_html("  <!doctype html><html><body>x</body></html>")
+    assert looks_like_html("<html lang='en'>")
+    assert not looks_like_html("Use <b>bold</b> for emphasis.")
+    assert not looks_like_html('{"html": "<p>x</p>"}')

@@ -1,0 +1,80 @@
+"""Noise removal: each rule, fenced code untouched, protected text never removed."""
+from __future__ import annotations
+
+import pytest
+
+from odcf.plan.model import Anchor, Plan, ProtectionRules
+from odcf.rules.guard import ProtectionGuard
+from odcf.rules.noise import remove_noise
+
+GUARD = ProtectionGuard.from_plan(Plan(
+    domain="t",
+    protection=ProtectionRules(
+        anchors=(Anchor("order", r"#W\d{7}"), Anchor("money", r"\$\d[\d,]*")),
+        terms=("force majeure",), markers=("★",),
+    ),
+))
+
+
+@pytest.mark.parametrize("text, expected, rule, n", [
+    ("a\u200bb\ufeffc\u00add", "abcd", "zero_width", 3),
+    ("Hello <!-- editor note --> world", "Hello  world", "html_comments", 1),
+    ("one\n<!-- whole line -->\ntwo", "one\ntwo", "html_comments", 1),
+    ("<!-- a --> real text <!-- b -->\nnext", " real text\nnext", "html_comments", 2),
+    ("Intro [draft] text [DRAFT]", "Intro text", "draft_marks", 2),
+    ("keep {++added++}{--removed--} {~~old~>new~~} {==hi==}{>>note<<}", "keep added new hi", "track_changes", 5),
+    ("a\nTODO: fix this\n- FIXME(bob): later\n# TODO: heading\nb", "a\nb", "todo_lines", 3),
+    ("Title\n=====\n\n=====\n-----\nbody", "Title\n=====\n\nbody", "decorative_lines", 2),
+    ("a\n\n\n\n\nb", "a\n\nb", "blank_lines", 3),
+    ("a  \nb\t\nc", "a\nb\nc", "trailing_spaces", 2),
+    ("Text line\n~~;:'|,.;~\nmore", "Text line\nmore", "ocr_lines", 1),
+])
+def test_each_rule(text, expected, rule, n):
+    out, report = remove_noise(text)
+    assert out == expected
+    assert report[rule] == n
+    assert report["chars_removed"] == len(text) - len(out)
+
+
+def test_examples_and_removed_lines_are_reported():
+    out, report = remove_noise("a\nTODO: one\nTODO: two\nTODO: three\nTODO: four\nb")
+    assert out == "a\nb"
+    assert report["removed_lines"] == 4
+    assert report["examples"] == ["TODO: one", "TODO: two", "TODO: three"]
+
+
+def test_protected_lines_and_marks_are_never_removed():
+    text = ("TODO: confirm refund for #W2611340\nFIXME: Force Majeure clause\nTODO: ★ required\n"
+            "<!-- paid $5,000 -->\n{--$100--}\nTODO: tidy up")
+    out, report = remove_noise(text, GUARD)
+    assert out == text.rsplit("\n", 1)[0]
+    assert report["kept_protected"] == 5 and report["todo_lines"] == 1
+
+
+def test_fenced_code_is_untouched():
+    text = "x  \n```\ncode  \nTODO: keep in code\n<!-- html in code -->\n\n\n\n}}]);\n```\ny"
+    out, report = remove_noise(text)
+    assert out == "x\n```\ncode  \nTODO: keep in code\n<!-- html in code -->\n\n\n\n}}]);\n```\ny"
+
+
+def test_code_shaped_and_numeric_lines_are_not_ocr_garbage():
+    text = "}}]);\nfn(x, y) {\n$1,234.56 / 7,890\n| - | - |\nCJK 中文：（一）、\nxyz"
+    out, report = remove_noise(text)
+    assert out == text and "ocr_lines" not in report
+
+
+def test_ocr_rule_can_be_switched_off():
+    out, _ = remove_noise("~~;:'|,.;~", ocr=False)
+    assert out == "~~;:'|,.;~"
+
+
+def test_meaningful_zero_width_joiner_is_kept():
+    family = "\U0001F468\u200d\U0001F469"
+    assert remove_noise(family)[0] == family
+    assert remove_noise("ab\u200dcd")[0] == "abcd"
+
+
+def test_clean_text_is_unchanged():
+    text = "# Title\n\nA paragraph with -- dashes and *stars*.\n\n- item"
+    out, report = remove_noise(text)
+    assert out == text and report == {"chars_removed": 0}

@@ -1,0 +1,93 @@
+"""Table folding and list-prefix folding at the text level."""
+from __future__ import annotations
+
+from odcf.rules.prefixes import fold_prefixes, unfold_prefixes
+from odcf.rules.tables import fold_table, split_table
+
+MD = "| id | v |\n|---|---|\n" + "\n".join(f"| r{i} | {i} |" for i in range(1, 21))
+
+
+def test_small_table_is_not_folded():
+    small = "| id | v |\n|---|---|\n" + "\n".join(f"| r{i} | {i} |" for i in range(8))
+    assert fold_table(small, lambda s, e, t: False) is None
+
+
+def test_markdown_table_head_tail_and_count():
+    out, stats = fold_table(MD, lambda s, e, t: False)
+    assert out == "| id | v |\n|---|---|\n| r1 | 1 |\n| r2 | 2 |\n[DATA_ROWS: 17]\n| r20 | 20 |"
+    assert stats == {"rows": 20, "kept": 3, "omitted": 17, "gaps": 1}
+
+
+def test_kept_rows_split_gaps_and_options():
+    out, stats = fold_table(MD, lambda s, e, t: t in ("| r10 | 10 |", "| r11 | 11 |"), head_rows=1, tail_rows=2)
+    assert out.split("\n")[2:] == ["| r1 | 1 |", "[DATA_ROWS: 8]", "| r10 | 10 |", "| r11 | 11 |",
+                                   "[DATA_ROWS: 7]", "| r19 | 19 |", "| r20 | 20 |"]
+    assert stats["gaps"] == 2 and stats["omitted"] == 15
+
+
+def test_keep_gets_offsets_of_the_row():
+    seen = []
+    fold_table(MD, lambda s, e, t: seen.append(MD[s:e] == t) or False)
+    assert seen and all(seen)
+
+
+def test_csv_with_multiline_quoted_field_counts_records():
+    csv = "name,note\n" + "\n".join(f'n{i},"line one\nline two"' if i == 3 else f"n{i},x" for i in range(12))
+    out, stats = fold_table(csv, lambda s, e, t: "n3," in t)
+    assert stats["rows"] == 12
+    assert 'n3,"line one\nline two"' in out
+    assert out.startswith("name,note\nn0,x\nn1,x\n[DATA_ROWS: 1]\n")
+
+
+def test_folding_twice_changes_nothing_more_and_counts_merge():
+    once, _ = fold_table(MD, lambda s, e, t: "r9 " in t)
+    assert fold_table(once, lambda s, e, t: "r9 " in t) is None
+    # a later fold that keeps fewer rows merges its gap with the existing markers
+    twice, stats = fold_table(once, lambda s, e, t: False)
+    assert twice.endswith("| r2 | 2 |\n[DATA_ROWS: 17]\n| r20 | 20 |") and stats["omitted"] == 17
+    header_end, items = split_table(twice)
+    assert sum(it.gap for it in items) == 17
+
+
+LOG = "\n".join(f"2024-05-01 12:30:{i:02d} INFO payments.api: charge ch_{i:04d} ok" for i in range(6))
+
+
+def test_prefix_fold_is_lossless():
+    text = "start\n" + LOG + "\nend\n" + LOG.replace("INFO", "WARN")
+    out, stats = fold_prefixes(text)
+    assert out.count("[PREFIX: ") == 2
+    assert "[PREFIX: 2024-05-01 12:30:]" in out
+    assert stats["runs"] == 2 and stats["lines"] == 12
+    assert unfold_prefixes(out) == text
+    assert len(out) < len(text)
+
+
+def test_prefix_fold_respects_thresholds():
+    short = "\n".join(f"ab:{i} x" for i in range(10))
+    assert fold_prefixes(short)[0] == short
+    three = "\n".join(LOG.split("\n")[:3])
+    assert fold_prefixes(three)[0] == three
+    assert fold_prefixes(three, min_lines=3)[0] != three
+
+
+def test_prefix_never_ends_inside_a_word():
+    text = "\n".join(f'"user_id": "customer_{i}abc",' for i in range(5))
+    out, _ = fold_prefixes(text)
+    assert out.split("\n")[0] == '[PREFIX: "user_id": "]'
+    assert unfold_prefixes(out) == text
+
+
+def test_prefix_never_cuts_a_protected_span():
+    lines = LOG.split("\n")
+    # protect the full timestamp of the third line: the prefix must stop before it
+    start = len(lines[0]) + 1 + len(lines[1]) + 1
+    out, _ = fold_prefixes(LOG, spans=[(start, start + 19)])
+    assert "2024-05-01 12:30:02" in out
+    assert unfold_prefixes(out) == LOG
+
+
+def test_prefix_folding_twice_changes_nothing_more():
+    text = "\n".join(f"2024-05-01 12:30:00 INFO very.long.logger.name.here: item {i}" for i in range(6)) + "\nx"
+    once, _ = fold_prefixes(text)
+    assert fold_prefixes(once) == (once, {"runs": 0, "lines": 0, "chars_saved": 0})
+    assert unfold_prefixes(once) == text
