@@ -30,6 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
     p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
     p.add_argument("--json", action="store_true", help='print {"text","tokens_in","tokens_out","record"}')
+    p.add_argument("--html", default=None, metavar="FILE", help="also write the HTML report of the run here")
+    p.add_argument("--trace", default=None, metavar="FILE", help="also write the JSONL trace (for `odcf replay`) here")
     add_stage_flags(p)
     p.set_defaults(handler=run)
 
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
                                  strict=args.strict, annotate=not args.no_annotate)
     if args.record:
         write_text(args.record, result.record_json() + "\n")
+    args.run_context = {"inputs": sources, "compressor": compressor}
     for hook in _post_hooks:
         hook(args, result)
     if args.json:

@@ -1,0 +1,384 @@
+"""Re-verify a delivery record against its sources: did a source change, was delivered text swapped?
+
+A delivery record names, per source, where it came from (``origin``), which part was read
+(``read_range``) and the sha256 of that selection (``source_sha256``); per segment it gives
+the status and the sha256 of the delivered text. :func:`verify_record` re-reads every file
+source, redoes the selection and checks:
+
+1. the selection still hashes to ``source_sha256`` (else: *source changed*);
+2. re-running the source-level rules and the segmenter on it (with the record's plan when one
+   is given, see below) gives the segments the record lists; every segment delivered
+   ``verbatim`` or ``reverted`` must hash to the sha256 the record gives for it, every
+   ``dropped``/``merged`` one to the empty text, and every protected span of a live segment
+   must occur in its source segment (else: *delivered text substituted*);
+3. a source whose delivered segments are all verbatim must re-assemble to the record's
+   per-source ``sha256``;
+4. with the delivered text (``text=``, the file ``odcf compress --out`` wrote): the whole text
+   hashes to the record's ``sha256``, and each source block in it to the per-source ``sha256``.
+
+Read ranges (the same grammar :class:`odcf.document.Source` documents):
+
+``whole``          the whole file, UTF-8, a leading BOM removed (as ``odcf compress`` reads files)
+``lines a-b``      lines *a* to *b*, 1-based and inclusive, line ends kept
+``bytes a-b``      bytes *a* to *b*, 0-based and inclusive (as HTTP ranges), UTF-8
+``/a/0/b``         a JSON pointer (RFC 6901) into a JSON file: a string value as is, any other
+                   value as ``json.dumps(value, ensure_ascii=False, indent=2)``
+
+>>> from odcf.reverify import verify_record
+>>> problems = verify_record(json.load(open("out.record.json")), text=open("out.txt").read())  # doctest: +SKIP
+>>> for p in problems: print(p)                                                                 # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odcf.document import Document, Segment, Source, sha256
+from odcf.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+_LINES = re.compile(r"^lines\s+(\d+)\s*-\s*(\d+)$")
+_BYTES = re.compile(r"^bytes\s+(\d+)\s*-\s*(\d+)$")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:(?!\\|/(?!/))")  # tool:search, http://, but not C:\ or /abs
+_EMPTY_SHA = sha256("")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that does not check out. ``code`` is stable, ``message`` says what and where."""
+
+    code: str
+    message: str
+    source: str | None = None
+    segment: str | None = None
+
+    def __str__(self) -> str:
+        where = self.segment or self.source or "record"
+        return f"{where}: {self.code}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "source": self.source, "segment": self.segment}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Everything :func:`verify_report` found: problems (fatal), notes (what could not be checked)."""
+
+    problems: tuple[Problem, ...]
+    checked_sources: tuple[str, ...] = ()
+    checked_segments: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "problems": [p.to_dict() for p in self.problems],
+            "checked_sources": list(self.checked_sources),
+            "checked_segments": self.checked_segments,
+            "notes": list(self.notes),
+        }
+
+
+# -- selections ----------------------------------------------------------------------------
+
+def select(raw: bytes, read_range: str | None, *, where: str = "<source>") -> str:
+    """The text a read range selects from a file's bytes (see the module docstring)."""
+    rr = (read_range or "whole").strip()
+    if rr == "whole":
+        text = _decode(raw, where)
+        return text[1:] if text.startswith("\ufeff") else text
+    m = _LINES.match(rr)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        if a < 1 or b < a:
+            raise InputError(f"{where}: bad read range {rr!r}: lines are 1-based and a <= b")
+        lines = _decode(raw, where).splitlines(keepends=True)
+        if b > len(lines):
+            raise InputError(f"{where}: read range {rr!r} is past the end of the file ({len(lines)} lines)")
+        text = "".join(lines[a - 1:b])
+        return text[1:] if a == 1 and text.startswith("\ufeff") else text
+    m = _BYTES.match(rr)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        if b < a:
+            raise InputError(f"{where}: bad read range {rr!r}: a <= b")
+        if b >= len(raw):
+            raise InputError(f"{where}: read range {rr!r} is past the end of the file ({len(raw)} bytes)")
+        return _decode(raw[a:b + 1], where)
+    if rr.startswith("/") or rr == "":
+        doc = json.loads(_decode(raw, where).lstrip("\ufeff")) if raw.strip() else None
+        value = _pointer(doc, rr, where)
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+    raise InputError(f"{where}: unknown read range {rr!r} (use whole, 'lines a-b', 'bytes a-b' or a JSON pointer /a/0)")
+
+
+def read_selection(path: str | os.PathLike[str], read_range: str | None = "whole") -> str:
+    """Read *path* and return the part *read_range* selects. Errors are :class:`InputError`."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return select(raw, read_range, where=str(path))
+
+
+def _decode(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: invalid UTF-8 at byte {exc.start}") from exc
+
+
+def _pointer(doc: Any, pointer: str, where: str) -> Any:
+    if pointer == "":
+        return doc
+    value = doc
+    for raw_part in pointer.split("/")[1:]:
+        part = raw_part.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, Mapping):
+            if part not in value:
+                raise InputError(f"{where}: JSON pointer {pointer!r}: no key {part!r}")
+            value = value[part]
+        elif isinstance(value, list):
+            if not part.isdigit() or int(part) >= len(value):
+                raise InputError(f"{where}: JSON pointer {pointer!r}: no index {part!r} (array of {len(value)})")
+            value = value[int(part)]
+        else:
+            raise InputError(f"{where}: JSON pointer {pointer!r}: cannot step into a {type(value).__name__} at {part!r}")
+    return value
+
+
+def is_file_origin(origin: str | None) -> bool:
+    """True when *origin* names a local file (not ``tool:...``, a URL, ``<stdin>`` or nothing)."""
+    if not origin or origin in ("-", "<stdin>"):
+        return False
+    return not _SCHEME.match(origin) or origin.startswith("file://")
+
+
+def resolve_origin(origin: str, bases: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """The file an origin names: absolute, or relative to the first base where it exists."""
+    path = origin[len("file://"):] if origin.startswith("file://") else origin
+    p = Path(path)
+    if p.is_absolute():
+        return p
+    for base in list(bases) + [os.getcwd()]:
+        cand = Path(base) / p
+        if cand.exists():
+            return cand
+    return p
+
+
+# -- re-running the selection ----------------------------------------------------------------
+
+def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
+              stages: Mapping[str, Any] | None = None) -> tuple[Segment, ...]:
+    """Run the plan's source rules and segmenter on *source*, as the pipeline does.
+
+    *stages* are the stage switches the run used (a trace header's ``stages``).
+    """
+    import importlib
+
+    from odcf.pipeline import STAGE_ORDER, resolve_stage_options
+
+    chosen = resolve_stage_options(plan, {k: v for k, v in (stages or {}).items() if k in ("rules", "segment")})
+    doc = Document.from_sources([source], tokenizer=tokenizer or plan.tokenizer)
+    for name, spec in STAGE_ORDER:
+        if name not in ("rules", "segment") or chosen.get(name) is None:
+            continue
+        module_name, _, cls_name = spec.partition(":")
+        try:
+            klass = getattr(importlib.import_module(module_name), cls_name)
+        except ModuleNotFoundError:
+            if name == "rules":
+                continue
+            raise
+        stage = klass(**chosen[name])
+        stage.warm_up()
+        doc = stage(doc, plan)
+    return doc.segments
+
+
+def split_blocks(text: str, record: Mapping[str, Any]) -> dict[str, str]:
+    """Each delivered source body in an annotated text (``[source i/n] label | layer ...`` blocks)."""
+    sources = list(record.get("sources", ()))
+    total = len(sources)
+    heads: list[tuple[int, int, str]] = []  # (header start, body start, source id)
+    for src in sources:
+        label = src.get("origin") or src.get("id")
+        head = f"[source {src.get('n')}/{total}] {label} | {src.get('layer')}"
+        pos = -1
+        for m in re.finditer(re.escape(head) + r"[^\n]*\n", text):
+            if m.start() == 0 or text[m.start() - 2:m.start()] == "\n\n":
+                pos = m.start()
+                heads.append((pos, m.end(), str(src.get("id"))))
+                break
+    heads.sort()
+    out: dict[str, str] = {}
+    for k, (_, body_start, sid) in enumerate(heads):
+        end = heads[k + 1][0] - 2 if k + 1 < len(heads) else len(text)
+        out[sid] = text[body_start:end]
+    return out
+
+
+def verify_report(
+    record: Mapping[str, Any],
+    text: str | None = None,
+    *,
+    plan: Any | None = None,
+    stages: Mapping[str, Any] | None = None,
+    base_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> VerifyReport:
+    """Check *record* against its sources (and *text* when given); see the module docstring.
+
+    *plan* is the :class:`~odcf.plan.model.Plan` the record was made with (from a trace or a
+    plan file); without it, segment checks use the bundled ontology named by the record's
+    ``domain`` when its hash matches ``plan_hash``, and are skipped (with a note) otherwise.
+    *stages*: the stage switches of the run (a trace header's ``stages``), when not the plan's defaults.
+    """
+    problems: list[Problem] = []
+    notes: list[str] = []
+    if not isinstance(record, Mapping) or not isinstance(record.get("sources"), list):
+        return VerifyReport((Problem("record-invalid", "not a delivery record: no 'sources' list"),))
+
+    if text is not None:
+        want = record.get("sha256")
+        if want is None:
+            notes.append("record has no total sha256; delivered text not compared as a whole")
+        elif sha256(text) != want:
+            problems.append(Problem("text-changed", f"delivered text sha256 {sha256(text)[:16]}… "
+                                                    f"does not match the record's {str(want)[:16]}…"))
+    plan = plan if plan is not None else _plan_for(record, notes)
+    blocks = split_blocks(text, record) if text is not None else {}
+    unit = record.get("unit")
+    checked: list[str] = []
+    n_segments = 0
+
+    for k, src in enumerate(record["sources"]):
+        sid = str(src.get("id", f"#{k + 1}"))
+        segs = list(src.get("segments") or ())
+        for seg in segs:
+            if seg.get("status") in ("dropped", "merged") and seg.get("sha256") not in (None, _EMPTY_SHA):
+                problems.append(Problem("record-tampered", "a dropped segment has a non-empty delivered sha256",
+                                        sid, str(seg.get("id"))))
+        if text is not None and src.get("status") != "dropped":
+            body = blocks.get(sid)
+            if body is None:
+                problems.append(Problem("text-changed", "no block for this source in the delivered text", sid))
+            elif src.get("sha256") and sha256(body) != src["sha256"]:
+                problems.append(Problem("text-changed", "delivered block does not match the record's sha256 "
+                                                        "for this source", sid))
+        origin = src.get("origin")
+        if not is_file_origin(origin):
+            notes.append(f"{sid}: origin {origin!r} is not a file; not re-read")
+            continue
+        path = resolve_origin(str(origin), base_dirs)
+        try:
+            selected = read_selection(path, src.get("read_range"))
+        except InputError as exc:
+            problems.append(Problem("source-unreadable", str(exc), sid))
+            continue
+        checked.append(sid)
+        want = src.get("source_sha256")
+        if want is None:
+            problems.append(Problem("record-invalid", "no source_sha256 for a file source", sid))
+        elif sha256(selected) != want:
+            problems.append(Problem(
+                "source-changed",
+                f"{path} ({src.get('read_range') or 'whole'}) now hashes to {sha256(selected)[:16]}…, "
+                f"the record says {str(want)[:16]}…", sid))
+            continue  # segment checks against a changed source would only repeat the news
+        if plan is None or not segs:
+            continue
+        try:
+            source = Source(id=sid, text=selected, kind=src.get("kind", "text"), layer=src.get("layer", "fact"),
+                            origin=origin, read_range=src.get("read_range") or "whole")
+            fresh = resegment(source, plan, tokenizer=unit, stages=stages)
+        except Exception as exc:  # a stage failing here is a finding, not a crash
+            problems.append(Problem("reselect-failed", f"re-running the selection failed: {exc}", sid))
+            continue
+        n_segments += len(segs)
+        problems.extend(_check_segments(sid, segs, fresh, src))
+    return VerifyReport(tuple(problems), tuple(checked), n_segments, tuple(notes))
+
+
+def verify_record(
+    record: Mapping[str, Any],
+    text: str | None = None,
+    *,
+    plan: Any | None = None,
+    stages: Mapping[str, Any] | None = None,
+    base_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> list[Problem]:
+    """The problems :func:`verify_report` finds; an empty list means the record checks out."""
+    return list(verify_report(record, text, plan=plan, stages=stages, base_dirs=base_dirs).problems)
+
+
+def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Segment],
+                    src: Mapping[str, Any]) -> list[Problem]:
+    from odcf.render import join_segments
+
+    out: list[Problem] = []
+    by_index = {s.index: s for s in fresh}
+    if len(fresh) != len(segs):
+        out.append(Problem("reselect-mismatch", f"the source re-segments into {len(fresh)} segments, the record "
+                                                f"lists {len(segs)} (different plan or changed record)", sid))
+    delivered: list[Segment] = []
+    all_plain = True
+    for seg in segs:
+        seg_id = str(seg.get("id"))
+        status = seg.get("status")
+        idx = seg.get("index")
+        again = by_index.get(idx) if isinstance(idx, int) else None
+        if again is None:
+            out.append(Problem("reselect-mismatch", f"no segment {idx!r} when the source is re-segmented", sid, seg_id))
+            all_plain = False
+            continue
+        if status in ("verbatim", "reverted"):
+            if seg.get("sha256") != sha256(again.original):
+                out.append(Problem("text-substituted", f"delivered {status} text does not hash to the source's "
+                                                       f"segment {idx} (text substituted or record edited)", sid, seg_id))
+            delivered.append(again)
+        elif status in ("dropped", "merged"):
+            pass
+        else:
+            all_plain = False
+        for span in seg.get("protected") or ():
+            if status not in ("dropped", "merged") and str(span.get("text", "")) not in again.original:
+                out.append(Problem("text-substituted", f"protected span {span.get('text')!r} ({span.get('rule')}) "
+                                                       "is not in the source segment", sid, seg_id))
+    if all_plain and delivered and src.get("sha256"):
+        body = join_segments(sorted(delivered, key=lambda s: s.index))
+        if sha256(body) != src["sha256"]:
+            out.append(Problem("text-substituted", "the source's delivered verbatim segments do not re-assemble "
+                                                   "to the record's sha256 for it", sid))
+    return out
+
+
+def _plan_for(record: Mapping[str, Any], notes: list[str]) -> Any | None:
+    """The bundled plan named by the record's domain, when its hash matches the record."""
+    domain = record.get("domain")
+    if not domain:
+        notes.append("record names no domain; segment checks skipped (pass the plan or a trace)")
+        return None
+    try:
+        from odcf.plan.compiler import compile_file
+
+        plan = compile_file(str(domain))
+    except Exception as exc:  # no bundled ontology of that name
+        notes.append(f"no bundled ontology {domain!r} ({exc}); segment checks skipped (pass --plan or --trace)")
+        return None
+    if plan.hash != record.get("plan_hash"):
+        notes.append(f"bundled ontology {domain!r} has plan hash {plan.hash[:12]}, the record "
+                     f"{str(record.get('plan_hash'))[:12]}; segment checks skipped (pass --plan or --trace)")
+        return None
+    return plan

@@ -1,0 +1,382 @@
+"""JSONL traces of compression runs, and replay.
+
+A trace is one JSON object per line:
+
+1. a header: ``{"type": "header", "trace_format", "trace_id", "odcf", "plan_hash", "plan", "stages",
+   "models", "tokenizer", "role", "budget", "query", "strict", "annotate", "inputs"}``. ``plan`` is the
+   full plan dict; ``stages`` the resolved stage switches and options (``false`` when off) so the same
+   pipeline can be rebuilt; ``models`` what each model-backed stage reports about its model;
+   ``inputs`` the sources as given — a file source is stored as its path and the sha256 of what was
+   read (``{"file": ..., "sha256": ...}``), any other source in full.
+2. one line per stage event: ``{"type": "event", "stage", "tokens_in", "tokens_out", "ms", "decisions"}``.
+3. a footer: ``{"type": "footer", "output_sha256", "record_sha256", "tokens_in", "tokens_out", "output"}``.
+
+The trace id is derived from the inputs, the plan hash and the run settings, so the same run
+gets the same id; only the timings differ between two traces of one run. Writing a trace
+never changes the compressed output.
+
+>>> from odcf.trace import write_trace, replay
+>>> r = compressor.compress(sources, budget=500)                         # doctest: +SKIP
+>>> write_trace(r, "run.trace.jsonl", inputs=sources, compressor=compressor)  # doctest: +SKIP
+>>> replay("run.trace.jsonl").identical                                  # doctest: +SKIP
+True
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odcf import __version__
+from odcf.document import Source, sha256
+from odcf.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+TRACE_FORMAT = 1
+_SOURCE_FIELDS = ("id", "kind", "layer", "origin", "timestamp", "confidence", "mandatory", "category",
+                  "speaker", "read_range")
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def record_digest(record: Mapping[str, Any]) -> str:
+    """sha256 of a record without its timings (``ms``), so two runs of one input compare equal."""
+    rec = dict(record)
+    rec["stages"] = [{k: v for k, v in dict(ev).items() if k != "ms"} for ev in record.get("stages", ())]
+    return sha256(_canon(rec))
+
+
+# -- inputs --------------------------------------------------------------------------------
+
+def input_entries(inputs: Any) -> list[dict[str, Any]]:
+    """The trace's ``inputs``: each input as given, a file source as ``{"file", "sha256"}`` instead of its text."""
+    from odcf.reverify import is_file_origin, read_selection
+
+    items = [inputs] if isinstance(inputs, (str, Source, Mapping)) else list(inputs)
+    out: list[dict[str, Any]] = []
+    for k, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            out.append({"form": "text", "text": item})
+            continue
+        if isinstance(item, Source):
+            fields = {f: getattr(item, f) for f in _SOURCE_FIELDS}
+            text, form = item.text, "source"
+            if item.meta:
+                fields["meta"] = _jsonable(dict(item.meta), f"input {k} meta")
+        elif isinstance(item, Mapping):
+            fields = {key: v for key, v in item.items() if key != "text"}
+            text, form = item.get("text"), "mapping"
+            _jsonable(fields, f"input {k}")
+        else:
+            raise InputError(f"input {k}: cannot trace a {type(item).__name__}")
+        entry: dict[str, Any] = {"form": form, **fields}
+        origin = fields.get("origin")
+        file_backed = False
+        if isinstance(text, str) and isinstance(origin, str) and is_file_origin(origin) and os.path.isfile(origin):
+            try:
+                file_backed = read_selection(origin, fields.get("read_range") or "whole") == text
+            except InputError:
+                file_backed = False
+        if file_backed:
+            entry["file"] = os.path.abspath(str(origin))
+            entry["sha256"] = sha256(text)  # type: ignore[arg-type]
+        else:
+            entry["text"] = text
+        out.append(entry)
+    return out
+
+
+def _jsonable(value: Any, where: str) -> Any:
+    try:
+        json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}: not JSON-serializable, cannot be traced: {exc}") from exc
+    return value
+
+
+def load_inputs(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[str]]:
+    """Rebuild the inputs of a trace; file inputs are re-read. Returns (inputs, changes)."""
+    from odcf.reverify import read_selection
+
+    inputs: list[Any] = []
+    changes: list[str] = []
+    for k, entry in enumerate(entries, start=1):
+        fields = {key: v for key, v in entry.items() if key not in ("form", "text", "file", "sha256")}
+        if "file" in entry:
+            try:
+                text = read_selection(entry["file"], fields.get("read_range") or "whole")
+            except InputError as exc:
+                raise InputError(f"input {k}: {exc}") from exc
+            if sha256(text) != entry.get("sha256"):
+                changes.append(f"input {k} ({entry['file']}): file changed since the trace "
+                               f"(sha256 {sha256(text)[:16]}…, traced {str(entry.get('sha256'))[:16]}…)")
+        else:
+            text = entry.get("text")
+            if not isinstance(text, str):
+                raise InputError(f"input {k}: trace entry has neither 'text' nor 'file'")
+        form = entry.get("form", "mapping")
+        if form == "text":
+            inputs.append(text)
+        elif form == "source":
+            inputs.append(Source(text=text, **fields))
+        else:
+            inputs.append({"text": text, **fields})
+    return inputs, changes
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+def _stage_settings(compressor: Any) -> dict[str, Any]:
+    from odcf.pipeline import resolve_stage_options
+
+    chosen = resolve_stage_options(compressor.plan, getattr(compressor, "stage_options", None))
+    return {name: (opts if opts is not None else False) for name, opts in chosen.items()}
+
+
+def _models(compressor: Any) -> dict[str, Any]:
+    """What each stage says about its model: ``model_info()`` / ``model_info`` / ``model_version``."""
+    out: dict[str, Any] = {}
+    for stage in getattr(getattr(compressor, "pipeline", None), "stages", ()):
+        info = getattr(stage, "model_info", None)
+        if callable(info):
+            try:
+                info = info()
+            except Exception as exc:  # a stage that cannot describe its model still runs
+                info = {"error": str(exc)}
+        if info is None:
+            info = getattr(stage, "model_version", None)
+        if info is not None:
+            out[stage.name] = _plainify(info)
+    return out
+
+
+def _plainify(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plainify(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plainify(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def trace_lines(result: Any, *, inputs: Any, compressor: Any) -> list[dict[str, Any]]:
+    """The trace of one run as a list of JSON-ready dicts (header, events, footer)."""
+    doc = result.document
+    record = result.record
+    plan = compressor.plan
+    entries = input_entries(inputs)
+    stages = _stage_settings(compressor)
+    settings = {
+        "tokenizer": doc.tokenizer,
+        "role": doc.role,
+        "budget": doc.budget,
+        "query": doc.query,
+        "strict": bool(doc.meta.get("strict", False)),
+        "annotate": bool(doc.meta.get("annotate", True)),
+    }
+    trace_id = sha256(_canon({"inputs": entries, "plan": plan.hash, "stages": stages, **settings}))[:32]
+    header = {
+        "type": "header",
+        "trace_format": TRACE_FORMAT,
+        "trace_id": trace_id,
+        "odcf": __version__,
+        "plan_hash": plan.hash,
+        "plan": plan.to_dict(),
+        "stages": stages,
+        "pipeline": compressor.pipeline.describe(),
+        "models": _models(compressor),
+        **settings,
+        "inputs": entries,
+    }
+    lines: list[dict[str, Any]] = [header]
+    for k, ev in enumerate(doc.trace):
+        d = ev.to_dict()
+        lines.append({"type": "event", "n": k, "stage": d["stage"], "tokens_in": d.get("tokens_in"),
+                      "tokens_out": d.get("tokens_out"), "ms": d.get("ms"), "decisions": d.get("data", {})})
+    lines.append({
+        "type": "footer",
+        "trace_id": trace_id,
+        "output_sha256": sha256(result.text),
+        "record_sha256": record_digest(record),
+        "tokens_in": result.tokens_in,
+        "tokens_out": result.tokens_out,
+        "output": result.text,
+    })
+    return lines
+
+
+def write_trace(result: Any, path: str | os.PathLike[str], *, inputs: Any, compressor: Any) -> str:
+    """Write the JSONL trace of *result* (from ``compressor.compress(inputs, ...)``) to *path*; returns the id."""
+    lines = trace_lines(result, inputs=inputs, compressor=compressor)
+    body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    Path(path).write_text(body, encoding="utf-8")
+    logger.info("trace %s written to %s (%d events)", lines[0]["trace_id"], path, len(lines) - 2)
+    return str(lines[0]["trace_id"])
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Trace:
+    """A parsed trace file."""
+
+    header: Mapping[str, Any]
+    events: tuple[Mapping[str, Any], ...]
+    footer: Mapping[str, Any]
+    path: str = ""
+
+    @property
+    def trace_id(self) -> str:
+        return str(self.header.get("trace_id"))
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """Parse a trace; a broken one raises :class:`InputError` naming the file and line."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: invalid UTF-8 at byte {exc.start}") from exc
+    header: Mapping[str, Any] | None = None
+    footer: Mapping[str, Any] | None = None
+    events: list[Mapping[str, Any]] = []
+    for n, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"{path}:{n}: not JSON: {exc}") from exc
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind == "header":
+            if header is not None:
+                raise InputError(f"{path}:{n}: a second header")
+            header = obj
+        elif kind == "event":
+            events.append(obj)
+        elif kind == "footer":
+            footer = obj
+        else:
+            raise InputError(f"{path}:{n}: expected a header, event or footer line, got type {kind!r}")
+    if header is None:
+        raise InputError(f"{path}: no header line")
+    if footer is None:
+        raise InputError(f"{path}: no footer line (trace cut short?)")
+    for key in ("plan", "stages", "inputs"):
+        if key not in header:
+            raise InputError(f"{path}: header lacks {key!r}")
+    if int(header.get("trace_format", 0)) > TRACE_FORMAT:
+        raise InputError(f"{path}: trace format {header.get('trace_format')} is newer than this odcf reads ({TRACE_FORMAT})")
+    return Trace(header=header, events=tuple(events), footer=footer, path=str(path))
+
+
+# -- replay --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """The outcome of :func:`replay`."""
+
+    trace_id: str
+    identical: bool
+    expected_sha256: str
+    actual_sha256: str
+    first_difference: int | None = None
+    expected_excerpt: str = ""
+    actual_excerpt: str = ""
+    input_changes: tuple[str, ...] = ()
+    stage_differences: tuple[Mapping[str, Any], ...] = ()
+    plan_hash_ok: bool = True
+    record_identical: bool = True
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "identical": self.identical,
+            "expected_sha256": self.expected_sha256,
+            "actual_sha256": self.actual_sha256,
+            "first_difference": self.first_difference,
+            "expected_excerpt": self.expected_excerpt,
+            "actual_excerpt": self.actual_excerpt,
+            "input_changes": list(self.input_changes),
+            "stage_differences": [dict(d) for d in self.stage_differences],
+            "plan_hash_ok": self.plan_hash_ok,
+            "record_identical": self.record_identical,
+            "notes": list(self.notes),
+        }
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """The first index where *a* and *b* differ (``None`` when equal)."""
+    if a == b:
+        return None
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def _event_key(ev: Mapping[str, Any]) -> dict[str, Any]:
+    return {"stage": ev.get("stage"), "tokens_in": ev.get("tokens_in"), "tokens_out": ev.get("tokens_out"),
+            "decisions": ev.get("decisions") or {}}
+
+
+def replay(trace: str | os.PathLike[str] | Trace) -> ReplayReport:
+    """Re-run the inputs of *trace* with its plan and stages; compare the output byte for byte."""
+    from odcf.compressor import Compressor
+    from odcf.plan.model import Plan
+
+    tr = trace if isinstance(trace, Trace) else read_trace(trace)
+    h = tr.header
+    plan = Plan.from_dict(h["plan"])
+    notes: list[str] = []
+    plan_ok = plan.hash == h.get("plan_hash")
+    if not plan_ok:
+        notes.append(f"the plan in the trace hashes to {plan.hash[:12]}, the header says {str(h.get('plan_hash'))[:12]}")
+    if h.get("odcf") != __version__:
+        notes.append(f"traced with odcf {h.get('odcf')}, replayed with {__version__}")
+    inputs, changes = load_inputs(h["inputs"])
+    compressor = Compressor(plan, stages=dict(h["stages"]), tokenizer=h.get("tokenizer"))
+    models_now = _models(compressor)
+    if models_now != h.get("models", {}):
+        notes.append("stage models differ from the traced ones: " + _canon({"traced": h.get("models", {}), "now": models_now}))
+    result = compressor.compress(inputs, query=h.get("query"), role=h.get("role"), budget=h.get("budget"),
+                                 tokenizer=h.get("tokenizer"), strict=bool(h.get("strict", False)),
+                                 annotate=bool(h.get("annotate", True)))
+    expected = tr.footer.get("output")
+    want_sha = str(tr.footer.get("output_sha256"))
+    got_sha = sha256(result.text)
+    identical = got_sha == want_sha
+    pos: int | None = None
+    exp_ex = act_ex = ""
+    if not identical:
+        if isinstance(expected, str):
+            pos = first_difference(expected, result.text)
+            lo = max(0, (pos or 0) - 30)
+            exp_ex, act_ex = expected[lo:(pos or 0) + 50], result.text[lo:(pos or 0) + 50]
+        else:
+            notes.append("the trace does not hold the output text; only its sha256 was compared")
+    traced = [_event_key(ev) for ev in tr.events]
+    now = [_event_key({**ev.to_dict(), "decisions": ev.to_dict().get("data", {})}) for ev in result.document.trace]
+    diffs: list[dict[str, Any]] = []
+    for k in range(max(len(traced), len(now))):
+        a = traced[k] if k < len(traced) else None
+        b = now[k] if k < len(now) else None
+        if a != b:
+            diffs.append({"n": k, "stage": (a or b or {}).get("stage"), "traced": a, "replayed": b})
+    rec_ok = record_digest(result.record) == tr.footer.get("record_sha256")
+    return ReplayReport(
+        trace_id=tr.trace_id, identical=identical, expected_sha256=want_sha, actual_sha256=got_sha,
+        first_difference=pos, expected_excerpt=exp_ex, actual_excerpt=act_ex, input_changes=tuple(changes),
+        stage_differences=tuple(diffs), plan_hash_ok=plan_ok, record_identical=rec_ok, notes=tuple(notes),
+    )
