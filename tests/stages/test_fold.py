@@ -1,0 +1,168 @@
+"""The fold stage on segments made by the real segmenter and protector."""
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from odcf.document import Document, Segment, Source, Span
+from odcf.plan.model import Plan, RerankQuery
+from odcf.rules.prefixes import unfold_prefixes
+from odcf.stages.fold import FoldStage, query_terms
+from odcf.stages.protect import Protector
+from odcf.stages.segment import Segmenter
+
+_MARK = re.compile(r"^\[DATA_ROWS: (\d+)\]$")
+
+
+def _prepare(text: str, plan: Plan, query: str | None = None, kind: str = "markdown") -> Document:
+    doc = Document.from_sources([Source(id="s", text=text, kind=kind)], query=query)
+    return Protector()(Segmenter()(doc, plan), plan)
+
+
+def _table(rows: list[tuple[str, str, str]]) -> str:
+    return "| item | region | amount |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+
+
+ROWS = [(f"item{i}", "north" if i != 13 else "Lisbon", f"{i * 10}") for i in range(1, 31)]
+ROWS[20] = ("item21", "south", "$4,500")  # a protected money anchor in row 21
+
+
+def _only(doc: Document, kind: str) -> Segment:
+    segs = [s for s in doc.segments if s.kind == kind]
+    assert len(segs) == 1
+    return segs[0]
+
+
+def test_table_keeps_header_head_tail_protected_and_query_rows(plan):
+    doc = _prepare(_table(ROWS), plan, query="What was sold in Lisbon?")
+    out = FoldStage()(doc, plan)
+    seg = _only(out, "table")
+    assert seg.text == (
+        "| item | region | amount |\n|---|---|---|\n"
+        "| item1 | north | 10 |\n| item2 | north | 20 |\n[DATA_ROWS: 10]\n"
+        "| item13 | Lisbon | 130 |\n[DATA_ROWS: 7]\n| item21 | south | $4,500 |\n[DATA_ROWS: 8]\n"
+        "| item30 | north | 300 |"
+    )
+    assert seg.status == "folded"
+    assert seg.reasons[-1] == ("fold: table 30 rows → 5 kept, [DATA_ROWS: 25] in 3 gaps; "
+                               "1 row kept for protected spans, 1 row kept for query terms")
+    data = out.trace[-1].data
+    assert data["tables"] == {"seen": 1, "folded": 1, "rows": 30, "kept": 5, "omitted": 25}
+    assert data["segments"][0]["kept_protected"] == 1 and data["segments"][0]["kept_query"] == 1
+
+
+def test_small_tables_and_other_kinds_are_left_alone(plan):
+    doc = _prepare(_table(ROWS[:8]) + "\n\nA sentence about item1.", plan)
+    out = FoldStage()(doc, plan)
+    assert all(s.status == "verbatim" and s.text == s.original for s in out.segments)
+    assert out.trace[-1].data["tables"]["folded"] == 0
+
+
+def test_csv_table_is_folded(plan):
+    csv = "item,region,amount\n" + "\n".join(f"{a},{b},{c}" for a, b, c in ROWS if "$" not in c)
+    doc = _prepare(csv, plan)
+    seg = _only(FoldStage()(doc, plan), "table")
+    assert seg.text.split("\n") == ["item,region,amount", "item1,north,10", "item2,north,20",
+                                    "[DATA_ROWS: 26]", "item30,north,300"]
+
+
+def test_concept_terms_keep_rows_only_when_asked():
+    plan = Plan(domain="d", queries=(RerankQuery("geo", "geo", ("lisbon",)),))
+    doc = _prepare(_table(ROWS), plan)
+    assert "Lisbon" not in _only(FoldStage()(doc, plan), "table").text
+    assert "Lisbon" in _only(FoldStage(keep_concept_rows=True)(doc, plan), "table").text
+
+
+def test_options_change_the_fold(plan):
+    doc = _prepare(_table(ROWS), plan)
+    seg = _only(FoldStage(max_rows=40)(doc, plan), "table")
+    assert seg.status == "verbatim"
+    seg = _only(FoldStage(head_rows=0, tail_rows=0)(doc, plan), "table")
+    assert seg.text.split("\n")[2:] == ["[DATA_ROWS: 20]", "| item21 | south | $4,500 |", "[DATA_ROWS: 9]"]
+    assert _only(FoldStage(tables=False)(doc, plan), "table").status == "verbatim"
+
+
+LOG = "\n".join(f"- 2024-05-01 12:30:{i:02d} INFO payments.api: charge ch_{i:04d} ok" for i in range(10))
+
+
+def test_list_prefix_fold_is_lossless_and_recorded(plan):
+    doc = _prepare(LOG, plan)
+    out = FoldStage()(doc, plan)
+    seg = _only(out, "list")
+    assert seg.status == "folded" and seg.text.startswith("[PREFIX: - 2024-05-01 12:30:]\n00 INFO")
+    assert unfold_prefixes(seg.text) == seg.original
+    assert "share a prefix" in seg.reasons[-1]
+    lists = out.trace[-1].data["lists"]
+    assert lists["folded"] == 1 and lists["lines"] == 10 and lists["tokens_saved"] > 0
+    assert _only(FoldStage(prefixes=False)(doc, plan), "list").status == "verbatim"
+
+
+def test_prefix_fold_stops_before_a_protected_span(plan):
+    text = "\n".join(f"- Section 4.{i} applies to the delivery schedule item {i}" for i in range(1, 7))
+    doc = _prepare(text, plan)
+    seg = _only(doc, "list")
+    assert any(s.rule == "anchor:clause" for s in seg.protected)
+    out = _only(FoldStage(min_prefix_chars=3)(doc, plan), "list")
+    for span in seg.protected:
+        assert span.text in out.text
+    assert unfold_prefixes(out.text) == seg.original
+
+
+def test_fold_never_applies_when_a_span_would_be_lost():
+    # A span whose offsets say row 5, but whose text was changed upstream: the text check refuses.
+    table = _table(ROWS[:20])
+    seg = Segment(id="s#0", source_id="s", index=0, text=table, original=table, kind="table",
+                  protected=(Span(0, 4, "not-in-text", "anchor:x"),))
+    out = FoldStage()(Document(sources=(), segments=(seg,)), Plan(domain="d"))
+    assert out.segments[0] is seg
+    assert out.trace[-1].data["skipped"] == [{"segment": "s#0", "why": "a protected span would be lost"}]
+
+
+def test_query_terms():
+    assert query_terms(["What was the total for order #W123 in Lisbon?"]) == ("total", "order", "w123", "lisbon")
+    assert query_terms(["退款 政策"]) == ("退款", "政策")
+
+
+# -- properties ---------------------------------------------------------------------------
+
+cells = st.sampled_from(["north", "south", "$1,200", "§ 4.2", "7.5%", "alpha", "beta", "42", "gross negligence"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # plan is frozen
+@given(rows=st.lists(st.tuples(cells, cells), min_size=1, max_size=40), query=st.sampled_from([None, "beta", "south 42"]))
+def test_property_protected_spans_survive_and_folding_twice_changes_nothing(plan, rows, query):
+    text = "| a | b |\n|---|---|\n" + "\n".join(f"| {x} | {y} |" for x, y in rows)
+    doc = _prepare(text, plan, query=query)
+    stage = FoldStage()
+    once = stage(doc, plan)
+    for before, after in zip(doc.segments, once.segments):
+        for span in before.protected:
+            assert span.text in after.text
+        if after.kind == "table" and after.status == "folded":
+            lines = after.text.split("\n")
+            kept = [ln for ln in lines[2:] if not _MARK.match(ln)]
+            omitted = sum(int(m.group(1)) for ln in lines if (m := _MARK.match(ln)))
+            assert len(kept) + omitted == len(rows)
+            assert lines[2] == f"| {rows[0][0]} | {rows[0][1]} |"
+            assert lines[-1] == f"| {rows[-1][0]} | {rows[-1][1]} |"
+    twice = stage(once, plan)
+    assert [s.text for s in twice.segments] == [s.text for s in once.segments]
+
+
+prefixes = st.sampled_from(["2024-05-01 12:30:00 INFO api: ", '"user_id": "', "- [ok] worker.pool.main ", "x"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # plan is frozen
+@given(lines=st.lists(st.tuples(prefixes, st.sampled_from(["a", "b 1", "$1,200 paid", "c d", ""])), min_size=1, max_size=30))
+def test_property_prefix_folding_is_lossless_and_idempotent(plan, lines):
+    text = "\n".join(p + s for p, s in lines)
+    seg = Segment(id="s#0", source_id="s", index=0, text=text, original=text, kind="list")
+    doc = Protector()(Document(sources=(Source(id="s", text=text),), segments=(seg,)), plan)
+    once = FoldStage()(doc, plan)
+    out = once.segments[0]
+    assert unfold_prefixes(out.text) == text
+    for span in doc.segments[0].protected:
+        assert span.text in out.text
+    assert FoldStage()(once, plan).segments[0].text == out.text

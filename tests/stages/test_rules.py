@@ -1,0 +1,116 @@
+"""The rules stage: per-kind rules, switches, the trace record, protection, determinism."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from odcf.document import Document, Source
+from odcf.pipeline import Pipeline, resolve_stage_options
+from odcf.plan.model import Plan
+from odcf.stages.rules import RuleStage
+
+HTML = ("<html><body><nav>Menu</nav><h1>Invoice</h1><p>Total: $1,200 due.</p>"
+        "<footer>About us</footer></body></html>")
+
+
+def _doc(*sources: Source) -> Document:
+    return Document.from_sources(sources)
+
+
+def test_each_kind_gets_its_rules_and_the_trace_says_so(plan):
+    doc = _doc(
+        Source(id="page", text=HTML, kind="html"),
+        Source(id="api", text='{"id": 7,\n "tags": ["a", "b"]}', kind="tool"),
+        Source(id="notes", text="Draft [DRAFT]\nTODO: remove\n\n\n\nKeep this.", kind="text"),
+        Source(id="log", text="plain tool output  ", kind="tool"),
+    )
+    out = RuleStage()(doc, plan)
+    texts = {s.id: s.text for s in out.sources}
+    assert texts["page"] == "# Invoice\n\nTotal: $1,200 due."
+    assert texts["api"] == '{"id":7,"tags":["a","b"]}'
+    assert texts["notes"] == "Draft\n\nKeep this."
+    assert texts["log"] == "plain tool output"
+    event = out.trace[-1]
+    assert event.stage == "rules"
+    data = event.to_dict()["data"]
+    assert data["changed"] == 4
+    assert data["sources"]["page"]["html"]["dropped"] == {"tag:footer": 1, "tag:nav": 1}
+    assert data["sources"]["api"]["json_minify"]["method"] == "json.dumps"
+    assert data["sources"]["notes"]["noise"]["todo_lines"] == 1
+    assert data["sources"]["notes"]["noise"]["examples"][0] == "[DRAFT]"
+    json.dumps(data)  # JSON-ready
+
+
+def test_changed_sources_keep_id_and_remember_the_original(plan):
+    src = Source(id="page", text=HTML, kind="html", origin="https://x.test/a")
+    out = RuleStage()(_doc(src), plan).sources[0]
+    assert out.id == "page" and out.origin == "https://x.test/a"
+    assert out.kind == "markdown"
+    assert out.meta["original_kind"] == "html" and out.meta["original_sha256"] == src.sha256
+
+
+def test_html_detected_in_text_sources_but_not_fragments(plan):
+    out = RuleStage()(_doc(Source(id="a", text=HTML), Source(id="b", text="Use <b>bold</b>.")), plan)
+    assert out.sources[0].text.startswith("# Invoice") and out.sources[1].text == "Use <b>bold</b>."
+
+
+def test_invalid_json_is_untouched_and_recorded(plan):
+    bad = '{"a": 1,, "b": 2}'
+    out = RuleStage()(_doc(Source(id="j", text=bad, kind="json")), plan)
+    assert out.sources[0].text == bad
+    rep = out.trace[-1].data["sources"]["j"]["json_minify"]
+    assert rep["applied"] is False and rep["valid"] is False and "line 1 column" in rep["error"]
+
+
+def test_instruction_layer_is_never_touched(plan):
+    src = Source(id="sys", text="Rules:\n\n\n\nTODO: answer briefly  ", layer="instruction")
+    out = RuleStage()(_doc(src), plan)
+    assert out.sources[0] is src
+
+
+@pytest.mark.parametrize("switch, source_id", [("html", "page"), ("json_minify", "api"), ("noise", "notes")])
+def test_each_rule_can_be_switched_off(plan, switch, source_id):
+    doc = _doc(
+        Source(id="page", text=HTML, kind="html"),
+        Source(id="api", text='{"id": 7}', kind="json"),
+        Source(id="notes", text="x\n\n\n\ny", kind="text"),
+    )
+    on = {s.id: s.text for s in RuleStage()(doc, plan).sources}
+    off = {s.id: s.text for s in RuleStage(**{switch: False})(doc, plan).sources}
+    assert off[source_id] == doc.source(source_id).text != on[source_id]
+
+
+def test_ontology_pipeline_section_switches_a_rule():
+    plan = Plan(domain="d", pipeline={"rules": {"html": False}})
+    assert resolve_stage_options(plan)["rules"] == {"html": False}
+    stage = next(s for s in Pipeline.from_plan(plan).stages if s.name == "rules")
+    assert stage.config() == {"html": False, "json_minify": True, "noise": True}
+
+
+def test_bad_option_is_one_clear_error():
+    with pytest.raises(TypeError, match="rules.noise must be true or false"):
+        RuleStage(noise="yes")
+
+
+def test_protected_text_is_never_removed_by_noise(plan):
+    text = "TODO: confirm the $5,000 cap\nTODO: tidy\n<!-- see Section 4.2 -->\nFIXME: gross negligence carve-out"
+    out = RuleStage()(_doc(Source(id="n", text=text)), plan)
+    assert out.sources[0].text == "TODO: confirm the $5,000 cap\n<!-- see Section 4.2 -->\nFIXME: gross negligence carve-out"
+    assert out.trace[-1].data["sources"]["n"]["noise"]["kept_protected"] == 3
+
+
+def test_same_input_gives_identical_output(plan):
+    doc = _doc(Source(id="page", text=HTML, kind="html"), Source(id="api", text='[1,  2]', kind="json"))
+    a, b = RuleStage()(doc, plan), RuleStage()(doc, plan)
+    assert [s.text for s in a.sources] == [s.text for s in b.sources]
+    assert a.trace[-1].to_dict() == b.trace[-1].to_dict()
+
+
+def test_pipeline_records_tokens_saved_by_rules(plan):
+    from odcf.compressor import Compressor
+
+    r = Compressor.from_ontology(plan).compress([{"id": "page", "text": HTML, "kind": "html"}], budget=1000)
+    ev = next(e for e in r.record["stages"] if e["stage"] == "rules")
+    assert ev["tokens_out"] < ev["tokens_in"]
+    assert "Menu" not in r.text and "$1,200" in r.text
