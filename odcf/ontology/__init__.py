@@ -1,1 +1,36 @@
+"""Task ontologies: load, validate (every problem at once, as ``FILE:LINE: key.path: message``)
+and list the bundled ones.
 
+>>> from odcf.ontology import load_ontology, list_bundled
+>>> "general" in dict(list_bundled())
+True
+>>> load_ontology("general").domain
+'general'
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "Ontology": "odcf.ontology.schema",
+    "load_ontology": "odcf.ontology.loader",
+    "loads_ontology": "odcf.ontology.loader",
+    "resolve_ontology": "odcf.ontology.loader",
+    "list_bundled": "odcf.ontology.loader",
+}
+
+__all__ = sorted(_LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from odcf.ontology.loader import list_bundled, load_ontology, loads_ontology, resolve_ontology
+    from odcf.ontology.schema import Ontology
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'odcf.ontology' has no attribute {name!r}") from None
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)

@@ -1,0 +1,543 @@
+"""Load and validate ``task_ontology.yaml`` files, reporting every problem at once.
+
+>>> from odcf.ontology.loader import load_ontology, list_bundled
+>>> ont = load_ontology("legal_contract")          # a bundled name, or a path
+>>> ont.domain
+'legal_contract'
+
+A bad file raises one :class:`~odcf.errors.OntologyError` whose ``problems`` are all the
+problems of the file, each as ``FILE:LINE: key.path: message``::
+
+    contract.yaml:14: protect.anchors[1].pattern: invalid regex: missing ), unterminated subpattern at position 0
+    contract.yaml:31: roles.planner.budget: budget must be a positive integer, got 0
+
+YAML is read with the YAML 1.2 core rules for plain scalars: ``no``, ``on``, ``yes`` and ``off``
+stay strings (a connective list may hold ``no``), dates stay strings, and only ``true``/``false``
+are booleans.
+"""
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from odcf.errors import OntologyError, Problem
+from odcf.ontology.schema import (
+    ESSENTIAL_STAGES,
+    LAYERS,
+    REGEX_FLAGS,
+    Ontology,
+    format_path,
+    known_keys_at,
+)
+
+logger = logging.getLogger(__name__)
+
+PathKey = tuple[Any, ...]
+_SUFFIXES = (".yaml", ".yml")
+#: Text a zero-width anchor would "match" in; every real anchor must consume characters.
+_EMPTY_MATCH_PROBE = "Section 3.2: pay $1,200.00 (5%) by 2024-03-15; 第3.2.1条 ¥1,200 x_y-Z #W1 "
+_JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+
+
+# -- YAML with line numbers ---------------------------------------------------------------------
+class _Map(dict):
+    """A mapping that remembers where it and each of its keys were written."""
+
+    line: int = 1
+    key_lines: dict[Any, int]
+
+
+class _Seq(list):
+    """A sequence that remembers where it and each of its items were written."""
+
+    line: int = 1
+    item_lines: list[int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core scalars that records marks and duplicate keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        #: (mapping, key, line of the repeat, line of the first)
+        self.duplicates: list[tuple[_Map, Any, int, int]] = []
+
+    def construct_line_map(self, node: yaml.MappingNode):  # type: ignore[no-untyped-def]
+        data = _Map()
+        data.line = node.start_mark.line + 1
+        data.key_lines = {}
+        yield data
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                self.duplicates.append((data, key, line, seen[key]))
+            else:
+                seen[key] = line
+        value = self.construct_mapping(node)  # flattens `<<:` merges, checks hashability
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                data.key_lines.setdefault(self.construct_object(key_node), key_node.start_mark.line + 1)
+        data.update(value)
+
+    def construct_line_seq(self, node: yaml.SequenceNode):  # type: ignore[no-untyped-def]
+        data = _Seq()
+        data.line = node.start_mark.line + 1
+        data.item_lines = [item.start_mark.line + 1 for item in node.value]
+        yield data
+        data.extend(self.construct_sequence(node))
+
+
+_BOOL, _INT, _FLOAT, _TIME = (f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
+_LineLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL, _INT, _FLOAT, _TIME)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_LineLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_LineLoader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+_LineLoader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+)|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."),
+)
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_line_map)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _LineLoader.construct_line_seq)
+
+
+def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[Problem]]:
+    """Plain data, the line of every key path, and the problems found while reading."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, {}, [Problem(source, line, "", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})")]
+    loader = _LineLoader(text)
+    try:
+        if not loader.check_data():
+            return None, {}, [Problem(source, 1, "", "the file is empty; an ontology starts with `odcf: 1`")]
+        data = loader.get_data()
+        if loader.check_data():
+            extra = loader.peek_token().start_mark.line + 1
+            return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        return None, {}, [Problem(source, line, "", f"invalid YAML: {what}")]
+    except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
+        return None, {}, [Problem(source, None, "", f"invalid YAML: {exc}")]
+    finally:
+        loader.dispose()
+    if data is None:
+        return None, {}, [Problem(source, 1, "", "the file holds no mapping; an ontology starts with `odcf: 1`")]
+    if not isinstance(data, dict):
+        line = getattr(data, "line", 1)
+        kind = _kind(data)
+        return None, {}, [Problem(source, line, "", f"the top level must be a mapping of keys, got {kind}")]
+    lines: dict[PathKey, int] = {(): data.line}
+    where: dict[int, PathKey] = {}
+    problems: list[Problem] = []
+    plain = _plain(data, (), lines, where, set(), problems, source)
+    for mapping, key, line, first in loader.duplicates:
+        path = where.get(id(mapping), ()) + (key,)
+        problems.append(Problem(source, line, format_path(_str_path(path)), f"duplicate key {key!r} (first written at line {first})"))
+    return plain, lines, problems
+
+
+def _plain(obj: Any, path: PathKey, lines: dict[PathKey, int], where: dict[int, PathKey],
+           active: set[int], problems: list[Problem], source: str) -> Any:
+    if isinstance(obj, (_Map, _Seq)):
+        if id(obj) in active:
+            problems.append(Problem(source, obj.line, format_path(_str_path(path)), "recursive YAML alias"))
+            return None
+        active.add(id(obj))
+        where.setdefault(id(obj), path)
+    try:
+        if isinstance(obj, _Map):
+            out: dict[Any, Any] = {}
+            for key, value in obj.items():
+                child = path + (key,)
+                lines[child] = obj.key_lines.get(key, obj.line)
+                out[key] = _plain(value, child, lines, where, active, problems, source)
+            return out
+        if isinstance(obj, _Seq):
+            items: list[Any] = []
+            for i, value in enumerate(obj):
+                child = path + (i,)
+                lines[child] = obj.item_lines[i] if i < len(obj.item_lines) else obj.line
+                items.append(_plain(value, child, lines, where, active, problems, source))
+            return items
+        return obj
+    finally:
+        active.discard(id(obj))
+
+
+def _str_path(path: PathKey) -> tuple[str | int, ...]:
+    return tuple(p if isinstance(p, (str, int)) and not isinstance(p, bool) else str(p) for p in path)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value}"
+    if isinstance(value, str):
+        short = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {short!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _line(lines: dict[PathKey, int], path: PathKey) -> int | None:
+    for end in range(len(path), -1, -1):
+        line = lines.get(tuple(path[:end]))
+        if line is not None:
+            return line
+    return None
+
+
+# -- pydantic errors -> problems ------------------------------------------------------------------
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "bool_type": "true or false",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: str) -> list[Problem]:
+    out: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        if loc and loc[-1] == "[key]":
+            loc = loc[:-1]
+        kind = err["type"]
+        value = err.get("input")
+        if kind == "missing":
+            message = f"required key {loc[-1]!r} is missing"
+            if loc == ("odcf",):
+                message += " (the format version: write `odcf: 1`)"
+        elif kind == "extra_forbidden":
+            key = loc[-1]
+            known = known_keys_at(loc[:-1])
+            hint = _suggest(str(key), known)
+            message = f"unknown key {key!r}{hint}"
+            if known:
+                message += f"; known keys here: {', '.join(known)}"
+        elif kind == "invalid_key":
+            message = f"keys must be strings, got {_kind(loc[-1])} (quote it)"
+        elif kind == "value_error":
+            message = str(err.get("ctx", {}).get("error", err["msg"]))
+        elif kind == "too_short" and loc == ("concepts",):
+            message = "at least one concept is required"
+        elif kind in _EXPECTED:
+            message = f"expected {_EXPECTED[kind]}, got {_kind(value)}"
+            if kind == "int_type" and loc[-1] == "budget":
+                message = f"budget must be a positive integer, got {_kind(value)}"
+        else:
+            message = err["msg"]
+        line = _line(lines, loc)
+        out.append(Problem(source, line, format_path(_str_path(loc)), message))
+    return out
+
+
+def _suggest(word: str, known: tuple[str, ...] | list[str]) -> str:
+    if not known:
+        return ""
+    by_case = {k.lower(): k for k in known}
+    if word.lower() in by_case:
+        return f" (did you mean {by_case[word.lower()]!r}?)"
+    match = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+# -- checks that need the whole file ------------------------------------------------------------
+Report = Callable[[PathKey, str], None]
+
+
+def _check_concepts(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> set[str] | None:
+    concepts = data.get("concepts")
+    if not isinstance(concepts, list):
+        return None
+    names: dict[str, int] = {}
+    for i, concept in enumerate(concepts):
+        if not isinstance(concept, dict) or not isinstance(concept.get("name"), str):
+            continue
+        name = concept["name"].strip()
+        key = name.casefold()
+        if key in names:
+            report(("concepts", i, "name"), f"duplicate concept {name!r} (first defined at line {names[key]})")
+        else:
+            names[key] = line(("concepts", i, "name")) or 0
+    return {n for n in names}
+
+
+def _check_relations(data: Mapping[Any, Any], concepts: set[str] | None, report: Report) -> None:
+    relations = data.get("relations")
+    if concepts is None or not isinstance(relations, list):
+        return
+    known = sorted(concepts)
+    for i, rel in enumerate(relations):
+        if not isinstance(rel, dict):
+            continue
+        for key in ("from", "to"):
+            target = rel.get(key)
+            if isinstance(target, str) and target.strip() and target.strip().casefold() not in concepts:
+                report(("relations", i, key),
+                       f"relation to unknown concept {target!r}{_suggest(target, known)}; concepts: {', '.join(known)}")
+
+
+def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:
+    protect = data.get("protect")
+    anchors = protect.get("anchors") if isinstance(protect, dict) else None
+    if not isinstance(anchors, list):
+        return
+    names: dict[str, int] = {}
+    for i, anchor in enumerate(anchors):
+        if not isinstance(anchor, dict):
+            continue
+        name = anchor.get("name")
+        if isinstance(name, str) and name.strip():
+            if name in names:
+                report(("protect", "anchors", i, "name"), f"duplicate anchor name {name!r} (first defined at line {names[name]})")
+            else:
+                names[name] = line(("protect", "anchors", i, "name")) or 0
+        pattern = anchor.get("pattern")
+        flags = 0
+        raw_flags = anchor.get("flags")
+        if isinstance(raw_flags, list):
+            for f in raw_flags:
+                flags |= REGEX_FLAGS.get(f, 0) if isinstance(f, str) else 0
+        if not isinstance(pattern, str) or not pattern.strip():
+            continue
+        try:
+            regex = re.compile(pattern, flags)
+        except re.error:
+            continue  # reported by the schema
+        if regex.fullmatch("") is not None or any(m.end() == m.start() for m in regex.finditer(_EMPTY_MATCH_PROBE)):
+            report(("protect", "anchors", i, "pattern"),
+                   "pattern can match the empty string; an anchor must match the text to keep")
+
+
+def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:
+    roles = data.get("roles")
+    if not isinstance(roles, dict):
+        return
+    for role_name, role in roles.items():
+        if not isinstance(role, dict):
+            continue
+        first: dict[str, tuple[str, int]] = {}
+        for list_name in ("required", "optional", "forbidden"):
+            layers = role.get(list_name)
+            if not isinstance(layers, list):
+                continue
+            for i, layer in enumerate(layers):
+                if not isinstance(layer, str) or layer not in LAYERS:
+                    continue
+                path = ("roles", role_name, list_name, i)
+                if layer in first:
+                    where, at = first[layer]
+                    if where == list_name:
+                        report(path, f"layer {layer!r} is listed twice (first at line {at})")
+                    else:
+                        report(path, f"layer {layer!r} is both {where} (line {at}) and {list_name}")
+                else:
+                    first[layer] = (list_name, line(path) or 0)
+
+
+def _check_abbreviations(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:
+    table = data.get("abbreviations")
+    if not isinstance(table, dict):
+        return
+    pairs = [(k, v) for k, v in table.items() if isinstance(k, str) and isinstance(v, str) and k.strip() and v.strip()]
+
+    def norm(text: str) -> str:
+        return " ".join(text.split()).casefold()
+
+    keys: dict[str, str] = {}
+    expansions: dict[str, str] = {}
+    for key, value in pairs:
+        nk, nv = norm(key), norm(value)
+        at = ("abbreviations", key)
+        if nk in keys:
+            other = keys[nk]
+            report(at, f"abbreviation {key!r} clashes with {other!r} (line {line(('abbreviations', other))}) when case is ignored")
+        if nv in expansions:
+            other = expansions[nv]
+            report(at, f"ambiguous abbreviation: {key!r} and {other!r} (line {line(('abbreviations', other))}) "
+                       f"both expand to {value!r}, so {value!r} has no single short form")
+        keys.setdefault(nk, key)
+        expansions.setdefault(nv, key)
+    for key, value in pairs:
+        nk = norm(key)
+        for other, other_value in pairs:
+            if other != key and norm(other_value) == nk:
+                report(("abbreviations", key),
+                       f"ambiguous abbreviation: {key!r} is also the expansion of {other!r} "
+                       f"(line {line(('abbreviations', other))}), so it cannot be expanded unambiguously")
+                break
+
+
+def _check_state(data: Mapping[Any, Any], report: Report) -> None:
+    state = data.get("state")
+    if not isinstance(state, dict):
+        return
+    from jsonschema import Draft202012Validator
+
+    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    for prop, schema in state.items():
+        if not isinstance(prop, str):
+            continue
+        errors = sorted(meta.iter_errors(schema), key=lambda e: [str(p) for p in e.path])
+        for error in errors:
+            sub = tuple(error.path)
+            message = f"not a valid JSON Schema: {error.message}"
+            if sub and sub[-1] == "type" and isinstance(error.instance, str):
+                message = f"not a valid JSON Schema: {error.instance!r} is not a JSON type{_suggest(error.instance, _JSON_TYPES)}; " \
+                          f"types: {', '.join(_JSON_TYPES)}"
+            report(("state", prop) + sub, message)
+
+
+def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:
+    pipeline = data.get("pipeline")
+    if not isinstance(pipeline, dict):
+        return
+    for stage, section in pipeline.items():
+        off = section is False or (isinstance(section, dict) and section.get("enabled") is False)
+        if stage in ESSENTIAL_STAGES and off:
+            report(("pipeline", stage), f"stage {stage!r} cannot be switched off (without it there is no output)")
+
+
+def _whole_file_problems(data: Mapping[Any, Any], lines: dict[PathKey, int], source: str) -> list[Problem]:
+    out: list[Problem] = []
+
+    def line(path: PathKey) -> int | None:
+        return _line(lines, path)
+
+    def report(path: PathKey, message: str) -> None:
+        out.append(Problem(source, line(path), format_path(_str_path(path)), message))
+
+    concepts = _check_concepts(data, report, line)
+    _check_relations(data, concepts, report)
+    _check_anchors(data, report, line)
+    _check_roles(data, report, line)
+    _check_abbreviations(data, report, line)
+    _check_state(data, report)
+    _check_pipeline(data, report)
+    return out
+
+
+# -- public API -----------------------------------------------------------------------------------
+def loads_ontology(text: str | bytes, source: str = "<string>") -> Ontology:
+    """Validate an ontology given as YAML text; *source* names it in problems."""
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    data, lines, problems = _parse_yaml(raw, source)
+    if data is None:
+        raise OntologyError(problems)
+    ontology: Ontology | None = None
+    try:
+        ontology = Ontology.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_pydantic_problems(exc, lines, source))
+    problems.extend(_whole_file_problems(data, lines, source))
+    if problems:
+        raise OntologyError(_sorted_unique(problems))
+    assert ontology is not None
+    ontology._source = source
+    ontology._lines = {_str_path(k): v for k, v in lines.items()}
+    return ontology
+
+
+def load_ontology(path_or_name: str | os.PathLike[str]) -> Ontology:
+    """Load a ``task_ontology.yaml`` file, or a bundled ontology by name (``"legal_contract"``)."""
+    target = _locate(path_or_name)
+    try:
+        raw = target.read_bytes()
+    except OSError as exc:
+        raise OntologyError(f"{path_or_name}: cannot read the ontology: {exc.strerror or exc}") from exc
+    source = str(path_or_name) if isinstance(target, Path) else str(target)
+    return loads_ontology(raw, source=source)
+
+
+def resolve_ontology(name_or_path: str | os.PathLike[str]) -> Path:
+    """The file behind *name_or_path*: an existing path, or a bundled ontology's name
+    (with or without ``.yaml``)."""
+    target = _locate(name_or_path)
+    return target if isinstance(target, Path) else Path(str(target))
+
+
+def list_bundled() -> list[tuple[str, str]]:
+    """``(name, description)`` of every bundled ontology, sorted by name."""
+    out: list[tuple[str, str]] = []
+    for entry in sorted(_bundled_files(), key=lambda e: e.name):
+        description = ""
+        try:
+            data = yaml.load(entry.read_text(encoding="utf-8"), Loader=_LineLoader)  # noqa: S506 - safe subclass
+            if isinstance(data, dict) and isinstance(data.get("description"), str):
+                description = " ".join(data["description"].split())
+        except (yaml.YAMLError, UnicodeDecodeError, OSError):  # pragma: no cover - bundled files are tested
+            logger.warning("bundled ontology %s does not parse", entry.name)
+        out.append((entry.name.rsplit(".", 1)[0], description))
+    return out
+
+
+def bundled_names() -> list[str]:
+    return [name for name, _ in list_bundled()]
+
+
+def _bundled_dir() -> Traversable:
+    return resources.files("odcf").joinpath("data", "ontologies")
+
+
+def _bundled_files() -> list[Traversable]:
+    folder = _bundled_dir()
+    if not folder.is_dir():  # pragma: no cover - a broken install
+        return []
+    return [e for e in folder.iterdir() if e.is_file() and e.name.endswith(_SUFFIXES)]
+
+
+def _locate(name_or_path: str | os.PathLike[str]) -> Path | Traversable:
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise OntologyError(f"{path}: is a directory, not an ontology file")
+    name = str(name_or_path)
+    stem = name[: -len(suffix)] if (suffix := next((s for s in _SUFFIXES if name.endswith(s)), "")) else name
+    if stem and "/" not in stem and os.sep not in stem:
+        for entry in _bundled_files():
+            if entry.name in (f"{stem}.yaml", f"{stem}.yml"):
+                return entry
+    bundled = ", ".join(n for n, _ in list_bundled()) or "none"
+    raise OntologyError(f"{name}: no such ontology file, and no bundled ontology of that name (bundled: {bundled})")
+
+
+def _sorted_unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[Problem] = set()
+    unique = [p for p in problems if not (p in seen or seen.add(p))]
+    return sorted(unique, key=lambda p: (p.line if p.line is not None else 0, p.path))

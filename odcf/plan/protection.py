@@ -1,0 +1,89 @@
+"""Built-in protection lists: the logical connectives compression must never drop
+(negation, contrast, condition, cause, exception, limits) in English and Chinese, and the
+entity labels protected when an ontology names none.
+
+``connectives: default`` in an ontology means :data:`DEFAULT_CONNECTIVES` (English then
+Chinese). A list may also name ``default`` among its own words to extend the built-in list:
+
+>>> from odcf.plan.protection import resolve_connectives
+>>> words = resolve_connectives(["default", "save as"])
+>>> "unless" in words and "除非" in words and words[-1] == "save as"
+True
+>>> resolve_connectives(["only if"])
+('only if',)
+
+Why each group matters: a dropped negation or limit ("not", "at most", "不超过") inverts or
+loosens the statement it governs; a dropped exception or condition ("unless", "除非") turns a
+qualified obligation into an absolute one.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+#: English connectives and limit phrases. Multi-word phrases come before the words they contain
+#: only for readability; matching is the protect stage's business (longest match first).
+EN_CONNECTIVES: tuple[str, ...] = (
+    # negation
+    "not", "no", "never", "nor", "neither", "none", "nothing", "nobody", "without", "cannot",
+    "can't", "don't", "doesn't", "didn't", "won't", "isn't", "aren't", "wasn't", "weren't",
+    "shouldn't", "mustn't", "shall not", "must not", "may not", "will not", "does not", "do not",
+    "is not", "are not", "no longer",
+    # exception and condition
+    "unless", "except", "except that", "other than", "excluding", "save for", "if", "only if",
+    "if and only if", "provided that", "provided", "on condition that", "in case", "in the event that",
+    "subject to", "notwithstanding", "regardless of",
+    # contrast and concession
+    "but", "however", "although", "though", "even though", "even if", "despite", "in spite of",
+    "whereas", "yet", "nevertheless", "nonetheless", "instead", "rather than", "otherwise",
+    "on the other hand",
+    # cause and consequence
+    "because", "since", "as a result", "therefore", "thus", "hence", "so that", "consequently",
+    "due to", "owing to",
+    # limits and quantifiers
+    "at least", "at most", "no more than", "no less than", "not more than", "not less than",
+    "more than", "less than", "fewer than", "greater than", "up to", "no later than",
+    "no earlier than", "not later than", "before", "after", "until", "within", "exceeding",
+    "only", "either", "or", "and/or",
+)
+
+#: Chinese connectives and limit phrases (Simplified).
+ZH_CONNECTIVES: tuple[str, ...] = (
+    # negation
+    "不", "没有", "没", "未", "无", "非", "勿", "不得", "不能", "不可", "不应", "不予", "不属于",
+    "禁止", "严禁", "不准", "无需", "无须", "不必",
+    # exception and condition
+    "除非", "除了", "除外", "如果", "若", "假如", "只有", "只要", "一旦", "否则", "视为", "应当", "必须",
+    "前提是",
+    # contrast and concession
+    "但是", "但", "然而", "可是", "不过", "虽然", "尽管", "即使", "即便", "却", "反而",
+    # cause and consequence
+    "因为", "由于", "所以", "因此", "因而", "从而",
+    # limits and quantifiers
+    "至少", "至多", "最多", "最少", "不超过", "不少于", "不低于", "不高于", "超过", "低于", "高于",
+    "以上", "以下", "以内", "以前", "之前", "之后", "以后", "届满", "或者", "或", "并且",
+    "仅", "仅限",
+)
+
+#: ``connectives: default`` -> English then Chinese, without repeats.
+DEFAULT_CONNECTIVES: tuple[str, ...] = tuple(dict.fromkeys(EN_CONNECTIVES + ZH_CONNECTIVES))
+
+#: spaCy (OntoNotes) labels protected when the ontology has no ``protect.entities`` key.
+default_entity_labels: tuple[str, ...] = (
+    "PERSON", "ORG", "GPE", "LOC", "PRODUCT", "LAW", "DATE", "TIME", "MONEY", "PERCENT", "QUANTITY",
+)
+
+
+def resolve_connectives(spec: Iterable[str]) -> tuple[str, ...]:
+    """Expand ``"default"`` entries into :data:`DEFAULT_CONNECTIVES`; keep order, drop repeats
+    (compared case-insensitively, first spelling wins)."""
+    out: dict[str, str] = {}
+    for word in spec:
+        words = DEFAULT_CONNECTIVES if word == "default" else (" ".join(word.split()),)
+        for w in words:
+            out.setdefault(w.casefold(), w)
+    return tuple(out.values())
+
+
+__all__ = [
+    "DEFAULT_CONNECTIVES", "EN_CONNECTIVES", "ZH_CONNECTIVES", "default_entity_labels", "resolve_connectives",
+]
