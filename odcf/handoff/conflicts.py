@@ -67,7 +67,8 @@ _ATTR_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "date": (("depart", "departure date"), ("arriv", "arrival date"), ("deliver", "delivery date"),
              ("due", "due date"), ("ship", "ship date"), ("return", "return date"), ("expir", "expiry date"),
              ("book", "booking date"), ("created", "creation date")),
-    "status": (),
+    "status": (("refund", "refund status"), ("payment", "payment status"), ("return", "return status"),
+               ("exchange", "exchange status"), ("ticket", "ticket status")),
     "qty": (),
 }
 _DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "quantity"}

@@ -2,7 +2,7 @@
 
 Two fact items are near-duplicates when their normalized texts (case, punctuation and
 whitespace folded) are at least ``threshold`` similar (difflib ratio) *and* they hold exactly
-the same "hard" tokens — numbers, amounts, identifiers. Two reports that differ in a number
+the same "hard" tokens — numbers, amounts, identifiers, all-caps codes. Two reports that differ in a number
 are never merged: that is a conflict (:mod:`odcf.handoff.conflicts`), not a duplicate.
 
 The copy kept is the most confident, then the most recent, then the first; it inherits the
@@ -28,6 +28,7 @@ from odcf.handoff.items import HandoffItem
 
 DEFAULT_THRESHOLD = 0.9
 _HARD = re.compile(r"[#$€£¥]?\w*\d[\w.,:/-]*")
+_CODE = re.compile(r"\b[A-Z]{2,}\b")
 _PUNCT = re.compile(r"[^\w\s#$€£¥%.]|(?<!\d)\.|\.(?!\d)")
 
 
@@ -39,8 +40,12 @@ def normalize(text: str) -> str:
 
 
 def hard_tokens(text: str) -> frozenset[str]:
-    """Numbers, amounts and identifiers: tokens that hold a digit (trailing punctuation removed)."""
-    return frozenset(m.group(0).rstrip(".,:;") for m in _HARD.finditer(unicodedata.normalize("NFKC", text).casefold()))
+    """Numbers, amounts and identifiers: tokens that hold a digit, and all-caps codes (``SEA``,
+    ``DFW``), trailing punctuation removed."""
+    t = unicodedata.normalize("NFKC", text)
+    out = {m.group(0).rstrip(".,:;") for m in _HARD.finditer(t.casefold())}
+    out.update(m.group(0) for m in _CODE.finditer(t))
+    return frozenset(out)
 
 
 @dataclass(frozen=True)

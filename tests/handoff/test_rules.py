@@ -1,0 +1,182 @@
+"""The handoff rules one by one: mandatory material, dedup, conflicts, confidence caps,
+state compaction, reasoning truncation (self-written fixtures)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from odcf.handoff.conflicts import find_conflicts
+from odcf.handoff.dedup import merge_near_duplicates
+from odcf.handoff.errors import HandoffError
+from odcf.handoff.items import HandoffItem
+from odcf.handoff.mandatory import decide_mandatory
+from odcf.handoff.reasoning import truncate_reasoning
+from odcf.handoff.state import compact_state, expand_state
+from odcf.handoff.trust import cap_confidence
+from odcf.tokens import get_counter
+
+COUNTER = get_counter("o200k_base")
+
+
+def test_mandatory_rules_override_the_callers_optional_mark() -> None:
+    items = (
+        HandoffItem(id="t", text="Move the order to express.", category="task", optional=True),
+        HandoffItem(id="m", text="Do not charge the card ending 7447.", mandatory=True),
+        HandoffItem(id="c", text="Express is unavailable for PO boxes.", category="counterexamples", optional=True),
+        HandoffItem(id="s", text="The fix only touches shipping.py.", category="fix_scope", derived_from=("e",)),
+        HandoffItem(id="e", text="grep shows no other caller.", optional=True),
+        HandoffItem(id="x", text="Unrelated note."),
+    )
+    d = decide_mandatory(items, required_categories=("task", "preconditions"), searched=frozenset())
+    assert d.reasons["t"] == ("required category task",)
+    assert d.reasons["m"] == ("marked mandatory",)
+    assert d.reasons["c"] == ("known counterexample",)
+    assert d.reasons["s"] == ("scope claim",)
+    assert d.reasons["e"] == ("evidence for scope claim s",)
+    assert not d.is_mandatory("x")
+    assert set(d.overridden) == {"t", "c", "e"}
+    assert [(c.category, c.status) for c in d.categories] == [("task", "delivered"), ("preconditions", "not_searched")]
+
+
+def test_not_searched_is_distinct_from_searched_none_found() -> None:
+    d = decide_mandatory((), required_categories=("counterexamples", "preconditions"),
+                         searched=frozenset({"counterexamples"}))
+    assert [c.category for c in d.searched_none_found] == ["counterexamples"]
+    assert [c.category for c in d.not_searched] == ["preconditions"]
+
+
+def test_scope_claim_with_absent_evidence_is_reported() -> None:
+    d = decide_mandatory((HandoffItem(id="s", text="Only a.py changes.", scope_claim=True, derived_from=("gone",)),),
+                         required_categories=(), searched=frozenset())
+    assert d.missing_evidence[0]["item"] == "gone"
+
+
+def test_near_duplicates_keep_the_most_confident_and_list_all_sources() -> None:
+    items = (
+        HandoffItem(id="a", text="Reservation UM3OG5 is round-trip from SEA to DFW.", origin="agent:researcher",
+                    confidence=0.7, position=0),
+        HandoffItem(id="b", text="reservation UM3OG5 is round trip from SEA to DFW", origin="tool:get_reservation",
+                    confidence=0.95, category="task", position=1),
+        HandoffItem(id="c", text="Reservation UM3OG5 is round-trip from SEA to ORD.", origin="agent:writer", position=2),
+    )
+    kept, groups = merge_near_duplicates(items)
+    assert [it.id for it in kept] == ["b", "c"]
+    assert groups[0].kept == "b" and groups[0].merged == ("a",)
+    assert groups[0].sources == ("tool:get_reservation", "agent:researcher")
+
+
+def test_different_numbers_are_never_duplicates() -> None:
+    items = (HandoffItem(id="a", text="Refund amount for order #W123: $50."),
+             HandoffItem(id="b", text="Refund amount for order #W123: $45."))
+    kept, groups = merge_near_duplicates(items)
+    assert len(kept) == 2 and groups == ()
+
+
+def test_conflicting_amounts_are_listed_not_merged() -> None:
+    items = (
+        HandoffItem(id="a", text="Refund amount for order #W123: $50.", origin="agent:researcher",
+                    timestamp="2024-05-01T10:00:00Z", confidence=0.6),
+        HandoffItem(id="b", text="The refund of $45.00 for order #W123 was approved.", origin="tool:refunds",
+                    confidence=0.9),
+        HandoffItem(id="c", text="Order #W123 was delivered on 2024-05-02.", origin="tool:orders"),
+        HandoffItem(id="d", text="Order #W123 was delivered on May 2, 2024.", origin="agent:writer"),
+    )
+    conflicts = find_conflicts(items)
+    assert len(conflicts) == 1  # the two delivery dates agree once normalized
+    c = conflicts[0]
+    assert (c.entity, c.attribute) == ("#W123", "refund amount")
+    assert [v.value for v in c.values] == ["50", "45"]
+    assert [v.origins for v in c.values] == [("agent:researcher",), ("tool:refunds",)]
+    assert "$50 [item a (agent:researcher) 2024-05-01T10:00:00Z confidence 0.6] vs $45.00" in c.render()
+
+
+def test_json_tool_output_and_text_are_compared() -> None:
+    items = (
+        HandoffItem(id="j", text=json.dumps({"order_id": "#W777", "status": "pending"}), kind="json", origin="tool:get"),
+        HandoffItem(id="t", text="Order #W777 is cancelled.", origin="agent:researcher"),
+    )
+    (c,) = find_conflicts(items)
+    assert (c.entity, c.attribute, [v.value for v in c.values]) == ("#W777", "status", ["pending", "cancelled"])
+
+
+def test_reasoning_drafts_are_not_compared() -> None:
+    items = (HandoffItem(id="a", text="Order #W9 total $10."),
+             HandoffItem(id="b", text="Order #W9 total $99.", layer="reasoning"))
+    assert find_conflicts(items) == ()
+
+
+def test_derived_confidence_is_capped_and_the_jump_flagged() -> None:
+    items = (HandoffItem(id="e1", text="3 bags seen.", confidence=0.6),
+             HandoffItem(id="e2", text="gold member.", confidence=0.9),
+             HandoffItem(id="c", text="All 3 bags are free.", confidence=0.95, derived_from=("e1", "e2")),
+             HandoffItem(id="d", text="Fine.", confidence=0.5, derived_from=("e2",)),
+             HandoffItem(id="u", text="Unknown.", confidence=0.9, derived_from=("nowhere",)))
+    out, flags = cap_confidence(items)
+    conf = {it.id: it.confidence for it in out}
+    assert conf["c"] == 0.6 and conf["d"] == 0.5 and conf["u"] == 0.9
+    assert flags[0] == {"item": "c", "kind": "confidence jump", "claimed": 0.95, "cap": 0.6, "evidence": ["e1", "e2"]}
+    assert flags[1]["item"] == "u" and flags[1]["kind"] == "cap unknown" and flags[1]["absent"] == ["nowhere"]
+
+
+SCHEMA = {"type": "object", "additionalProperties": False,
+          "properties": {"task_progress": {"type": "string", "pattern": r"^step_\d+_of_\d+$"},
+                         "notes": {"type": "array", "items": {"type": "string"}}}}
+ABBR = {"MOD": "moderate", "5Y": "5 years", "GC": "gift card"}
+
+
+def test_state_is_compact_abbreviated_only_from_the_dictionary_and_round_trips() -> None:
+    state = {"task_progress": "step_2_of_5",
+             "notes": ["risk is moderate", "contract renews after 5 years", "pay by gift card", "MODerate stays"]}
+    cs = compact_state(state, schema=SCHEMA, abbreviations=ABBR)
+    assert cs.text == ('{"task_progress":"step_2_of_5","notes":["risk is MOD","contract renews after 5Y",'
+                       '"pay by GC","MODerate stays"]}')
+    assert dict(cs.legend) == ABBR
+    assert expand_state(json.loads(cs.text), cs.legend) == state
+    # no ad-hoc short forms: every word of the compact text is in the original or a dictionary key
+    original_words = set(re.findall(r"\w+", json.dumps(state)))
+    assert set(re.findall(r"\w+", cs.text)) <= original_words | set(ABBR)
+
+
+def test_short_form_already_in_the_state_is_not_used() -> None:
+    state = {"notes": ["MOD review pending", "risk is moderate"]}
+    cs = compact_state(state, schema={}, abbreviations=ABBR)
+    assert "MOD" not in cs.legend and json.loads(cs.text) == state
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["moderate", "5 years", "gift card", "MOD", "GC", "x", " ", "5", "Y", "-"]),
+                         max_size=8).map("".join), max_size=4))
+def test_abbreviation_always_round_trips(notes: list[str]) -> None:
+    state = {"notes": notes}
+    cs = compact_state(state, schema={}, abbreviations=ABBR)
+    assert expand_state(json.loads(cs.text), cs.legend) == state
+
+
+def test_invalid_state_names_the_path() -> None:
+    with pytest.raises(HandoffError, match=r"state: /task_progress: 'step 2' does not match"):
+        compact_state({"task_progress": "step 2"}, schema=SCHEMA, abbreviations={})
+    with pytest.raises(HandoffError, match=r"Additional properties are not allowed \('prio' was unexpected\)"):
+        compact_state({"prio": 1}, schema=SCHEMA, abbreviations={})
+
+
+def test_long_reasoning_is_cut_with_an_evidence_index() -> None:
+    text = ("Option A keeps the current flight. " * 5
+            + "Option B is cheaper per source 3, rows 5-7. The fare table in item t2 confirms it. "
+            + "Therefore option B is clearly better. " * 5)
+    it = HandoffItem(id="r1", text=text, layer="reasoning")
+    cut = truncate_reasoning(it, cap=60, counter=COUNTER, known_ids=["t2", "r1"])
+    assert cut.truncated and cut.tokens_out <= 60
+    assert cut.text.startswith("Option A keeps the current flight.")
+    assert cut.index_line is not None and cut.text.endswith(cut.index_line)
+    assert "evidence: source 3, rows 5–7; item t2" in cut.index_line
+    assert re.search(r"sentences \d+–12 of 12 omitted", cut.index_line)
+
+
+def test_reasoning_without_citations_says_so() -> None:
+    it = HandoffItem(id="r", text="I think so. " * 40, layer="reasoning")
+    cut = truncate_reasoning(it, cap=40, counter=COUNTER)
+    assert cut.index_line is not None and cut.index_line.endswith("evidence: none cited in the omitted part]")
