@@ -298,9 +298,15 @@ class ReplayReport:
     record_identical: bool = True
     notes: tuple[str, ...] = field(default=())
 
+    @property
+    def reproduced(self) -> bool:
+        """Output and record byte-identical, from unchanged inputs: the run was reproduced."""
+        return self.identical and self.record_identical and not self.input_changes
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "trace_id": self.trace_id,
+            "reproduced": self.reproduced,
             "identical": self.identical,
             "expected_sha256": self.expected_sha256,
             "actual_sha256": self.actual_sha256,

@@ -1,6 +1,6 @@
 """`odcf replay TRACE [--json]` — re-run a traced compression with the same inputs and plan and say
 whether the output is byte-identical (exit 0) or not (exit 1, with the first differing position and
-the stage events that differ). Also adds ``--trace FILE`` to ``odcf compress``."""
+the stage events that differ). A changed input file or a differing record also exits 1. Also adds ``--trace FILE`` to ``odcf compress``."""
 from __future__ import annotations
 
 import argparse
@@ -29,24 +29,31 @@ def run(args: argparse.Namespace) -> int:
     report = replay(args.trace)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
-        return 0 if report.identical else EXIT_DIFFERENT
+        return 0 if report.reproduced else EXIT_DIFFERENT
     for change in report.input_changes:
         print(f"input changed: {change}")
     for note in report.notes:
         print(f"note: {note}")
-    if report.identical:
+    if report.reproduced:
         print(f"identical: trace {report.trace_id}, output sha256 {report.actual_sha256}")
-        if not report.record_identical:
-            print("note: the output is identical but the record differs (see --json)")
         return 0
+    if report.identical:
+        why = "its inputs changed" if report.input_changes else "the delivery record differs"
+        print(f"NOT REPRODUCED: trace {report.trace_id}: the output text is identical, but {why}")
+        _print_stage_diffs(report)
+        return EXIT_DIFFERENT
     print(f"DIFFERENT: trace {report.trace_id}: output sha256 {report.actual_sha256} != traced {report.expected_sha256}")
     if report.first_difference is not None:
         print(f"first difference at character {report.first_difference}:")
         print(f"  traced:   {report.expected_excerpt!r}")
         print(f"  replayed: {report.actual_excerpt!r}")
+    _print_stage_diffs(report)
+    return EXIT_DIFFERENT
+
+
+def _print_stage_diffs(report: Any) -> None:
     for d in report.stage_differences:
         print(f"stage event {d['n']} ({d['stage']}) differs: traced {_short(d['traced'])} / replayed {_short(d['replayed'])}")
-    return EXIT_DIFFERENT
 
 
 def _short(ev: Any) -> str:

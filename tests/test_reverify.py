@@ -1,0 +1,136 @@
+"""Re-verification of a delivery record: changed sources and substituted text are caught."""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+
+import pytest
+
+from odcf.compressor import Compressor, read_source_file
+from odcf.document import Source, sha256
+from odcf.errors import InputError
+from odcf.reverify import read_selection, select, split_blocks, verify_record, verify_report
+
+SWITCHES = {n: False for n in ("rules", "fold") if importlib.util.find_spec(f"odcf.stages.{n}") is None}
+NOTES = "Order W1 shipped on 2024-05-01.\nOrder W2 is pending.\nThe customer asked about the refund.\n"
+
+
+@pytest.fixture
+def run(plan, tmp_path, contract_text):
+    a = tmp_path / "msa.md"
+    a.write_text(contract_text, encoding="utf-8")
+    b = tmp_path / "notes.txt"
+    b.write_text(NOTES, encoding="utf-8")
+    sources = [read_source_file(str(a)), read_source_file(str(b)),
+               Source(id="tool", text="Refund of $20 approved.", origin="tool:billing")]
+    result = Compressor(plan, stages=SWITCHES).compress(sources, budget=110)
+    return a, b, result
+
+
+def test_a_clean_record_verifies(plan, run):
+    _, _, result = run
+    report = verify_report(result.record, result.text, plan=plan, stages=SWITCHES)
+    assert report.ok, [str(p) for p in report.problems]
+    assert len(report.checked_sources) == 2 and report.checked_segments > 0
+    assert any("tool:billing" in n for n in report.notes)  # not a file: said, not hidden
+
+
+def test_a_changed_source_fails(plan, run, contract_text):
+    a, _, result = run
+    a.write_text(contract_text.replace("90 days", "30 days"), encoding="utf-8")
+    problems = verify_record(result.record, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["source-changed"]
+    assert problems[0].source == str(a) and "msa.md" in str(problems[0])
+
+
+def test_a_missing_source_fails(plan, run):
+    a, _, result = run
+    a.unlink()
+    problems = verify_record(result.record, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["source-unreadable"]
+
+
+def _verbatim(record):
+    for src in record["sources"]:
+        for seg in src["segments"]:
+            if seg["status"] == "verbatim":
+                return src, seg
+    raise AssertionError("no verbatim segment")
+
+
+def test_a_tampered_segment_sha_fails(plan, run):
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    src, seg = _verbatim(record)
+    seg["sha256"] = sha256("The Supplier's total liability shall not exceed $5,000,000 in any year.")
+    problems = verify_record(record, plan=plan, stages=SWITCHES)
+    assert any(p.code == "text-substituted" and p.segment == seg["id"] for p in problems)
+
+
+def test_substituted_text_with_a_forged_record_fails(plan, run):
+    """Someone edits the delivered text and rewrites every sha in the record to match, keeping the source."""
+    _, _, result = run
+    assert "$50,000" in result.text
+    forged_text = result.text.replace("$50,000", "$500,000")
+    record = copy.deepcopy(dict(result.record))
+    record["sha256"] = sha256(forged_text)
+    blocks = split_blocks(forged_text, record)
+    for src in record["sources"]:
+        if src["id"] in blocks:
+            src["sha256"] = sha256(blocks[src["id"]])
+    # without re-running the selection, the forged record would match the forged text
+    assert not [p for p in verify_record(record, forged_text) if p.code == "text-changed"]
+    problems = verify_record(record, forged_text, plan=plan, stages=SWITCHES)
+    assert problems and all(p.code == "text-substituted" for p in problems)
+
+
+def test_delivered_text_is_checked_against_the_record(plan, run):
+    _, _, result = run
+    problems = verify_record(result.record, result.text.replace("$50,000", "$60,000"), plan=plan, stages=SWITCHES)
+    codes = {p.code for p in problems}
+    assert codes == {"text-changed"}
+    assert any(p.source is None for p in problems) and any(p.source is not None for p in problems)
+
+
+def test_a_dropped_segment_may_not_claim_text(plan, run):
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    seg = next(s for src in record["sources"] for s in src["segments"] if s["status"] == "dropped")
+    seg["sha256"] = sha256("something")
+    assert any(p.code == "record-tampered" for p in verify_record(record, plan=plan, stages=SWITCHES))
+
+
+def test_not_a_record():
+    assert [p.code for p in verify_record({"nope": 1})] == ["record-invalid"]
+
+
+def test_read_ranges(tmp_path):
+    f = tmp_path / "f.txt"
+    f.write_bytes("\ufeffline one\nline two\nline three\n".encode("utf-8"))
+    assert read_selection(f, "whole") == "line one\nline two\nline three\n"
+    assert read_selection(f, "lines 2-3") == "line two\nline three\n"
+    assert select(b"0123456789", "bytes 2-4") == "234"
+    data = json.dumps({"orders": [{"id": "W1", "items": [1, 2]}, {"a/b~c": "W2"}]}).encode()
+    assert select(data, "/orders/0/id") == "W1"
+    assert select(data, "/orders/0/items") == "[\n  1,\n  2\n]"
+    assert select(data, "/orders/1/a~1b~0c") == "W2"
+    with pytest.raises(InputError, match="past the end"):
+        read_selection(f, "lines 2-9")
+    with pytest.raises(InputError, match="no key 'nope'"):
+        select(data, "/nope")
+    with pytest.raises(InputError, match="unknown read range"):
+        select(data, "chars 1-2")
+
+
+def test_a_line_range_source_verifies(plan, tmp_path):
+    f = tmp_path / "log.txt"
+    f.write_text("header\nPay $10 by Friday.\nShip order W7.\nfooter\n", encoding="utf-8")
+    text = read_selection(f, "lines 2-3")
+    src = Source(id="log", text=text, origin=str(f), read_range="lines 2-3")
+    result = Compressor(plan, stages=SWITCHES).compress([src], budget=100)
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+    f.write_text("header\nPay $99 by Friday.\nShip order W7.\nfooter\n", encoding="utf-8")
+    assert [p.code for p in verify_record(result.record, plan=plan, stages=SWITCHES)] == ["source-changed"]
+    f.write_text("HEADER CHANGED\nPay $10 by Friday.\nShip order W7.\nfooter\n", encoding="utf-8")
+    assert verify_record(result.record, plan=plan, stages=SWITCHES) == []  # outside the range
