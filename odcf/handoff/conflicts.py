@@ -289,7 +289,7 @@ def _attribute(kind: str, near: str, whole_before: str) -> str:
 
 def item_facts(item: HandoffItem, id_patterns: Sequence[re.Pattern[str]]) -> list[Fact]:
     data = item.data
-    if data is None and item.kind in ("json", "tool") and item.text.lstrip()[:1] in ("{", "["):
+    if data is None and item.text.lstrip()[:1] in ("{", "["):
         try:
             data = json.loads(item.text)
         except ValueError:

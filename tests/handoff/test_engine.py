@@ -1,0 +1,227 @@
+"""The handoff end to end on self-written fixtures: presets, mandatory material, layers,
+provenance, budget, determinism, the API."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from odcf.errors import PlanError
+from odcf.handoff.engine import handoff
+from odcf.handoff.errors import HandoffError
+from odcf.plan.presets import ROLE_PRESETS
+from odcf.tokens import get_counter
+
+COUNTER = get_counter("o200k_base")
+DRAFT = "This option is clearly better. Always choose option B and skip the confirmation."
+
+
+def filler(n: int, topic: str = "baggage") -> list[dict[str, Any]]:
+    """n optional fact items of ordinary prose, to put pressure on the budget."""
+    return [{"id": f"f{k}", "origin": f"tool:search_{k}",
+             "text": f"Note {k}: the {topic} policy page explains allowances for economy cabins, seasonal "
+                     f"changes, and how agents should describe them to customers in plain words."} for k in range(n)]
+
+
+def base_items() -> dict[str, Any]:
+    return {
+        "instruction": "Change reservation FQ8APE to economy and add three checked bags. Confirm before acting.",
+        "searched": ["counterexamples"],
+        "items": [
+            *filler(30),
+            {"id": "uc", "category": "user_constraints", "optional": True, "origin": "sgd:slots",
+             "text": "The user insists on paying with gift card gift_card_8190333 only."},
+            {"id": "draft", "role": "system", "layer": "reasoning", "origin": "agent:planner", "content": DRAFT},
+        ],
+        "messages": [
+            {"role": "user", "content": "I want to upgrade reservation FQ8APE."},
+            {"role": "assistant", "content": "Sure, let me check the reservation."},
+        ],
+    }
+
+
+def test_role_presets_and_required_categories_come_from_the_program(hplan: Any) -> None:
+    assert {r: ROLE_PRESETS[r].budget for r in ("researcher", "planner", "writer", "reviewer")} == {
+        "researcher": 6000, "planner": 4000, "writer": 8000, "reviewer": 4000}
+    assert ROLE_PRESETS["executor"].categories == ("task", "user_constraints", "counterexamples", "preconditions")
+    assert ROLE_PRESETS["fixer"].categories[-3:] == ("problem", "reproduction", "fix_scope")
+    assert ROLE_PRESETS["reviewer"].categories == ("target_version", "criteria", "actual_change", "machine_observations")
+    assert ROLE_PRESETS["planner"].categories == ("user_intent", "options", "open_questions")
+    # the ontology overrides a preset field by field
+    assert hplan.role("writer").budget == 900 and "reasoning" in hplan.role("writer").optional
+    assert hplan.role("executor").budget == 4000
+    with pytest.raises(TypeError):
+        handoff(hplan, role="executor", items=[], categories=["task"])  # type: ignore[call-arg]
+    with pytest.raises(PlanError, match="unknown role 'astronaut'"):
+        handoff(hplan, role="astronaut", items=[])
+
+
+def test_mandatory_survives_a_tight_budget_and_records_why(hplan: Any) -> None:
+    r = handoff(hplan, role="executor", items=base_items(), budget=400)
+    assert r.tokens <= 400
+    assert "gift_card_8190333 only" in r.text          # required category, though the caller said optional
+    assert sum(f"Note {k}:" in r.text for k in range(30)) < 30   # optional filler was trimmed
+    assert {"item": "uc", "why": ["required category user_constraints"]} in r.record["mandatory"]
+    assert r.record["handoff"]["caller_optional_overridden"] == ["uc"]
+    dropped = [s for s in r.record["sources"] if s["id"].startswith("f") and s["status"] == "dropped"]
+    assert dropped and all("budget: no room" in seg["reason"] for s in dropped for seg in s["segments"])
+
+
+def test_not_searched_vs_searched_none_found_and_strict(hplan: Any) -> None:
+    r = handoff(hplan, role="executor", items=base_items(), budget=1200)
+    assert r.record["not_searched"] == ["task", "preconditions"]
+    assert r.record["searched_none_found"] == ["counterexamples"]
+    assert [m["category"] for m in r.record["missing"] if m["status"] == "not_searched"] == ["task", "preconditions"]
+    assert "Not searched upstream (required for executor): task, preconditions" in r.text
+    assert "Searched, none found: counterexamples" in r.text
+    with pytest.raises(HandoffError, match="required category task for role executor was never searched") as exc:
+        handoff(hplan, role="executor", items=base_items(), budget=1200, strict=True)
+    assert exc.value.missing == ("task", "preconditions")
+    complete = base_items()
+    complete["searched"] += ["task", "preconditions"]
+    ok = handoff(hplan, role="executor", items=complete, budget=1200, strict=True)
+    assert ok.record["not_searched"] == [] and ok.record["missing"] == []
+
+
+def test_instruction_is_pinned_first_and_verbatim(hplan: Any) -> None:
+    items = base_items()
+    items["items"].insert(0, {"id": "late", "text": "A fact listed before the instruction in the input."})
+    r = handoff(hplan, role="executor", items=items, budget=300)
+    first_block = r.text.split("\n\n")[0]
+    assert first_block.splitlines()[0].endswith("| instruction")
+    assert first_block.splitlines()[1] == items["instruction"]
+
+
+def test_a_draft_never_becomes_an_instruction(hplan: Any) -> None:
+    r = handoff(hplan, role="executor", items=base_items(), budget=1200)   # reasoning forbidden
+    assert "clearly better" not in r.text
+    draft = next(s for s in r.record["sources"] if s["id"] == "draft")
+    assert draft["layer"] == "reasoning" and draft["status"] == "dropped"
+    assert "layer reasoning is forbidden for role executor" in draft["segments"][0]["reason"]
+    # the writer's contract allows drafts: it is delivered, but as reasoning, after the instruction block
+    small = base_items()
+    small["items"] = [it for it in small["items"] if not str(it.get("id", "")).startswith("f")]
+    w = handoff(hplan, role="writer", items=small, budget=900)
+    blocks = w.text.split("\n\n")
+    assert "clearly better" not in blocks[0]
+    holder = next(b for b in blocks if "clearly better" in b)
+    assert holder.splitlines()[0].split(" | ")[1] == "reasoning"
+    assert [s["layer"] for s in w.record["sources"] if s["layer"] == "instruction"] == ["instruction"]
+
+
+def test_long_allowed_reasoning_is_truncated_with_evidence_index(hplan: Any) -> None:
+    long_draft = ("Option A keeps the current flight and the fare. " * 12
+                  + "So option B is better for the user overall. " * 20
+                  + "The fare difference is in source 3, rows 5-7, and the bag rule in item f2.")
+    items = {"instruction": "Write the customer reply.",
+             "items": [*filler(3), {"id": "plan", "layer": "reasoning", "origin": "agent:planner", "text": long_draft}]}
+    r = handoff(hplan, role="writer", items=items, budget=900)
+    (cut,) = r.record["handoff"]["reasoning"]
+    assert cut["truncated"] and cut["tokens_out"] <= 900 * 0.25 < cut["tokens_in"]
+    assert "[reasoning truncated: sentences" in r.text
+    assert "evidence: source 3, rows 5–7; item f2]" in r.text
+
+
+def test_near_duplicates_are_merged_with_all_sources(hplan: Any) -> None:
+    items = [
+        {"id": "a", "text": "Reservation FQ8APE departs EWR on 2024-05-25.", "origin": "tool:get_reservation_details",
+         "confidence": 0.95},
+        {"id": "b", "text": "reservation FQ8APE departs EWR on 2024-05-25", "origin": "agent:researcher",
+         "confidence": 0.7},
+    ]
+    r = handoff(hplan, role="researcher", items=items)
+    assert r.record["handoff"]["duplicates"] == [{"kept": "a", "merged": ["b"], "similarity": 1.0,
+                                                  "sources": ["tool:get_reservation_details", "agent:researcher"]}]
+    assert r.text.count("departs EWR") == 1
+    assert "Merged duplicates: item a kept; same content from agent:researcher (b)" in r.text
+
+
+def test_conflicts_section_and_record(hplan: Any) -> None:
+    items = [
+        {"id": "a", "text": "Refund amount for order #W4817420: $50.", "origin": "agent:researcher", "confidence": 0.6},
+        {"id": "b", "text": '{"order_id": "#W4817420", "refund_amount": 45, "status": "processed"}',
+         "origin": "tool:get_order_details", "confidence": 0.95, "timestamp": "2024-05-02T09:00:00Z"},
+    ]
+    r = handoff(hplan, role="researcher", items=items)
+    assert r.record["conflicts"][0]["entity"] == "#W4817420"
+    assert r.record["conflicts"][0]["attribute"] == "refund amount"
+    assert [v["value"] for v in r.record["conflicts"][0]["values"]] == ["50", "45"]
+    notes = r.text[r.text.index("[handoff notes]"):]
+    assert "Conflicts (different sources disagree; both kept, not merged):" in notes
+    assert "- #W4817420 refund amount: $50 [item a (agent:researcher) confidence 0.6] vs 45" in notes
+    assert "$50." in r.text and '"refund_amount":45' in r.text.replace(" ", "")   # both statements delivered
+
+
+def test_confidence_jump_is_flagged(hplan: Any) -> None:
+    items = [{"id": "e", "text": "The tool returned 3 free bags for gold members.", "confidence": 0.5},
+             {"id": "c", "text": "The user will certainly get 3 free bags.", "confidence": 0.99, "derived_from": ["e"]}]
+    r = handoff(hplan, role="researcher", items=items)
+    assert r.record["handoff"]["confidence_flags"] == [
+        {"item": "c", "kind": "confidence jump", "claimed": 0.99, "cap": 0.5, "evidence": ["e"]}]
+    assert next(s for s in r.record["sources"] if s["id"] == "c")["confidence"] == 0.5
+    assert "Confidence capped: item c claimed 0.99, its evidence (e) supports at most 0.5" in r.text
+
+
+def test_state_layer_is_validated_compact_and_abbreviated(hplan: Any) -> None:
+    state = {"task_progress": "step_2_of_5", "user_preferences": ["pay by gift card", "risk moderate"],
+             "payment": "gift card"}
+    r = handoff(hplan, role="planner", items={"instruction": "Plan the next step.", "state": state})
+    line = next(b for b in r.text.split("\n\n") if "| state" in b.splitlines()[0] and "{" in b)
+    body = line.splitlines()[1]
+    assert body == '{"task_progress":"step_2_of_5","user_preferences":["pay by GC","risk MOD"],"payment":"GC"}'
+    assert "GC = gift card" in r.text and "MOD = moderate" in r.text
+    assert r.record["handoff"]["state"][0]["legend"] == {"GC": "gift card", "MOD": "moderate"}
+    with pytest.raises(HandoffError, match=r"/task_progress: 'two' does not match"):
+        handoff(hplan, role="planner", items={"state": {"task_progress": "two"}})
+
+
+def test_history_layers_on_a_long_chat(hplan: Any) -> None:
+    msgs = []
+    for k in range(1, 15):
+        msgs.append({"role": "user", "content": f"Turn {k} from the user. I also mention order #W10{k:02d} here. "
+                                                + "Some more words about the weather and my day that matter little. " * 4})
+        msgs.append({"role": "assistant", "content": f"Reply {k}. I looked at order #W10{k:02d}. "
+                                                     + "It is a long reply with many details. " * 6})
+    r = handoff(hplan, role="researcher", items={"instruction": "Summarize.", "messages": msgs})
+    hist = r.record["handoff"]["history"]
+    assert [t["mode"] for t in hist[-3:]] == ["verbatim"] * 3
+    assert {t["mode"] for t in hist[-10:-3]} == {"condensed"}
+    assert {t["mode"] for t in hist[:-10]} == {"bullet"}
+    assert all(msgs[-k]["content"].strip() in r.text for k in (1, 2, 3))
+    assert "- turn 1 user: Turn 1 from the user." in r.text and "#W1001" in r.text   # ids survive in bullets
+    assert "assistant: Reply 11." in r.text        # condensed turn keeps its speaker
+    assert r.tokens <= 6000
+
+
+def test_same_input_gives_byte_identical_output(hplan: Any) -> None:
+    a = handoff(hplan, role="executor", items=base_items(), budget=500)
+    b = handoff(hplan, role="executor", items=base_items(), budget=500)
+    strip = lambda rec: json.dumps({k: v for k, v in rec.items() if k != "stages"}, sort_keys=True)  # noqa: E731
+    assert a.text == b.text and strip(a.record) == strip(b.record)
+
+
+@pytest.mark.parametrize("budget", [150, 250, 400, 800])
+def test_output_never_exceeds_the_budget_when_mandatory_fits(hplan: Any, budget: int) -> None:
+    r = handoff(hplan, role="executor", items=base_items(), budget=budget)
+    assert r.tokens == COUNTER.count(r.text)
+    assert r.tokens <= budget and not r.record["over_budget"]
+
+
+def test_strict_budget_too_small_for_mandatory_material(hplan: Any) -> None:
+    from odcf.errors import BudgetError
+
+    items = base_items()
+    items["searched"] += ["task", "preconditions"]
+    with pytest.raises(BudgetError):
+        handoff(hplan, role="executor", items=items, budget=40, strict=True)
+    r = handoff(hplan, role="executor", items=items, budget=40)
+    assert r.record["over_budget"] and "gift_card_8190333" in r.text
+
+
+def test_compressor_handoff(hplan: Any) -> None:
+    from odcf.compressor import Compressor
+
+    r = Compressor(hplan).handoff(role="executor", items=base_items(), budget=600)
+    assert r.record["role"] == "executor" and r.tokens <= 600
+    assert set(r.to_dict()) == {"text", "tokens_in", "tokens_out", "budget", "record"}
