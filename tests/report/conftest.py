@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -49,4 +50,15 @@ def stage_switches() -> dict[str, bool]:
 def ontology_file(tmp_path: Path) -> Path:
     path = tmp_path / "report_test.yaml"
     path.write_text(ONTOLOGY_YAML, encoding="utf-8")
+    return path
+
+
+SHARED_DATA = Path(os.environ.get("ODCF_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+
+
+def shared_data(*parts: str) -> Path:
+    """A path under ../shared/data (or $ODCF_DATA); skips the test when the data is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data not available: {path}")
     return path

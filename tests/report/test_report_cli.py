@@ -1,0 +1,91 @@
+"""The CLI: `odcf analyze`, `odcf compress --html/--trace`, `odcf replay`, `odcf verify` (exit codes, files)."""
+from __future__ import annotations
+
+import json
+import re
+
+from odcf.cli.main import main
+
+from .conftest import missing_stage_switches
+
+CONTRACT = ("Section 4.2 Liability. The total liability shall not exceed $50,000 in any year. "
+            "This cap does not apply to gross negligence. The parties met in Paris.\n")
+LOG = "\n".join(f"2024-05-15 INFO worker: processed batch {i} ok" for i in range(10)) + "\nTODO: tidy up\n"
+
+
+def _disable() -> list[str]:
+    out: list[str] = []
+    for name in missing_stage_switches():
+        out += ["--disable", name]
+    return out
+
+
+def _files(tmp_path):
+    a = tmp_path / "msa.md"
+    a.write_text(CONTRACT, encoding="utf-8")
+    b = tmp_path / "worker.log"
+    b.write_text(LOG, encoding="utf-8")
+    return a, b
+
+
+def test_analyze_json_table_and_html(tmp_path, ontology_file, capsys):
+    a, b = _files(tmp_path)
+    html = tmp_path / "report.html"
+    rc = main(["analyze", str(a), str(b), "--ontology", str(ontology_file), "--role", "writer", "--json",
+               "--html", str(html), "--no-entities", *_disable()])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [s["id"] for s in data["sources"]] == [str(a), str(b)]
+    assert data["budget"] == 60 and data["role"] == "writer"
+    assert data["prefixes"][0]["prefix"] == "2024-05-15 INFO worker: " and data["prefixes"][0]["lines"] == 10
+    assert any(n["kind"] == "editor_mark:todo" for n in data["noise"])
+    assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    rc = main(["analyze", str(a), str(b), "--ontology", str(ontology_file), "--table", "--no-entities", *_disable()])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Tokens per source" in out and "What each stage saves" in out
+    rc = main(["analyze", str(a), "--ontology", str(ontology_file), "--no-entities", *_disable()])
+    assert rc == 0 and re.match(r"\d+ tokens in 1 sources", capsys.readouterr().out)
+
+
+def test_compress_trace_replay_verify(tmp_path, ontology_file, capsys):
+    a, b = _files(tmp_path)
+    out, rec, trace, html = (tmp_path / n for n in ("out.txt", "rec.json", "run.trace.jsonl", "run.html"))
+    rc = main(["compress", str(a), str(b), "--ontology", str(ontology_file), "--budget", "100", "--out", str(out),
+               "--record", str(rec), "--trace", str(trace), "--html", str(html), *_disable()])
+    assert rc == 0 and out.exists() and rec.exists() and trace.exists() and html.exists()
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    page = html.read_text(encoding="utf-8")
+    for status, n in record["segments"].items():
+        assert f'<li data-status="{status}" data-count="{n}">' in page
+    capsys.readouterr()
+
+    assert main(["replay", str(trace)]) == 0
+    assert capsys.readouterr().out.startswith("identical:")
+    assert main(["verify", str(rec), "--text", str(out), "--trace", str(trace)]) == 0
+    assert capsys.readouterr().out.startswith("ok: 2 source(s) re-read")
+
+    # tamper with the delivered text: verify fails, one line per problem
+    out.write_text(out.read_text(encoding="utf-8").replace("$50,000", "$5,000"), encoding="utf-8")
+    assert main(["verify", str(rec), "--text", str(out), "--trace", str(trace)]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines and all(line.startswith("FAIL ") for line in lines) and any("text-changed" in x for x in lines)
+
+    # change a source: replay and verify both fail
+    a.write_text(CONTRACT.replace("$50,000", "$70,000"), encoding="utf-8")
+    assert main(["replay", str(trace)]) == 1
+    said = capsys.readouterr().out
+    assert "input changed" in said and "DIFFERENT" in said and "first difference at character" in said
+    assert main(["verify", str(rec), "--trace", str(trace), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert not result["ok"] and [p["code"] for p in result["problems"]] == ["source-changed"]
+
+
+def test_user_mistakes_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n", encoding="utf-8")
+    assert main(["replay", str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.jsonl:1: not JSON" in err[0]
+    assert main(["verify", str(tmp_path / "missing.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot read" in err[0]
