@@ -1,0 +1,75 @@
+"""`odcf handoff ITEMS.json --role R [--ontology ONT] [--budget N] [--strict] [--json] [--record FILE]`
+
+Prepare what the next agent receives: reads a JSON file of handoff items (facts, tool output,
+drafts, state, OpenAI-style chat messages; see docs/handoff.md) and prints the handoff text.
+Exit 1 with one line naming what is missing in ``--strict`` mode.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "handoff",
+        help="prepare a multi-agent handoff for a role from a JSON file of items",
+        description="Prepare the context handed to ROLE from ITEMS.json under the role's contract and budget.",
+    )
+    p.add_argument("items", metavar="ITEMS.json", help="handoff items: a list, or an object with "
+                   "instruction/searched/state/items/messages (`-` reads stdin)")
+    p.add_argument("--role", "-r", required=True, help="the receiving role (researcher, planner, writer, "
+                   "reviewer, executor, fixer, or one the ontology defines)")
+    p.add_argument("--ontology", "-O", default=None, metavar="ONT",
+                   help="a task_ontology.yaml path or a bundled name (default: general)")
+    p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
+    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
+    p.add_argument("--query", "-q", default=None, help="what the receiving agent needs (default: the task goal)")
+    p.add_argument("--searched", action="append", default=[], metavar="CATEGORY",
+                   help="a category upstream searched (repeatable), in addition to those the file declares")
+    p.add_argument("--strict", action="store_true",
+                   help="fail when required material is missing or does not fit the budget")
+    p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
+    p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
+    p.add_argument("--json", action="store_true",
+                   help='print {"text","tokens_in","tokens_out","budget","record"}')
+    add_stage_flags(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from odcf.compressor import Compressor
+    from odcf.handoff.engine import handoff
+    from odcf.handoff.items import load_items, parse_items
+
+    if args.items == "-":
+        from odcf.handoff.errors import HandoffError
+
+        try:
+            items: Any = parse_items(json.loads(sys.stdin.read()), where="<stdin>")
+        except json.JSONDecodeError as exc:
+            raise HandoffError(f"<stdin>:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    else:
+        items = load_items(args.items)
+    compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
+    result = handoff(compressor, role=args.role, items=items, budget=args.budget, strict=args.strict,
+                     searched=args.searched, query=args.query)
+    if args.record:
+        write_text(args.record, json.dumps(result.record, ensure_ascii=False, indent=2) + "\n")
+    payload = (json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else result.text) + "\n"
+    if args.out:
+        write_text(args.out, payload)
+    else:
+        sys.stdout.write(payload)
+    rec = result.record
+    if rec.get("over_budget"):
+        print(f"odcf handoff: warning: over budget by {rec['over_by']} tokens "
+              "(mandatory material alone exceeds it; see the record)", file=sys.stderr)
+    if rec.get("missing"):
+        print(f"odcf handoff: note: {len(rec['missing'])} required item(s) missing: "
+              + ", ".join(str(m.get("category") or m.get("item")) for m in rec["missing"]), file=sys.stderr)
+    return 0

@@ -1,0 +1,62 @@
+"""`odcf handoff` end to end, called through odcf.cli.main.main."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from odcf.cli.main import main
+
+ITEMS = {
+    "instruction": "Issue the refund for order #W4817420 exactly as approved.",
+    "searched": ["counterexamples", "preconditions"],
+    "items": [
+        {"id": "t", "category": "task", "text": "Refund order #W4817420 to the original card."},
+        {"id": "u", "category": "user_constraints", "text": "The user wants the refund before Friday."},
+        {"id": "a", "text": "Refund amount for order #W4817420: $50.", "origin": "agent:researcher"},
+        {"id": "b", "text": "{\"order_id\": \"#W4817420\", \"refund_amount\": 45}", "origin": "tool:get_order_details"},
+    ],
+    "messages": [{"role": "user", "content": "Where is my refund for #W4817420?"},
+                 {"role": "assistant", "content": "Let me check that order."}],
+}
+
+
+def write(tmp_path: Path, obj: object) -> Path:
+    p = tmp_path / "items.json"
+    p.write_text(json.dumps(obj), encoding="utf-8")
+    return p
+
+
+def test_cli_text_json_and_record(tmp_path: Path, capsys: pytest.CaptureFixture[str], ontology_path: Path) -> None:
+    p = write(tmp_path, ITEMS)
+    rec = tmp_path / "rec.json"
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path),
+                 "--budget", "500", "--record", str(rec)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("[source 1/") and "Conflicts (different sources disagree" in out
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    assert record["role"] == "executor" and record["budget"] == 500 and record["not_searched"] == []
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) == {"text", "tokens_in", "tokens_out", "budget", "record"}
+    assert payload["record"]["conflicts"][0]["entity"] == "#W4817420"
+
+
+def test_cli_strict_names_the_missing_category(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               ontology_path: Path) -> None:
+    items = dict(ITEMS, searched=["counterexamples"])
+    p = write(tmp_path, items)
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("odcf handoff: error: role executor: missing required material:")
+    assert "preconditions" in err and "Traceback" not in err
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--strict",
+                 "--searched", "preconditions"]) == 0
+
+
+def test_cli_bad_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = write(tmp_path, [{"text": "ok"}, {"txt": "typo"}])
+    assert main(["handoff", str(p), "--role", "researcher"]) == 1
+    err = capsys.readouterr().err
+    assert "[1].txt: unknown key" in err and "Traceback" not in err
