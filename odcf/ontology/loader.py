@@ -130,7 +130,7 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
             return None, {}, [Problem(source, 1, "", "the file is empty; an ontology starts with `odcf: 1`")]
         data = loader.get_data()
         if loader.check_data():
-            extra = loader.peek_token().start_mark.line + 1
+            extra = loader.peek_event().start_mark.line + 1
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -254,6 +254,8 @@ def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: 
         elif kind == "value_error":
             message = str(err.get("ctx", {}).get("error", err["msg"]))
         elif kind == "too_short" and loc == ("concepts",):
+            if value:  # pydantic counts only the items that validated; those are reported already
+                continue
             message = "at least one concept is required"
         elif kind in _EXPECTED:
             message = f"expected {_EXPECTED[kind]}, got {_kind(value)}"
@@ -417,9 +419,10 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
         for error in errors:
             sub = tuple(error.path)
             message = f"not a valid JSON Schema: {error.message}"
-            if sub and sub[-1] == "type" and isinstance(error.instance, str):
-                message = f"not a valid JSON Schema: {error.instance!r} is not a JSON type{_suggest(error.instance, _JSON_TYPES)}; " \
-                          f"types: {', '.join(_JSON_TYPES)}"
+            if sub and sub[-1] == "type" and not isinstance(error.instance, list):
+                hint = _suggest(error.instance, _JSON_TYPES) if isinstance(error.instance, str) else ""
+                message = (f"not a valid JSON Schema: {error.instance!r} is not a JSON type{hint}; "
+                           f"types: {', '.join(_JSON_TYPES)}")
             report(("state", prop) + sub, message)
 
 

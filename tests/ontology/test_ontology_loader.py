@@ -1,0 +1,367 @@
+"""Loading and validating ontologies: every documented error as FILE:LINE: key.path: message."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from odcf.errors import OntologyError
+from odcf.ontology.loader import load_ontology, loads_ontology, resolve_ontology
+from odcf.ontology.schema import ESSENTIAL_STAGES, STAGE_NAMES
+from odcf.plan.compiler import compile_plan
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+MINIMAL = "odcf: 1\ndomain: demo\nconcepts:\n  - name: refund\n"
+
+
+def problems_of(text: str | bytes, source: str = "t.yaml") -> list[str]:
+    with pytest.raises(OntologyError) as info:
+        ont = loads_ontology(text, source=source)
+        compile_plan(ont)
+    assert info.value.problems, "an OntologyError from a file must carry its problems"
+    return [str(p) for p in info.value.problems]
+
+
+def with_minimal(extra: str) -> str:
+    return MINIMAL + extra
+
+
+# -- valid files ------------------------------------------------------------------------------------
+def test_documented_example_loads_and_compiles_unchanged():
+    ont = load_ontology(FIXTURES / "documented_example.yaml")
+    plan = compile_plan(ont)
+    assert ont.domain == "legal_contract_review"
+    assert [c.name for c in ont.concepts] == ["liability", "termination"]
+    assert ont.relations[0].source == "liability" and ont.relations[0].target == "termination"
+    assert ont.abbreviations == {"MOD": "moderate", "5Y": "5 years"}
+    assert plan.role("planner").budget == 4000 and plan.role("writer").budget == 8000
+    assert [a.name for a in plan.protection.anchors] == ["clause_number", "money"]
+    assert plan.protection.anchors[0].regex.search("see Section 4.2 below").group() == "Section 4.2"
+    assert plan.protection.markers == ("★", "shall", "must", "prohibited")
+
+
+def test_minimal_file_loads_with_defaults():
+    ont = loads_ontology(MINIMAL)
+    assert ont.language == "auto" and ont.task is None and ont.protect.connectives == ("default",)
+    assert ont.protect.entities is None and ont.roles == {} and ont.tokenizer is None
+
+
+def test_yaml_1_2_scalars_no_yes_and_dates_stay_strings():
+    ont = loads_ontology(with_minimal(
+        "description: 2024-03-15\n"
+        "protect:\n  connectives: [not, no, never, yes, on, off]\n  markers: [NO, Off]\n"
+    ))
+    assert ont.description == "2024-03-15"
+    assert ont.protect.connectives == ("not", "no", "never", "yes", "on", "off")
+    assert ont.protect.markers == ("NO", "Off")
+
+
+def test_project_extensions_load():
+    ont = loads_ontology(with_minimal(
+        "tokenizer: cl100k_base\n"
+        "pipeline:\n  rerank: true\n  fold: {enabled: false, max_rows: 4}\n"
+        "protect:\n  anchors:\n    - {name: code, pattern: 'ab+c', flags: [IGNORECASE, MULTILINE]}\n"
+        "roles:\n  handoff:\n    budget: 900\n    unit: bytes\n    categories: [decisions, constraints]\n"
+    ))
+    assert ont.tokenizer == "cl100k_base"
+    assert ont.pipeline == {"rerank": True, "fold": {"enabled": False, "max_rows": 4}}
+    assert ont.protect.anchors[0].flags == ("IGNORECASE", "MULTILINE")
+    assert ont.roles["handoff"].unit == "bytes" and ont.roles["handoff"].categories == ("decisions", "constraints")
+
+
+def test_line_of_reports_where_keys_were_written():
+    ont = load_ontology(FIXTURES / "documented_example.yaml")
+    text = (FIXTURES / "documented_example.yaml").read_text(encoding="utf-8").splitlines()
+    line = ont.line_of(("roles", "writer", "budget"))
+    assert line is not None and text[line - 1].strip().startswith("budget: 8000")
+    assert ont.source == str(FIXTURES / "documented_example.yaml")
+
+
+# -- many problems at once, with exact lines ------------------------------------------------------------
+def test_bad_file_reports_every_problem_with_exact_lines():
+    path = FIXTURES / "bad_many.yaml"
+    with pytest.raises(OntologyError) as info:
+        load_ontology(path)
+    got = [str(p) for p in info.value.problems]
+    f = str(path)
+    assert got == [
+        f"{f}:3: domain: 'Legal-Review' is not a valid domain: use lowercase letters, digits and _ ([a-z0-9_]+)",
+        f"{f}:9: concepts[0].keywrods: unknown key 'keywrods' (did you mean 'keywords'?); "
+        "known keys here: name, description, keywords, attributes",
+        f"{f}:11: concepts[2].name: duplicate concept 'liability' (first defined at line 8)",
+        f"{f}:13: relations[0].to: relation to unknown concept 'payment'; concepts: liability, termination",
+        f"{f}:17: protect.anchors[0].pattern: invalid regex: missing ), unterminated subpattern at position 0",
+        f"{f}:19: protect.anchors[1].pattern: pattern can match the empty string; an anchor must match the text to keep",
+        f"{f}:23: abbreviations.MDR: ambiguous abbreviation: 'MDR' and 'MOD' (line 22) both expand to 'moderate', "
+        "so 'moderate' has no single short form",
+        f"{f}:25: state.progress.type: not a valid JSON Schema: 'strng' is not a JSON type (did you mean 'string'?); "
+        "types: array, boolean, integer, null, number, object, string",
+        f"{f}:28: roles.planner.budget: budget must be a positive integer, got 0",
+        f"{f}:30: roles.planner.optional[0]: unknown layer 'facts' (did you mean 'fact'?); "
+        "layers are instruction, fact, reasoning, state, history",
+        f"{f}:31: roles.planner.forbidden[1]: layer 'state' is both required (line 29) and forbidden",
+        f"{f}:33: roles.writer.budget: budget must be a positive integer, got boolean true",
+    ]
+    assert str(info.value).startswith("12 problems in ontology:\n")
+
+
+# -- each documented error case -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            MINIMAL + "protect:\n  anchors:\n    - name: x\n      pattern: '[a-'\n",
+            "t.yaml:8: protect.anchors[0].pattern: invalid regex: unterminated character set at position 0",
+            id="invalid-regex",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  writer:\n    budget: 10\n    required: [instruction, facts]\n",
+            "t.yaml:8: roles.writer.required[1]: unknown layer 'facts' (did you mean 'fact'?)",
+            id="unknown-layer",
+        ),
+        pytest.param(
+            MINIMAL + "  - name: refund\n",
+            "t.yaml:5: concepts[1].name: duplicate concept 'refund' (first defined at line 4)",
+            id="duplicate-concept",
+        ),
+        pytest.param(
+            MINIMAL + "relations:\n  - from: refnd\n    to: refund\n",
+            "t.yaml:6: relations[0].from: relation to unknown concept 'refnd' (did you mean 'refund'?)",
+            id="relation-unknown-concept",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  planner:\n    budget: -5\n",
+            "t.yaml:7: roles.planner.budget: budget must be a positive integer, got -5",
+            id="budget-negative",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  planner:\n    budget: '4000'\n",
+            "t.yaml:7: roles.planner.budget: budget must be a positive integer, got string '4000'",
+            id="budget-string",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  planner:\n    budget: 4000.5\n",
+            "t.yaml:7: roles.planner.budget: budget must be a positive integer, got number 4000.5",
+            id="budget-float",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  planner:\n    budget: false\n",
+            "t.yaml:7: roles.planner.budget: budget must be a positive integer, got boolean false",
+            id="budget-bool",
+        ),
+        pytest.param(
+            MINIMAL + "abbreviations:\n  CKD: chronic kidney disease\n  ckd: something else\n",
+            "t.yaml:7: abbreviations.ckd: abbreviation 'ckd' clashes with 'CKD' (line 6) when case is ignored",
+            id="abbreviation-case-clash",
+        ),
+        pytest.param(
+            MINIMAL + "abbreviations:\n  DKD: diabetic kidney disease\n  DN: DKD\n",
+            "t.yaml:6: abbreviations.DKD: ambiguous abbreviation: 'DKD' is also the expansion of 'DN' (line 7)",
+            id="abbreviation-key-is-expansion",
+        ),
+        pytest.param(
+            "domain: demo\nconcepts:\n  - name: x\n",
+            "t.yaml:1: odcf: required key 'odcf' is missing (the format version: write `odcf: 1`)",
+            id="odcf-missing",
+        ),
+        pytest.param(
+            MINIMAL.replace("odcf: 1", "odcf: 2"),
+            "t.yaml:1: odcf: unsupported format version 2",
+            id="odcf-2",
+        ),
+        pytest.param(
+            MINIMAL.replace("odcf: 1", "odcf: true"),
+            "t.yaml:1: odcf: expected an integer, got boolean true",
+            id="odcf-bool",
+        ),
+        pytest.param(
+            MINIMAL.replace("domain: demo", "domain: My Domain"),
+            "t.yaml:2: domain: 'My Domain' is not a valid domain",
+            id="domain-pattern",
+        ),
+        pytest.param(
+            MINIMAL + "state:\n  prefs:\n    type: array\n    items: {type: 3}\n",
+            "t.yaml:8: state.prefs.items.type: not a valid JSON Schema: 3 is not a JSON type; types: array, boolean,",
+            id="state-schema",
+        ),
+        pytest.param(
+            MINIMAL + "state:\n  prefs: string\n",
+            "t.yaml:6: state.prefs: not a valid JSON Schema: 'string' is not of type 'object', 'boolean'",
+            id="state-schema-not-mapping",
+        ),
+        pytest.param(
+            MINIMAL + "domain: other\n",
+            "t.yaml:5: domain: duplicate key 'domain' (first written at line 2)",
+            id="duplicate-yaml-key",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  anchor: []\n",
+            "t.yaml:6: protect.anchor: unknown key 'anchor' (did you mean 'anchors'?)",
+            id="unknown-key-suggestion",
+        ),
+        pytest.param(
+            MINIMAL + "concept: []\n",
+            "t.yaml:5: concept: unknown key 'concept' (did you mean 'concepts'?)",
+            id="unknown-top-level-key",
+        ),
+        pytest.param(
+            MINIMAL + "pipeline:\n  budget: false\n",
+            "t.yaml:6: pipeline.budget: stage 'budget' cannot be switched off",
+            id="pipeline-essential-off",
+        ),
+        pytest.param(
+            MINIMAL + "pipeline:\n  reranker: true\n",
+            "t.yaml:6: pipeline.reranker: unknown stage 'reranker' (did you mean 'rerank'?)",
+            id="pipeline-unknown-stage",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  connectives: defualt\n",
+            "t.yaml:6: protect.connectives: must be `default` or a list of words and phrases, got 'defualt'",
+            id="connectives-typo",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  anchors:\n    - name: x\n      pattern: x\n      flags: [IGNORCASE]\n",
+            "t.yaml:9: protect.anchors[0].flags[0]: unknown regex flag 'IGNORCASE' (did you mean 'IGNORECASE'?)",
+            id="anchor-flag",
+        ),
+        pytest.param(
+            MINIMAL + "tokenizer: o200k\n",
+            "t.yaml:5: tokenizer: unknown tokenizer 'o200k' (did you mean 'o200k_base'?)",
+            id="tokenizer",
+        ),
+        pytest.param(
+            MINIMAL + "language: fr\n",
+            "t.yaml:5: language: unknown language 'fr'",
+            id="language",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  planner:\n    required: [instruction, state]\n    forbidden: [reasoning, instruction]\n",
+            "t.yaml:8: roles.planner.forbidden[1]: layer 'instruction' is both required (line 7) and forbidden",
+            id="layer-required-and-forbidden",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  auditor:\n    required: [instruction]\n",
+            "t.yaml:6: roles.auditor.budget: required key 'budget' is missing: 'auditor' is not a preset role",
+            id="role-without-budget-or-preset",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  terms: [force majeure, 12]\n",
+            "t.yaml:6: protect.terms[1]: expected a string, got integer 12",
+            id="term-not-string",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  entities: [PERSN]\n",
+            "t.yaml:6: protect.entities[0]: unknown entity label 'PERSN' (did you mean 'PERSON'?)",
+            id="entity-label",
+        ),
+        pytest.param(
+            "odcf: 1\ndomain: demo\nconcepts: []\n",
+            "t.yaml:3: concepts: at least one concept is required",
+            id="no-concepts",
+        ),
+        pytest.param(
+            "odcf: 1\ndomain: demo\n",
+            "t.yaml:1: concepts: required key 'concepts' is missing",
+            id="concepts-missing",
+        ),
+    ],
+)
+def test_documented_error_case(text: str, expected: str):
+    problems = problems_of(text)
+    assert any(p.startswith(expected) for p in problems), "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(b"", "t.yaml:1: <root>: the file is empty", id="empty"),
+        pytest.param(b"# only a comment\n", "t.yaml:1: <root>: the file is empty", id="comment-only"),
+        pytest.param(b"- a\n- b\n", "t.yaml:1: <root>: the top level must be a mapping of keys, got a list", id="list"),
+        pytest.param(b"just text\n", "t.yaml:1: <root>: the top level must be a mapping of keys, got string 'just text'",
+                     id="scalar"),
+        pytest.param(b"odcf: 1\ndomain: demo\nconcepts:\n  - name: caf\xe9\n",
+                     "t.yaml:4: <root>: not valid UTF-8 (byte 0xe9 at offset", id="bad-utf8"),
+        pytest.param(b"odcf: 1\ndomain: [demo\nconcepts: []\n", "t.yaml:3: <root>: invalid YAML:", id="yaml-syntax"),
+        pytest.param(b"odcf: 1\n---\nodcf: 1\n", "t.yaml:2: <root>: more than one YAML document", id="two-documents"),
+    ],
+)
+def test_unreadable_files(raw: bytes, expected: str):
+    problems = problems_of(raw)
+    assert len(problems) == 1 and problems[0].startswith(expected), problems
+
+
+def test_all_problems_are_reported_at_once_and_sorted_by_line():
+    text = (
+        "odcf: 1\n"
+        "domain: Bad Domain\n"          # 2
+        "concepts:\n"
+        "  - name: a\n"
+        "    keywords: [x, 5]\n"        # 5
+        "protect:\n"
+        "  anchors:\n"
+        "    - {name: r, pattern: '(('}\n"   # 8
+        "roles:\n"
+        "  writer: {budget: 0}\n"       # 10
+    )
+    problems = problems_of(text)
+    assert [p.split(":")[1] for p in problems] == ["2", "5", "8", "10"]
+
+
+def test_merge_keys_and_anchors_are_supported():
+    ont = loads_ontology(with_minimal(
+        "roles:\n"
+        "  writer: &base\n    budget: 5000\n    required: [instruction, fact]\n"
+        "  reviewer:\n    <<: *base\n    budget: 3000\n"
+    ))
+    assert ont.roles["reviewer"].budget == 3000 and ont.roles["reviewer"].required == ("instruction", "fact")
+
+
+def test_problem_lines_point_at_the_written_key_in_flow_and_block_style():
+    text = with_minimal(
+        "roles:\n"
+        "  a: {budget: 1, required: [instruction,\n     nonsense]}\n"   # item on line 7
+    )
+    problems = problems_of(text)
+    assert problems[0].startswith("t.yaml:7: roles.a.required[1]: unknown layer 'nonsense'")
+
+
+# -- resolving names ----------------------------------------------------------------------------------
+def test_resolve_bundled_name_with_and_without_suffix(tmp_path: Path):
+    p1 = resolve_ontology("medical_records")
+    p2 = resolve_ontology("medical_records.yaml")
+    assert p1 == p2 and p1.name == "medical_records.yaml" and p1.is_file()
+    local = tmp_path / "mine.yaml"
+    local.write_text(MINIMAL, encoding="utf-8")
+    assert resolve_ontology(local) == local
+    assert load_ontology(str(local)).source == str(local)
+
+
+def test_unknown_name_lists_the_bundled_ones():
+    with pytest.raises(OntologyError) as info:
+        load_ontology("no_such_domain")
+    message = str(info.value)
+    assert "no_such_domain" in message and "general" in message and "legal_contract" in message
+
+
+def test_directory_is_not_an_ontology(tmp_path: Path):
+    with pytest.raises(OntologyError, match="is a directory"):
+        load_ontology(tmp_path)
+
+
+# -- contracts with other parts ---------------------------------------------------------------------
+def test_stage_names_match_the_pipeline_registry():
+    from odcf.pipeline import ESSENTIAL, STAGE_ORDER
+
+    assert STAGE_NAMES == tuple(name for name, _ in STAGE_ORDER)
+    assert ESSENTIAL_STAGES == ESSENTIAL
+
+
+def test_plan_model_import_does_not_load_the_loader():
+    import subprocess
+
+    code = ("import sys, odcf.plan.model, odcf.stages.base; "
+            "print('odcf.ontology.loader' in sys.modules, 'yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
