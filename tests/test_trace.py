@@ -35,6 +35,7 @@ def test_trace_lines(plan, tmp_path, contract_text):
     assert head["plan_hash"] == plan.hash and head["plan"] == plan.to_dict()
     assert head["budget"] == 120 and head["query"] == "liability cap" and head["tokenizer"] == "o200k_base"
     assert head["stages"]["segment"] is not False and head["stages"]["rerank"] is False
+    assert head["models"]["packages"]["bpe-openai"]  # the tokenizer's package version is pinned in the trace
     # the file source is stored by path and sha256, the others in full
     assert head["inputs"][0]["file"] == str(path.resolve()) and head["inputs"][0]["sha256"] == sha256(contract_text)
     assert "text" not in head["inputs"][0]

@@ -63,6 +63,7 @@ class SourceStat:
     tokens: int
     share: float
     tokens_out: int
+    tokens_after_rules: int  # after source-level rules (HTML to text, JSON minify, noise removal)
 
 
 @dataclass(frozen=True)
@@ -214,9 +215,10 @@ def analyze(
     in_tokens = {s.id: count(s.text) for s in inputs}
     total = sum(in_tokens.values())
     out_tokens = {str(s["id"]): int(s.get("tokens_out") or 0) for s in record.get("sources", ())}
+    after_rules = {s.id: count(s.text) for s in doc.sources}
     src_stats = tuple(
         SourceStat(s.id, s.origin, s.kind, s.layer, in_tokens[s.id], _share(in_tokens[s.id], total),
-                   out_tokens.get(s.id, 0))
+                   out_tokens.get(s.id, 0), after_rules.get(s.id, in_tokens[s.id]))
         for s in inputs
     )
     layers: list[LayerStat] = []
@@ -259,15 +261,17 @@ def _share(part: int, total: int) -> float:
 # -- density ---------------------------------------------------------------------------------
 
 def entity_count(seg: Segment) -> int:
-    """Anchors, terms and NER entities protected in *seg*, plus numbers none of them covers."""
-    spans = [sp for sp in seg.protected if sp.rule.startswith(_ENTITY_RULES)]
-    covered = [(sp.start, sp.end) for sp in spans]
-    distinct = {(sp.start, sp.end) for sp in spans}
-    extra = 0
-    for m in _NUMBER.finditer(seg.original):
-        if not any(a <= m.start() and m.end() <= b for a, b in covered):
-            extra += 1
-    return len(distinct) + extra
+    """Anchors, terms and NER entities protected in *seg* (overlapping spans count once), plus
+    numbers none of them covers."""
+    regions: list[list[int]] = []
+    for sp in sorted((sp for sp in seg.protected if sp.rule.startswith(_ENTITY_RULES)), key=lambda s: (s.start, s.end)):
+        if regions and sp.start < regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], sp.end)
+        else:
+            regions.append([sp.start, sp.end])
+    extra = sum(1 for m in _NUMBER.finditer(seg.original)
+                if not any(a <= m.start() and m.end() <= b for a, b in regions))
+    return len(regions) + extra
 
 
 def _density(seg: Segment, count: Any, threshold: float) -> SegmentDensity:

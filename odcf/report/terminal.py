@@ -29,10 +29,11 @@ def render_tables(report: HealthReport, *, low_rows: int = 8) -> list[Any]:
     tables.append(head)
 
     t = Table(title="Tokens per source")
-    for col in ("source", "kind", "layer", "tokens", "share", "delivered"):
-        t.add_column(col, justify="right" if col in ("tokens", "share", "delivered") else "left")
+    for col in ("source", "kind", "layer", "tokens", "share", "after rules", "delivered"):
+        t.add_column(col, justify="left" if col in ("source", "kind", "layer") else "right")
     for s in report.sources:
-        t.add_row(s.origin or s.id, s.kind, s.layer, str(s.tokens), _pct(s.share), str(s.tokens_out))
+        t.add_row(s.origin or s.id, s.kind, s.layer, str(s.tokens), _pct(s.share), str(s.tokens_after_rules),
+                  str(s.tokens_out))
     tables.append(t)
 
     t = Table(title="Tokens per layer")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from odcf.report.analyze import HealthReport, analyze, entity_count
 from odcf.document import Segment, Span
 from odcf.tokens import get_counter
@@ -45,6 +47,9 @@ def test_density_counts_protected_spans_and_numbers():
                              Span(20, 44, "despite gross negligence", "connective:despite")))
     # $5,000 and the term; the connective is not an entity; 30 is a number no span covers
     assert entity_count(seg) == 3
+    # an NER entity overlapping an anchor counts once
+    both = seg.replace(protected=seg.protected + (Span(0, 10, "Pay $5,000", "entity:MONEY"),))
+    assert entity_count(both) == 3
 
 
 def test_low_density_regions_are_flagged(plan, stage_switches, contract_text):
@@ -104,3 +109,12 @@ def test_to_dict_is_json_and_deterministic(plan, stage_switches, contract_text):
     assert a["tokens_total"] == sum(s["tokens"] for s in a["sources"])
     assert a["prefix_tokens"] == sum(p["tokens"] for p in a["prefixes"])
     assert "result" not in a
+
+
+@pytest.mark.slow
+def test_spacy_entities_raise_the_density(plan, stage_switches):
+    text = "Angela Merkel met Emmanuel Macron in Berlin on Tuesday to discuss the Airbus contract."
+    without = analyze([text], plan, stages=stage_switches, entities=False, budget=100)
+    with_ner = analyze([text], plan, stages=stage_switches, entities=True, budget=100)
+    assert with_ner.entity_source.endswith("+spacy") and not without.entity_source.endswith("+spacy")
+    assert sum(d.entities for d in with_ner.density) > sum(d.entities for d in without.density)

@@ -29,6 +29,7 @@ def test_report_for_a_real_html_page(plan, stage_switches, tmp_path):
     stages = {s["stage"]: s for s in d["stages"]}
     if "rules" in stages:  # HTML to text removes the markup: the largest single saving on a raw page
         assert stages["rules"]["saved"] > 0.3 * d["tokens_total"]
+        assert d["sources"][0]["tokens_after_rules"] == d["tokens_total"] - stages["rules"]["saved"]
     assert d["density"] and all(x["tokens"] >= 0 for x in d["density"])
     page = render_html(rep.result.document, rep.result.record, health=d)
     (tmp_path / "html_report.html").write_text(page, encoding="utf-8")
