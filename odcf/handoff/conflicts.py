@@ -55,6 +55,9 @@ STATUSES = (
     "booked", "flying", "completed",
 )
 _STATUS = r"\b(?:" + "|".join(re.escape(s) for s in sorted(STATUSES, key=len, reverse=True)) + r")\b"
+#: A status word counts only after a copula or a status label ("is delivered", "status: pending").
+_STATUS_LEAD = re.compile(r"(?:\b(?:is|was|are|were|been|be|now|marked(?: as)?|shows?|status(?: is)?|remains?|became|got)|[:=])\s*(?:\w+\s+)?$",
+                          re.IGNORECASE)
 _QTY = r"\b\d{1,4} (?:items?|units?|bags?|pieces?|seats?|passengers?|nights?|tickets?|pcs)\b"
 _VALUE_RE = re.compile(
     rf"(?P<money>{_MONEY})|(?P<date>{_DATE})|(?P<qty>{_QTY})|(?P<status>{_STATUS})", re.IGNORECASE)
@@ -259,6 +262,8 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) 
             kind = m.lastgroup or "status"
             if any(s <= m.start() < e for s, e, _ in ids):
                 continue
+            if kind == "status" and not _STATUS_LEAD.search(sent[:m.start()]):
+                continue  # "wants it refunded" is a wish, not a status
             before = [i for i in ids if i[1] <= m.start() and m.start() - i[1] <= MAX_DISTANCE]
             after = [i for i in ids if i[0] >= m.end() and i[0] - m.end() <= MAX_DISTANCE]
             if not before and not after:

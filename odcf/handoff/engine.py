@@ -182,10 +182,12 @@ def handoff(
     text = core_text + ("\n\n" + notes if notes and core_text else notes)
     tokens = counter.count(text)
     over_by = max(0, tokens - budget)
+    tokens_in = sum(counter.count(it.text) for it in batch.items)
     record.update({
+        "tokens_in": tokens_in,
         "budget": budget,
         "tokens_out": tokens,
-        "ratio": round(record["tokens_in"] / tokens, 3) if tokens else None,
+        "ratio": round(tokens_in / tokens, 3) if tokens else None,
         "over_budget": over_by > 0,
         "over_by": over_by,
         "sha256": sha256(text),
@@ -208,6 +210,7 @@ def handoff(
             "reasoning": [c.to_dict() for c in reasoning_cuts.values()],
             "notes_tokens": counter.count(notes) if notes else 0,
             "core_budget": core_budget,
+            "core_tokens_in": out.meta["record"]["tokens_in"],
             "core_sha256": sha256(core_text),
             "items": len(batch.items),
             "searched": sorted(batch.searched),

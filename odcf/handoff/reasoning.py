@@ -7,7 +7,8 @@ at a sentence boundary, and at the cut an evidence index says what the omitted p
     [reasoning truncated: sentences 9–31 of 31 omitted (812 tokens); evidence: source 3, rows 5–7; item t2]
 
 The index lists the citations found in the omitted sentences — ``source 3``, ``item t2``,
-``[4]``, a row/line/page range after them, and any known item id — plus the item's own
+``[4]``, a row/line/page range after them, and any known item id that is not a plain word
+(``t2``, ``policy-eta``) — plus the item's own
 ``cites``; with no citation there it says so, and the omitted range alone is the pointer.
 
 >>> from odcf.handoff.items import HandoffItem
@@ -73,6 +74,8 @@ def citations(text: str, known_ids: Iterable[str] = ()) -> list[str]:
             label += ", " + _norm_range(m.group("range"))
         found.append((m.start(), label))
     for kid in known_ids:
+        if kid.isalpha():
+            continue  # a plain word ("constraint") is only a citation when written "item constraint"
         for m in re.finditer(r"(?<![\w-])" + re.escape(kid) + r"(?![\w-])", text):
             found.append((m.start(), f"item {kid}"))
     covered: list[str] = []
