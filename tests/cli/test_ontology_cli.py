@@ -1,0 +1,99 @@
+"""`odcf ontology check|list` and `odcf plan`: output and exit codes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from odcf.cli.main import main
+from odcf.plan.compiler import compile_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "ontology" / "fixtures"
+GOOD = FIXTURES / "documented_example.yaml"
+BAD = FIXTURES / "bad_many.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_check_valid_files_exit_0(capsys):
+    code, out, err = run(capsys, "ontology", "check", str(GOOD), "medical_records")
+    assert code == 0 and err == ""
+    assert out.splitlines() == [
+        f"ok {GOOD} (legal_contract_review, 2 concepts, 2 anchors)",
+        "ok medical_records (medical_records, 6 concepts, 8 anchors)",
+    ]
+
+
+def test_check_bad_file_exit_2_with_every_problem(capsys):
+    code, out, err = run(capsys, "ontology", "check", str(BAD))
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 12
+    assert lines[0] == f"{BAD}:3: domain: 'Legal-Review' is not a valid domain: use lowercase letters, digits and _ ([a-z0-9_]+)"
+    assert lines[-1] == f"{BAD}:33: roles.writer.budget: budget must be a positive integer, got boolean true"
+    assert all(line.startswith(f"{BAD}:") for line in lines)
+
+
+def test_check_goes_on_after_a_bad_file(capsys, tmp_path):
+    missing = tmp_path / "missing.yaml"
+    code, out, err = run(capsys, "ontology", "check", str(BAD), str(missing), str(GOOD))
+    assert code == 2
+    assert out.startswith(f"ok {GOOD}")
+    assert f"{missing}: no such ontology file" in err
+
+
+def test_check_reports_compile_time_problems(capsys, tmp_path):
+    f = tmp_path / "roles.yaml"
+    f.write_text("odcf: 1\ndomain: d\nconcepts: [{name: a}]\nroles:\n  auditor: {required: [instruction]}\n",
+                 encoding="utf-8")
+    code, _, err = run(capsys, "ontology", "check", str(f))
+    assert code == 2
+    assert err.startswith(f"{f}:5: roles.auditor.budget: required key 'budget' is missing")
+
+
+def test_list_shows_bundled_names_and_descriptions(capsys):
+    code, out, _ = run(capsys, "ontology", "list")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    for name in ("general", "legal_contract", "tender_rfp", "customer_service", "financial_risk",
+                 "medical_records", "zh_regulation", "agent_ops"):
+        assert name in rows and len(rows[name].split()) > 1
+
+
+def test_ontology_without_action_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "ontology")
+    assert code == 2 and "check" in err
+
+
+def test_plan_prints_json_with_hash_and_version(capsys):
+    code, out, _ = run(capsys, "plan", str(GOOD))
+    assert code == 0
+    doc = json.loads(out)
+    plan = compile_file(GOOD)
+    assert doc["hash"] == plan.hash and doc["version"] == plan.version
+    assert {k: v for k, v in doc.items() if k not in ("hash", "version")} == json.loads(plan.to_json())
+
+
+def test_plan_prints_yaml(capsys):
+    code, out, _ = run(capsys, "plan", "zh_regulation", "--format", "yaml")
+    assert code == 0
+    doc = yaml.safe_load(out)
+    assert doc["domain"] == "zh_regulation" and doc["language"] == "zh"
+    assert "适用范围" in out
+
+
+def test_plan_of_a_bad_file_exits_2(capsys):
+    code, out, err = run(capsys, "plan", str(BAD))
+    assert code == 2 and out == "" and len(err.splitlines()) == 12
+
+
+def test_plan_of_an_unknown_name_is_one_error_line(capsys):
+    code, out, err = run(capsys, "plan", "no_such_thing")
+    assert code == 1 and out == ""
+    assert err.startswith("odcf plan: error: no_such_thing: no such ontology file")
