@@ -59,6 +59,8 @@ _CHROME_EXACT = frozenset(
     "ad ads adslot adunit promo newsletter subscribe subscription popup outbrain taboola sponsored "
     "signup".split()
 )
+_EMBED_TOKENS = frozenset("embed embedded tweet blockquote".split())
+_LAYOUT_MODIFIERS = frozenset("has with w no without show hide".split())
 _CHROME_ROLES = frozenset(
     "navigation banner contentinfo complementary search menu menubar toolbar dialog alertdialog".split()
 )
@@ -69,13 +71,31 @@ _CHROME_TEXT = re.compile(
     r"|(?:accept|allow|manage)(?: all)? cookies?.{0,40}|cookie (?:settings|policy|preferences)"
     r"|advertisement|sponsored(?: content)?|skip to (?:main )?content|(?:read|see) more"
     r"|follow us\b.{0,60}|click here to\b.{0,60}|continue reading|related (?:articles|stories|posts)"
-    r"|most (?:popular|read)|recommended(?: for you)?|back to top)[.:!]?",
+    r"|most (?:popular|read)|recommended(?: for you)?|back to top|back to gallery|close|caption|video|advert"
+    r"|comments?|continue reading the main story|image \d+ of \d+|show more sharing options"
+    r"|(?:email|facebook|twitter|linkedin|pinterest|whatsapp|reddit|print)(?: ?[•|·/] ?"
+    r"(?:email|facebook|twitter|linkedin|pinterest|whatsapp|reddit|print))+)[.:!]?",
+    re.IGNORECASE,
+)
+
+
+_HEADING_TEXT = re.compile(r"#{1,6} (.*)$", re.DOTALL)
+_LIST_BLOCK = re.compile(r"(?:- |\d+\. )")
+_SOCIAL_ITEM = re.compile(
+    r"(?:- |\d+\. )(?:share on )?(?:facebook|twitter|linkedin|pinterest|whatsapp|reddit|email|e-mail|print|"
+    r"copy link.*|flipboard|tumblr|telegram|messenger|sms|comments?|show more sharing options|share)",
+    re.IGNORECASE,
+)
+_CHROME_HEADING = re.compile(
+    r"(?:most (?:popular|read|viewed|shared|emailed)|related\b|recommended|trending|more (?:from|on|stories|news)\b"
+    r"|you (?:may|might) also like|popular (?:now|stories|articles|videos)|top stories|latest (?:news|stories|videos)"
+    r"|editor'?s picks|around the web|read next|what to read next|sponsored|from our partners|share this)",
     re.IGNORECASE,
 )
 
 
 class _El:
-    __slots__ = ("tag", "attrs", "children", "parent", "depth", "tlen", "has_main")
+    __slots__ = ("tag", "attrs", "children", "parent", "depth", "tlen", "has_main", "has_h1")
 
     def __init__(self, tag: str, attrs: dict[str, str], parent: _El | None) -> None:
         self.tag = tag
@@ -85,6 +105,7 @@ class _El:
         self.depth = 0 if parent is None else parent.depth + 1
         self.tlen = 0
         self.has_main = False
+        self.has_h1 = False
 
 
 class _TreeBuilder(HTMLParser):
@@ -153,7 +174,7 @@ def parse(html: str) -> _El:
 
 
 def _measure(root: _El) -> None:
-    """Fill text length and 'holds main/article' for every element, bottom-up, without recursion."""
+    """Fill text length and 'holds main/article', 'holds h1' for every element, bottom-up, without recursion."""
     order: list[_El] = []
     todo = [root]
     while todo:
@@ -164,15 +185,17 @@ def _measure(root: _El) -> None:
         if el.tag in ("script", "style", "noscript", "template", "head"):
             continue
         n = 0
-        main = False
+        main = h1 = False
         for c in el.children:
             if isinstance(c, str):
                 n += len(c.strip())
             else:
                 n += c.tlen
                 main = main or c.has_main or c.tag in ("main", "article")
+                h1 = h1 or c.has_h1 or c.tag == "h1"
         el.tlen = n
         el.has_main = main
+        el.has_h1 = h1
 
 
 def _tokens(value: str) -> list[str]:
@@ -236,14 +259,20 @@ class _Renderer:
         if role in _CHROME_ROLES:
             return f"role:{role}"
         for attr in ("class", "id"):
-            for tok in _tokens(a.get(attr, "")):
-                if tok in _CHROME_EXACT or _CHROME_TOKEN.match(tok):
+            prev = ""
+            tokens = _tokens(a.get(attr, ""))
+            if _EMBED_TOKENS.intersection(tokens):
+                continue  # an embedded post or tweet quoted in the text ("social-media-embed")
+            for tok in tokens:
+                # "has-sidebar", "with-comments", "w-sidebar" describe a layout, not chrome.
+                if (tok in _CHROME_EXACT or _CHROME_TOKEN.match(tok)) and prev not in _LAYOUT_MODIFIERS:
                     return f"{attr}:{tok}"
+                prev = tok
         return None
 
     def _wrapper(self, el: _El) -> bool:
-        """A wrapper holding the article or most of the page's text is layout, not chrome."""
-        if el.tag in ("html", "body", "main", "article") or el.has_main:
+        """A wrapper holding the article, the page title or most of the text is layout, not chrome."""
+        if el.tag in ("html", "body", "main", "article") or el.has_main or el.has_h1:
             return True
         a = el.attrs
         if a.get("role", "").lower() == "main" or a.get("itemprop", "").lower() == "articlebody":
@@ -469,9 +498,23 @@ def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
     renderer.walk(root)
     renderer.flush()
     blocks: list[str] = []
+    in_chrome_section = False
     for block in renderer.blocks:
-        if len(block) <= 400 and _CHROME_TEXT.fullmatch(block.strip()):
-            report["dropped"]["text:chrome"] += 1
+        heading = _HEADING_TEXT.match(block)
+        if heading:
+            in_chrome_section = bool(_CHROME_HEADING.match(heading.group(1)))
+        elif in_chrome_section and not _LIST_BLOCK.match(block):
+            in_chrome_section = False
+        reason = None
+        if in_chrome_section:
+            # "## Most Popular" and the link lists under it
+            reason = "text:chrome_section"
+        elif len(block) <= 400 and _CHROME_TEXT.fullmatch(block.strip()):
+            reason = "text:chrome"
+        elif _LIST_BLOCK.match(block) and all(_SOCIAL_ITEM.fullmatch(line) for line in block.split("\n")):
+            reason = "text:share_list"
+        if reason:
+            report["dropped"][reason] += 1
             if len(report["examples"]) < 3:
                 report["examples"].append(block[:80])
             continue

@@ -105,3 +105,20 @@ def test_looks_like_html():
     assert looks_like_html("<html lang='en'>")
     assert not looks_like_html("Use <b>bold</b> for emphasis.")
     assert not looks_like_html('{"html": "<p>x</p>"}')
+
+
+def test_chrome_sections_and_share_lists_are_dropped():
+    html = ("<article><p>Body text here.</p><ul><li>Facebook</li><li>Twitter</li><li>Email</li></ul>"
+            "<h2>Most Popular</h2><ul><li>Other story</li><li>Another</li></ul>"
+            "<h2>Analysis</h2><p>More body.</p><ul><li>Facebook shares fell 3%</li></ul></article>")
+    text, report = html_to_text(html)
+    assert text == "Body text here.\n\n## Analysis\n\nMore body.\n\n- Facebook shares fell 3%"
+    assert report["dropped"] == {"text:chrome_section": 2, "text:share_list": 1}
+
+
+def test_layout_classes_and_embeds_are_not_chrome():
+    html = ('<body><div class="page-content and-w-sidebar"><h1>T</h1><p>story</p>'
+            '<div class="social-media-embed"><blockquote class="twitter-tweet"><p>quoted tweet</p></blockquote></div>'
+            '</div><div class="sidebar">side</div>' + "<p>filler</p>" * 30 + "</body>")
+    text, _ = html_to_text(html)
+    assert "story" in text and "quoted tweet" in text and "side" not in text
