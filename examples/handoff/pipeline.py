@@ -58,8 +58,8 @@ CALC = {"id": "calc", "origin": "tool:calculate_refund", "confidence": 0.95, "ti
         "content": {"order_id": ORDER, "refund_amount": 45.0, "method": CARD, "eta_business_days": "5-7"}}
 CATALOG = {"id": "catalog", "origin": "tool:search_products", "confidence": 0.9,
            "content": [{"product_id": f"10{k:08d}", "name": f"Blender model {k}", "price": 40 + k,
-                        "variants": [{"item_id": f"17{k:08d}", "color": c, "available": k % 3 != 0}
-                                     for c in ("black", "white", "steel")]} for k in range(24)]}
+                        "variants": [{"item_id": f"17{k:04d}{j:04d}", "color": c, "available": (k + j) % 3 != 0}
+                                     for j, c in enumerate(("black", "white", "steel"))]} for k in range(24)]}
 
 
 def researcher_items() -> dict[str, Any]:
