@@ -64,7 +64,11 @@ class _Seq(list):
     item_lines: list[int]
 
 
-class _LineLoader(yaml.SafeLoader):
+#: libyaml's parser when PyYAML was built with it (about 10x faster), else the pure-Python one.
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """SafeLoader with YAML 1.2 core scalars that records marks and duplicate keys."""
 
     def __init__(self, stream: str) -> None:
@@ -130,12 +134,16 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
             return None, {}, [Problem(source, 1, "", "the file is empty; an ontology starts with `odcf: 1`")]
         data = loader.get_data()
         if loader.check_data():
-            extra = loader.peek_event().start_mark.line + 1
+            start = getattr(data, "line", 1)
+            marks = [i + 1 for i, ln in enumerate(text.splitlines()) if ln.startswith(("---", "...")) and i + 1 > start]
+            extra = marks[0] if marks else None
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        if line is not None and "\t" in (text.splitlines()[line - 1:line] or [""])[0]:
+            what += " (YAML does not allow tabs for indentation)"
         return None, {}, [Problem(source, line, "", f"invalid YAML: {what}")]
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         return None, {}, [Problem(source, None, "", f"invalid YAML: {exc}")]
@@ -234,10 +242,16 @@ def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: 
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
-        if loc and loc[-1] == "[key]":
+        is_key = bool(loc) and loc[-1] == "[key]"
+        if is_key:
             loc = loc[:-1]
         kind = err["type"]
         value = err.get("input")
+        if is_key and kind in ("string_type", "invalid_key"):
+            line = _line(lines, loc)
+            path = format_path(_str_path(loc[:-1]) + (str(loc[-1]),))
+            out.append(Problem(source, line, path, f"keys must be strings, got {_kind(loc[-1])} (quote it)"))
+            continue
         if kind == "missing":
             message = f"required key {loc[-1]!r} is missing"
             if loc == ("odcf",):

@@ -153,3 +153,9 @@ def test_agent_ops_anchors_find_ids_in_real_tau_bench_traffic():
     order_id = next(a for a in plan.protection.anchors if a.name == "order_id")
     sample = list(orders)[:200]
     assert all(order_id.regex.fullmatch(oid) for oid in sample)
+
+
+def test_bundled_domain_equals_its_file_name():
+    # a delivery record names the domain; replay and re-verification load the plan back by that name
+    for name, _ in list_bundled():
+        assert load_ontology(name).domain == name

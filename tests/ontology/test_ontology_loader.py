@@ -262,6 +262,16 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="no-concepts",
         ),
         pytest.param(
+            MINIMAL + "abbreviations:\n  1: one\n",
+            "t.yaml:6: abbreviations.1: keys must be strings, got integer 1 (quote it)",
+            id="abbreviation-key-not-string",
+        ),
+        pytest.param(
+            MINIMAL + "task: find things\n",
+            "t.yaml:5: task: expected a mapping, got string 'find things'",
+            id="task-not-mapping",
+        ),
+        pytest.param(
             "odcf: 1\ndomain: demo\n",
             "t.yaml:1: concepts: required key 'concepts' is missing",
             id="concepts-missing",
@@ -285,6 +295,11 @@ def test_documented_error_case(text: str, expected: str):
                      "t.yaml:4: <root>: not valid UTF-8 (byte 0xe9 at offset", id="bad-utf8"),
         pytest.param(b"odcf: 1\ndomain: [demo\nconcepts: []\n", "t.yaml:3: <root>: invalid YAML:", id="yaml-syntax"),
         pytest.param(b"odcf: 1\n---\nodcf: 1\n", "t.yaml:2: <root>: more than one YAML document", id="two-documents"),
+        pytest.param(b"odcf: 1\ndomain: d\nconcepts:\n\t- name: a\n",
+                     "t.yaml:4: <root>: invalid YAML: while scanning for the next token found character that cannot "
+                     "start any token (YAML does not allow tabs for indentation)", id="tab"),
+        pytest.param(b"odcf: 1\ndomain: d\nconcepts: [{name: a}]\n? [x]\n: 1\n",
+                     "t.yaml:4: <root>: invalid YAML: while constructing a mapping found unhashable key", id="list-key"),
     ],
 )
 def test_unreadable_files(raw: bytes, expected: str):
