@@ -14,7 +14,10 @@ source, redoes the selection and checks:
 3. a source whose delivered segments are all verbatim must re-assemble to the record's
    per-source ``sha256``;
 4. with the delivered text (``text=``, the file ``odcf compress --out`` wrote): the whole text
-   hashes to the record's ``sha256``, and each source block in it to the per-source ``sha256``.
+   hashes to the record's ``sha256``, each source block in it to the per-source ``sha256``, and
+   every word of a block (outside odcf markers such as ``[DATA_ROWS: 12]``) occurs in its source —
+   compression deletes words, it never writes new ones — which catches a substituted compressed
+   or folded segment too.
 
 Read ranges (the same grammar :class:`odcf.document.Source` documents):
 
@@ -180,9 +183,9 @@ def resolve_origin(origin: str, bases: Sequence[str | os.PathLike[str]] = ()) ->
 
 # -- re-running the selection ----------------------------------------------------------------
 
-def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
-              stages: Mapping[str, Any] | None = None) -> tuple[Segment, ...]:
-    """Run the plan's source rules and segmenter on *source*, as the pipeline does.
+def reselect(source: Source, plan: Any, *, tokenizer: str | None = None,
+             stages: Mapping[str, Any] | None = None) -> Document:
+    """Run the plan's source rules and segmenter on *source*, as the pipeline does; the document after them.
 
     *stages* are the stage switches the run used (a trace header's ``stages``).
     """
@@ -205,7 +208,30 @@ def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
         stage = klass(**chosen[name])
         stage.warm_up()
         doc = stage(doc, plan)
-    return doc.segments
+    return doc
+
+
+def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
+              stages: Mapping[str, Any] | None = None) -> tuple[Segment, ...]:
+    """The segments :func:`reselect` gives."""
+    return reselect(source, plan, tokenizer=tokenizer, stages=stages).segments
+
+
+#: Text later stages write into a delivered block that is not from the source: ``[DATA_ROWS: 12]``, ``[PREFIX: ..]``.
+_MARKER = re.compile(r"\[[A-Z][A-Z_]*:[^\]\n]*\]")
+_WORD_RE = re.compile(r"\w+")
+
+
+def foreign_words(delivered: str, *sources: str, allowed: Sequence[str] = ()) -> list[str]:
+    """Words of *delivered* (outside odcf markers) that occur in none of *sources*, in order, once each."""
+    vocab = set(allowed)
+    for text in sources:
+        vocab.update(_WORD_RE.findall(text))
+    out: list[str] = []
+    for word in _WORD_RE.findall(_MARKER.sub(" ", delivered)):
+        if word not in vocab and word not in out:
+            out.append(word)
+    return out
 
 
 def split_blocks(text: str, record: Mapping[str, Any]) -> dict[str, str]:
@@ -300,14 +326,24 @@ def verify_report(
         if plan is None or not segs:
             continue
         try:
-            source = Source(id=sid, text=selected, kind=src.get("kind", "text"), layer=src.get("layer", "fact"),
+            kind = src.get("original_kind") or src.get("kind", "text")
+            source = Source(id=sid, text=selected, kind=kind, layer=src.get("layer", "fact"),
                             origin=origin, read_range=src.get("read_range") or "whole")
-            fresh = resegment(source, plan, tokenizer=unit, stages=stages)
+            again = reselect(source, plan, tokenizer=unit, stages=stages)
+            fresh = again.segments
         except Exception as exc:  # a stage failing here is a finding, not a crash
             problems.append(Problem("reselect-failed", f"re-running the selection failed: {exc}", sid))
             continue
         n_segments += len(segs)
         problems.extend(_check_segments(sid, segs, fresh, src))
+        body = blocks.get(sid)
+        if body is not None:
+            # every word delivered for this source must come from it (compression deletes, it never writes)
+            extra = foreign_words(body, selected, again.sources[0].text,
+                                  allowed=[w for pair in plan.abbreviations.items() for w in _WORD_RE.findall(" ".join(pair))])
+            if extra:
+                shown = ", ".join(repr(w) for w in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+                problems.append(Problem("text-not-derivable", f"delivered words not in the source: {shown}", sid))
     return VerifyReport(tuple(problems), tuple(checked), n_segments, tuple(notes))
 
 
