@@ -152,3 +152,13 @@ def test_a_substituted_folded_table_fails(plan, tmp_path):
         next(s for s in record["sources"] if s["id"] == sid)["sha256"] = sha256(body)
     problems = verify_record(record, forged, plan=plan, stages=SWITCHES)
     assert [p.code for p in problems] == ["text-not-derivable"] and "'refunded'" in problems[0].message
+
+
+@pytest.mark.skipif("rules" in SWITCHES, reason="this build has no rules stage")
+def test_an_html_fragment_is_reselected_as_html(plan, tmp_path):
+    f = tmp_path / "frag.html"
+    f.write_text("<p>Pay <b>$10</b> by Friday.</p><p>Ship order W7 today.</p>", encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(f))], budget=100)
+    entry = result.record["sources"][0]
+    assert entry["kind"] != "html" and entry["original_kind"] == "html"
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []

@@ -108,6 +108,8 @@ class Assembler(Stage):
                 entry[key] = value
         if src.mandatory:
             entry["mandatory"] = True
+        if src.meta.get("original_kind"):  # the kind as read (before rules), for `odcf verify` to redo the selection
+            entry["original_kind"] = src.meta["original_kind"]
         if self.segment_details:
             entry["segments"] = [_segment_entry(s, counter) for s in segs]
         return entry
