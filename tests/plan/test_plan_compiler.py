@@ -199,3 +199,15 @@ def test_compile_plan_is_pure_and_repeatable():
     ont = load_ontology("financial_risk")
     assert compile_plan(ont).hash == compile_plan(ont).hash
     assert compile_plan(ont).source_file is None
+
+
+def test_documented_example_runs_through_the_pipeline_unchanged():
+    from odcf.compressor import Compressor
+
+    text = ("Under Section 4.2 liability is capped at $2,000,000, except for gross negligence. "
+            "Either party may terminate with 30 days notice. The weather was nice that day.")
+    result = Compressor.from_ontology(str(DOC_EXAMPLE)).compress(text, role="writer")
+    for kept in ("Section 4.2", "$2,000,000", "gross negligence"):
+        assert kept in result.text
+    assert result.record["domain"] == "legal_contract_review"
+    assert result.record["plan_hash"] == compile_file(DOC_EXAMPLE).hash
