@@ -4,7 +4,7 @@ Each source is shown as it was segmented, every segment coloured by its status (
 compressed, folded, dropped, merged, reverted); words removed by token compression and lines
 removed by folding are struck through inside the segment; protected spans are outlined and
 name the rule that protected them. Hovering a segment shows its reasons and score; clicking it
-fills the side panel. A bar chart shows tokens per source and per layer before and after, and
+fills the side panel (so does a link to ``report.html#seg-<segment id>``). A bar chart shows tokens per source and per layer before and after, and
 a gauge shows the budget use.
 
 The file is one page with inline CSS and JS only: no network, no CDN, no external fonts.
@@ -273,6 +273,10 @@ _JS = """
   for(var k=0;k<segs.length;k++){
     segs[k].addEventListener('click',function(ev){show(ev.currentTarget);});
     segs[k].addEventListener('keydown',function(ev){if(ev.key==='Enter'){show(ev.currentTarget);}});
+  }
+  if(location.hash.indexOf('#seg-')===0){
+    var target=document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if(target){show(target);target.scrollIntoView();}
   }
   document.body.setAttribute('data-ready','1');
 })();

@@ -32,8 +32,8 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
-def dump_dom(page: Path, tmp_path: Path) -> str:
-    proc = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri())
+def dump_dom(page: Path, tmp_path: Path, fragment: str = "") -> str:
+    proc = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri() + fragment)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -123,6 +123,17 @@ def test_rendered_legend_matches_the_record(plan, tmp_path):
         assert legend[status] == (n, n), status  # the record's count, and what the browser rendered
     assert legend["protected"][0] == record_protected_count(record)
     assert legend["protected"][1] == record_protected_count(record)  # no nested spans in this fixture
+
+
+def test_the_side_panel_shows_reasons_and_score(plan, tmp_path):
+    doc = _all_statuses_doc(plan)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(doc), encoding="utf-8")
+    dom = dump_dom(page, tmp_path, "#seg-s%230")  # a link to segment s#0 opens it in the panel
+    panel = re.search(r'<div id="panel-body"[^>]*>(.*?)</div>', dom, re.S).group(1)
+    assert "<dt>score</dt><dd>0.900</dd>" in panel
+    assert "rank: score 0.90" in panel and "anchor:money" in panel
+    assert 'class="seg st-verbatim sel"' in dom
 
 
 def test_a_real_run_renders_and_is_not_blank(plan, stage_switches, contract_text, tmp_path):
