@@ -233,7 +233,7 @@ class Role(_Model):
     optional: tuple[Layer, ...] | None = None
     forbidden: tuple[Layer, ...] | None = None
     unit: TokenizerName | None = None
-    categories: tuple[Text, ...] = ()
+    categories: tuple[Text, ...] | None = None
 
 
 class Ontology(_Model):

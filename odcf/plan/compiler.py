@@ -178,7 +178,7 @@ def merge_role(name: str, spec: RoleSpec, base: RoleContract) -> RoleContract:
         optional=lists["optional"],
         forbidden=lists["forbidden"],
         unit=spec.unit if spec.unit is not None else base.unit,
-        categories=tuple(spec.categories) if spec.categories else base.categories,
+        categories=tuple(spec.categories) if spec.categories is not None else base.categories,
     )
 
 

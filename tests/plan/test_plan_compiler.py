@@ -211,3 +211,13 @@ def test_documented_example_runs_through_the_pipeline_unchanged():
         assert kept in result.text
     assert result.record["domain"] == "legal_contract_review"
     assert result.record["plan_hash"] == compile_file(DOC_EXAMPLE).hash
+
+
+def test_role_categories_inherit_from_the_preset_unless_set():
+    presets = plan_of(BASE)
+    inherited = plan_of(BASE + "roles:\n  executor: {budget: 100}\n").role("executor")
+    assert inherited.categories == presets.role("executor").categories
+    cleared = plan_of(BASE + "roles:\n  executor: {categories: []}\n").role("executor")
+    assert cleared.categories == () and cleared.budget == presets.role("executor").budget
+    own = plan_of(BASE + "roles:\n  executor: {categories: [refund_policy]}\n").role("executor")
+    assert own.categories == ("refund_policy",)
