@@ -40,7 +40,8 @@ def dump_dom(page: Path, tmp_path: Path, fragment: str = "") -> str:
 
 def screenshot(page: Path, tmp_path: Path, name: str = "shot.png") -> Path:
     png = tmp_path / name
-    proc = _chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,900", page.resolve().as_uri())
+    proc = _chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,900", "--virtual-time-budget=3000",
+                     page.resolve().as_uri())
     assert proc.returncode == 0 and png.exists(), proc.stderr[-2000:]
     return png
 
