@@ -16,14 +16,13 @@ sentence = st.lists(st.sampled_from(WORDS), min_size=3, max_size=14).map(lambda 
 paragraph = st.lists(sentence, min_size=1, max_size=5).map(" ".join)
 document = st.lists(paragraph, min_size=1, max_size=5).map("\n\n".join)
 
-CORE = {"rules": False, "fold": False}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @SETTINGS
 @given(text=document, budget=st.integers(min_value=15, max_value=200), query=st.sampled_from([None, "liability cap", "notice"]))
 def test_budget_respected_and_protected_spans_survive(plan, text, budget, query):
-    r = Compressor(plan, stages=CORE).compress(text, budget=budget, query=query)
+    r = Compressor(plan).compress(text, budget=budget, query=query)
     counter = get_counter("o200k_base")
     assert r.tokens_out == counter.count(r.text)
     assert r.tokens_out <= budget or r.record["over_budget"]
@@ -38,8 +37,8 @@ def test_budget_respected_and_protected_spans_survive(plan, text, budget, query)
 @SETTINGS
 @given(text=document, budget=st.integers(min_value=15, max_value=200))
 def test_deterministic(plan, text, budget):
-    a = Compressor(plan, stages=CORE).compress(text, budget=budget, query="liability")
-    b = Compressor(plan, stages=CORE).compress(text, budget=budget, query="liability")
+    a = Compressor(plan).compress(text, budget=budget, query="liability")
+    b = Compressor(plan).compress(text, budget=budget, query="liability")
     assert a.text == b.text
     strip = lambda rec: {k: v for k, v in rec.items() if k != "stages"}  # noqa: E731 - timings differ
     assert strip(a.record) == strip(b.record)
@@ -48,7 +47,7 @@ def test_deterministic(plan, text, budget):
 @SETTINGS
 @given(text=document, budget=st.integers(min_value=15, max_value=200))
 def test_compressing_twice_changes_nothing_more(plan, text, budget):
-    c = Compressor(plan, stages=CORE)
+    c = Compressor(plan)
     once = c.compress(text, budget=budget, annotate=False)
     twice = c.compress(once.text, budget=budget, annotate=False)
     assert twice.text == once.text

@@ -50,7 +50,7 @@ def test_stdin_and_out_file(contract, tmp_path, capsys, monkeypatch):
 
 
 def test_bundled_ontology_by_name(contract, capsys):
-    assert main(["compress", str(contract), "--ontology", "legal_contract", "--budget", "50"]) == 0
+    assert main(["compress", str(contract), "--ontology", "legal_contract", "--budget", "80"]) == 0
     assert "$250,000" in capsys.readouterr().out
 
 
