@@ -478,6 +478,8 @@ def _raw_text(el: _El, keep_breaks: bool = False) -> str:
 def looks_like_html(text: str) -> bool:
     """True when *text* is clearly an HTML document (doctype, or an html/head/body element)."""
     head = text[:2000].lstrip("\ufeff \t\r\n").lower()
+    if not head.startswith("<"):
+        return False  # JSON holding HTML, prose quoting a tag: not a page
     if head.startswith("<!doctype html") or head.startswith("<html"):
         return True
     return bool(re.search(r"<(?:html|head|body)[\s>]", head)) and "</" in text

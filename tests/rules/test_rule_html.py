@@ -105,6 +105,8 @@ def test_looks_like_html():
     assert looks_like_html("<html lang='en'>")
     assert not looks_like_html("Use <b>bold</b> for emphasis.")
     assert not looks_like_html('{"html": "<p>x</p>"}')
+    assert not looks_like_html('{"page": "<html><body>x</body></html>"}')
+    assert looks_like_html("<?xml version='1.0'?>\n<html><body>x</body></html>")
 
 
 def test_chrome_sections_and_share_lists_are_dropped():
