@@ -482,9 +482,8 @@ def loads_ontology(text: str | bytes, source: str = "<string>") -> Ontology:
     except ValidationError as exc:
         problems.extend(_pydantic_problems(exc, lines, source))
     problems.extend(_whole_file_problems(data, lines, source))
-    if problems:
+    if problems or ontology is None:
         raise OntologyError(_sorted_unique(problems))
-    assert ontology is not None
     ontology._source = source
     ontology._lines = {_str_path(k): v for k, v in lines.items()}
     return ontology
@@ -524,6 +523,7 @@ def list_bundled() -> list[tuple[str, str]]:
 
 
 def bundled_names() -> list[str]:
+    """Names of the bundled ontologies (what ``--ontology NAME`` accepts), sorted."""
     return [name for name, _ in list_bundled()]
 
 
