@@ -41,7 +41,7 @@ LANGUAGES: tuple[str, ...] = ("en", "zh", "auto")
 REGEX_FLAGS: dict[str, int] = {"IGNORECASE": re.IGNORECASE, "MULTILINE": re.MULTILINE, "DOTALL": re.DOTALL}
 TOKENIZERS: tuple[str, ...] = ("o200k_base", "cl100k_base", "bytes")
 #: Stage names of :data:`odcf.pipeline.STAGE_ORDER` (kept here because the ontology package must
-#: not import the pipeline; a test keeps the two in step).
+#: not import the pipeline; a test keeps the two name sets in step).
 STAGE_NAMES: tuple[str, ...] = (
     "rules", "segment", "protect", "entities", "fold", "rank", "rerank",
     "dedup", "compress", "verify", "budget", "assemble",

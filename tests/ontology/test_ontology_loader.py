@@ -369,7 +369,9 @@ def test_directory_is_not_an_ontology(tmp_path: Path):
 def test_stage_names_match_the_pipeline_registry():
     from odcf.pipeline import ESSENTIAL, STAGE_ORDER
 
-    assert STAGE_NAMES == tuple(name for name, _ in STAGE_ORDER)
+    # the ontology only checks names (order is the pipeline's business)
+    assert sorted(STAGE_NAMES) == sorted(name for name, _ in STAGE_ORDER)
+    assert len(set(STAGE_NAMES)) == len(STAGE_NAMES)
     assert ESSENTIAL_STAGES == ESSENTIAL
 
 
