@@ -206,7 +206,9 @@ def test_documented_example_runs_through_the_pipeline_unchanged():
 
     text = ("Under Section 4.2 liability is capped at $2,000,000, except for gross negligence. "
             "Either party may terminate with 30 days notice. The weather was nice that day.")
-    result = Compressor.from_ontology(str(DOC_EXAMPLE)).compress(text, role="writer")
+    # the model-free stages: this checks the ontology contract, not the models
+    light = {"entities": False, "rerank": False, "dedup": False, "compress": False, "verify": False}
+    result = Compressor.from_ontology(str(DOC_EXAMPLE), stages=light).compress(text, role="writer")
     for kept in ("Section 4.2", "$2,000,000", "gross negligence"):
         assert kept in result.text
     assert result.record["domain"] == "legal_contract_review"
