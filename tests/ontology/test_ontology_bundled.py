@@ -149,10 +149,26 @@ def test_agent_ops_anchors_find_ids_in_real_tau_bench_traffic():
     counts = {a.name: sum(1 for _ in a.regex.finditer(text)) for a in plan.protection.anchors}
     for name in ("user_id", "payment_method_id", "flight_number", "reservation_id", "money", "datetime"):
         assert counts[name] > 0, f"{name} found nothing in tau-bench airline trajectories"
+
+
+@pytest.mark.skipif(not TAU.is_dir(), reason="shared tau-bench data not present")
+def test_agent_ops_anchors_match_every_id_in_the_tau_bench_tables():
+    plan = compile_file("agent_ops")
+    rx = {a.name: a.regex for a in plan.protection.anchors}
     orders = json.loads((TAU / "retail_orders.json").read_text(encoding="utf-8"))
-    order_id = next(a for a in plan.protection.anchors if a.name == "order_id")
-    sample = list(orders)[:200]
-    assert all(order_id.regex.fullmatch(oid) for oid in sample)
+    flights = json.loads((TAU / "airline_flights.json").read_text(encoding="utf-8"))
+    payments = {p["payment_method_id"] for o in orders.values() for p in o["payment_history"]}
+    items = {i["item_id"] for o in orders.values() for i in o["items"]}
+    checks = {
+        "order_id": set(orders),
+        "user_id": {o["user_id"] for o in orders.values()},
+        "payment_method_id": payments,
+        "long_numeric_id": items,
+        "flight_number": set(flights),
+    }
+    for name, ids in checks.items():
+        missed = sorted(i for i in ids if not rx[name].fullmatch(i))
+        assert not missed, f"{name} misses {len(missed)} of {len(ids)} ids, e.g. {missed[:3]}"
 
 
 def test_bundled_domain_equals_its_file_name():
