@@ -53,6 +53,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
             pass
         elif seg.index == prev.index + 1:
             out.append(seg.sep if seg.sep else " ")
+        elif seg.paragraph != prev.paragraph:
+            # a gap across blocks: keep the block break even if the segment opening the
+            # next block was dropped
+            out.append(seg.sep if "\n\n" in seg.sep else "\n\n")
         else:
             out.append("\n" if "\n" in seg.sep else " ")
         out.append(seg.text)
