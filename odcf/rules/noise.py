@@ -121,9 +121,7 @@ class _Cleaner:
             if rule is not None:
                 self.counts[rule] += 1
                 self._example(line)
-                if rule != "decorative_lines":
-                    last_decor = False
-                continue
+                continue  # a removed line does not separate its neighbours
             last_decor = bool(_DECOR.match(line))
             out.append(line)
         return out

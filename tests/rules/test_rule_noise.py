@@ -78,3 +78,19 @@ def test_clean_text_is_unchanged():
     text = "# Title\n\nA paragraph with -- dashes and *stars*.\n\n- item"
     out, report = remove_noise(text)
     assert out == text and report == {"chars_removed": 0}
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FRAGMENTS = ["word", "Total $5,000", "TODO: x", "=====", "-----", "", "  ", "<!-- c -->", "[draft]", "{--gone--}",
+             "~~;:'|,.;~", "```", "\u200b", "# Title", "| a | b |", "FIXME: y", "x  "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(FRAGMENTS), max_size=3).map(" ".join), max_size=12).map("\n".join))
+def test_property_noise_removal_is_idempotent_and_keeps_protected_text(text):
+    once, _ = remove_noise(text, GUARD)
+    twice, report = remove_noise(once, GUARD)
+    assert twice == once
+    assert once.count("$5,000") == text.count("$5,000")

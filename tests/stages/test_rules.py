@@ -114,3 +114,16 @@ def test_pipeline_records_tokens_saved_by_rules(plan):
     ev = next(e for e in r.record["stages"] if e["stage"] == "rules")
     assert ev["tokens_out"] < ev["tokens_in"]
     assert "Menu" not in r.text and "$1,200" in r.text
+
+
+def test_rules_twice_change_nothing_more(plan):
+    doc = _doc(
+        Source(id="page", text=HTML, kind="html"),
+        Source(id="api", text='{"id": 7,\n "tags": ["a", "b"]}', kind="tool"),
+        Source(id="rows", text='{"a": 1}\n\n{"a": 2}', kind="json"),
+        Source(id="notes", text="Draft [DRAFT]\n=====\nTODO: remove\n=====\n\n\nKeep this.  ", kind="text"),
+    )
+    once = RuleStage()(doc, plan)
+    twice = RuleStage()(once, plan)
+    assert [s.text for s in twice.sources] == [s.text for s in once.sources]
+    assert twice.trace[-1].data["changed"] == 0
