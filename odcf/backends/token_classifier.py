@@ -1,0 +1,273 @@
+"""Word-level keep probabilities from the ONNX token classifier (the compressor's model).
+
+>>> from odcf.backends.token_classifier import TokenClassifier, split_words   # doctest: +SKIP
+>>> clf = TokenClassifier.load()                      # the shipped model, from package data
+>>> text = "Liability is capped at $5 million."
+>>> probs = clf.word_probs([text])[0]                 # one probability per whitespace word
+>>> [text[s:e] for s, e in split_words(text)]
+['Liability', 'is', 'capped', 'at', '$5', 'million.']
+
+A *word* is a maximal run of non-whitespace characters of the original text, with its character
+offsets (:func:`split_words`); the compressor keeps or drops whole words. Each word is cut into
+WordPiece sub-tokens by the model's tokenizer, the model gives every sub-token a keep probability,
+and a word's probability is the mean over its sub-tokens.
+
+Long texts are cut into chunks that fit the model window (``max_len`` sub-tokens including
+``[CLS]``/``[SEP]``), at sentence ends when possible and between words otherwise. Chunks of all
+texts are sorted by length and run in batches padded only to their longest member. Only
+onnxruntime, tokenizers and numpy are needed: no torch.
+
+A model folder holds the ONNX file and ``metadata.json``; the metadata names the ONNX file
+(``"file"``), the tokenizer (``"tokenizer"``: a name under ``odcf/data/tokenizers/`` or a path
+relative to the folder), ``max_len`` and the calibrated ``threshold``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from odcf.backends.onnx import get_session
+from odcf.errors import StageError
+
+logger = logging.getLogger(__name__)
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
+#: Where the shipped compressor model lives inside the package.
+DEFAULT_MODEL_DIR = _DATA / "models" / "compressor"
+TOKENIZERS_DIR = _DATA / "tokenizers"
+
+_WORD_RE = re.compile(r"\S+")
+#: A word that ends a sentence: final punctuation, maybe followed by closing quotes or brackets.
+_SENT_END_RE = re.compile(r"[.!?;。！？；…][\"'’”)\]]*$")
+_TOKENIZERS: dict[str, Any] = {}
+_TOK_LOCK = threading.Lock()
+
+
+def split_words(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of the whitespace-separated words of *text*."""
+    return [(m.start(), m.end()) for m in _WORD_RE.finditer(text)]
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """A shared ``tokenizers.Tokenizer`` with truncation and padding switched off."""
+    key = str(Path(path).resolve())
+    with _TOK_LOCK:
+        tok = _TOKENIZERS.get(key)
+        if tok is None:
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as exc:  # pragma: no cover - core dependency
+                raise StageError("the token compressor needs `tokenizers`: pip install tokenizers") from exc
+            if not Path(key).is_file():
+                raise StageError(f"tokenizer {path!s}: no such file")
+            tok = Tokenizer.from_file(key)
+            tok.no_truncation()
+            tok.no_padding()
+            _TOKENIZERS[key] = tok
+        return tok
+
+
+def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """Resolve *model_path* (a folder or an ``.onnx`` file) to the ONNX file and its metadata."""
+    p = Path(model_path)
+    if p.is_dir():
+        meta_file = p / "metadata.json"
+        if not meta_file.is_file():
+            raise StageError(f"compressor model {p}: no metadata.json in the folder")
+        meta = _load_json(meta_file)
+        onnx_file = p / str(meta.get("file", "model.onnx"))
+    elif p.is_file():
+        onnx_file = p
+        meta_file = p.parent / "metadata.json"
+        meta = _load_json(meta_file) if meta_file.is_file() else {}
+    else:
+        raise StageError(f"compressor model {p}: no such file or folder")
+    if not onnx_file.is_file():
+        raise StageError(f"compressor model {p}: ONNX file {onnx_file.name} is missing")
+    return onnx_file, meta
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StageError(f"{path}: cannot read model metadata: {exc}") from exc
+    if not isinstance(data, dict):
+        raise StageError(f"{path}: model metadata must be a JSON object")
+    return data
+
+
+def _resolve_tokenizer(onnx_file: Path, meta: dict[str, Any]) -> Path:
+    name = str(meta.get("tokenizer", "minilm-uncased"))
+    beside = onnx_file.parent / name
+    if beside.is_file():
+        return beside
+    if beside.is_dir() and (beside / "tokenizer.json").is_file():
+        return beside / "tokenizer.json"
+    shared = TOKENIZERS_DIR / name / "tokenizer.json"
+    if shared.is_file():
+        return shared
+    raise StageError(f"compressor model {onnx_file}: tokenizer {name!r} not found beside it or in {TOKENIZERS_DIR}")
+
+
+@dataclass
+class _Chunk:
+    text_index: int
+    word_index: np.ndarray  # word index of each sub-token (without [CLS]/[SEP])
+    ids: np.ndarray
+
+
+@dataclass
+class TokenClassifier:
+    """Keep probabilities per word from an ONNX token classifier (label 1 = keep).
+
+    Create with :meth:`load`; the ONNX session and tokenizer are shared per process.
+    """
+
+    onnx_file: Path
+    tokenizer_file: Path
+    metadata: dict[str, Any] = field(default_factory=dict)
+    max_len: int = 256
+    batch_size: int = 32
+    threads: int | None = None
+
+    @classmethod
+    def load(
+        cls,
+        model_path: str | Path | None = None,
+        *,
+        max_len: int | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> TokenClassifier:
+        """Load the model at *model_path* (folder or ``.onnx``), or the shipped one when None."""
+        path = Path(model_path) if model_path is not None else DEFAULT_MODEL_DIR
+        if model_path is None and not (path / "metadata.json").is_file():
+            raise StageError(
+                f"the shipped compressor model is missing from {path}; pass model_path= "
+                "or retrain it with `odcf train` and `odcf export`"
+            )
+        onnx_file, meta = read_metadata(path)
+        model_max = int(meta.get("max_len", 256))
+        n = int(max_len or model_max)
+        if n < 8:
+            raise StageError(f"compressor: max_len must be at least 8, got {n}")
+        if batch_size < 1:
+            raise StageError(f"compressor: batch_size must be positive, got {batch_size}")
+        clf = cls(
+            onnx_file=onnx_file,
+            tokenizer_file=_resolve_tokenizer(onnx_file, meta),
+            metadata=meta,
+            max_len=n,
+            batch_size=batch_size,
+            threads=threads,
+        )
+        clf.warm_up()
+        return clf
+
+    def warm_up(self) -> None:
+        """Create the session and the tokenizer (both cached per process)."""
+        self._session = get_session(self.onnx_file, threads=self.threads)
+        self._tok = load_tokenizer(self.tokenizer_file)
+        self._inputs = [i.name for i in self._session.get_inputs()]
+        self._output = self._session.get_outputs()[0].name
+        cls_id = self._tok.token_to_id("[CLS]")
+        sep_id = self._tok.token_to_id("[SEP]")
+        pad_id = self._tok.token_to_id("[PAD]")
+        if cls_id is None or sep_id is None:
+            raise StageError(f"tokenizer {self.tokenizer_file}: no [CLS]/[SEP] tokens")
+        self._cls, self._sep, self._pad = cls_id, sep_id, pad_id or 0
+
+    @property
+    def threshold(self) -> float:
+        """The calibrated keep threshold from the metadata (0.5 when absent)."""
+        return float(self.metadata.get("threshold", 0.5))
+
+    # -- public ------------------------------------------------------------------------------
+    def word_probs(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """For each text, a float64 array with one keep probability per :func:`split_words` word."""
+        spans = [split_words(t) for t in texts]
+        return self.word_probs_for(texts, spans)
+
+    def word_probs_for(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]) -> list[np.ndarray]:
+        """Like :meth:`word_probs` with the words given as character spans of each text."""
+        chunks: list[_Chunk] = []
+        for ti, (text, sp) in enumerate(zip(texts, spans)):
+            chunks.extend(self._chunks(ti, [text[s:e] for s, e in sp]))
+        sums = [np.zeros(len(sp), dtype=np.float64) for sp in spans]
+        counts = [np.zeros(len(sp), dtype=np.float64) for sp in spans]
+        order = sorted(range(len(chunks)), key=lambda i: (len(chunks[i].ids), i))
+        for b in range(0, len(order), self.batch_size):
+            batch = [chunks[i] for i in order[b:b + self.batch_size]]
+            probs = self._run(batch)
+            for chunk, p in zip(batch, probs):
+                n = len(chunk.ids)
+                np.add.at(sums[chunk.text_index], chunk.word_index, p[1:n + 1])
+                np.add.at(counts[chunk.text_index], chunk.word_index, 1.0)
+        out: list[np.ndarray] = []
+        for s, c in zip(sums, counts):
+            # A word without sub-tokens (only characters the tokenizer strips) gets probability 0.
+            out.append(np.divide(s, c, out=np.zeros_like(s), where=c > 0))
+        return out
+
+    # -- internals ---------------------------------------------------------------------------
+    def _chunks(self, text_index: int, words: list[str]) -> list[_Chunk]:
+        if not words:
+            return []
+        enc = self._tok.encode(words, is_pretokenized=True, add_special_tokens=False)
+        ids = np.asarray(enc.ids, dtype=np.int64)
+        wid = np.asarray([-1 if w is None else w for w in enc.word_ids], dtype=np.int64)
+        keep = wid >= 0
+        ids, wid = ids[keep], wid[keep]
+        window = self.max_len - 2
+        # sub-token range of each word
+        starts = np.searchsorted(wid, np.arange(len(words)), side="left")
+        ends = np.searchsorted(wid, np.arange(len(words)), side="right")
+        chunks: list[_Chunk] = []
+        lo = 0  # first word of the current chunk
+        n_words = len(words)
+        while lo < n_words:
+            # furthest word end that fits the window
+            limit = starts[lo] + window
+            hi = lo
+            best_sentence = -1
+            while hi < n_words and ends[hi] <= limit:
+                if _SENT_END_RE.search(words[hi]):
+                    best_sentence = hi
+                hi += 1
+            if hi == n_words:
+                cut = n_words
+            elif best_sentence >= lo:
+                cut = best_sentence + 1
+            elif hi > lo:
+                cut = hi
+            else:
+                cut = lo + 1  # a single word longer than the window: its first sub-tokens only
+            a, z = starts[lo], min(ends[cut - 1], starts[lo] + window)
+            if z > a:
+                chunks.append(_Chunk(text_index, wid[a:z], ids[a:z]))
+            lo = cut
+        return chunks
+
+    def _run(self, batch: list[_Chunk]) -> np.ndarray:
+        width = max(len(c.ids) for c in batch) + 2
+        input_ids = np.full((len(batch), width), self._pad, dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for r, c in enumerate(batch):
+            n = len(c.ids)
+            input_ids[r, 0] = self._cls
+            input_ids[r, 1:n + 1] = c.ids
+            input_ids[r, n + 1] = self._sep
+            mask[r, :n + 2] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        logits = self._session.run([self._output], {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        logits = np.asarray(logits, dtype=np.float64)
+        return 1.0 / (1.0 + np.exp(logits[..., 0] - logits[..., 1]))

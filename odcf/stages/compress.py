@@ -1,0 +1,286 @@
+"""Token-level compression: drop the words the fine-tuned classifier deems least needed.
+
+>>> from odcf.stages.compress import TokenCompressor                       # doctest: +SKIP
+>>> stage = TokenCompressor(rate=0.4)             # keep 40% of the words of the segments it compresses
+>>> stage.warm_up()                               # loads the shipped int8 ONNX model once
+>>> doc = stage(doc, plan)                        # doc after segment / protect / rank
+
+What it compresses: live fact/history/reasoning segments that are still verbatim, mainly Latin
+script, prose (not code, JSON or tables) and at least ``min_words`` words long. Instruction and
+state segments are never touched; segments in another script (Chinese, Cyrillic, ...) skip this
+stage because the model's vocabulary is English and uncased — they are left to the sentence-level
+stages (rank, budget) — and the trace says how many were skipped and why.
+
+How much it keeps (one global decision over all the words it compresses, never per chunk):
+
+* ``threshold=p``: keep every word whose keep probability is at least *p*;
+* ``rate=r``: keep the ``r`` share of all words, highest probability first (ties by position);
+* neither, with a budget (``doc.budget`` or the role's): if the live segments already fit, nothing
+  is compressed; otherwise ``r = (budget - tokens that cannot be compressed) / tokens that can``,
+  clamped to ``[min_rate, 1]`` — just enough to fit about the budget, and never more than
+  ``1/min_rate`` compression (the budget stage drops the rest by priority);
+* neither and no budget: the model's calibrated threshold from its metadata.
+
+Words that overlap a protected span are always kept and count towards the rate. A compressed
+segment is rebuilt from its original text: kept words verbatim, each preceded by the whitespace
+that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from odcf.document import Document, Segment, TraceEvent
+from odcf.errors import PlanError, StageError
+from odcf.plan.model import Plan
+from odcf.stages.base import Stage
+from odcf.tokens import get_counter
+
+logger = logging.getLogger(__name__)
+
+_WORD_RE = re.compile(r"\S+")
+#: Layers the token stage may compress. Instruction and state are never compressed.
+COMPRESSIBLE_LAYERS = frozenset({"fact", "history", "reasoning"})
+#: Segment kinds whose words cannot be dropped without breaking them.
+STRUCTURED_KINDS = frozenset({"code", "json", "table"})
+
+
+def latin_share(text: str) -> float:
+    """Share of letters that are Latin script (Basic Latin to Latin Extended-B and Latin Extended Additional)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 1.0
+    latin = sum(1 for c in letters if c < "\u0250" or "\u1e00" <= c <= "\u1eff")
+    return latin / len(letters)
+
+
+@dataclass(frozen=True)
+class _Work:
+    index: int  # position in doc.segments
+    seg: Segment
+    words: tuple[tuple[int, int], ...]
+    forced: np.ndarray
+
+
+class TokenCompressor(Stage):
+    """Keep the words a fine-tuned token classifier (ONNX, int8) marks as needed.
+
+    Options: ``model_path`` (folder or ``.onnx``; default the shipped model), ``rate`` (share of
+    words to keep, 0-1), ``threshold`` (keep probability cut-off), ``min_words`` (shorter
+    segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` and
+    ``max_len`` (model window in sub-tokens, default from the model's metadata).
+    """
+
+    name = "compress"
+    requires = frozenset({"segments", "protected", "scores"})
+    provides = frozenset({"compressed"})
+    lossy = True
+
+    def __init__(
+        self,
+        *,
+        model_path: str | None = None,
+        rate: float | None = None,
+        threshold: float | None = None,
+        min_words: int = 8,
+        min_rate: float = 0.2,
+        batch_size: int = 32,
+        max_len: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        if rate is not None and threshold is not None:
+            raise StageError("compress: give either rate= or threshold=, not both")
+        if rate is not None and not (isinstance(rate, (int, float)) and 0.0 < rate <= 1.0):
+            raise StageError(f"compress: rate must be in (0, 1], got {rate!r}")
+        if threshold is not None and not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
+            raise StageError(f"compress: threshold must be in [0, 1], got {threshold!r}")
+        if not (isinstance(min_rate, (int, float)) and 0.0 < min_rate <= 1.0):
+            raise StageError(f"compress: min_rate must be in (0, 1], got {min_rate!r}")
+        if not isinstance(min_words, int) or min_words < 1:
+            raise StageError(f"compress: min_words must be a positive integer, got {min_words!r}")
+        self.model_path = model_path
+        self.rate = rate
+        self.threshold = threshold
+        self.min_words = min_words
+        self.min_rate = min_rate
+        self.batch_size = batch_size
+        self.max_len = max_len
+        self.threads = threads
+        self._clf: Any = None
+
+    def warm_up(self) -> None:
+        if self._clf is not None:
+            return
+        from odcf.backends.token_classifier import TokenClassifier
+
+        self._clf = TokenClassifier.load(self.model_path, max_len=self.max_len, batch_size=self.batch_size,
+                                         threads=self.threads)
+
+    # -- the stage ------------------------------------------------------------------------------
+    def __call__(self, doc: Document, plan: Plan) -> Document:
+        self.warm_up()
+        counter = get_counter(doc.tokenizer or _unit(doc, plan) or plan.tokenizer)
+        work, skipped, fixed_tokens = self._select(doc, plan, counter)
+        data: dict[str, Any] = {"model": self._clf.metadata.get("sha256", str(self._clf.onnx_file.name))[:16],
+                                "skipped": {k: len(v) for k, v in skipped.items() if v}}
+        if skipped.get("script"):
+            data["skipped_script"] = skipped["script"][:20]
+            data["skipped_script_why"] = "not mainly Latin script; the model's vocabulary is English (uncased)"
+        if not work:
+            data.update({"mode": "none", "segments": 0, "words_in": 0, "words_kept": 0})
+            return doc.with_event(TraceEvent(stage=self.name, data=data))
+
+        mode, value, budget_info = self._target(doc, plan, work, fixed_tokens, counter)
+        data.update({"mode": mode, "value": value, **budget_info})
+        if mode == "fits":
+            data.update({"segments": 0, "words_in": sum(len(w.words) for w in work), "words_kept": None})
+            return doc.with_event(TraceEvent(stage=self.name, data=data))
+
+        probs = self._clf.word_probs_for([w.seg.original for w in work], [list(w.words) for w in work])
+        keep = self._decide(work, probs, mode, value)
+        new_segments = list(doc.segments)
+        changed = emptied = 0
+        words_in = words_kept = 0
+        for w, k in zip(work, keep):
+            n, kept = len(w.words), int(k.sum())
+            words_in += n
+            words_kept += kept
+            if kept == n:
+                continue
+            label = f"rate {value:.2f}" if mode in ("rate", "budget") else f"threshold {value:.3f}"
+            if kept == 0:
+                # nothing left worth keeping: say so, rather than deliver an empty segment
+                new_segments[w.index] = w.seg.with_reason(
+                    f"compress: no word of {n} kept ({label}); dropped", status="dropped")
+                emptied += 1
+            else:
+                new_segments[w.index] = w.seg.with_reason(
+                    f"compress: kept {kept} of {n} words ({kept / n:.0%}; {label})",
+                    text=rebuild(w.seg.original, w.words, k), status="compressed")
+            changed += 1
+        data.update({
+            "segments": changed, "emptied": emptied, "candidates": len(work), "words_in": words_in, "words_kept": words_kept,
+            "forced": int(sum(int(w.forced.sum()) for w in work)),
+            "kept_ratio": round(words_kept / words_in, 4) if words_in else None,
+        })
+        return doc.with_event(TraceEvent(stage=self.name, data=data), segments=tuple(new_segments))
+
+    # -- pieces -----------------------------------------------------------------------------------
+    def _select(self, doc: Document, plan: Plan, counter: Any) -> tuple[list[_Work], dict[str, list[str]], int]:
+        forbidden = _forbidden_layers(doc, plan)
+        work: list[_Work] = []
+        skipped: dict[str, list[str]] = {"instruction": [], "layer": [], "structured": [], "changed": [],
+                                         "script": [], "short": []}
+        fixed = 0
+        for i, seg in enumerate(doc.segments):
+            if seg.dropped or seg.layer in forbidden:
+                continue
+            why = None
+            if seg.layer == "instruction":
+                why = "instruction"
+            elif seg.layer not in COMPRESSIBLE_LAYERS:
+                why = "layer"
+            elif seg.kind in STRUCTURED_KINDS:
+                why = "structured"
+            elif seg.status != "verbatim" or seg.text != seg.original:
+                why = "changed"
+            elif latin_share(seg.original) < 0.5:
+                why = "script"
+            words = tuple((m.start(), m.end()) for m in _WORD_RE.finditer(seg.original))
+            if why is None and len(words) < self.min_words:
+                why = "short"
+            if why is not None:
+                skipped[why].append(seg.id)
+                fixed += counter.count(seg.text)
+                continue
+            work.append(_Work(i, seg, words, forced_words(words, seg)))
+        return work, skipped, fixed
+
+    def _target(self, doc: Document, plan: Plan, work: Sequence[_Work], fixed: int, counter: Any) -> tuple[str, float, dict[str, Any]]:
+        if self.threshold is not None:
+            return "threshold", float(self.threshold), {}
+        if self.rate is not None:
+            return "rate", float(self.rate), {}
+        budget = _budget(doc, plan)
+        if budget is None:
+            return "threshold", self._clf.threshold, {"threshold_from": "model metadata"}
+        eligible = sum(counter.count(w.seg.original) for w in work)
+        info = {"budget": budget, "fixed_tokens": fixed, "eligible_tokens": eligible}
+        if fixed + eligible <= budget:
+            return "fits", 1.0, info
+        need = (budget - fixed) / eligible if eligible else 1.0
+        rate = min(1.0, max(self.min_rate, need))
+        info["needed_rate"] = round(need, 4)
+        return "budget", rate, info
+
+    def _decide(self, work: Sequence[_Work], probs: Sequence[np.ndarray], mode: str, value: float) -> list[np.ndarray]:
+        if mode == "threshold":
+            return [(p >= value) | w.forced for w, p in zip(work, probs)]
+        flat = np.concatenate(probs)
+        forced = np.concatenate([w.forced for w in work])
+        keep = forced.copy()
+        k = int(round(value * len(flat)))
+        room = k - int(forced.sum())
+        if room > 0:
+            free = np.flatnonzero(~forced)
+            order = free[np.argsort(-flat[free], kind="stable")]
+            keep[order[:room]] = True
+        out: list[np.ndarray] = []
+        pos = 0
+        for w in work:
+            out.append(keep[pos:pos + len(w.words)])
+            pos += len(w.words)
+        return out
+
+
+def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
+    """Words of ``seg.original`` that overlap a protected span (and so must be kept)."""
+    forced = np.zeros(len(words), dtype=bool)
+    if not seg.protected or not words:
+        return forced
+    starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
+    ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))
+    for span in seg.protected:
+        forced |= (starts < span.end) & (ends > span.start)
+    return forced
+
+
+def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -> str:
+    """The kept words of *original*, each after the whitespace that preceded it there."""
+    parts: list[str] = []
+    for i in np.flatnonzero(keep):
+        s, e = words[i]
+        if parts:
+            prev_end = words[i - 1][1] if i > 0 else 0
+            parts.append(original[prev_end:s] or " ")
+        parts.append(original[s:e])
+    return "".join(parts)
+
+
+def _forbidden_layers(doc: Document, plan: Plan) -> frozenset[str]:
+    try:
+        return frozenset(plan.role(doc.role).forbidden)
+    except (PlanError, KeyError, AttributeError):
+        return frozenset()
+
+
+def _budget(doc: Document, plan: Plan) -> int | None:
+    if doc.budget is not None:
+        return int(doc.budget)
+    try:
+        b = plan.role(doc.role).budget
+    except (PlanError, KeyError, AttributeError):
+        return None
+    return int(b) if isinstance(b, int) and not isinstance(b, bool) and b > 0 else None
+
+
+def _unit(doc: Document, plan: Plan) -> str | None:
+    try:
+        return plan.role(doc.role).unit
+    except (PlanError, KeyError, AttributeError):
+        return None

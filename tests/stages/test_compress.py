@@ -1,0 +1,178 @@
+"""The token compressor stage, on the tiny fixture model (a lookup table; see its build.py)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from odcf.document import Document, Segment, Source, Span
+from odcf.errors import StageError
+from odcf.plan.model import Plan
+from odcf.stages.compress import TokenCompressor, latin_share, rebuild
+
+TINY = str(Path(__file__).resolve().parents[1] / "fixtures" / "tiny_token_classifier")
+PLAN = Plan(domain="test")
+
+LONG = ("The supplier shall deliver 2400 units before 15 March 2025 unless the purchaser "
+        "cancels the order in writing, and the warranty covers manufacturing defects only.")
+STOPS = "it is that this was the one of them and so it is on the way to be as it was for all of us here"
+
+
+def seg(sid: str, text: str, *, layer: str = "fact", kind: str = "sentence", protected=(), index: int = 0) -> Segment:
+    return Segment(id=sid, source_id=sid.split("#")[0], index=index, text=text, original=text, layer=layer,
+                   kind=kind, protected=tuple(protected), score=0.5)
+
+
+def make_doc(*segments: Segment, budget: int | None = None) -> Document:
+    ids = sorted({s.source_id for s in segments})
+    return Document(sources=tuple(Source(id=i, text="-") for i in ids), segments=tuple(segments), budget=budget)
+
+
+def stage(**kw) -> TokenCompressor:
+    s = TokenCompressor(model_path=TINY, threads=1, **kw)
+    s.warm_up()
+    return s
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+def test_protected_words_survive_even_at_a_tiny_rate() -> None:
+    start = LONG.index("unless")
+    span = Span(start, start + len("unless the purchaser"), "unless the purchaser", "connective:unless")
+    out = stage(rate=0.1)(make_doc(seg("a#0", LONG, protected=[span])), PLAN)
+    s = out.segments[0]
+    assert s.status == "compressed"
+    assert "unless the purchaser" in s.text
+    assert out.trace[-1].data["forced"] == 3
+
+
+def test_rate_is_global_across_segments_not_per_segment() -> None:
+    doc = make_doc(seg("a#0", LONG), seg("b#0", STOPS))
+    out = stage(rate=0.3)(doc, PLAN)
+    ev = out.trace[-1].data
+    n = len(words(LONG)) + len(words(STOPS))
+    assert ev["words_in"] == n
+    assert ev["words_kept"] == round(0.3 * n)
+    kept_long = len(words(out.segments[0].text))
+    kept_stop = len(words(out.segments[1].text)) if out.segments[1].status == "compressed" else 0
+    # one ranking for all words: the content-heavy segment keeps a larger share than the stop-word one
+    assert kept_long / len(words(LONG)) > 0.3 > kept_stop / len(words(STOPS))
+
+
+def test_threshold_mode_keeps_words_at_or_above_it() -> None:
+    out = stage(threshold=0.9)(make_doc(seg("a#0", LONG)), PLAN)
+    kept = words(out.segments[0].text)
+    # tiny model: only pieces with a digit reach p > 0.9 (logit +3)
+    assert kept == ["2400", "15", "2025"]
+
+
+def test_a_segment_with_nothing_kept_is_dropped_with_a_reason() -> None:
+    out = stage(threshold=0.99)(make_doc(seg("a#0", STOPS)), PLAN)
+    s = out.segments[0]
+    assert s.status == "dropped"
+    assert s.reasons[-1].startswith("compress: no word of")
+
+
+def test_instruction_structured_short_and_chinese_segments_are_left_alone() -> None:
+    zh = "本合同自双方签字之日起生效，有效期为三年，期满前三十日内任何一方均可书面通知终止本合同。"
+    doc = make_doc(
+        seg("i#0", LONG, layer="instruction"),
+        seg("j#0", LONG, kind="json"),
+        seg("s#0", "Pay within 30 days."),
+        seg("z#0", zh),
+        seg("f#0", LONG),
+    )
+    out = stage(rate=0.3)(doc, PLAN)
+    assert [s.status for s in out.segments] == ["verbatim"] * 4 + ["compressed"]
+    assert out.segments[3].text == zh
+    ev = out.trace[-1].data
+    assert ev["skipped"] == {"instruction": 1, "structured": 1, "short": 1, "script": 1}
+    assert ev["skipped_script"] == ["z#0"]
+
+
+def test_latin_share() -> None:
+    assert latin_share("Hello world") == 1.0
+    assert latin_share("本合同自签字之日起生效 ok") < 0.5
+    assert latin_share("Привет мир") == 0.0
+
+
+def test_budget_fits_means_no_compression() -> None:
+    out = stage()(make_doc(seg("a#0", LONG), budget=10_000), PLAN)
+    assert out.segments[0].status == "verbatim"
+    assert out.trace[-1].data["mode"] == "fits"
+
+
+def test_budget_derives_a_rate_just_enough_to_fit() -> None:
+    doc = make_doc(seg("a#0", LONG, index=0), seg("b#0", LONG.replace("supplier", "vendor"), index=0), budget=40)
+    out = stage()(doc, PLAN)
+    ev = out.trace[-1].data
+    assert ev["mode"] == "budget"
+    assert ev["value"] == pytest.approx(max(0.2, 40 / ev["eligible_tokens"]))
+    assert ev["words_kept"] == round(ev["value"] * ev["words_in"])
+
+
+def test_output_is_deterministic() -> None:
+    doc = make_doc(seg("a#0", LONG), seg("b#0", STOPS + " " + LONG))
+    a = stage(rate=0.4)(doc, PLAN)
+    b = TokenCompressor(model_path=TINY, rate=0.4, threads=1)(doc, PLAN)
+    assert [s.text for s in a.segments] == [s.text for s in b.segments]
+    assert a.trace[-1].data == b.trace[-1].data
+
+
+def test_compressing_twice_changes_nothing_more() -> None:
+    s = stage(rate=0.5)
+    once = s(make_doc(seg("a#0", LONG)), PLAN)
+    twice = s(once.replace(trace=()), PLAN)
+    assert twice.segments == once.segments
+    assert twice.trace[-1].data["skipped"] == {"changed": 1}
+
+
+def test_bad_options_fail_clearly() -> None:
+    with pytest.raises(StageError, match="rate must be"):
+        TokenCompressor(rate=1.5)
+    with pytest.raises(StageError, match="either rate= or threshold="):
+        TokenCompressor(rate=0.5, threshold=0.5)
+    with pytest.raises(StageError, match="min_words"):
+        TokenCompressor(min_words=0)
+
+
+def test_rebuild_uses_the_original_whitespace() -> None:
+    text = "Alpha  beta\n\tGamma delta\nEpsilon"
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    assert rebuild(text, spans, np.array([1, 0, 1, 0, 1], dtype=bool)) == "Alpha\n\tGamma\nEpsilon"
+    assert rebuild(text, spans, np.array([1, 1, 0, 0, 0], dtype=bool)) == "Alpha  beta"
+
+
+_WORD = st.sampled_from(["Alpha", "the", "2024", "Net-30", "of", "Müller", "ÉTAT", "x", "it", "Globex", "§4.2", "$5m"])
+_SPACE = st.sampled_from([" ", "  ", "\n", "\t", " \n "])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(_WORD, _SPACE), min_size=8, max_size=40), st.floats(0.1, 0.9))
+def test_kept_words_are_verbatim_in_order_with_their_own_spacing(pairs, rate) -> None:
+    text = "".join(w + s for w, s in pairs).strip()
+    out = stage(rate=rate)(make_doc(seg("a#0", text)), PLAN).segments[0]
+    if out.status != "compressed":
+        return
+    orig = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
+    got = out.text
+    # every kept word is an original word, in order, never re-cased; between kept words only
+    # the whitespace that preceded the later one in the original
+    pos = 0
+    i = 0
+    for m in re.finditer(r"(\s*)(\S+)", got):
+        lead, word = m.group(1), m.group(2)
+        while i < len(orig) and orig[i][1] != word:
+            i += 1
+        assert i < len(orig), f"{word!r} is not an original word"
+        start = orig[i][0]
+        before = text[:start]
+        assert lead == ("" if pos == 0 else before[len(before.rstrip()):])
+        pos += 1
+        i += 1
