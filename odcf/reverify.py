@@ -285,9 +285,15 @@ def verify_report(
                                                     f"does not match the record's {str(want)[:16]}…"))
     plan = plan if plan is not None else _plan_for(record, notes)
     blocks = split_blocks(text, record) if text is not None else {}
+    delivered = [s for s in record["sources"] if s.get("status") != "dropped"]
+    unannotated = bool(text is not None and text and delivered and not blocks)
+    if unannotated:
+        notes.append("the delivered text has no [source i/n] headers (--no-annotate): checked as a whole, "
+                     "not per source")
     unit = record.get("unit")
     checked: list[str] = []
     n_segments = 0
+    vocab_texts: list[str] = []
 
     for k, src in enumerate(record["sources"]):
         sid = str(src.get("id", f"#{k + 1}"))
@@ -296,7 +302,7 @@ def verify_report(
             if seg.get("status") in ("dropped", "merged") and seg.get("sha256") not in (None, _EMPTY_SHA):
                 problems.append(Problem("record-tampered", "a dropped segment has a non-empty delivered sha256",
                                         sid, str(seg.get("id"))))
-        if text is not None and src.get("status") != "dropped":
+        if text is not None and src.get("status") != "dropped" and not unannotated:
             body = blocks.get(sid)
             if body is None:
                 problems.append(Problem("text-changed", "no block for this source in the delivered text", sid))
@@ -336,15 +342,24 @@ def verify_report(
             continue
         n_segments += len(segs)
         problems.extend(_check_segments(sid, segs, fresh, src))
+        vocab_texts += [selected, again.sources[0].text]
         body = blocks.get(sid)
         if body is not None:
             # every word delivered for this source must come from it (compression deletes, it never writes)
-            extra = foreign_words(body, selected, again.sources[0].text,
-                                  allowed=[w for pair in plan.abbreviations.items() for w in _WORD_RE.findall(" ".join(pair))])
+            extra = foreign_words(body, selected, again.sources[0].text, allowed=_abbreviation_words(plan))
             if extra:
                 shown = ", ".join(repr(w) for w in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
                 problems.append(Problem("text-not-derivable", f"delivered words not in the source: {shown}", sid))
+    if unannotated and plan is not None and len(checked) == len(delivered) and text is not None:
+        extra = foreign_words(text, *vocab_texts, allowed=_abbreviation_words(plan))
+        if extra:
+            problems.append(Problem("text-not-derivable", "delivered words in none of the sources: "
+                                    + ", ".join(repr(w) for w in extra[:5])))
     return VerifyReport(tuple(problems), tuple(checked), n_segments, tuple(notes))
+
+
+def _abbreviation_words(plan: Any) -> list[str]:
+    return [w for pair in plan.abbreviations.items() for w in _WORD_RE.findall(" ".join(pair))]
 
 
 def verify_record(

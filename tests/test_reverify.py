@@ -162,3 +162,15 @@ def test_an_html_fragment_is_reselected_as_html(plan, tmp_path):
     entry = result.record["sources"][0]
     assert entry["kind"] != "html" and entry["original_kind"] == "html"
     assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+
+
+def test_an_unannotated_text_is_checked_as_a_whole(plan, tmp_path, contract_text):
+    a = tmp_path / "msa.md"
+    a.write_text(contract_text, encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a))], budget=110, annotate=False)
+    report = verify_report(result.record, result.text, plan=plan, stages=SWITCHES)
+    assert report.ok and any("--no-annotate" in n for n in report.notes)
+    forged = result.text.replace("$50,000", "$500,000")
+    record = dict(result.record, sha256=sha256(forged))
+    codes = {p.code for p in verify_record(record, forged, plan=plan, stages=SWITCHES)}
+    assert "text-not-derivable" in codes
