@@ -7,8 +7,8 @@
     tag stripper gives) and of the rule stage; share of the gold body's words (multiset recall)
     each keeps, and the share of their words that are gold body words (precision).
 (b) agent_tau_bench: the JSON tables (orders, products, flights) and every tool output of the
-    200 airline trajectories: tokens before/after JSON minify, JSON validity and value equality
-    after.
+    200 airline trajectories, and the API responses in agent_toolbench: tokens before/after JSON
+    minify, JSON validity and value equality after.
 (c) anchors of the bundled ``general`` ontology (a built-in set when it is not bundled yet):
     every match present before the rules must still be present after. For HTML, "before" is
     the gold article body (chrome is dropped by design, so anchors in menus and footers are
@@ -228,9 +228,20 @@ def json_part(data: Path, plan: Plan, stage: RuleStage, counter: Any, limit: int
         rows.append(r)
     trajs = json.loads((root / "gpt-4o-airline.json").read_text(encoding="utf-8"))
     outputs = [m["content"] for t in trajs for m in t["traj"] if m.get("role") == "tool" and isinstance(m.get("content"), str)]
-    if limit:
-        outputs = outputs[: limit * 10]
-    agg: dict[str, Any] = {"name": f"gpt-4o-airline.json tool outputs ({len(outputs)})", "items": len(outputs),
+    rows.append(_tool_outputs(plan, stage, counter, "gpt-4o-airline.json tool outputs", outputs[: limit * 10] if limit else outputs))
+    toolbench = data / "agent_toolbench"
+    if toolbench.is_dir():
+        outputs = []
+        for path in sorted(toolbench.glob("answer__*.json")):
+            gen = json.loads(path.read_text(encoding="utf-8")).get("answer_generation", {})
+            for conv in gen.get("train_messages", []):
+                outputs.extend(m["content"] for m in conv if m.get("role") == "function" and isinstance(m.get("content"), str))
+        rows.append(_tool_outputs(plan, stage, counter, "toolbench API responses", outputs[: limit * 10] if limit else outputs))
+    return rows
+
+
+def _tool_outputs(plan: Plan, stage: RuleStage, counter: Any, label: str, outputs: list[str]) -> dict[str, Any]:
+    agg: dict[str, Any] = {"name": f"{label} ({len(outputs)})", "items": len(outputs),
                            "tokens_in": 0, "tokens_out": 0, "minified": 0, "valid_after": 0, "not_json": 0,
                            "equal": 0, "anchors": 0, "anchors_kept": 0, "lost": Counter(), "method": Counter()}
     for i, text in enumerate(outputs):
@@ -244,8 +255,7 @@ def json_part(data: Path, plan: Plan, stage: RuleStage, counter: Any, limit: int
         agg["lost"].update(r["lost"])
         if r["method"]:
             agg["method"][r["method"]] += 1
-    rows.append(agg)
-    return rows
+    return agg
 
 
 # -- (d) tables ----------------------------------------------------------------------------
@@ -356,7 +366,7 @@ def render(h: dict[str, Any], js: list[dict[str, Any]], tb: dict[str, Any], plan
         "Dropped elements, all pages (top 12 reasons): "
         + ", ".join(f"{k} {v:,}" for k, v in h["drops"].most_common(12)) + ".",
         "",
-        "## (b) tau-bench JSON → minified JSON",
+        "## (b) tool JSON → minified JSON (tau-bench tables and trajectories, toolbench API responses)",
         "",
         "| input | tokens before | tokens after | after/before | minified | valid JSON after (of minified) | same value (or text) after | method |",
         "|---|---|---|---|---|---|---|---|",
@@ -372,9 +382,14 @@ def render(h: dict[str, Any], js: list[dict[str, Any]], tb: dict[str, Any], plan
             methods = ", ".join(f"{k}: {v}" for k, v in sorted(r["method"].items()))
             lines.append(
                 f"| {r['name']} | {r['tokens_in']:,} | {r['tokens_out']:,} | {pct(r['tokens_out'], r['tokens_in'])} "
-                f"| {r['minified']} of {r['items']} ({r['not_json']} not JSON, left as text) "
+                f"| {r['minified']} of {r['items']} ({r['not_json']} not valid JSON: prose, empty or truncated; left as is) "
                 f"| {r['valid_after']} of {r['minified']} | {r['equal']} of {r['items']} | {methods} |"
             )
+    lines += [
+        "",
+        "toolbench responses wrap the API payload in a JSON *string* (`{\"error\": \"\", \"response\": \"[{\\\"id\\\": ...`), "
+        "so minifying the outer object saves little (the payload string keeps its value; only its \\\\uXXXX escapes become characters).",
+    ]
     lines += [
         "",
         "## (c) anchor matches present before the rules and still present after",
