@@ -9,6 +9,7 @@ import pytest
 from odcf.compressor import Compressor, read_source_file
 from odcf.document import Source, sha256
 from odcf.errors import InputError
+from odcf.pipeline import DEFAULT_ENABLED
 from odcf.trace import first_difference, read_trace, replay, write_trace
 
 SWITCHES = {n: False for n in ("rules", "fold") if importlib.util.find_spec(f"odcf.stages.{n}") is None}
@@ -34,7 +35,8 @@ def test_trace_lines(plan, tmp_path, contract_text):
     assert head["trace_id"] == trace_id == foot["trace_id"]
     assert head["plan_hash"] == plan.hash and head["plan"] == plan.to_dict()
     assert head["budget"] == 120 and head["query"] == "liability cap" and head["tokenizer"] == "o200k_base"
-    assert head["stages"]["segment"] is not False and head["stages"]["rerank"] is False
+    assert head["stages"]["segment"] is not False
+    assert (head["stages"]["rerank"] is False) == (not DEFAULT_ENABLED["rerank"])
     assert head["models"]["packages"]["bpe-openai"]  # the tokenizer's package version is pinned in the trace
     # the file source is stored by path and sha256, the others in full
     assert head["inputs"][0]["file"] == str(path.resolve()) and head["inputs"][0]["sha256"] == sha256(contract_text)

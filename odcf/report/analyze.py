@@ -200,8 +200,8 @@ def analyze(
     overrides = dict(stages or {})
     if entities is None:
         entities = _entities_available() and "entities" not in overrides
-    if entities and "entities" not in overrides:
-        overrides["entities"] = True
+    if "entities" not in overrides:
+        overrides["entities"] = bool(entities)
     compressor = Compressor(plan, stages=overrides, tokenizer=tokenizer)
     inputs = to_sources(sources)
     result = compressor.compress(inputs, query=query, role=role, budget=budget)

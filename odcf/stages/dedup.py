@@ -1,6 +1,9 @@
 """Semantic deduplication (stage ``dedup``): merge near-duplicate passages into one.
 
-Two live segments of the same layer are duplicates when their texts are equal after
+Only the ``layers`` given are deduplicated (``fact`` by default: a sentence said again in a
+later chat turn is a second event, and history has its own layering). Two live segments of
+the same layer and of different sources (``within_source=True`` also
+compares segments of one source) are duplicates when their texts are equal after
 whitespace and case folding, or when the cosine of their embeddings is at least
 ``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
 an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
@@ -11,7 +14,8 @@ Of each group, the segment kept is the one whose source is the most confident
 text), then the first in the input. The others get status ``merged`` and a reason naming the
 kept segment; the kept one lists them in ``merged_from`` and takes the group's best score.
 
-Only the best-scored segments are embedded (the same budget rule as the rerank stage:
+Segments shorter than ``min_words`` words (5) are left alone: "Yes." answering two
+different questions is not one statement. Only the best-scored segments are embedded (the same budget rule as the rerank stage:
 ``K = budget × 0.6 / mean segment tokens × safety``); exact duplicates are found among all.
 When the rerank stage ran first, its vectors come from the shared embedding cache.
 
@@ -79,7 +83,10 @@ class SemanticDedup(Stage):
     """Merge near-duplicate segments, keeping the most confident / most recent / first.
 
     Options: ``threshold`` (cosine), ``embedder`` (``minilm``, ``hash`` or an ONNX path),
-    ``threads``, ``safety`` and ``min_candidates`` (how many segments are embedded).
+    ``threads``, ``safety`` and ``min_candidates`` (how many segments are embedded),
+    ``min_words`` (shorter segments are never merged), ``within_source`` (also merge repeats
+    inside one source: off, since a source's own repetitions are part of what it says),
+    ``layers`` (the layers deduplicated).
     """
 
     name = "dedup"
@@ -88,7 +95,8 @@ class SemanticDedup(Stage):
     lossy = True
 
     def __init__(self, *, threshold: float = 0.92, embedder: str = "minilm", threads: int | None = None,
-                 safety: float = 3.0, min_candidates: int = 64) -> None:
+                 safety: float = 3.0, min_candidates: int = 64, min_words: int = 5,
+                 within_source: bool = False, layers: Sequence[str] = ("fact",)) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"dedup: threshold must be within (0, 1], got {threshold}")
         self.threshold = float(threshold)
@@ -96,6 +104,9 @@ class SemanticDedup(Stage):
         self.threads = threads
         self.safety = float(safety)
         self.min_candidates = int(min_candidates)
+        self.min_words = int(min_words)
+        self.within_source = bool(within_source)
+        self.layers = tuple(layers)
         self._embedder: Any = None
 
     def _model(self) -> Any:
@@ -112,7 +123,9 @@ class SemanticDedup(Stage):
     def __call__(self, doc: Document, plan: Plan) -> Document:
         sources = {s.id: s for s in doc.sources}
         position = {s.id: k for k, s in enumerate(doc.segments)}
-        live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS and s.text.strip()]
+        # Short fragments ("Yes.", "OK, thanks.") repeat without being the same statement.
+        live = [s for s in doc.segments if not s.dropped and s.layer in self.layers
+                and s.layer not in PINNED_LAYERS and len(s.text.split()) >= self.min_words]
         n_live = len(live)
 
         # Exact duplicates (after whitespace/case folding) among all live segments.
@@ -123,7 +136,8 @@ class SemanticDedup(Stage):
         for group in by_text.values():
             for a in range(len(group)):
                 for b in range(a + 1, len(group)):
-                    pairs[(group[a].id, group[b].id)] = 1.0
+                    if self.within_source or group[a].source_id != group[b].source_id:
+                        pairs[(group[a].id, group[b].id)] = 1.0
 
         # Near duplicates among the best-scored candidates.
         cands = live
@@ -143,7 +157,7 @@ class SemanticDedup(Stage):
             ii, jj = np.nonzero(np.triu(sims >= self.threshold - 1e-6, k=1))
             for i, j in zip(ii.tolist(), jj.tolist()):
                 a, b = cands[i], cands[j]
-                if a.layer == b.layer:
+                if a.layer == b.layer and (self.within_source or a.source_id != b.source_id):
                     pairs.setdefault((a.id, b.id), round(float(sims[i, j]), 4))
 
         merged, kept, blocked = self._groups(live, pairs, sources, position)

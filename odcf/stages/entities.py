@@ -21,8 +21,12 @@ later compress — layers fact, history and reasoning, English text only:
   an adverb (however, …)        the verb it modifies
   ============================  ==========================================================
 
-The model runs only where it can matter: segments already protected whole (a marker)
-are skipped, the parser runs only on segments that contain a guarded connective, and
+The model runs only where it can matter. In the default pipeline the stage runs after the
+rerank stage, and (``scope="auto"``) only on the best-scored segments that fill
+``budget_factor`` × the budget: the rest cannot be delivered, so nothing will compress them
+(a segment delivered after all is still checked by the ``verify`` stage). Run before any
+scoring, or with ``scope="all"``, every segment is processed. Segments already protected
+whole (a marker) are skipped, the parser runs only on segments that contain a guarded connective, and
 with ``prefilter=True`` (default) NER runs only on segments with an entity cue (a digit,
 a currency or percent sign, a capitalized word, a month, weekday, number or time word).
 Everything goes through ``nlp.pipe`` in batches; the tagger, attribute ruler and
@@ -43,6 +47,7 @@ from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.textutil import STOPWORDS, detect_language
+from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
 
@@ -254,9 +259,14 @@ class EntityGuard(Stage):
     provides = frozenset({"protected"})
 
     def __init__(self, *, ner: bool = True, parse: bool = True, prefilter: bool = True,
+                 scope: str = "auto", budget_factor: float = 1.5,
                  layers: Sequence[str] = GUARDED_LAYERS, batch_size: int = 128,
                  model: str | None = None) -> None:
+        if scope not in ("auto", "all"):
+            raise ValueError(f"entities: scope must be 'auto' or 'all', got {scope!r}")
         self.ner = ner
+        self.scope = scope
+        self.budget_factor = float(budget_factor)
         self.parse = parse
         self.prefilter = prefilter
         self.layers = tuple(layers)
@@ -276,6 +286,29 @@ class EntityGuard(Stage):
             hit = self._index_cache[plan.hash] = (index, _connective_regex(index))
         return hit
 
+    def _in_scope(self, doc: Document, plan: Plan) -> set[str] | None:
+        """With ``scope="auto"`` and scored segments: the best-scored segments filling
+        ``budget_factor`` × budget tokens (only those can be delivered, hence compressed).
+        ``None`` means every segment."""
+        if self.scope == "all":
+            return None
+        live = [s for s in doc.segments if not s.dropped and s.layer in self.layers]
+        if not live or any(s.score is None for s in live):
+            return None
+        budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
+        if not budget:
+            return None
+        counter = get_counter(doc.tokenizer or plan.tokenizer)
+        order = {s.id: k for k, s in enumerate(doc.segments)}
+        room = budget * self.budget_factor
+        chosen: set[str] = set()
+        for seg in sorted(live, key=lambda s: (-(s.score or 0.0), order[s.id])):
+            if room <= 0:
+                break
+            chosen.add(seg.id)
+            room -= counter.count(seg.text)
+        return chosen
+
     def __call__(self, doc: Document, plan: Plan) -> Document:
         labels = frozenset(plan.protection.entities)
         index, conn_rx = self._index(plan)
@@ -284,9 +317,13 @@ class EntityGuard(Stage):
         skipped: Counter[str] = Counter()
         parse_jobs: list[Segment] = []
         ner_jobs: list[Segment] = []
+        scope = self._in_scope(doc, plan) if (want_ner or want_parse) else None
         if want_ner or want_parse:
             for seg in doc.segments:
                 if seg.dropped:
+                    continue
+                if scope is not None and seg.id not in scope:
+                    skipped["below_budget"] += 1
                     continue
                 if seg.layer not in self.layers:
                     skipped["layer"] += 1

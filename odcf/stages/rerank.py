@@ -130,6 +130,7 @@ class EmbeddingReranker(Stage):
             qvec = model.encode(qtexts)
             svec = model.encode([s.text for s in chosen])
             data["embedded"] = len(chosen)
+            data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
             sims = svec @ qvec.T  # (n, q)
             if task and queries:
                 sem = (self.query_weight * sims[:, 0] + sims[:, 1:].max(axis=1)) / (self.query_weight + 1.0)

@@ -60,9 +60,12 @@ def test_negation_blocks_a_merge():
     assert signature(seg_of(out, "a")) != signature(seg_of(out, "b"))
 
 
-def test_different_layers_never_merge():
+def test_different_layers_never_merge_and_history_is_left_alone_by_default():
     out = run([Source(id="f", text=TEXT), Source(id="h", text=TEXT, layer="history")])
     assert not any(s.dropped for s in out.segments)
+    hist = [Source(id="h1", text=TEXT, layer="history"), Source(id="h2", text=TEXT, layer="history")]
+    assert not any(s.dropped for s in run(hist).segments)
+    assert seg_of(run(hist, layers=("fact", "history")), "h2").status == "merged"
 
 
 def test_unrelated_passages_stay():
@@ -83,3 +86,16 @@ def test_minilm_merges_a_paraphrase_but_not_a_different_amount():
 def test_bad_threshold():
     with pytest.raises(ValueError, match="threshold"):
         SemanticDedup(threshold=0)
+
+
+def test_repeats_inside_one_source_stay_unless_asked():
+    text = f"{TEXT} {TEXT}"
+    out = run([Source(id="a", text=text)])
+    assert not any(s.dropped for s in out.segments)
+    out = run([Source(id="a", text=text)], within_source=True)
+    assert [s.status for s in out.segments] == ["verbatim", "merged"]
+
+
+def test_short_fragments_are_never_merged():
+    out = run([Source(id="a", text="Yes, indeed."), Source(id="b", text="Yes, indeed.")])
+    assert not any(s.dropped for s in out.segments)
