@@ -124,3 +124,21 @@ def test_layout_classes_and_embeds_are_not_chrome():
             '</div><div class="sidebar">side</div>' + "<p>filler</p>" * 30 + "</body>")
     text, _ = html_to_text(html)
     assert "story" in text and "quoted tweet" in text and "side" not in text
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PIECES = ["<p>", "</p>", "<div class='share'>", "<div>", "</div>", "<table>", "<tr>", "<td>", "<th>", "</table>",
+          "<ul>", "<li>", "</ul>", "<ol start='x'>", "<pre>", "</pre>", "<script>secret()", "</script>", "<br>",
+          "<h2>", "</h2>", "<a href='u'>", "</a>", "&amp;", "&#x27;", "text", "$5,000", " ", "\n", "<!-- c -->",
+          "<td colspan='99999'>", "<blockquote>", "</blockquote>", "<code>", "</code>", "|", "<article>", "<nav>"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_property_any_markup_converts_deterministically(html):
+    text, report = html_to_text(html)
+    assert html_to_text(html) == (text, report)
+    assert "secret()" not in text and "<!--" not in text
+    assert report["chars_out"] == len(text)
