@@ -316,8 +316,9 @@ def render_html(
             piece, cut = _segment_html(seg, rec_segments.get(seg.id))
             total_cut += cut
             parts.append(piece)
+        kind = f"{src.meta['original_kind']} → {src.kind} (source rules)" if src.meta.get("original_kind") else src.kind
         head = (
-            f'<div class="src-head">{_e(src.label)} · {_e(src.kind)} · layer {_e(src.layer)}'
+            f'<div class="src-head">{_e(src.label)} · {_e(kind)} · layer {_e(src.layer)}'
             f" · {_e(rsrc.get('status', ''))} · {rsrc.get('tokens_in', '?')} → {rsrc.get('tokens_out', '?')} tokens</div>"
         )
         source_blocks.append(

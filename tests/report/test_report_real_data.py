@@ -34,6 +34,8 @@ def test_report_for_a_real_html_page(plan, stage_switches, tmp_path):
     page = render_html(rep.result.document, rep.result.record, health=d)
     (tmp_path / "html_report.html").write_text(page, encoding="utf-8")
     _check_page(page, rep.result.record)
+    if "rules" in stages:
+        assert "html → markdown (source rules)" in page
 
 
 def test_report_for_a_tau_bench_trajectory(plan, stage_switches, tmp_path):
