@@ -1,0 +1,1 @@
+"""Tests of the pipeline stages (a package, so that test module names may repeat elsewhere)."""
