@@ -350,7 +350,8 @@ def verify_report(
             if extra:
                 shown = ", ".join(repr(w) for w in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
                 problems.append(Problem("text-not-derivable", f"delivered words not in the source: {shown}", sid))
-    if unannotated and plan is not None and len(checked) == len(delivered) and text is not None:
+    if unannotated and plan is not None and text is not None \
+            and all(str(s.get("id")) in checked for s in delivered) and vocab_texts:
         extra = foreign_words(text, *vocab_texts, allowed=_abbreviation_words(plan))
         if extra:
             problems.append(Problem("text-not-derivable", "delivered words in none of the sources: "
