@@ -66,7 +66,7 @@ def export_onnx(model: Any, path: str | Path, *, opset: int = 17) -> Path:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
 
     model.eval()
-    ids = torch.tensor([[101, 7592, 2088, 102], [101, 2023, 102, 0]], dtype=torch.long)
+    ids = torch.tensor([[1, 5, 6, 2], [1, 7, 2, 0]], dtype=torch.long)  # any vocabulary of 8+ pieces
     mask = (ids != 0).long()
     dims = {0: "batch", 1: "seq"}
     path = Path(path)

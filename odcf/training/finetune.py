@@ -255,7 +255,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
             sched.step()
             opt.zero_grad(set_to_none=True)
             step += 1
-            run_loss += float(loss)
+            run_loss += float(loss.detach())
             run_n += 1
             run_tok += int(t["attention_mask"].sum())
             if step % cfg.log_every == 0:

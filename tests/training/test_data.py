@@ -1,0 +1,97 @@
+"""The data builder on a tiny corpus written here (WNUT-style CoNLL and QMSum-style JSONL)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from odcf.errors import InputError
+
+pytest.importorskip("datasets")
+pytest.importorskip("spacy")
+
+WNUT = {
+    "wnut17train.conll": "Empire\tB-location\nState\tI-location\nBuilding\tI-location\nlooks\tO\ngreat\tO\ntoday\tO\n.\tO\n\n"
+                         "I\tO\nmet\tO\nJohn\tB-person\nat\tO\n5\tO\npm\tO\n\n",
+    "emerging.dev.conll": "Paris\tB-location\nis\tO\nnice\tO\n\n",
+    "emerging.test.annotated": "We\tO\nlove\tO\nNetflix\tB-corporation\n!\tO\n\n",
+}
+
+
+def write_corpus(root: Path) -> Path:
+    (root / "ner_wnut17").mkdir(parents=True)
+    for name, text in WNUT.items():
+        (root / "ner_wnut17" / name).write_text(text, encoding="utf-8")
+    (root / "qa_qmsum").mkdir()
+    meetings = []
+    for m in range(12):
+        meetings.append({
+            "meeting_transcripts": [
+                {"speaker": "A", "content": f"Okay . Um so meeting {m} starts ."},
+                {"speaker": "B", "content": "We agreed the budget is 25 euros for the remote control ."},
+                {"speaker": "C", "content": "Uh yeah {vocalsound} I think so ."},
+            ],
+            "specific_query_list": [{"query": "What was the budget?",
+                                     "answer": "The group agreed on a budget of 25 euros for the remote.",
+                                     "relevant_text_span": [["1", "1"]]}],
+        })
+    (root / "qa_qmsum" / "val.jsonl").write_text("\n".join(json.dumps(x) for x in meetings) + "\n", encoding="utf-8")
+    return root
+
+
+def test_builder_labels_and_splits_by_document(tmp_path: Path) -> None:
+    from odcf.training.data import BuildConfig, build_dataset
+
+    data = write_corpus(tmp_path / "data")
+    cfg = BuildConfig(data_dir=str(data), out_dir=str(tmp_path / "run"), ontology_dir=None)
+    dd = build_dataset(cfg)
+    wnut = {r["text"]: r for split in ("train", "dev", "test") for r in dd[split] if r["source"] == "wnut17"}
+    first = wnut["Empire State Building looks great today."]
+    assert first["entity"] == [1, 1, 1, 0, 0, 0]
+    assert first["weights"][:3] == [3.0, 3.0, 3.0]
+    assert first["labels"][:3] == [1, 1, 1]
+    met = wnut["I met John at 5 pm"]
+    assert met["labels"][met["text"].split().index("5")] == 1 and met["number"][4] == 1
+    assert [r["text"] for r in dd["test"] if r["source"] == "wnut17"] == ["We love Netflix!"]
+
+    q = [r for split in ("train", "dev", "test") for r in dd[split] if r["source"] == "qmsum"]
+    assert len(q) == 12  # only evidence turns, one window each
+    row = q[0]
+    kept = [w for w, lab in zip(row["text"].split(), row["labels"]) if lab]
+    assert {"budget", "25", "euros", "remote"} <= set(kept)
+    assert "the" not in kept and "We" not in kept
+    # a meeting is in exactly one split
+    by_meeting: dict[str, set[str]] = {}
+    for split in ("train", "dev", "test"):
+        for r in dd[split]:
+            if r["source"] == "qmsum":
+                by_meeting.setdefault(r["doc"].split("/")[1], set()).add(split)
+    assert all(len(s) == 1 for s in by_meeting.values())
+    # same configuration: reused, not rebuilt
+    assert (Path(cfg.out_dir) / "dataset" / "odcf_build.json").is_file()
+    again = build_dataset(cfg)
+    assert again["train"]["text"] == dd["train"]["text"]
+
+
+def test_bad_conll_line_says_where(tmp_path: Path) -> None:
+    from odcf.training.data import read_conll
+
+    f = tmp_path / "x.conll"
+    f.write_text("ok\tO\nbroken-line\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"x.conll:2: expected"):
+        read_conll(f)
+
+
+def test_window_cuts_long_texts_at_sentence_ends() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER, Example, window
+
+    text = " ".join(["Alpha beta gamma delta."] * 20)
+    n = len(text.split())
+    ex = Example("x", "d", "train", text, [1] * n, [1.0] * n, [0] * n, [0] * n)
+    pieces = window(ex, load_tokenizer(DEFAULT_TOKENIZER), 24)
+    assert len(pieces) > 1
+    assert " ".join(p.text for p in pieces) == text
+    assert all(p.text.endswith(".") for p in pieces)
+    assert sum(len(p.labels) for p in pieces) == n
