@@ -59,6 +59,7 @@ _CHROME_EXACT = frozenset(
     "ad ads adslot adunit promo newsletter subscribe subscription popup outbrain taboola sponsored "
     "signup".split()
 )
+_HEADER_TOKENS = frozenset("header masthead topbar siteheader pageheader globalheader".split())
 _EMBED_TOKENS = frozenset("embed embedded tweet blockquote".split())
 _LAYOUT_MODIFIERS = frozenset("has with w no without show hide".split())
 _CHROME_ROLES = frozenset(
@@ -266,6 +267,9 @@ class _Renderer:
             for tok in tokens:
                 # "has-sidebar", "with-comments", "w-sidebar" describe a layout, not chrome.
                 if (tok in _CHROME_EXACT or _CHROME_TOKEN.match(tok)) and prev not in _LAYOUT_MODIFIERS:
+                    return f"{attr}:{tok}"
+                # a page header by class, like <header> itself: chrome outside an article only
+                if tok in _HEADER_TOKENS and not self.in_article and prev not in _LAYOUT_MODIFIERS:
                     return f"{attr}:{tok}"
                 prev = tok
         return None

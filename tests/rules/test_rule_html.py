@@ -142,3 +142,11 @@ def test_property_any_markup_converts_deterministically(html):
     assert html_to_text(html) == (text, report)
     assert "secret()" not in text and "<!--" not in text
     assert report["chars_out"] == len(text)
+
+
+def test_header_by_class_is_chrome_outside_an_article_only():
+    html = ('<div id="full-header"><span>Brand</span></div><div class="site-masthead">Topics</div>'
+            '<article><div class="entry-header"><p>Kicker</p></div><p>Body.</p></article>')
+    text, report = html_to_text(html)
+    assert text == "Kicker\n\nBody."
+    assert report["dropped"] == {"class:masthead": 1, "id:header": 1}
