@@ -68,7 +68,7 @@ _CHROME_ROLES = frozenset(
 _CHROME_TEXT = re.compile(
     r"(?:share(?: this)?(?: (?:article|story|post|page|link))?(?: (?:on|via) \w+)?"
     r"|(?:subscribe|sign up|signup|register|log ?in|sign in)\b.{0,80}"
-    r"|(?:we|this (?:site|website)) uses? cookies\b.{0,300}"
+    r"|(?:we|this (?:site|website)) uses? cookies\b.{0,700}"
     r"|(?:accept|allow|manage)(?: all)? cookies?.{0,40}|cookie (?:settings|policy|preferences)"
     r"|advertisement|sponsored(?: content)?|skip to (?:main )?content|(?:read|see) more"
     r"|follow us\b.{0,60}|click here to\b.{0,60}|continue reading|related (?:articles|stories|posts)"
@@ -96,7 +96,7 @@ _CHROME_HEADING = re.compile(
 
 
 class _El:
-    __slots__ = ("tag", "attrs", "children", "parent", "depth", "tlen", "has_main", "has_h1")
+    __slots__ = ("tag", "attrs", "children", "parent", "depth", "tlen", "alen", "has_main", "has_h1")
 
     def __init__(self, tag: str, attrs: dict[str, str], parent: _El | None) -> None:
         self.tag = tag
@@ -105,6 +105,7 @@ class _El:
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
         self.tlen = 0
+        self.alen = 0  # text inside links
         self.has_main = False
         self.has_h1 = False
 
@@ -185,16 +186,18 @@ def _measure(root: _El) -> None:
     for el in reversed(order):
         if el.tag in ("script", "style", "noscript", "template", "head"):
             continue
-        n = 0
+        n = a = 0
         main = h1 = False
         for c in el.children:
             if isinstance(c, str):
                 n += len(c.strip())
             else:
                 n += c.tlen
+                a += c.alen
                 main = main or c.has_main or c.tag in ("main", "article")
                 h1 = h1 or c.has_h1 or c.tag == "h1"
         el.tlen = n
+        el.alen = n if el.tag == "a" else a
         el.has_main = main
         el.has_h1 = h1
 
@@ -310,6 +313,11 @@ class _Renderer:
                 self.report["headings"] += 1
         elif tag in ("ul", "ol"):
             self.flush()
+            items = sum(1 for c in el.children if isinstance(c, _El) and c.tag == "li")
+            if items >= 3 and el.tlen and el.alen >= 0.8 * el.tlen and not self._wrapper(el):
+                # a list of links: menus, "more stories", tag clouds
+                self._record_drop("links:list", el)
+                return
             self._list(el, ordered=tag == "ol")
         elif tag == "table":
             self.flush()
@@ -515,7 +523,7 @@ def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
         if in_chrome_section:
             # "## Most Popular" and the link lists under it
             reason = "text:chrome_section"
-        elif len(block) <= 400 and _CHROME_TEXT.fullmatch(block.strip()):
+        elif len(block) <= 800 and _CHROME_TEXT.fullmatch(block.strip()):
             reason = "text:chrome"
         elif _LIST_BLOCK.match(block) and all(_SOCIAL_ITEM.fullmatch(line) for line in block.split("\n")):
             reason = "text:share_list"

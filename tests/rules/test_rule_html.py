@@ -150,3 +150,13 @@ def test_header_by_class_is_chrome_outside_an_article_only():
     text, report = html_to_text(html)
     assert text == "Kicker\n\nBody."
     assert report["dropped"] == {"class:masthead": 1, "id:header": 1}
+
+
+def test_lists_of_links_are_dropped_lists_of_text_are_kept():
+    html = ("<p>" + "Body sentence. " * 20 + "</p>"
+            "<ul><li><a href='/a'>Another story</a></li><li><a href='/b'>Second story</a></li>"
+            "<li><a href='/c'>Third story</a></li></ul>"
+            "<ul><li>Point one, see <a href='/x'>x</a></li><li>Point two</li><li>Point three</li></ul>")
+    text, report = html_to_text(html)
+    assert "Another story" not in text and "- Point one, see x\n- Point two\n- Point three" in text
+    assert report["dropped"] == {"links:list": 1}
