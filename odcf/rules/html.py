@@ -82,6 +82,7 @@ _CHROME_TEXT = re.compile(
 
 _HEADING_TEXT = re.compile(r"#{1,6} (.*)$", re.DOTALL)
 _LIST_BLOCK = re.compile(r"(?:- |\d+\. )")
+_LIST_HEADING = re.compile(r"(?:- |\d+\. )#{1,6} ")
 _SOCIAL_ITEM = re.compile(
     r"(?:- |\d+\. )(?:share on )?(?:facebook|twitter|linkedin|pinterest|whatsapp|reddit|email|e-mail|print|"
     r"copy link.*|flipboard|tumblr|telegram|messenger|sms|comments?|show more sharing options|share)",
@@ -463,6 +464,13 @@ class _Renderer:
         self.report["code_blocks"] += 1
 
 
+def _teaser_list(block: str) -> bool:
+    """A list whose items are mostly headings: story cards ("- #### Headline / 3 hours ago")."""
+    items = [line for line in block.split("\n") if _LIST_BLOCK.match(line)]
+    headed = sum(1 for line in items if _LIST_HEADING.match(line))
+    return headed >= 3 and headed >= 0.5 * len(items)
+
+
 def _holds(el: _El, tag: str) -> bool:
     todo = [c for c in el.children if isinstance(c, _El)]
     while todo:
@@ -527,6 +535,8 @@ def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
             reason = "text:chrome"
         elif _LIST_BLOCK.match(block) and all(_SOCIAL_ITEM.fullmatch(line) for line in block.split("\n")):
             reason = "text:share_list"
+        elif _LIST_BLOCK.match(block) and _teaser_list(block):
+            reason = "text:teaser_list"
         if reason:
             report["dropped"][reason] += 1
             if len(report["examples"]) < 3:

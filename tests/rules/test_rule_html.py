@@ -160,3 +160,10 @@ def test_lists_of_links_are_dropped_lists_of_text_are_kept():
     text, report = html_to_text(html)
     assert "Another story" not in text and "- Point one, see x\n- Point two\n- Point three" in text
     assert report["dropped"] == {"links:list": 1}
+
+
+def test_story_card_lists_are_dropped():
+    cards = "".join(f"<li><h4>Headline {i}</h4><span>{i} hours ago</span></li>" for i in range(4))
+    text, report = html_to_text(f"<p>Body.</p><ul>{cards}</ul><ul><li><h4>Only one heading</h4></li><li>a</li><li>b</li></ul>")
+    assert "Headline" not in text and "#### Only one heading" in text
+    assert report["dropped"] == {"text:teaser_list": 1}
