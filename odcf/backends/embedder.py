@@ -244,6 +244,108 @@ class OnnxEmbedder:
         return _normalize(out)
 
 
+# --------------------------------------------------------------------------- static (distilled)
+def cache_dir() -> Path:
+    """Where derived model files go: ``$ODCF_CACHE``, else ``$XDG_CACHE_HOME/odcf``, else ``~/.cache/odcf``."""
+    env = os.environ.get("ODCF_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "odcf"
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class StaticEmbedder:
+    """A static (bag of word pieces) embedder distilled from all-MiniLM-L6-v2, model2vec style.
+
+    Each vocabulary entry is embedded once by the ONNX model (``[CLS] piece [SEP]``, mean
+    pooled, normalized); a text is then the weighted mean of its pieces' vectors — no
+    network, no attention, thousands of times faster than the model and far less precise.
+    Pieces are weighted by rarity (BERT's vocabulary is roughly frequency ordered from id
+    1996 on, so ``log(rank)`` stands in for Zipf weighting), special and unused entries get 0.
+
+    The table (30,522 × 384, float16, 23 MB) is built on first use from the installed model
+    and cached under :func:`cache_dir`, keyed by the sha256 of model and tokenizer.
+    """
+
+    name = "minilm-static"
+    dim = DIM
+
+    def __init__(self, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
+                 *, threads: int | None = None) -> None:
+        self.source = OnnxEmbedder(model_path, tokenizer_path, threads=threads)
+        self._table: np.ndarray | None = None
+        self._weights: np.ndarray | None = None
+        self._tokenizer: Any = None
+
+    def _cache_path(self) -> Path:
+        model = self.source.model_path or default_model_path()
+        key = _file_sha256(Path(model))[:16] + "-" + _file_sha256(self.source.tokenizer_path)[:8]
+        return cache_dir() / f"static-minilm-{key}.npy"
+
+    def warm_up(self) -> None:
+        if self._table is not None:
+            return
+        self.source.warm_up()
+        self._tokenizer = self.source._tokenizer
+        path = self._cache_path()
+        table: np.ndarray | None = None
+        if path.is_file():
+            try:
+                table = np.load(path)
+            except (OSError, ValueError) as exc:
+                logger.warning("static embedding table %s unreadable (%s); rebuilding", path, exc)
+        if table is None or table.shape != (self._tokenizer.get_vocab_size(), DIM):
+            table = self._build()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(tmp, table)
+            os.replace(tmp, path)
+            logger.info("built static embedding table %s", path)
+        self._table = table.astype(np.float32)
+        vocab = self._tokenizer.get_vocab()
+        weights = np.log(2.0 + np.maximum(0, np.arange(len(self._table)) - 1996)).astype(np.float32)
+        for piece, i in vocab.items():
+            if piece.startswith("[") and piece.endswith("]"):
+                weights[i] = 0.0
+        self._weights = weights / weights.max()
+
+    def _build(self) -> np.ndarray:
+        vocab_size = self._tokenizer.get_vocab_size()
+        cls_id = self._tokenizer.token_to_id("[CLS]")
+        sep_id = self._tokenizer.token_to_id("[SEP]")
+        session = self.source._session
+        out = np.zeros((vocab_size, DIM), dtype=np.float32)
+        step = 2048
+        for start in range(0, vocab_size, step):
+            ids = np.arange(start, min(vocab_size, start + step), dtype=np.int64)
+            batch = np.stack([np.full_like(ids, cls_id), ids, np.full_like(ids, sep_id)], axis=1)
+            feeds = {"input_ids": batch, "attention_mask": np.ones_like(batch)}
+            if "token_type_ids" in self.source._input_names:
+                feeds["token_type_ids"] = np.zeros_like(batch)
+            hidden = session.run(None, feeds)[0]
+            out[start:start + len(ids)] = hidden.mean(axis=1)
+        return _normalize(out).astype(np.float16)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.warm_up()
+        assert self._table is not None and self._weights is not None
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for row, enc in enumerate(self._tokenizer.encode_batch(list(texts), add_special_tokens=False)):
+            if enc.ids:
+                ids = np.asarray(enc.ids, dtype=np.int64)
+                w = self._weights[ids]
+                out[row] = w @ self._table[ids]
+        return _normalize(out)
+
+
 class CachedEmbedder:
     """Wraps an embedder with a bounded text -> vector cache.
 
@@ -293,7 +395,8 @@ _EMBEDDERS: dict[str, CachedEmbedder] = {}
 
 
 def get_embedder(name: str = "minilm", **options: Any) -> CachedEmbedder:
-    """An embedder by name: ``minilm`` (ONNX, the default), ``hash``, or a path to an ONNX model.
+    """An embedder by name: ``minilm`` (ONNX, the default), ``static`` (distilled from it),
+    ``hash``, or a path to an ONNX model.
 
     Instances are cached per name and options (and wrapped in a :class:`CachedEmbedder`),
     so stages share one model and one vector cache per process.
@@ -307,12 +410,14 @@ def get_embedder(name: str = "minilm", **options: Any) -> CachedEmbedder:
     inner: Embedder
     if name == "hash":
         inner = HashEmbedder(**options)
+    elif name in ("static", StaticEmbedder.name):
+        inner = StaticEmbedder(**options)
     elif name in ("minilm", "onnx", OnnxEmbedder.name):
         inner = OnnxEmbedder(**options)
     elif name.endswith(".onnx"):
         inner = OnnxEmbedder(model_path=name, **options)
     else:
-        raise StageError(f"unknown embedder {name!r}: expected 'minilm', 'hash' or a path to an .onnx file")
+        raise StageError(f"unknown embedder {name!r}: expected 'minilm', 'static', 'hash' or a path to an .onnx file")
     emb = CachedEmbedder(inner)
     with _LOCK:
         return _EMBEDDERS.setdefault(key, emb)

@@ -81,7 +81,10 @@ class EmbeddingReranker(Stage):
 
     def __init__(self, *, embedder: str = "minilm", threads: int | None = None,
                  query_weight: float = 2.0, semantic_weight: float = 0.7,
-                 safety: float = 3.0, min_candidates: int = 64, edges: bool = False) -> None:
+                 safety: float = 3.0, min_candidates: int = 64, edges: bool = False,
+                 first_pass: str = "lexical") -> None:
+        if first_pass not in ("lexical", "static"):
+            raise ValueError(f"rerank: first_pass must be 'lexical' or 'static', got {first_pass!r}")
         if not 0.0 <= semantic_weight <= 1.0:
             raise ValueError(f"rerank: semantic_weight must be within [0, 1], got {semantic_weight}")
         self.embedder = embedder
@@ -91,7 +94,9 @@ class EmbeddingReranker(Stage):
         self.safety = float(safety)
         self.min_candidates = int(min_candidates)
         self.edges = bool(edges)
+        self.first_pass = first_pass
         self._embedder: Any = None
+        self._static: Any = None
 
     def _model(self) -> Any:
         if self._embedder is None:
@@ -101,8 +106,43 @@ class EmbeddingReranker(Stage):
             self._embedder = get_embedder(self.embedder, **opts)
         return self._embedder
 
+    def _static_model(self) -> Any:
+        if self._static is None:
+            from odcf.backends.embedder import get_embedder
+
+            self._static = get_embedder("static", threads=self.threads)
+        return self._static
+
     def warm_up(self) -> None:
-        self._model().warm_up()
+        models = [self._model()] + ([self._static_model()] if self.first_pass == "static" else [])
+        for m in models:
+            warm = getattr(m, "warm_up", None)
+            if warm is not None:
+                warm()
+
+    def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], task: bool) -> list[Segment]:
+        """Segments best first by the cheap score: lexical, or lexical blended with static embeddings."""
+        if self.first_pass == "lexical":
+            return sorted(segs, key=lambda s: -(s.score or 0.0))  # stable: ties keep document order
+        static = self._static_model()
+        sem = self._semantic(static.encode([s.text for s in segs]), static.encode(list(qtexts)), task)
+        lex = np.array([s.score or 0.0 for s in segs], dtype=np.float64)
+        if lex.max() > 0:
+            lex = lex / lex.max()
+        cheap = 0.5 * sem + 0.5 * lex
+        order = sorted(range(len(segs)), key=lambda i: (-round(float(cheap[i]), 6), i))
+        return [segs[i] for i in order]
+
+    def _semantic(self, svec: np.ndarray, qvec: np.ndarray, task: bool) -> np.ndarray:
+        """Per segment: weighted task/plan query similarity, clipped at 0, best scaled to 1."""
+        sims = svec @ qvec.T  # (n, q)
+        if task and qvec.shape[0] > 1:
+            sem = (self.query_weight * sims[:, 0] + sims[:, 1:].max(axis=1)) / (self.query_weight + 1.0)
+        else:
+            sem = sims.max(axis=1)
+        sem = np.clip(sem.astype(np.float64), 0.0, None)
+        top = float(sem.max()) if len(sem) else 0.0
+        return sem / top if top > 0 else sem
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
         live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
@@ -120,38 +160,33 @@ class EmbeddingReranker(Stage):
             mean_tokens = sum(counter.count(s.text) for s in english) / len(english)
             budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
             k = candidate_count(budget, mean_tokens, safety=self.safety, minimum=self.min_candidates)
-            by_lex = sorted(english, key=lambda s: (-(s.score or 0.0), s.id))
-            chosen = by_lex if k is None or k >= len(by_lex) else by_lex[:k]
-            rest = [] if k is None or k >= len(by_lex) else by_lex[k:]
-            data.update({"candidates": len(chosen), "k": k, "mean_segment_tokens": round(mean_tokens, 2)})
+            qtexts = ([task] if task else []) + queries
+            if k is None or k >= len(english):
+                chosen, rest = list(english), []
+            else:
+                ranked = self._first_pass_order(english, qtexts, bool(task))
+                chosen, rest = ranked[:k], ranked[k:]
+            data.update({"candidates": len(chosen), "k": k, "first_pass": self.first_pass if rest else None,
+                         "mean_segment_tokens": round(mean_tokens, 2)})
 
             model = self._model()
-            qtexts = ([task] if task else []) + queries
             qvec = model.encode(qtexts)
             svec = model.encode([s.text for s in chosen])
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
-            sims = svec @ qvec.T  # (n, q)
-            if task and queries:
-                sem = (self.query_weight * sims[:, 0] + sims[:, 1:].max(axis=1)) / (self.query_weight + 1.0)
-            else:
-                sem = sims.max(axis=1)
-            sem = np.clip(sem, 0.0, None)
-            top = float(sem.max()) if len(sem) else 0.0
-            if top > 0:
-                sem = sem / top
+            sem = self._semantic(svec, qvec, bool(task))
             lex = np.array([s.score or 0.0 for s in chosen], dtype=np.float64)
             top_lex = float(lex.max()) if len(lex) else 0.0
             if top_lex > 0:
                 lex = lex / top_lex
-            blended = self.semantic_weight * sem.astype(np.float64) + (1.0 - self.semantic_weight) * lex
+            blended = self.semantic_weight * sem + (1.0 - self.semantic_weight) * lex
             for seg, v in zip(chosen, blended):
                 new_scores[seg.id] = round(float(v), 6)
             if rest:
+                # Below every candidate, in first-pass order.
                 floor = min(new_scores[s.id] for s in chosen)
-                top_rest = max((s.score or 0.0) for s in rest) or 1.0
-                for seg in rest:
-                    new_scores[seg.id] = round(0.99 * floor * (seg.score or 0.0) / top_rest, 6)
+                for pos, seg in enumerate(rest):
+                    new_scores[seg.id] = round(0.99 * floor * (1.0 - pos / len(rest)), 6)
         elif english:
             data["note"] = "no query: lexical scores kept"
 

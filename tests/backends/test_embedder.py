@@ -73,3 +73,19 @@ def test_onnx_session_is_shared_per_process():
     a.warm_up(), b.warm_up()
     assert a._session is b._session
     assert len([k for k in mod._SESSIONS if k[1] == 1]) == 1
+
+
+@pytest.mark.slow
+def test_static_embedder_is_a_cached_distillation(tmp_path, monkeypatch):
+    from odcf.backends.embedder import StaticEmbedder, cache_dir
+
+    monkeypatch.setenv("ODCF_CACHE", str(tmp_path))
+    assert cache_dir() == tmp_path
+    e = StaticEmbedder(threads=1)
+    v = e.encode(["The tenant must pay rent monthly.", "Rent is due from the lessee every month.",
+                  "Penguins live in Antarctica.", ""])
+    assert len(list(tmp_path.glob("static-minilm-*.npy"))) == 1  # built once, cached by model hash
+    assert np.allclose(np.linalg.norm(v[:3], axis=1), 1.0, atol=1e-5) and not v[3].any()
+    assert v[0] @ v[1] > v[0] @ v[2]
+    again = StaticEmbedder(threads=1).encode(["The tenant must pay rent monthly."])
+    assert np.allclose(again[0], v[0], atol=1e-6)

@@ -104,3 +104,34 @@ def test_no_query_keeps_lexical_scores():
 def test_bad_option_is_clear():
     with pytest.raises(ValueError, match="semantic_weight"):
         EmbeddingReranker(semantic_weight=2)
+
+
+def test_static_first_pass_picks_candidates_by_meaning_and_words():
+    from odcf.backends.embedder import HashEmbedder
+
+    filler = [Source(id=f"f{i}", text=f"Filler sentence number {i} about gardening and tulips.") for i in range(30)]
+    # No word in common with the query: a lexical first pass ranks it among the fillers
+    hidden = Source(id="hidden", text="Lessees settle what they owe monthly.")
+    stage = EmbeddingReranker(embedder="hash", first_pass="static", min_candidates=3, safety=1.0)
+
+    class Meaning(HashEmbedder):
+        """A stand-in for the static table: maps the hidden sentence next to the query."""
+
+        def encode(self, texts):
+            return super().encode(["tenant rent" if "Lessees" in t else t for t in texts])
+
+    stage._static = Meaning()
+    doc = Document.from_sources(filler + [hidden], query="tenant rent", budget=10)
+    out = Pipeline([Segmenter(), Protector(), LexicalRanker(), stage]).run(doc, PLAN)
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["first_pass"] == "static" and ev.data["candidates"] == ev.data["k"] < 31
+    scores = {s.source_id: s.score for s in out.segments}
+    assert scores["hidden"] >= sorted(scores.values())[-ev.data["k"]]  # it made the candidate list
+    lexical = run(filler + [hidden], query="tenant rent", budget=10, embedder="hash", min_candidates=3, safety=1.0)
+    lex_scores = {s.source_id: s.score for s in lexical.segments}
+    assert lex_scores["hidden"] < scores["hidden"]
+
+
+def test_bad_first_pass_is_clear():
+    with pytest.raises(ValueError, match="first_pass"):
+        EmbeddingReranker(first_pass="magic")
