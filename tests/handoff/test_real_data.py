@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from handoff_data import sgd_dialogues, sgd_messages_and_slots, tau_trajectories
+from .handoff_data import sgd_dialogues, sgd_messages_and_slots, tau_trajectories
 from odcf.handoff.engine import handoff
 
 
