@@ -1,0 +1,386 @@
+"""Reading batch input (JSON Lines, gzipped JSON Lines, Parquet, or a directory of them) lazily,
+and writing JSON Lines / Parquet atomically.
+
+Reading never holds more than one record (JSON Lines) or one row batch (Parquet) in memory.
+Every input record gets a *key* ``(file number, record number)`` in a deterministic order:
+files sorted by their path relative to the input directory, records in file order. Blank
+lines in JSON Lines are not records (they are neither read nor counted).
+
+A line that is not JSON, not UTF-8, or longer than the reading limit is still a record: it
+comes back as a :class:`RawRecord` with ``error`` set, so that the job reports it instead of
+failing.
+
+>>> files = discover_inputs("tests/batch")        # doctest: +SKIP
+>>> for raw in read_records(files):               # doctest: +SKIP
+...     print(raw.key, raw.where, raw.error)
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import gzip
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from odcf.errors import InputError
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_READ_BLOCK = 1 << 20
+_WS = b" \t\r\n"
+
+Key = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file: its number in the job, its absolute path, and the name reports use."""
+
+    no: int
+    path: str
+    name: str
+    format: str  # "jsonl" | "parquet"
+    size: int
+    mtime_ns: int
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What must not change between a run and its ``--resume``."""
+        return {"name": self.name, "format": self.format, "size": self.size, "mtime_ns": self.mtime_ns}
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """A record as read: the parsed JSON value, or why it could not be parsed.
+
+    ``where`` is ``{"file": name, "line": n}`` (JSON Lines, 1-based) or ``{"file": name, "row": n}``
+    (Parquet, 0-based). ``detail`` holds what the error file needs when ``record`` is absent:
+    ``raw`` (the line as text), ``raw_base64`` (its bytes, for invalid UTF-8), or ``raw_bytes`` and
+    ``raw_sha256`` for a line above the reading limit, which is not copied.
+    """
+
+    key: Key
+    where: dict[str, Any]
+    record: Any = None
+    error: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def format_of(path: str) -> str | None:
+    low = path.lower()
+    if low.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if low.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    return None
+
+
+def discover_inputs(path: str | os.PathLike[str]) -> list[InputFile]:
+    """The input files of a job: *path* itself, or every JSON Lines / Parquet file under a directory
+    (recursively, hidden entries skipped), sorted by relative path so the order is deterministic."""
+    root = Path(path)
+    if not root.exists():
+        raise InputError(f"{root}: no such file or directory")
+    if root.is_file():
+        fmt = format_of(root.name)
+        if fmt is None:
+            raise InputError(
+                f"{root}: unknown input format (use {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
+            )
+        st = root.stat()
+        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)]
+    found: list[tuple[str, Path, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for fn in filenames:
+            fmt = format_of(fn)
+            if fn.startswith(".") or fmt is None:
+                continue
+            full = Path(dirpath) / fn
+            found.append((full.relative_to(root).as_posix(), full, fmt))
+    if not found:
+        raise InputError(
+            f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
+        )
+    found.sort(key=lambda t: t[0])
+    out = []
+    for no, (name, full, fmt) in enumerate(found):
+        st = full.stat()
+        out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def line_limit(max_chars: int) -> int:
+    """Longest JSON Lines line read into memory: a character may take up to 6 bytes in JSON
+    (``\\uXXXX``), plus 1 MiB for the other fields. Longer lines are reported, not read."""
+    return 6 * max_chars + (1 << 20)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _open_binary(f: InputFile) -> IO[bytes]:
+    if f.path.lower().endswith(".gz"):
+        return gzip.open(f.path, "rb")  # type: ignore[return-value]
+    return open(f.path, "rb")
+
+
+def _lines(fh: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int, str]]:
+    """Yield ``(line number, bytes or None when too long, size, sha256 of a too-long line)`` for
+    every non-blank line, reading at most *limit* bytes of a line into memory."""
+    lineno = 0
+    while True:
+        chunk = fh.readline(limit + 1)
+        if not chunk:
+            return
+        lineno += 1
+        if len(chunk) <= limit or chunk.endswith(b"\n"):
+            if chunk.strip(_WS):
+                yield lineno, chunk, len(chunk), ""
+            continue
+        # Too long: stream the rest of the line through a hash without keeping it.
+        digest = hashlib.sha256(chunk)
+        size = len(chunk)
+        while not chunk.endswith(b"\n"):
+            chunk = fh.readline(_READ_BLOCK)
+            if not chunk:
+                break
+            digest.update(chunk)
+            size += len(chunk)
+        yield lineno, None, size, digest.hexdigest()
+
+
+def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, sha: str,
+                limit: int) -> RawRecord:
+    if data is None:
+        return RawRecord(key, where, error=(
+            f"line too long: {size:,} bytes, above the reading limit of {limit:,} bytes "
+            "(raise --max-chars); the record is not copied here, it stays in the input"
+        ), detail={"raw_bytes": size, "raw_sha256": sha})
+    body = data.rstrip(b"\r\n")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return RawRecord(key, where, error=f"invalid UTF-8 at byte {exc.start}: {exc.reason}", detail={
+            "raw": body.decode("utf-8", errors="replace"),
+            "raw_base64": base64.b64encode(body).decode("ascii"),
+        })
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return RawRecord(key, where, error=f"invalid JSON: {exc.msg} at column {exc.colno}",
+                         detail={"raw": text})
+    except RecursionError:
+        return RawRecord(key, where, error="invalid JSON: nested too deeply", detail={"raw": text})
+    return RawRecord(key, where, record=value)
+
+
+def _read_jsonl(f: InputFile, skip: Callable[[Key], bool], limit: int) -> Iterator[RawRecord | Key]:
+    with _open_binary(f) as fh:
+        n = 0
+        for lineno, data, size, sha in _lines(fh, limit):
+            key = (f.no, n)
+            n += 1
+            if skip(key):
+                yield key
+                continue
+            yield _parse_line(key, {"file": f.name, "line": lineno}, data, size, sha, limit)
+
+
+def _read_parquet(f: InputFile, skip: Callable[[Key], bool], batch_rows: int) -> Iterator[RawRecord | Key]:
+    pq = _pyarrow_parquet()
+    try:
+        pfile = pq.ParquetFile(f.path)
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise InputError(f"{f.name}: not a readable Parquet file: {exc}") from exc
+    n = 0
+    with pfile:
+        for batch in pfile.iter_batches(batch_size=batch_rows):
+            keys = [(f.no, n + i) for i in range(batch.num_rows)]
+            if all(skip(k) for k in keys):
+                yield from keys
+                n += batch.num_rows
+                continue
+            rows = batch.to_pylist()
+            for i, (key, row) in enumerate(zip(keys, rows)):
+                if skip(key):
+                    yield key
+                    continue
+                yield RawRecord(key, {"file": f.name, "row": n + i}, record=jsonable(row))
+            n += batch.num_rows
+
+
+def read_records(files: Iterable[InputFile], *, skip: Callable[[Key], bool] | None = None,
+                 max_chars: int = 2_000_000, batch_rows: int = 64) -> Iterator[RawRecord | Key]:
+    """Every record of *files* in order. Records whose key *skip* accepts are yielded as their bare
+    key (counted, not parsed): that is how ``--resume`` passes over finished parts."""
+    skip = skip or (lambda key: False)
+    limit = line_limit(max_chars)
+    for f in files:
+        if f.format == "jsonl":
+            yield from _read_jsonl(f, skip, limit)
+        else:
+            yield from _read_parquet(f, skip, batch_rows)
+
+
+def count_records(files: Iterable[InputFile], *, max_chars: int = 2_000_000) -> list[int]:
+    """Records per file, counted independently of processing (used to reconcile the job's totals
+    and for the progress bar's ETA). Parquet counts come from the file footer."""
+    counts = []
+    limit = line_limit(max_chars)
+    for f in files:
+        if f.format == "parquet":
+            pq = _pyarrow_parquet()
+            try:
+                counts.append(pq.ParquetFile(f.path).metadata.num_rows)
+            except Exception as exc:
+                raise InputError(f"{f.name}: not a readable Parquet file: {exc}") from exc
+        else:
+            with _open_binary(f) as fh:
+                counts.append(sum(1 for _ in _lines(fh, limit)))
+    return counts
+
+
+def _pyarrow_parquet() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise InputError("Parquet needs pyarrow: pip install 'odcf[parquet]'") from exc
+    return pq
+
+
+# --------------------------------------------------------------------------- JSON helpers
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of a Parquet row value: bytes become base64 text, dates ISO strings,
+    decimals strings, non-finite floats strings (JSON has no NaN)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (datetime.date, datetime.time, datetime.datetime)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return jsonable(value.tolist())
+    return str(value)
+
+
+def dumps(obj: Any) -> str:
+    """Compact, deterministic JSON; a lone surrogate (legal in JSON input, not encodable as
+    UTF-8) falls back to ``\\u`` escapes so the line stays valid UTF-8."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+# --------------------------------------------------------------------------- atomic writing
+
+
+class AtomicFile:
+    """A file written under a temporary name in the target's folder, fsynced, then renamed over
+    the target with :func:`os.replace`: readers see the old file or the complete new one.
+
+    >>> with AtomicFile("out.jsonl") as fh:     # doctest: +SKIP
+    ...     fh.write(b'{"id":"a"}\\n')
+    """
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        self.target = Path(target)
+        self._fh: IO[bytes] | None = None
+        self._tmp: str | None = None
+
+    def __enter__(self) -> IO[bytes]:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
+                                         dir=self.target.parent)
+        self._fh = os.fdopen(fd, "wb")
+        return self._fh
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        assert self._fh is not None and self._tmp is not None
+        try:
+            if exc_type is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            if exc_type is None:
+                os.replace(self._tmp, self.target)
+                fsync_dir(self.target.parent)
+                return
+        finally:
+            if exc_type is not None and os.path.exists(self._tmp):
+                os.unlink(self._tmp)
+
+    @property
+    def temp_path(self) -> str:
+        assert self._tmp is not None
+        return self._tmp
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a rename in *path* durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+#: Columns of a Parquet output file (``record`` is the delivery record as a JSON string).
+OUTPUT_COLUMNS = ("id", "text", "tokens_in", "tokens_out", "record")
+
+
+class ParquetRowsWriter:
+    """Streams output rows into one Parquet file, a row group per :meth:`write` call."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        import pyarrow as pa
+
+        pq = _pyarrow_parquet()
+        self._pa = pa
+        self.schema = pa.schema([
+            ("id", pa.string()), ("text", pa.string()), ("tokens_in", pa.int64()),
+            ("tokens_out", pa.int64()), ("record", pa.string()),
+        ])
+        self._writer = pq.ParquetWriter(fh, self.schema, compression="zstd")
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        cols = {
+            "id": [r["id"] for r in rows],
+            "text": [r["text"] for r in rows],
+            "tokens_in": [r["tokens_in"] for r in rows],
+            "tokens_out": [r["tokens_out"] for r in rows],
+            "record": [dumps(r["record"]) for r in rows],
+        }
+        self._writer.write_table(self._pa.table(cols, schema=self.schema))
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,99 @@
+"""From raw input records to work items, and the rows a part file holds.
+
+Both engines run the same code here, in input order: :func:`prepare` validates each record
+(:mod:`odcf.batch.records`), claims its id (a later record with a claimed id is a
+``duplicate id`` error), and yields either a *task* for a worker or a finished *error row*.
+Because this runs in one place in input order, the local and the Ray engine reject exactly
+the same records with exactly the same messages.
+
+A part row is one JSON line::
+
+    {"k": [file, n], "id": "t-17", "ok":  {"id", "text", "tokens_in", "tokens_out", "record"}}
+    {"k": [file, n], "id": null,   "err": {"id", "file", "line" | "row", "error", "record" | "raw", ...}}
+
+``k`` is the record's key (file number, record number in that file). ``err`` is exactly the line
+written to ``OUTPUT.errors.jsonl``; ``ok`` is exactly the output row.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from odcf.batch.io import Key, RawRecord, dumps
+from odcf.batch.records import RecordError, record_id, to_request
+
+
+@dataclass(frozen=True)
+class Task:
+    """A record that passed validation: the worker compresses it."""
+
+    key: Key
+    id: str
+    where: dict[str, Any]
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Done:
+    """A record already settled before compression (an error): its part row, as JSON text."""
+
+    key: Key
+    row: str
+
+
+WorkItem = Task | Done
+
+
+def error_row(key: Key, rid: str | None, where: dict[str, Any], error: str, *,
+              record: Any = None, detail: dict[str, Any] | None = None) -> str:
+    """The part row of a failed record; ``err`` is the error-file line."""
+    err: dict[str, Any] = {"id": rid, **where, "error": error}
+    if detail:
+        err.update(detail)
+    else:
+        err["record"] = record
+    return dumps({"k": list(key), "id": rid, "err": err})
+
+
+def ok_row(key: Key, rid: str, result: dict[str, Any]) -> str:
+    """The part row of a compressed record; ``ok`` is the output line."""
+    out = {
+        "id": rid,
+        "text": result["text"],
+        "tokens_in": result["tokens_in"],
+        "tokens_out": result["tokens_out"],
+        "record": result["record"],
+    }
+    return dumps({"k": list(key), "id": rid, "ok": out})
+
+
+def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int,
+            seen_ids: set[str]) -> Iterator[WorkItem | Key]:
+    """Validate records in input order; bare keys (records skipped on resume) pass through.
+
+    *seen_ids* holds the ids claimed so far (on resume: those in the finished parts) and is
+    updated in place. A record claims its id as soon as it has a usable one, even when it then
+    fails validation, so the first record with an id always wins.
+    """
+    for raw in raws:
+        if isinstance(raw, tuple):
+            yield raw
+            continue
+        if raw.error is not None:
+            yield Done(raw.key, error_row(raw.key, None, raw.where, raw.error, detail=raw.detail))
+            continue
+        rid = record_id(raw.record)
+        if rid is not None:
+            if rid in seen_ids:
+                yield Done(raw.key, error_row(raw.key, rid, raw.where,
+                                              f"duplicate id {rid!r}: an earlier record has the same id",
+                                              record=raw.record))
+                continue
+            seen_ids.add(rid)
+        try:
+            req = to_request(raw.record, query_field=query_field, max_chars=max_chars)
+        except RecordError as exc:
+            yield Done(raw.key, error_row(raw.key, rid, raw.where, str(exc), record=raw.record))
+            continue
+        yield Task(raw.key, req.id, raw.where, raw.record)

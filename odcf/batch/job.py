@@ -1,0 +1,215 @@
+"""Run a batch job: read, compress on an engine, write atomic parts, assemble, reconcile.
+
+>>> from odcf.batch import BatchConfig, run_batch
+>>> summary = run_batch("tickets.jsonl", "out.jsonl", BatchConfig(ontology="general"), workers=2)  # doctest: +SKIP
+>>> summary.records_in == summary.records_out + summary.records_failed                             # doctest: +SKIP
+True
+
+The driver (this module) owns the order: records are read and validated in input order
+(:func:`odcf.batch.items.prepare`), compressed by the engine, and their outcomes come back
+in the same order, chunk by chunk; each finished chunk becomes one atomic part file
+(:mod:`odcf.batch.parts`). Resume, the final assembly and the reconciliation are the same
+for every engine.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from odcf.batch.io import InputFile, Key, count_records, discover_inputs, format_of, read_records
+from odcf.batch.items import WorkItem, prepare
+from odcf.batch.parts import BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of
+from odcf.batch.progress import Progress
+from odcf.batch.summary import BatchSummary
+from odcf.batch.worker import BatchConfig, Outcome
+from odcf.errors import InputError, OdcfError
+
+logger = logging.getLogger(__name__)
+
+ENGINES = ("local", "ray")
+DEFAULT_CHUNK_SIZE = 64
+
+
+def output_format(output: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """``jsonl`` or ``parquet``: *fmt* when given, else from the output file's extension."""
+    if fmt is not None:
+        if fmt not in ("jsonl", "parquet"):
+            raise InputError(f"unknown output format {fmt!r} (use jsonl or parquet)")
+        return fmt
+    guessed = format_of(str(output))
+    if guessed is None or str(output).lower().endswith(".gz"):
+        raise InputError(f"{output}: cannot tell the output format from the extension "
+                         "(use .jsonl or .parquet, or pass --format)")
+    return guessed
+
+
+def run_batch(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    config: BatchConfig,
+    *,
+    engine: str = "local",
+    workers: int = 1,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    resume: bool = False,
+    overwrite: bool = False,
+    output_fmt: str | None = None,
+    ray_address: str | None = None,
+    progress: bool | None = None,
+) -> BatchSummary:
+    """Compress every record of *input* into *output*; failures go to ``OUTPUT.errors.jsonl``.
+
+    *workers*: processes (local; 0 runs in this process) or actors (Ray). *chunk_size*: records
+    per part file, the unit of crash safety. *progress*: None shows a bar only on a terminal.
+    Raises :class:`OdcfError` for a bad job (unreadable input, unknown ontology or role, a
+    changed job on ``resume``) and :class:`BatchIntegrityError` when the counts do not reconcile.
+    """
+    t0 = time.perf_counter()
+    if engine not in ENGINES:
+        raise OdcfError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
+    if chunk_size < 1:
+        raise OdcfError(f"chunk size must be at least 1, got {chunk_size}")
+    fmt = output_format(output, output_fmt)
+    files = discover_inputs(input)
+    _check_paths(input, output, files)
+    plan_hash = _check_config(config)
+    counts = count_records(files, max_chars=config.max_chars)
+    store = PartStore(output)
+    job = {
+        "inputs": [f.fingerprint() for f in files],
+        "config": config.fingerprint(plan_hash),
+        "chunk_size": chunk_size,
+        "format": fmt,
+    }
+    done, seen_ids = store.begin(job, counts, chunk_size=chunk_size, resume=resume, overwrite=overwrite)
+    already = sum(chunk_len(c, counts, chunk_size) for c in done)
+    total = sum(counts)
+    logger.info("batch: %d record(s) in %d file(s), %d already done; engine %s, %d worker(s)",
+                total, len(files), already, engine, workers)
+
+    bar = Progress(total, already=already, enabled=progress)
+    try:
+        if already < total:
+            outcomes = _engine_outcomes(engine, files, config, done, seen_ids, workers=workers,
+                                        chunk_size=chunk_size, ray_address=ray_address)
+            _write_parts(store, outcomes, counts, chunk_size, bar)
+    finally:
+        bar.close()
+    totals = store.assemble(counts, chunk_size, fmt)
+    summary = BatchSummary(
+        records_in=totals.records_in, records_out=totals.records_out, records_failed=totals.records_failed,
+        tokens_in=totals.tokens_in, tokens_out=totals.tokens_out, seconds=time.perf_counter() - t0,
+        output=str(output), errors=str(store.errors_path), engine=engine, workers=workers,
+        resumed_records=already,
+    )
+    if summary.records_in != summary.records_out + summary.records_failed:  # assemble checks too
+        raise BatchIntegrityError(f"counts do not reconcile: {summary.to_dict()}")
+    logger.info("batch done: %s", summary.to_dict())
+    return summary
+
+
+def work_items(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str],
+               chunk_size: int) -> Iterator[WorkItem]:
+    """Validated work items of every unfinished chunk, in input order (lazily)."""
+    def skip(key: Key) -> bool:
+        return chunk_of(key, chunk_size) in done
+
+    raws = read_records(files, skip=skip, max_chars=config.max_chars, batch_rows=chunk_size)
+    for item in prepare(raws, query_field=config.query_field, max_chars=config.max_chars, seen_ids=seen_ids):
+        if not isinstance(item, tuple):
+            yield item
+
+
+def chunk_units(items: Iterable[WorkItem], chunk_size: int) -> Iterator[list[WorkItem]]:
+    """Group work items by chunk (the unit the local engine submits)."""
+    unit: list[WorkItem] = []
+    current: Chunk | None = None
+    for item in items:
+        c = chunk_of(item.key, chunk_size)
+        if c != current and unit:
+            yield unit
+            unit = []
+        current = c
+        unit.append(item)
+    if unit:
+        yield unit
+
+
+def _engine_outcomes(engine: str, files: list[InputFile], config: BatchConfig, done: set[Chunk],
+                     seen_ids: set[str], *, workers: int, chunk_size: int,
+                     ray_address: str | None) -> Iterator[Outcome]:
+    if engine == "local":
+        from odcf.batch.local import run_local
+
+        units = chunk_units(work_items(files, config, done, seen_ids, chunk_size), chunk_size)
+        for outcomes in run_local(units, config, workers=workers):
+            yield from outcomes
+        return
+    from odcf.batch.ray import run_ray
+
+    yield from run_ray(files, config, done, seen_ids, workers=workers, chunk_size=chunk_size,
+                       address=ray_address)
+
+
+def _write_parts(store: PartStore, outcomes: Iterable[Outcome], counts: list[int], chunk_size: int,
+                 bar: Progress) -> None:
+    """Collect ordered outcomes into chunks; write each finished chunk as one atomic part."""
+    rows: list[str] = []
+    current: Chunk | None = None
+    tin = tout = 0
+
+    def flush() -> None:
+        assert current is not None
+        expected = chunk_len(current, counts, chunk_size)
+        if len(rows) != expected:
+            raise BatchIntegrityError(
+                f"chunk {current} of the input has {expected} record(s) but the engine returned {len(rows)}"
+            )
+        store.write_part(current, rows)
+        bar.update(len(rows), tokens_in=tin, tokens_out=tout)
+
+    next_key: Key | None = None
+    for out in outcomes:
+        c = chunk_of(out.key, chunk_size)
+        if c != current:
+            if current is not None:
+                flush()
+            current, rows, tin, tout = c, [], 0, 0
+            next_key = (c[0], c[1] * chunk_size)
+        if out.key != next_key:
+            raise BatchIntegrityError(f"engine returned record {out.key}, expected {next_key}")
+        next_key = (out.key[0], out.key[1] + 1)
+        rows.append(out.row)
+        tin += out.tokens_in
+        tout += out.tokens_out
+    if current is not None:
+        flush()
+
+
+def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], files: list[InputFile]) -> None:
+    out = Path(output).resolve()
+    inp = Path(input).resolve()
+    if any(Path(f.path) == out for f in files):
+        raise InputError(f"{output}: the output is also an input file")
+    if inp.is_dir() and (inp == out.parent or inp in out.parents):
+        raise InputError(f"{output}: the output (and its parts folder) must not be inside the input folder {input}")
+    if not out.parent.exists():
+        raise InputError(f"{output}: folder {out.parent} does not exist")
+
+
+def _check_config(config: BatchConfig) -> str:
+    """Fail before any work on a bad ontology, role or tokenizer; return the plan hash."""
+    from odcf.tokens import get_counter
+
+    compressor = config.build_compressor()
+    if config.role is not None:
+        compressor.plan.role(config.role)
+    get_counter(config.tokenizer or compressor.plan.tokenizer)
+    return str(compressor.plan.hash)
+
+
+__all__: list[Any] = ["run_batch", "output_format", "work_items", "chunk_units", "ENGINES"]

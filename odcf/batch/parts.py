@@ -1,0 +1,229 @@
+"""Crash-safe output: atomic part files, resume, and the final assembly with its reconciliation.
+
+A job writes into ``OUTPUT.parts/``:
+
+- ``job.json``: what the job is (input files with sizes and mtimes, the config fingerprint with
+  the plan hash, chunk size, output format). ``--resume`` refuses to continue if any of it changed.
+- ``part-FFFFF-CCCCCC.jsonl``: the rows of chunk ``C`` (records ``C*chunk_size`` to
+  ``(C+1)*chunk_size - 1``) of input file ``F``, in record order, both compressed and failed
+  records (see :mod:`odcf.batch.items`). A part is written to a temporary name, fsynced and
+  renamed, so it is either absent or complete: the part files *are* the manifest of finished
+  records. The driver writes parts strictly in input order, so the finished parts are always a
+  prefix of the job, and a killed run (SIGKILL included) loses at most the chunks in flight.
+
+At the end :meth:`PartStore.assemble` streams the parts into ``OUTPUT`` and
+``OUTPUT.errors.jsonl`` (each through a temporary file and :func:`os.replace`), checks that every
+input record appears exactly once, and that records in = records out + records failed; only then
+is the parts folder removed. Any mismatch raises :class:`BatchIntegrityError` and leaves the parts
+in place.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from odcf.batch.io import AtomicFile, Key, ParquetRowsWriter, dumps
+from odcf.errors import OdcfError
+
+logger = logging.getLogger(__name__)
+
+JOB_FORMAT = 1
+_PART_RE = re.compile(r"^part-(\d{5})-(\d{6})\.jsonl$")
+
+
+class BatchIntegrityError(OdcfError):
+    """The job's output does not account for every input record exactly once."""
+
+    exit_code = 3
+
+
+Chunk = tuple[int, int]
+
+
+def chunk_of(key: Key, chunk_size: int) -> Chunk:
+    return (key[0], key[1] // chunk_size)
+
+
+def all_chunks(counts: list[int], chunk_size: int) -> list[Chunk]:
+    """Every chunk of a job in order, given the record count of each input file."""
+    return [(f, c) for f, n in enumerate(counts) for c in range((n + chunk_size - 1) // chunk_size)]
+
+
+def chunk_len(chunk: Chunk, counts: list[int], chunk_size: int) -> int:
+    f, c = chunk
+    return max(0, min(chunk_size, counts[f] - c * chunk_size))
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """Totals of an assembled output."""
+
+    records_in: int
+    records_out: int
+    records_failed: int
+    tokens_in: int
+    tokens_out: int
+
+
+class PartStore:
+    """The ``OUTPUT.parts`` folder of one job.
+
+    >>> store = PartStore("out.jsonl")                 # doctest: +SKIP
+    >>> done, seen = store.begin(job, counts, chunk_size=64, resume=True)   # doctest: +SKIP
+    """
+
+    def __init__(self, output: str | os.PathLike[str]) -> None:
+        self.output = Path(output)
+        self.dir = self.output.with_name(self.output.name + ".parts")
+        self.errors_path = self.output.with_name(self.output.name + ".errors.jsonl")
+
+    def part_path(self, chunk: Chunk) -> Path:
+        return self.dir / f"part-{chunk[0]:05d}-{chunk[1]:06d}.jsonl"
+
+    # ------------------------------------------------------------------ start / resume
+
+    def begin(self, job: dict[str, Any], counts: list[int], *, chunk_size: int, resume: bool,
+              overwrite: bool) -> tuple[set[Chunk], set[str]]:
+        """Prepare the parts folder; return the finished chunks and the ids they claimed."""
+        job = {"odcf_batch": JOB_FORMAT, **job}
+        if self.dir.exists():
+            if overwrite and not resume:
+                shutil.rmtree(self.dir)
+            elif not resume:
+                raise OdcfError(
+                    f"{self.dir} holds an unfinished run: pass --resume to continue it, "
+                    "or --overwrite to start again"
+                )
+        elif self.output.exists() and not overwrite:
+            if resume:
+                raise OdcfError(f"{self.output} is already complete (no {self.dir.name} to resume); "
+                                "pass --overwrite to run the job again")
+            raise OdcfError(f"{self.output} exists: pass --overwrite to replace it")
+        if not self.dir.exists():
+            self.dir.mkdir(parents=True)
+            with AtomicFile(self.dir / "job.json") as fh:
+                fh.write((json.dumps(job, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+            return set(), set()
+        return self._resume(job, counts, chunk_size)
+
+    def _resume(self, job: dict[str, Any], counts: list[int], chunk_size: int) -> tuple[set[Chunk], set[str]]:
+        meta_path = self.dir / "job.json"
+        try:
+            old = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise OdcfError(f"{meta_path}: cannot read the interrupted job's description: {exc}") from exc
+        diffs = _diff(old, json.loads(json.dumps(job)))
+        if diffs:
+            raise OdcfError(
+                f"cannot resume: the job changed since the interrupted run ({'; '.join(diffs[:3])}); "
+                "rerun with the same input and options, or pass --overwrite to start again"
+            )
+        for stale in self.dir.glob(".*.tmp"):
+            stale.unlink()
+        done: set[Chunk] = set()
+        for path in self.dir.iterdir():
+            m = _PART_RE.match(path.name)
+            if m:
+                done.add((int(m.group(1)), int(m.group(2))))
+        order = all_chunks(counts, chunk_size)
+        if set(order[:len(done)]) != done:
+            raise BatchIntegrityError(
+                f"{self.dir}: the finished parts are not a prefix of the job; the folder was altered"
+            )
+        seen: set[str] = set()
+        for chunk in order[:len(done)]:
+            for row in self.read_part(chunk, counts, chunk_size):
+                if row.get("id") is not None:
+                    seen.add(row["id"])
+        n = sum(chunk_len(c, counts, chunk_size) for c in done)
+        logger.info("resuming: %d of %d chunk(s) (%d record(s)) already done", len(done), len(order), n)
+        return done, seen
+
+    # ------------------------------------------------------------------ writing
+
+    def write_part(self, chunk: Chunk, rows: list[str]) -> None:
+        """Write one finished chunk atomically."""
+        with AtomicFile(self.part_path(chunk)) as fh:
+            fh.write("".join(r + "\n" for r in rows).encode("utf-8"))
+
+    def read_part(self, chunk: Chunk, counts: list[int], chunk_size: int) -> Iterator[dict[str, Any]]:
+        """The rows of a finished part, checked to be exactly the chunk's records in order."""
+        path = self.part_path(chunk)
+        first = chunk[1] * chunk_size
+        expected = chunk_len(chunk, counts, chunk_size)
+        n = 0
+        with open(path, "rb") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise BatchIntegrityError(f"{path}:{lineno}: unreadable part row: {exc}") from exc
+                if row.get("k") != [chunk[0], first + n]:
+                    raise BatchIntegrityError(
+                        f"{path}:{lineno}: expected record {[chunk[0], first + n]}, found {row.get('k')}"
+                    )
+                n += 1
+                yield row
+        if n != expected:
+            raise BatchIntegrityError(f"{path}: {n} row(s), expected {expected}")
+
+    # ------------------------------------------------------------------ assembly
+
+    def assemble(self, counts: list[int], chunk_size: int, fmt: str) -> Assembled:
+        """Build ``OUTPUT`` and ``OUTPUT.errors.jsonl`` from the parts, reconcile, clean up."""
+        order = all_chunks(counts, chunk_size)
+        missing = [c for c in order if not self.part_path(c).exists()]
+        if missing:
+            raise BatchIntegrityError(f"{len(missing)} chunk(s) have no part, first {missing[0]}")
+        out_n = err_n = tin = tout = 0
+        with AtomicFile(self.errors_path) as errors:
+            with AtomicFile(self.output) as out:
+                writer = ParquetRowsWriter(out) if fmt == "parquet" else None
+                for chunk in order:
+                    batch: list[dict[str, Any]] = []
+                    for row in self.read_part(chunk, counts, chunk_size):
+                        if "ok" in row:
+                            ok = row["ok"]
+                            out_n += 1
+                            tin += ok["tokens_in"]
+                            tout += ok["tokens_out"]
+                            if writer is None:
+                                out.write((dumps(ok) + "\n").encode("utf-8"))
+                            else:
+                                batch.append(ok)
+                        elif "err" in row:
+                            err_n += 1
+                            errors.write((dumps(row["err"]) + "\n").encode("utf-8"))
+                        else:
+                            raise BatchIntegrityError(f"{self.part_path(chunk)}: row {row.get('k')} has no result")
+                    if writer is not None:
+                        writer.write(batch)
+                if writer is not None:
+                    writer.close()
+                records_in = sum(counts)
+                if records_in != out_n + err_n:
+                    # Raising inside both `with` blocks discards the temporary files.
+                    raise BatchIntegrityError(
+                        f"counts do not reconcile: {records_in} record(s) in, {out_n} out + {err_n} failed"
+                    )
+        shutil.rmtree(self.dir)
+        return Assembled(records_in, out_n, err_n, tin, tout)
+
+
+def _diff(old: Any, new: Any, path: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            out += _diff(old.get(k), new.get(k), f"{path}.{k}" if path else str(k))
+        return out
+    if old != new:
+        return [f"{path or 'job'}: was {json.dumps(old)[:80]}, now {json.dumps(new)[:80]}"]
+    return []
+

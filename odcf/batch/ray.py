@@ -1,0 +1,173 @@
+"""The Ray engine: the same job on ``ray.data``, locally or on an existing Ray cluster.
+
+Read → compress → write:
+
+1. *read*: a :class:`Datasource` whose single read task (``num_cpus=0``, so that it never
+   waits behind the actors that hold every CPU) streams the input with the very code
+   the local engine uses (:func:`odcf.batch.job.work_items`: reading, validation, duplicate ids),
+   so both engines accept and reject exactly the same records. The read runs on the driver's
+   node (``supports_distributed_reads = False``): the input only has to exist where
+   ``odcf batch`` runs.
+2. *compress*: ``map_batches`` with :class:`CompressBatch`, a callable class run by a fixed pool
+   of ``workers`` actors; each actor builds and warms its compressor once, in ``__init__``.
+   ``batch_format="numpy"``.
+3. *write*: the driver iterates the results in input order (``preserve_order``) and writes the
+   same atomic parts as the local engine (:mod:`odcf.batch.parts`), so ``--resume``, the
+   assembly and the reconciliation are shared and the output files are identical.
+
+On a cluster (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on the
+others, odcf installed on every node), run ``odcf batch ... --engine ray --ray-address auto``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from odcf.batch.io import InputFile, dumps
+from odcf.batch.items import Done, Task
+from odcf.batch.parts import Chunk
+from odcf.batch.worker import BatchConfig, Outcome, Worker
+from odcf.errors import OdcfError
+
+logger = logging.getLogger(__name__)
+
+COLUMNS = ("f", "n", "row", "ok", "tokens_in", "tokens_out")
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise OdcfError("the Ray engine needs Ray Data: pip install 'odcf[ray]'") from exc
+    return ray
+
+
+def _encode(item: Task | Done) -> tuple[str, str]:
+    if isinstance(item, Done):
+        return "done", item.row
+    return "task", dumps({"id": item.id, "where": item.where, "record": item.record})
+
+
+def _decode(f: int, n: int, kind: str, payload: str) -> Task | Done:
+    if kind == "done":
+        return Done((f, n), payload)
+    data = json.loads(payload)
+    return Task((f, n), data["id"], data["where"], data["record"])
+
+
+class CompressBatch:
+    """The ``map_batches`` actor: warms a :class:`Worker` once, then compresses numpy batches."""
+
+    def __init__(self, config: BatchConfig) -> None:
+        self.worker = Worker(config).warm_up()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        outs = [
+            self.worker.run(_decode(int(f), int(n), str(kind), str(payload)))
+            for f, n, kind, payload in zip(batch["f"], batch["n"], batch["kind"], batch["payload"])
+        ]
+        return {
+            "f": np.array([o.key[0] for o in outs], dtype=np.int64),
+            "n": np.array([o.key[1] for o in outs], dtype=np.int64),
+            "row": np.array([o.row for o in outs], dtype=object),
+            "ok": np.array([o.ok for o in outs], dtype=bool),
+            "tokens_in": np.array([o.tokens_in for o in outs], dtype=np.int64),
+            "tokens_out": np.array([o.tokens_out for o in outs], dtype=np.int64),
+        }
+
+
+def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str],
+                chunk_size: int) -> Any:
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+
+    class WorkItemsDatasource(Datasource):
+        """The job's validated work items, in input order, as blocks of ``chunk_size`` rows."""
+
+        supports_distributed_reads = False
+
+        def estimate_inmemory_data_size(self) -> int | None:
+            return sum(f.size for f in files)
+
+        def get_name(self) -> str:
+            return "OdcfBatchInput"
+
+        def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
+                           data_context: Any = None) -> list[Any]:
+            def read() -> Iterator[Any]:
+                import pyarrow as pa
+
+                from odcf.batch.job import work_items
+
+                cols: dict[str, list[Any]] = {"f": [], "n": [], "kind": [], "payload": []}
+                for item in work_items(files, config, done, set(seen_ids), chunk_size):
+                    kind, payload = _encode(item)
+                    cols["f"].append(item.key[0])
+                    cols["n"].append(item.key[1])
+                    cols["kind"].append(kind)
+                    cols["payload"].append(payload)
+                    if len(cols["f"]) >= chunk_size:
+                        yield _table(pa, cols)
+                        cols = {k: [] for k in cols}
+                if cols["f"]:
+                    yield _table(pa, cols)
+
+            meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None,
+                                 input_files=tuple(f.path for f in files))
+            return [ReadTask(read, meta)]
+
+    return WorkItemsDatasource()
+
+
+def _table(pa: Any, cols: dict[str, list[Any]]) -> Any:
+    return pa.table({
+        "f": pa.array(cols["f"], pa.int64()), "n": pa.array(cols["n"], pa.int64()),
+        "kind": pa.array(cols["kind"], pa.string()), "payload": pa.array(cols["payload"], pa.large_string()),
+    })
+
+
+def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str], *,
+            workers: int, chunk_size: int, address: str | None = None) -> Iterator[Outcome]:
+    """Outcomes of every unfinished record, in input order, computed by ``workers`` Ray actors.
+
+    Uses the Ray instance already initialized in this process if there is one; otherwise joins
+    *address* (e.g. ``auto``) or starts a local instance, and shuts down what it started.
+    """
+    ray = _import_ray()
+    workers = max(1, workers)
+    started = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        started = True
+    ctx = ray.data.DataContext.get_current()
+    old_order = ctx.execution_options.preserve_order
+    old_bars = ctx.enable_progress_bars
+    ctx.execution_options.preserve_order = True  # results come back in input order
+    ctx.enable_progress_bars = False  # odcf draws its own
+    try:
+        ds = ray.data.read_datasource(_datasource(files, config, done, seen_ids, chunk_size),
+                                      override_num_blocks=1, num_cpus=0)
+        ds = ds.map_batches(
+            CompressBatch, fn_constructor_kwargs={"config": config}, batch_size=chunk_size,
+            batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1,
+        )
+        try:
+            for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
+                for f, n, row, ok, tin, tout in zip(*(batch[c] for c in COLUMNS)):
+                    yield Outcome((int(f), int(n)), str(row), bool(ok), int(tin), int(tout))
+        except ray.exceptions.RayError as exc:
+            first = str(exc).strip().splitlines()
+            raise OdcfError(f"the Ray job failed: {first[-1] if first else type(exc).__name__}") from exc
+    finally:
+        ctx.execution_options.preserve_order = old_order
+        ctx.enable_progress_bars = old_bars
+        if started:
+            ray.shutdown()

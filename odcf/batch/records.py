@@ -1,0 +1,183 @@
+"""Validate one batch record and turn it into a compression request.
+
+A record is a JSON object (one JSON Lines line or one Parquet row)::
+
+    {"id": "t-17", "context": "long text ...", "query": "refund amount?"}
+    {"id": "t-18", "sources": [{"id": "mail", "text": "...", "kind": "text", "layer": "fact"}]}
+
+Rules (each failure is a :class:`RecordError` whose message says what is wrong):
+
+- ``id`` is required: a non-empty string, or an integer (written out as its decimal string).
+- exactly one of ``context`` (a string) or ``sources`` (a non-empty list of source objects);
+- a source object has ``text`` (a string) and optionally ``id``, ``kind``, ``layer``, ``origin``,
+  ``timestamp``, ``confidence``, ``mandatory``, ``category``, ``speaker``, ``read_range``;
+  unknown keys are an error (a typo must not pass silently); null means "not given";
+- the query comes from the field named by ``query_field`` (default ``query``); absent or null
+  means no query;
+- an empty context (no non-whitespace character in any text) is an error, ``empty context``:
+  there is nothing to compress and an empty output would hide an upstream data problem;
+- the total number of characters must not exceed ``max_chars`` (``--max-chars``), so that one
+  huge record cannot stall a worker or exhaust its memory.
+
+Other top-level keys are allowed and ignored (they are kept in the error file copy of a failed
+record, never in the output).
+
+>>> req = to_request({"id": 7, "context": "Pay $5 by May 1."}, query_field="query", max_chars=100)
+>>> req.id, req.sources, req.query
+('7', 'Pay $5 by May 1.', None)
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from odcf.document import KINDS, LAYERS
+
+#: Default ``--max-chars``: the largest record (all texts together) a worker accepts.
+DEFAULT_MAX_CHARS = 2_000_000
+
+#: Keys a source object may carry (the fields of :class:`odcf.document.Source` but ``meta``).
+SOURCE_KEYS = (
+    "id", "text", "kind", "layer", "origin", "timestamp", "confidence",
+    "mandatory", "category", "speaker", "read_range",
+)
+
+
+class RecordError(ValueError):
+    """A record that cannot be compressed; the message is the reason written to the error file."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one record asks the compressor for: ``sources`` is a string or a list of mappings."""
+
+    id: str
+    sources: str | list[dict[str, Any]]
+    query: str | None
+    chars: int
+
+
+def record_id(record: Any) -> str | None:
+    """The record's id as a string, or None when it has no usable id."""
+    if not isinstance(record, Mapping):
+        return None
+    value = record.get("id")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def to_request(record: Any, *, query_field: str = "query", max_chars: int = DEFAULT_MAX_CHARS) -> Request:
+    """Validate *record* and return the request; raise :class:`RecordError` with the reason."""
+    if not isinstance(record, Mapping):
+        raise RecordError(f"record is a JSON {_json_type(record)}, expected an object")
+    rid = _check_id(record)
+    has_context = record.get("context") is not None
+    has_sources = record.get("sources") is not None
+    if has_context and has_sources:
+        raise RecordError("record has both 'context' and 'sources'; give one of them")
+    if not has_context and not has_sources:
+        raise RecordError("record has neither 'context' (a string) nor 'sources' (a list)")
+    query = _check_query(record, query_field)
+    if has_context:
+        context = record["context"]
+        if not isinstance(context, str):
+            raise RecordError(f"'context' must be a string, got a JSON {_json_type(context)}")
+        chars = len(context)
+        _check_size(chars, max_chars)
+        if not context.strip():
+            raise RecordError("empty context: nothing to compress")
+        return Request(id=rid, sources=context, query=query, chars=chars)
+    sources = _check_sources(record["sources"])
+    chars = sum(len(s["text"]) for s in sources)
+    _check_size(chars, max_chars)
+    if not any(s["text"].strip() for s in sources):
+        raise RecordError("empty context: every source text is empty")
+    return Request(id=rid, sources=sources, query=query, chars=chars)
+
+
+def _check_id(record: Mapping[str, Any]) -> str:
+    if "id" not in record or record["id"] is None:
+        raise RecordError("record has no 'id'")
+    rid = record_id(record)
+    if rid is None:
+        value = record["id"]
+        if isinstance(value, str):
+            raise RecordError("'id' is an empty string")
+        raise RecordError(f"'id' must be a string or an integer, got a JSON {_json_type(value)}")
+    return rid
+
+
+def _check_query(record: Mapping[str, Any], field: str) -> str | None:
+    query = record.get(field)
+    if query is None:
+        return None
+    if not isinstance(query, str):
+        raise RecordError(f"query field {field!r} must be a string, got a JSON {_json_type(query)}")
+    return query or None
+
+
+def _check_size(chars: int, max_chars: int) -> None:
+    if chars > max_chars:
+        raise RecordError(
+            f"record too large: {chars:,} characters, above the limit of {max_chars:,} "
+            "(raise --max-chars or split the record)"
+        )
+
+
+def _check_sources(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise RecordError(f"'sources' must be a list of source objects, got a JSON {_json_type(value)}")
+    if not value:
+        raise RecordError("empty context: 'sources' is an empty list")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, src in enumerate(value):
+        where = f"sources[{i}]"
+        if not isinstance(src, Mapping):
+            raise RecordError(f"{where} must be an object, got a JSON {_json_type(src)}")
+        # A null value means "not given" (Parquet struct columns carry every field on every row).
+        unknown = sorted(k for k, v in src.items() if k not in SOURCE_KEYS and v is not None)
+        if unknown:
+            raise RecordError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(SOURCE_KEYS)})")
+        clean = {k: v for k, v in src.items() if v is not None}
+        text = clean.get("text")
+        if not isinstance(text, str):
+            raise RecordError(f"{where}.text must be a string, got a JSON {_json_type(text)}")
+        if "id" in clean:
+            sid = clean["id"]
+            if isinstance(sid, int) and not isinstance(sid, bool):
+                sid = str(sid)
+            if not isinstance(sid, str) or not sid:
+                raise RecordError(f"{where}.id must be a non-empty string")
+            if sid in seen:
+                raise RecordError(f"{where}.id {sid!r} repeats an earlier source id")
+            seen.add(sid)
+            clean["id"] = sid
+        if clean.get("kind", "text") not in KINDS:
+            raise RecordError(f"{where}.kind {clean['kind']!r} is not one of {', '.join(KINDS)}")
+        if clean.get("layer", "fact") not in LAYERS:
+            raise RecordError(f"{where}.layer {clean['layer']!r} is not one of {', '.join(LAYERS)}")
+        out.append(clean)
+    return out
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__

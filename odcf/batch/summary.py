@@ -1,0 +1,65 @@
+"""What a batch job reports at the end: counts, tokens, time.
+
+>>> s = BatchSummary(records_in=3, records_out=2, records_failed=1, tokens_in=900, tokens_out=300,
+...                  seconds=1.5, output="out.jsonl", errors="out.jsonl.errors.jsonl")
+>>> s.tokens_saved, s.ok
+(600, False)
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """Totals of a finished job. ``records_in == records_out + records_failed`` always holds
+    (the job raises otherwise). ``resumed_records`` were finished by an earlier, interrupted run;
+    ``seconds`` is this run's wall time."""
+
+    records_in: int
+    records_out: int
+    records_failed: int
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    output: str
+    errors: str
+    engine: str = "local"
+    workers: int = 1
+    resumed_records: int = 0
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_in - self.tokens_out
+
+    @property
+    def ok(self) -> bool:
+        """True when no record failed."""
+        return self.records_failed == 0
+
+    @property
+    def processed(self) -> int:
+        """Records processed by this run (not counting those resumed from earlier parts)."""
+        return self.records_in - self.resumed_records
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 3)
+        out["tokens_saved"] = self.tokens_saved
+        return out
+
+    def lines(self) -> list[str]:
+        """Human-readable summary, as the CLI prints it."""
+        rate = self.processed / self.seconds if self.seconds > 0 else 0.0
+        ratio = f" ({self.tokens_out / self.tokens_in:.1%} of input)" if self.tokens_in else ""
+        out = [
+            f"records: {self.records_in} in, {self.records_out} out, {self.records_failed} failed"
+            + (f" ({self.resumed_records} finished by an earlier run)" if self.resumed_records else ""),
+            f"tokens:  {self.tokens_in} in, {self.tokens_out} out{ratio}, {self.tokens_saved} saved",
+            f"time:    {self.seconds:.1f} s, {rate:.1f} records/s ({self.engine}, {self.workers} worker(s))",
+            f"output:  {self.output}",
+        ]
+        if self.records_failed:
+            out.append(f"errors:  {self.errors}")
+        return out

@@ -1,0 +1,89 @@
+"""`odcf batch INPUT OUTPUT --ontology ONT [--role R] [--budget N] [--query-field F] [--workers N]
+[--engine local|ray] [--ray-address ADDR] [--resume]` — compress every record of a JSON Lines /
+Parquet file (or a folder of them); failures go to OUTPUT.errors.jsonl."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from odcf.cli.common import add_stage_flags, stage_overrides
+
+
+def register(sub: Any) -> None:
+    from odcf.batch.records import DEFAULT_MAX_CHARS
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "batch",
+        help="compress every record of a JSON Lines / Parquet corpus (local processes or Ray)",
+        description=(
+            "Compress every record of INPUT (JSON Lines, .jsonl.gz, Parquet, or a folder of them) into "
+            "OUTPUT (.jsonl or .parquet: id, text, tokens_in, tokens_out, record). A record has an `id` "
+            "and either `context` (a string) or `sources` (a list of {id, text, kind, layer}), and an "
+            "optional query. Records that fail go to OUTPUT.errors.jsonl with the reason; the job "
+            "goes on. Output is written in atomic parts: after a crash, rerun with --resume."
+        ),
+    )
+    p.add_argument("input", metavar="INPUT", help="a .jsonl/.jsonl.gz/.parquet file or a folder of them")
+    p.add_argument("output", metavar="OUTPUT", help="a .jsonl or .parquet file")
+    p.add_argument("--ontology", "-O", default=None, metavar="ONT",
+                   help="a task_ontology.yaml path or a bundled name (default: general)")
+    p.add_argument("--role", "-r", default=None, help="role contract to apply to every record")
+    p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
+    p.add_argument("--query-field", default="query", metavar="F",
+                   help="record field holding the query (default: query)")
+    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
+    p.add_argument("--workers", "-w", type=int, default=None,
+                   help="worker processes (local) or actors (ray); default: the CPUs available; "
+                        "0 runs in this process")
+    p.add_argument("--engine", choices=("local", "ray"), default="local", help="where to run (default: local)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="join an existing Ray cluster (`auto` after `ray start --head`); default: a local Ray")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run from its finished parts")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT / unfinished run")
+    p.add_argument("--chunk-size", type=int, default=64, metavar="N",
+                   help="records per atomic part (the most work a crash can lose; default: 64)")
+    p.add_argument("--format", dest="output_format", choices=("jsonl", "parquet"), default=None,
+                   help="output format (default: from OUTPUT's extension)")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
+                   help=f"reject records with more characters than this (default: {DEFAULT_MAX_CHARS:,})")
+    p.add_argument("--strict", action="store_true",
+                   help="a record whose required material exceeds the budget fails instead of going over")
+    p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")
+    p.add_argument("--no-timings", action="store_true",
+                   help="drop per-stage timings from the records, for byte-identical reruns")
+    progress = p.add_mutually_exclusive_group()
+    progress.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                          help="always draw the progress bar (default: only on a terminal)")
+    progress.add_argument("--no-progress", dest="progress", action="store_const", const=False)
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_stage_flags(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from odcf.batch.job import run_batch
+    from odcf.batch.local import pool_size_hint
+    from odcf.batch.worker import BatchConfig
+    from odcf.errors import OdcfError
+
+    try:
+        config = BatchConfig(
+            ontology=args.ontology, role=args.role, budget=args.budget, query_field=args.query_field,
+            tokenizer=args.tokenizer, strict=args.strict, annotate=not args.no_annotate,
+            stages=stage_overrides(args), max_chars=args.max_chars, timings=not args.no_timings,
+        )
+    except ValueError as exc:
+        raise OdcfError(str(exc)) from exc
+    workers = pool_size_hint() if args.workers is None else args.workers
+    summary = run_batch(
+        args.input, args.output, config, engine=args.engine, workers=workers, chunk_size=args.chunk_size,
+        resume=args.resume, overwrite=args.overwrite, output_fmt=args.output_format,
+        ray_address=args.ray_address, progress=args.progress,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write("\n".join(summary.lines()) + "\n")
+    return 0

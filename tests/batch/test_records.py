@@ -1,0 +1,58 @@
+"""Record validation: every rule gives one clear reason."""
+from __future__ import annotations
+
+import pytest
+
+from odcf.batch.records import RecordError, record_id, to_request
+
+
+def req(record, **kw):
+    return to_request(record, query_field=kw.pop("query_field", "query"), max_chars=kw.pop("max_chars", 1000))
+
+
+def test_context_record_with_query():
+    r = req({"id": "a", "context": "Pay $5.", "query": "amount", "extra": 1})
+    assert (r.id, r.sources, r.query, r.chars) == ("a", "Pay $5.", "amount", 7)
+
+
+def test_integer_id_becomes_its_decimal_string_and_bool_is_no_id():
+    assert req({"id": 7, "context": "x"}).id == "7"
+    assert record_id({"id": True}) is None
+    with pytest.raises(RecordError, match="'id' must be a string or an integer, got a JSON boolean"):
+        req({"id": True, "context": "x"})
+
+
+def test_sources_record_keeps_given_fields_and_drops_nulls():
+    r = req({"id": "a", "sources": [{"id": "m", "text": "hi", "layer": "history", "kind": None},
+                                     {"text": "there"}]})
+    assert r.sources == [{"id": "m", "text": "hi", "layer": "history"}, {"text": "there"}]
+
+
+def test_custom_query_field():
+    assert req({"id": "a", "context": "x", "question": "q?"}, query_field="question").query == "q?"
+
+
+@pytest.mark.parametrize("record, reason", [
+    (["not", "an", "object"], "record is a JSON array, expected an object"),
+    ({"context": "x"}, "record has no 'id'"),
+    ({"id": "", "context": "x"}, "'id' is an empty string"),
+    ({"id": [1], "context": "x"}, "'id' must be a string or an integer, got a JSON array"),
+    ({"id": "a"}, "record has neither 'context'"),
+    ({"id": "a", "context": "x", "sources": [{"text": "y"}]}, "record has both 'context' and 'sources'"),
+    ({"id": "a", "context": 5}, "'context' must be a string, got a JSON number"),
+    ({"id": "a", "context": "  \n "}, "empty context: nothing to compress"),
+    ({"id": "a", "sources": []}, "empty context: 'sources' is an empty list"),
+    ({"id": "a", "sources": [{"text": ""}, {"text": " "}]}, "empty context: every source text is empty"),
+    ({"id": "a", "sources": "text"}, "'sources' must be a list of source objects, got a JSON string"),
+    ({"id": "a", "sources": [{"txt": "y"}]}, "sources[0]: unknown key 'txt'"),
+    ({"id": "a", "sources": [{"id": "s", "text": "y"}, {"id": "s", "text": "z"}]}, "sources[1].id 's' repeats"),
+    ({"id": "a", "sources": [{"text": "y", "layer": "facts"}]}, "sources[0].layer 'facts' is not one of"),
+    ({"id": "a", "sources": [{"text": "y", "kind": "pdf"}]}, "sources[0].kind 'pdf' is not one of"),
+    ({"id": "a", "context": "x", "query": 3}, "query field 'query' must be a string"),
+    ({"id": "a", "context": "x" * 1001}, "record too large: 1,001 characters, above the limit of 1,000"),
+    ({"id": "a", "sources": [{"text": "x" * 600}, {"text": "y" * 600}]}, "record too large: 1,200 characters"),
+])
+def test_bad_records_name_the_reason(record, reason):
+    with pytest.raises(RecordError) as info:
+        req(record)
+    assert reason in str(info.value)
