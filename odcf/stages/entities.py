@@ -23,10 +23,11 @@ later compress — layers fact, history and reasoning, English text only:
 
 The model runs only where it can matter. In the default pipeline the stage runs after the
 rerank stage, and (``scope="auto"``) only on the best-scored segments that fill
-``budget_factor`` × the budget: the rest cannot be delivered, so nothing will compress them
-(a segment delivered after all is still checked by the ``verify`` stage). Run before any
-scoring, or with ``scope="all"``, every segment is processed. Segments already protected
-whole (a marker) are skipped, the parser runs only on segments that contain a guarded connective, and
+``budget_factor`` (2) × the budget: segments further down are dropped by the budget stage
+unless token compression makes room for them, and a compressed segment that lost an entity is
+reverted by the ``verify`` stage in any case. Run before any scoring, or with ``scope="all"``,
+every segment is processed. Segments already protected whole (a marker) are skipped, the
+parser runs only on segments that contain a guarded connective, and
 with ``prefilter=True`` (default) NER runs only on segments with an entity cue (a digit,
 a currency or percent sign, a capitalized word, a month, weekday, number or time word).
 Everything goes through ``nlp.pipe`` in batches; the tagger, attribute ruler and
@@ -67,7 +68,8 @@ _CUE_WORDS = (
     "minutes second seconds ago annual annually daily weekly monthly yearly percent percentage "
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fifteen twenty "
     "thirty forty fifty hundred thousand million billion trillion dozen half first third fourth "
-    "fifth last next dollar dollars euro euros pound pounds cent cents mile miles km kg pounds"
+    "fifth last next dollar dollars euro euros pound pounds cent cents mile miles km kg semester "
+    "spring summer autumn winter season christmas easter"
 ).split()
 _CUE = re.compile(
     r"\d|[$€£¥%]|\b(?:" + "|".join(sorted(set(_CUE_WORDS), key=len, reverse=True)) + r")\b",
@@ -259,7 +261,7 @@ class EntityGuard(Stage):
     provides = frozenset({"protected"})
 
     def __init__(self, *, ner: bool = True, parse: bool = True, prefilter: bool = True,
-                 scope: str = "auto", budget_factor: float = 1.5,
+                 scope: str = "auto", budget_factor: float = 2.0,
                  layers: Sequence[str] = GUARDED_LAYERS, batch_size: int = 128,
                  model: str | None = None) -> None:
         if scope not in ("auto", "all"):

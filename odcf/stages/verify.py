@@ -10,7 +10,11 @@ dropped rows are recorded by the fold stage itself), it collects from the *origi
   Chinese text, which spaCy's English model cannot read, is still checked);
 - every match of the plan's anchors and every dictionary term.
 
-Each must still appear in the segment's text (whitespace-insensitive). A segment that lost
+Each must still appear in the segment's text (whitespace-insensitive). NER is the costly
+part: with ``scope="auto"`` it runs on the best-scored changed segments whose current texts
+fill ``budget_factor`` (3) × the budget — those the budget can deliver — and the others get the
+pattern, anchor and term checks only; the trace counts both (``ner_checked``,
+``patterns_only``). ``scope="all"`` runs NER on every changed segment. A segment that lost
 one is reverted: ``text = original``, status ``reverted``, reason
 ``verify: lost entity 'March 3' (DATE)``. A revert is data, not an exception: the trace event
 lists every revert with the entity that triggered it.
@@ -30,6 +34,7 @@ from odcf.plan.model import Plan
 from odcf.plan.protection import default_entity_labels
 from odcf.stages.base import Stage
 from odcf.textutil import detect_language
+from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +81,13 @@ class Verifier(Stage):
     provides = frozenset({"verified"})
 
     def __init__(self, *, ner: bool = True, numbers: bool = True, check_folded: bool = False,
+                 scope: str = "auto", budget_factor: float = 3.0,
                  batch_size: int = 64, model: str | None = None) -> None:
+        if scope not in ("auto", "all"):
+            raise ValueError(f"verify: scope must be 'auto' or 'all', got {scope!r}")
         self.ner = ner
+        self.scope = scope
+        self.budget_factor = float(budget_factor)
         self.numbers = numbers
         self.check_folded = check_folded
         self.batch_size = int(batch_size)
@@ -96,11 +106,31 @@ class Verifier(Stage):
             return False
         return seg.status == "compressed" or seg.text != seg.original
 
+    def _ner_scope(self, doc: Document, plan: Plan, segs: list[Segment]) -> set[str] | None:
+        """``scope="auto"``: NER for the best-scored changed segments whose originals fill
+        ``budget_factor`` × the budget (the ones that can be delivered); ``None`` = all."""
+        if self.scope == "all" or not segs or any(s.score is None for s in segs):
+            return None
+        budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
+        if not budget:
+            return None
+        counter = get_counter(doc.tokenizer or plan.tokenizer)
+        room = budget * self.budget_factor
+        chosen: set[str] = set()
+        for seg in sorted(segs, key=lambda s: -(s.score or 0.0)):
+            if room <= 0:
+                break
+            chosen.add(seg.id)
+            room -= counter.count(seg.text)
+        return chosen
+
     def __call__(self, doc: Document, plan: Plan) -> Document:
         todo = [s for s in doc.segments if self._changed(s)]
         labels = frozenset(plan.protection.entities or default_entity_labels)
         english = [s for s in todo if plan.language == "en" or (plan.language != "zh" and
                                                                  detect_language(s.original[:400]) == "en")]
+        ner_scope = self._ner_scope(doc, plan, english)
+        english = [s for s in english if ner_scope is None or s.id in ner_scope]
         ner_ents: dict[str, list[tuple[str, str]]] = {}
         if self.ner and english and labels:
             from odcf.backends.ner import pipe
@@ -124,7 +154,9 @@ class Verifier(Stage):
             logger.info("verify reverted %d of %d changed segment(s)", len(reverts), len(todo))
         segments = tuple(updates.get(s.id, s) for s in doc.segments)
         event = TraceEvent(stage=self.name, data={
-            "checked": len(todo), "ner_checked": len(ner_ents), "reverted": len(reverts), "reverts": reverts,
+            "checked": len(todo), "ner_checked": len(ner_ents),
+            "patterns_only": len(todo) - len(ner_ents),
+            "reverted": len(reverts), "reverts": reverts,
         })
         return doc.with_event(event, segments=segments)
 

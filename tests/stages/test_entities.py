@@ -101,3 +101,21 @@ def test_prefilter_skips_segments_without_entity_cues():
 def test_same_input_same_spans():
     texts = ["Despite a 15% drop, Acme did not cut the dividend because profits rose in 2023."]
     assert run(texts).segments == run(texts).segments
+
+
+def test_auto_scope_parses_only_the_budgets_best_segments():
+    from odcf.stages.rank import LexicalRanker
+
+    plan = Plan(domain="t", protection=ProtectionRules(entities=("DATE",), connectives=("not",)))
+    texts = [f"Item {i} was not shipped on May {i % 28 + 1}." for i in range(40)]
+    texts.append("The tenant did not pay the rent on May 3.")
+    doc = Document.from_sources([Source(id=f"s{i}", text=t) for i, t in enumerate(texts)],
+                                query="tenant rent", budget=30)
+    stages = [Segmenter(), Protector(), LexicalRanker(), EntityGuard()]
+    out = Pipeline(stages).run(doc, plan)
+    ev = next(e for e in out.trace if e.stage == "entities")
+    assert ev.data["parsed"] < 41 and ev.data["skipped"]["below_budget"] == 41 - ev.data["parsed"]
+    best = max(out.segments, key=lambda s: s.score)
+    assert best.source_id == "s40" and spans(best, "dep:not") and spans(best, "entity:DATE")
+    everything = Pipeline(stages[:-1] + [EntityGuard(scope="all")]).run(doc, plan)
+    assert next(e for e in everything.trace if e.stage == "entities").data["parsed"] == 41

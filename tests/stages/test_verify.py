@@ -79,3 +79,28 @@ def test_unchanged_and_folded_segments_are_not_checked():
     out = run(["Nothing changes in 2024."], [], ner=False)
     ev = next(e for e in out.trace if e.stage == "verify")
     assert ev.data["checked"] == 0
+
+
+def test_auto_scope_runs_ner_on_the_budgets_best_segments_only():
+    from odcf.stages.rank import LexicalRanker
+
+    texts = [f"Shipment {i} left the depot on a rainy evening in the north." for i in range(30)]
+    doc = Document.from_sources([Source(id=f"s{i}", text=t) for i, t in enumerate(texts)],
+                                query="shipment 7", budget=20)
+    out = Pipeline([Segmenter(), LexicalRanker(), Cutter(" rainy"), Verifier(ner=False)]).run(doc, PLAN)
+    ev = next(e for e in out.trace if e.stage == "verify")
+    assert ev.data["checked"] == 30 and ev.data["reverted"] == 0
+    assert ev.data["ner_checked"] == 0 and ev.data["patterns_only"] == 30
+
+
+@pytest.mark.slow
+def test_auto_scope_limits_ner_but_patterns_still_check_everything():
+    from odcf.stages.rank import LexicalRanker
+
+    texts = [f"Shipment {i} left the depot on a rainy evening in the north." for i in range(30)]
+    doc = Document.from_sources([Source(id=f"s{i}", text=t) for i, t in enumerate(texts)],
+                                query="shipment 7", budget=20)
+    out = Pipeline([Segmenter(), LexicalRanker(), Cutter(" rainy", "Shipment 2 "), Verifier()]).run(doc, PLAN)
+    ev = next(e for e in out.trace if e.stage == "verify")
+    assert 0 < ev.data["ner_checked"] < 30 and ev.data["patterns_only"] == 30 - ev.data["ner_checked"]
+    assert [r["segment"] for r in ev.data["reverts"]] == ["s2#0"]  # the lost number, found by pattern
