@@ -48,6 +48,20 @@ def _token_ratio(texts: Sequence[str], probs: Sequence[np.ndarray], rate: float)
     return {"tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2)}
 
 
+def _with_anchors(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
+    """Retention when the built-in and ontology anchors are forced to keep (as the protect stage would)."""
+    from odcf.training.labels import AnchorSet, words_of
+    from odcf.training.metrics import _recall
+
+    anchors = AnchorSet.build(Path(__file__).resolve().parent.parent / "data" / "ontologies")
+    forced = [np.asarray(anchors.word_hits(r["text"], words_of(r["text"])), dtype=bool) for r in rows]
+    keep = select_global(probs, rate=rate, forced=forced)
+    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
+    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
+    return {"rate": rate, "forced_share": round(float(np.concatenate(forced).mean()), 4),
+            "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num)}
+
+
 def _speed(model_path: str | Path, texts: Sequence[str], threads: int, repeats: int = 1) -> dict[str, Any]:
     from odcf.backends.token_classifier import TokenClassifier
 
@@ -98,6 +112,7 @@ def evaluate(
         m["windows"] = len(rows)
         for rate in RATES:
             m[f"rate_{rate:.3f}"]["o200k"] = _token_ratio(texts, probs, rate)
+        m["anchors_forced"] = _with_anchors(rows, probs, RATES[0])
         out["sources"][source] = m
         logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
     texts = [r["text"] for r in test][:speed_texts]
@@ -137,6 +152,11 @@ def render_markdown(res: dict[str, Any], *, command: str) -> str:
                 f"| {name} | {m['words']} | global rate {rate:.3f} ({1 / rate:.1f}:1 words) | {rate:.1%} | "
                 f"{o['tokens_in']} → {o['tokens_out']} ({o['ratio']}:1) | {r['f1']:.3f} | {_pct(r['entity_kept'])} | "
                 f"{_pct(r['number_kept'])} | {_pct(r['must_keep_kept'])} |")
+        a = m.get("anchors_forced")
+        if a:
+            lines.append(
+                f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors forced ({a['forced_share']:.1%} of words) | "
+                f"{a['rate']:.1%} | — | — | {_pct(a['entity_kept'])} | {_pct(a['number_kept'])} | — |")
         t = m["threshold"]
         lines.append(
             f"| {name} | {m['words']} | threshold {t['value']} | {t['kept_share']:.1%} | — | {t['f1']:.3f} | "

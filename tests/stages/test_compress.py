@@ -176,3 +176,18 @@ def test_kept_words_are_verbatim_in_order_with_their_own_spacing(pairs, rate) ->
         assert lead == ("" if pos == 0 else before[len(before.rstrip()):])
         pos += 1
         i += 1
+
+
+def test_in_the_full_pipeline_protected_spans_survive_and_the_record_says_compressed(plan) -> None:
+    from odcf.compressor import Compressor
+
+    text = ("The supplier shall pay a penalty of $25,000 under Section 4.2 if the delivery is late. "
+            "In addition the parties have agreed that the regular maintenance visits which are usually "
+            "scheduled by the supplier every single month will continue for the entire duration of the contract.")
+    c = Compressor.from_ontology(plan, stages={"compress": {"model_path": TINY, "rate": 0.5, "threads": 1}})
+    r = c.compress([{"id": "doc", "text": text}], budget=500)
+    assert "$25,000" in r.text and "Section 4.2" in r.text
+    segs = r.record["sources"][0]["segments"]
+    assert any(s["status"] == "compressed" for s in segs)
+    assert r.tokens_out < r.tokens_in
+    assert any(e["stage"] == "compress" for e in r.record["stages"])

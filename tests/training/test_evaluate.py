@@ -1,0 +1,31 @@
+"""`odcf eval` end to end on the tiny corpus and the tiny fixture model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.training.test_data import write_corpus
+
+pytest.importorskip("datasets")
+pytest.importorskip("spacy")
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_token_classifier"
+
+
+def test_eval_command_writes_the_table(tmp_path: Path) -> None:
+    from odcf.cli.main import main
+
+    data = write_corpus(tmp_path / "data")
+    out = tmp_path / "eval.md"
+    rc = main(["eval", "--data", str(data), "--model", str(TINY), "--work", str(tmp_path / "run"),
+               "--threads", "1", "--out", str(out), "--json", str(tmp_path / "eval.json")])
+    assert rc == 0
+    md = out.read_text(encoding="utf-8")
+    assert "WNUT-17 test" in md and "| 1 |" in md
+    import json
+
+    res = json.loads((tmp_path / "eval.json").read_text())
+    wnut = res["sources"]["wnut17"]
+    assert wnut["words"] == 3  # "We love Netflix!"
+    assert wnut["rate_0.333"]["entity_kept"]["of"] == 1
