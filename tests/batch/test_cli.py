@@ -1,0 +1,38 @@
+"""`odcf batch`: thin CLI over run_batch — summary on stdout, one-line errors."""
+from __future__ import annotations
+
+import json
+
+from odcf.cli.main import main
+
+from .helpers import read_jsonl, records, write_jsonl
+
+
+def test_summary_lines_and_json(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(3) + [{"id": "e", "context": ""}])
+    out = tmp_path / "out.jsonl"
+    code = main(["batch", str(src), str(out), "-O", ontology, "--role", "writer", "--workers", "0"])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "records: 4 in, 3 out, 1 failed" in text and f"errors:  {out}.errors.jsonl" in text
+    assert len(read_jsonl(out)) == 3
+
+    code = main(["batch", str(src), str(out), "-O", ontology, "--role", "writer", "--workers", "0",
+                 "--overwrite", "--json", "--format", "jsonl", "--budget", "30"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert summary["records_in"] == summary["records_out"] + summary["records_failed"] == 4
+    assert summary["tokens_saved"] == summary["tokens_in"] - summary["tokens_out"] > 0
+    assert all(r["tokens_out"] <= 30 for r in read_jsonl(out))
+
+
+def test_user_mistakes_are_one_line(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(1))
+    assert main(["batch", str(src), str(tmp_path / "o.jsonl"), "-O", str(tmp_path / "missing.yaml"),
+                 "--workers", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("odcf batch: error:") and "Traceback" not in err
+    assert main(["batch", str(tmp_path / "nope.jsonl"), str(tmp_path / "o.jsonl"), "-O", ontology]) == 1
+    assert "nope.jsonl: no such file or directory" in capsys.readouterr().err
+    assert main(["batch", str(src), str(tmp_path / "o.jsonl"), "-O", ontology, "--max-chars", "0"]) == 1
+    assert "max_chars must be positive" in capsys.readouterr().err

@@ -1,0 +1,209 @@
+"""End-to-end jobs on the local engine: bad input, order, formats, resume, reconciliation."""
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import pytest
+
+from odcf.batch import BatchConfig, BatchIntegrityError, run_batch
+from odcf.batch.parts import PartStore
+from odcf.errors import OdcfError
+
+from .helpers import context_for, read_jsonl, records, write_jsonl
+
+
+def config(ontology: str, **kw) -> BatchConfig:
+    return BatchConfig(ontology=ontology, role="writer", timings=False, **kw)
+
+
+def bad_input(tmp_path):
+    """Good records mixed with every kind of bad one."""
+    p = tmp_path / "in.jsonl"
+    good = records(6)
+    lines = [
+        good[0],
+        "{broken json",
+        {"context": context_for(1)},                       # no id
+        good[1],
+        {"id": "empty", "context": "   "},
+        good[2],
+        {"id": good[0]["id"], "context": context_for(9)},   # duplicate id
+        {"id": "srcs", "sources": [{"id": "mail", "text": context_for(3), "layer": "fact"},
+                                   {"id": "rule", "text": "Always cite the clause.", "layer": "instruction"}]},
+        {"id": "badlayer", "sources": [{"text": "x", "layer": "facts"}]},
+        good[3],
+    ]
+    write_jsonl(p, lines)
+    with open(p, "ab") as fh:
+        fh.write(b'{"id": "latin1", "context": "caf\xe9 cr\xe8me"}\n')
+        fh.write(json.dumps(good[4]).encode() + b"\n")
+    return p
+
+
+def test_bad_input_is_reported_and_never_fatal(tmp_path, ontology):
+    out = tmp_path / "out.jsonl"
+    s = run_batch(bad_input(tmp_path), out, config(ontology), workers=0, chunk_size=3)
+    assert (s.records_in, s.records_out, s.records_failed) == (12, 6, 6)
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == ["r0000", "r0001", "r0002", "srcs", "r0003", "r0004"]
+    for r in rows:
+        assert set(r) == {"id", "text", "tokens_in", "tokens_out", "record"}
+        assert r["tokens_out"] == r["record"]["tokens_out"] <= 60 < r["tokens_in"]
+    assert s.tokens_in == sum(r["tokens_in"] for r in rows) and s.tokens_out == sum(r["tokens_out"] for r in rows)
+    errors = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    by_line = {e["line"]: e for e in errors}
+    assert sorted(by_line) == [2, 3, 5, 7, 9, 11]
+    assert by_line[2]["error"].startswith("invalid JSON") and by_line[2]["raw"] == "{broken json"
+    assert by_line[3] == {"id": None, "file": "in.jsonl", "line": 3, "error": "record has no 'id'",
+                          "record": {"context": context_for(1)}}
+    assert by_line[5]["error"] == "empty context: nothing to compress" and by_line[5]["id"] == "empty"
+    assert by_line[7]["error"].startswith("duplicate id 'r0000'") and by_line[7]["record"]["context"] == context_for(9)
+    assert "sources[0].layer 'facts'" in by_line[9]["error"]
+    assert by_line[11]["error"].startswith("invalid UTF-8") and "raw_base64" in by_line[11]
+    assert not (tmp_path / "out.jsonl.parts").exists()
+
+
+def test_same_job_twice_is_byte_identical_and_workers_do_not_change_output(tmp_path, ontology):
+    src = bad_input(tmp_path)
+    run_batch(src, tmp_path / "a.jsonl", config(ontology), workers=0, chunk_size=2)
+    run_batch(src, tmp_path / "b.jsonl", config(ontology), workers=2, chunk_size=2)
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert (tmp_path / "a.jsonl.errors.jsonl").read_bytes() == (tmp_path / "b.jsonl.errors.jsonl").read_bytes()
+
+
+def test_timings_are_kept_by_default(tmp_path, ontology):
+    src = write_jsonl(tmp_path / "in.jsonl", records(1))
+    run_batch(src, tmp_path / "t.jsonl", BatchConfig(ontology=ontology, role="writer"), workers=0)
+    stages = read_jsonl(tmp_path / "t.jsonl")[0]["record"]["stages"]
+    assert all("ms" in ev for ev in stages if ev["stage"] != "guard")
+
+
+def test_parquet_in_and_out(tmp_path, ontology):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    recs = records(5)
+    table = pa.table({"id": [r["id"] for r in recs], "context": [r["context"] for r in recs],
+                      "question": [r.get("query") for r in recs]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    s = run_batch(tmp_path / "in.parquet", tmp_path / "out.parquet",
+                  config(ontology, query_field="question"), workers=0, chunk_size=2)
+    assert (s.records_in, s.records_out) == (5, 5)
+    out = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [r["id"] for r in out] == [r["id"] for r in recs]
+    record = json.loads(out[0]["record"])
+    assert record["query"] == "liability cap" and record["tokens_out"] == out[0]["tokens_out"]
+    # the same records as JSON Lines give the same text and record
+    write_jsonl(tmp_path / "in.jsonl", [{**r, "question": r.pop("query", None)} for r in recs])
+    run_batch(tmp_path / "in.jsonl", tmp_path / "out.jsonl", config(ontology, query_field="question"), workers=0)
+    as_jsonl = read_jsonl(tmp_path / "out.jsonl")
+    assert [(r["text"], r["record"]) for r in as_jsonl] == [(r["text"], json.loads(r["record"])) for r in out]
+
+
+def test_directory_input_keeps_file_then_line_order(tmp_path, ontology):
+    d = tmp_path / "in"
+    d.mkdir()
+    write_jsonl(d / "b.jsonl", records(2, start=10))
+    write_jsonl(d / "a.jsonl", records(3))
+    s = run_batch(d, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
+    assert [r["id"] for r in read_jsonl(tmp_path / "out.jsonl")] == ["r0000", "r0001", "r0002", "r0010", "r0011"]
+    assert s.records_in == 5
+
+
+def test_a_huge_context_is_rejected_without_holding_it(tmp_path, ontology):
+    """A 50 MB context: above --max-chars (default 2,000,000) it is an error; the line is above the
+    reading limit too, so it is streamed through a hash instead of being read into memory."""
+    p = tmp_path / "in.jsonl"
+    with open(p, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(records(1)[0]) + "\n")
+        fh.write('{"id": "huge", "context": "')
+        chunk = "The supplier shall deliver 500 units. " * 1000
+        for _ in range(50_000_000 // len(chunk) + 1):
+            fh.write(chunk)
+        fh.write('"}\n')
+        fh.write(json.dumps({"id": "mid", "context": "x " * 1_100_000}) + "\n")  # 2.2 M chars, readable
+        fh.write(json.dumps(records(2)[1]) + "\n")
+    tracemalloc.start()
+    try:
+        s = run_batch(p, tmp_path / "out.jsonl", config(ontology), workers=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (s.records_in, s.records_out, s.records_failed) == (4, 2, 2)
+    assert peak < 40_000_000, f"peak Python memory {peak:,} bytes for a 50 MB line"
+    errors = {e["id"] or e["line"]: e for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl")}
+    assert errors[2]["error"].startswith("line too long: 50,0") and errors[2]["raw_bytes"] > 50_000_000
+    assert errors["mid"]["error"].startswith("record too large: 2,200,000 characters")
+
+
+def test_crash_then_resume_loses_nothing_and_duplicates_nothing(tmp_path, ontology, monkeypatch):
+    src = tmp_path / "in.jsonl"
+    recs = records(11)
+    recs[8] = {"id": recs[1]["id"], "context": "a duplicate of a record in a finished part"}
+    write_jsonl(src, recs + ["not json"])
+    cfg = config(ontology)
+    run_batch(src, tmp_path / "clean.jsonl", cfg, workers=0, chunk_size=3)
+
+    real_write = PartStore.write_part
+    written = []
+
+    def crash_after_two(self, chunk, rows):
+        if len(written) == 2:
+            raise KeyboardInterrupt("simulated crash")
+        written.append(chunk)
+        real_write(self, chunk, rows)
+
+    monkeypatch.setattr(PartStore, "write_part", crash_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=3)
+    monkeypatch.setattr(PartStore, "write_part", real_write)
+    parts = sorted(p.name for p in (tmp_path / "out.jsonl.parts").glob("part-*.jsonl"))
+    assert parts == ["part-00000-000000.jsonl", "part-00000-000001.jsonl"]
+    assert not (tmp_path / "out.jsonl").exists()
+
+    with pytest.raises(OdcfError, match="--resume"):
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=3)
+    s = run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=3, resume=True)
+    assert (s.records_in, s.records_out, s.records_failed, s.resumed_records) == (12, 10, 2, 6)
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+    assert (tmp_path / "out.jsonl.errors.jsonl").read_bytes() == (tmp_path / "clean.jsonl.errors.jsonl").read_bytes()
+    dup = [e for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl") if e["line"] == 9]
+    assert dup[0]["error"].startswith("duplicate id 'r0001'")
+
+
+def test_resume_refuses_a_changed_job_and_output_is_not_clobbered(tmp_path, ontology):
+    src = write_jsonl(tmp_path / "in.jsonl", records(4))
+    store = PartStore(tmp_path / "out.jsonl")
+    store.dir.mkdir()
+    (store.dir / "job.json").write_text(json.dumps({"odcf_batch": 1, "chunk_size": 64}))
+    with pytest.raises(OdcfError, match="cannot resume: the job changed"):
+        run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, resume=True)
+    run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, overwrite=True)
+    with pytest.raises(OdcfError, match="exists: pass --overwrite"):
+        run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0)
+    with pytest.raises(OdcfError, match="already complete"):
+        run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, resume=True)
+
+
+def test_altered_parts_fail_loudly(tmp_path, ontology, monkeypatch):
+    src = write_jsonl(tmp_path / "in.jsonl", records(4))
+    real_write = PartStore.write_part
+
+    def drop_a_row(self, chunk, rows):
+        real_write(self, chunk, rows[:-1] if chunk == (0, 1) else rows)
+
+    monkeypatch.setattr(PartStore, "write_part", drop_a_row)
+    with pytest.raises(BatchIntegrityError, match=r"1 row\(s\), expected 2"):
+        run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
+    assert not (tmp_path / "out.jsonl").exists() and (tmp_path / "out.jsonl.parts").exists()
+
+
+def test_bad_job_settings_fail_before_any_work(tmp_path, ontology):
+    src = write_jsonl(tmp_path / "in.jsonl", records(2))
+    with pytest.raises(OdcfError, match="role"):
+        run_batch(src, tmp_path / "o.jsonl", BatchConfig(ontology=ontology, role="nobody"), workers=0)
+    with pytest.raises(OdcfError, match="cannot tell the output format"):
+        run_batch(src, tmp_path / "o.txt", config(ontology), workers=0)
+    with pytest.raises(OdcfError, match="inside the input folder"):
+        run_batch(tmp_path, tmp_path / "o.jsonl", config(ontology), workers=0)
+    assert not (tmp_path / "o.jsonl.parts").exists()
