@@ -18,7 +18,7 @@ Each rule is counted separately in the report:
   at least half punctuation with two different marks, and not shaped like code (``}``/``)`` first,
   ``{``/``;``/``,`` last).
 
-Fenced code blocks (``` or ~~~) are left exactly as they are. Nothing that holds a protected
+Fenced code blocks (``` or ~~~) are left as they are, but for invisible characters. Nothing that holds a protected
 anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected``.
 
 >>> text, rep = remove_noise("Intro [DRAFT]\\nTODO: fix\\n\\n\\n\\nBody.  ")
@@ -35,7 +35,9 @@ from typing import Any
 
 from odcf.rules.guard import ProtectionGuard
 
-_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff\u00ad]|(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])")
+_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff\u00ad]")
+# ZWJ/ZWNJ only where both neighbours are ASCII (judged after the others are gone)
+_JOINERS = re.compile(r"(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])")
 # A comment alone on its line takes the line with it; any other comment goes alone.
 _COMMENT = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*(?:\n|$)|<!--.*?-->", re.DOTALL | re.MULTILINE)
 _DRAFT = re.compile(r"[ \t]?\[draft\][ \t]?", re.IGNORECASE)
@@ -76,20 +78,36 @@ class _Cleaner:
             self.examples.append(text[:80])
 
     def _sub(self, rx: re.Pattern[str], name: str, text: str, repl: Any = "") -> str:
-        def fn(m: re.Match[str]) -> str:
+        out: list[str] = []
+        pos = 0
+        while True:
+            m = rx.search(text, pos)
+            if m is None:
+                break
             if self.guard.holds(m.group(0)):
+                # Keep the opening character and look again inside: a protected match must
+                # not shelter a smaller removable one (that would make a second pass differ).
                 self.counts["kept_protected"] += 1
-                return m.group(0)
+                out.append(text[pos:m.start() + 1])
+                pos = m.start() + 1
+                continue
             self.counts[name] += 1
             self._example(m.group(0))
-            return repl(m) if callable(repl) else repl
-        return rx.sub(fn, text)
+            out.append(text[pos:m.start()])
+            out.append(repl(m) if callable(repl) else repl)
+            pos = max(m.end(), pos + 1) if m.end() == m.start() else m.end()
+        out.append(text[pos:])
+        return "".join(out)
+
+    def invisible(self, text: str) -> str:
+        for rx in (_ZERO_WIDTH, _JOINERS):
+            text, n = rx.subn("", text)
+            self.counts["zero_width"] += n
+        if not self.counts["zero_width"]:
+            del self.counts["zero_width"]
+        return text
 
     def inline(self, text: str) -> str:
-        n = len(_ZERO_WIDTH.findall(text))
-        if n:
-            self.counts["zero_width"] += n
-            text = _ZERO_WIDTH.sub("", text)
         text = self._sub(_COMMENT, "html_comments", text)
         text = self._sub(_DRAFT, "draft_marks", text, _draft_repl)
         return self._sub(_CRITIC, "track_changes", text, _critic_repl)
@@ -165,15 +183,10 @@ def _split_fences(text: str) -> list[tuple[bool, list[str]]]:
     return runs
 
 
-def remove_noise(text: str, guard: ProtectionGuard | None = None, *, ocr: bool = True) -> tuple[str, dict[str, Any]]:
-    """Remove editor marks and noise lines. Returns ``(text, report)``.
-
-    The report has one count per rule that fired, ``removed_lines``, ``chars_removed`` and the
-    first three ``examples`` of removed text. Leading and trailing blank lines are dropped.
-    """
-    cleaner = _Cleaner(guard or ProtectionGuard(), ocr)
+def _clean_once(text: str, cleaner: _Cleaner) -> str:
     out: list[str] = []
-    for is_code, lines in _split_fences(text):
+    # Invisible characters go first, everywhere: one hidden before ``` would hide the fence.
+    for is_code, lines in _split_fences(cleaner.invisible(text)):
         if is_code:
             out.extend(lines)
             continue
@@ -183,7 +196,25 @@ def remove_noise(text: str, guard: ProtectionGuard | None = None, *, ocr: bool =
         out.pop()
     while out and not out[0].strip():
         out.pop(0)
-    result = "\n".join(out)
+    return "\n".join(out)
+
+
+def remove_noise(text: str, guard: ProtectionGuard | None = None, *, ocr: bool = True) -> tuple[str, dict[str, Any]]:
+    """Remove editor marks and noise lines. Returns ``(text, report)``.
+
+    The report has one count per rule that fired, ``removed_lines``, ``chars_removed`` and the
+    first three ``examples`` of removed text. Leading and trailing blank lines are dropped.
+    """
+    cleaner = _Cleaner(guard or ProtectionGuard(), ocr)
+    result = text
+    # A removal can uncover more noise (a comment hiding a fence, a mark hiding a TODO): repeat
+    # until nothing changes, so that a second call never finds anything (bounded: text only shrinks).
+    for _ in range(8):
+        cleaner.counts.pop("kept_protected", None)  # counted again by the last pass
+        new = _clean_once(result, cleaner)
+        if new == result:
+            break
+        result = new
     report: dict[str, Any] = dict(sorted(cleaner.counts.items()))
     removed = len(text.splitlines()) - len(result.splitlines())
     if removed:

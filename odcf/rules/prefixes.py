@@ -89,7 +89,8 @@ def fold_prefixes(
         j = i + 1
         while j < n and not _HEAD.match(lines[j][1]) and lines[j][1] != END:
             c = len(os.path.commonprefix([line[:common], lines[j][1]]))
-            if c < min_chars:
+            # stop where the usable prefix (ending between words) gets too short; it only shrinks
+            if c < min_chars or _prefix_len(lines[i:j + 1], c, ()) < min_chars:
                 break
             common = c
             j += 1
