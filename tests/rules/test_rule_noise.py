@@ -84,11 +84,12 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 FRAGMENTS = ["word", "Total $5,000", "TODO: x", "=====", "-----", "", "  ", "<!-- c -->", "[draft]", "{--gone--}",
-             "~~;:'|,.;~", "```", "\u200b", "# Title", "| a | b |", "FIXME: y", "x  "]
+             "~~;:'|,.;~", "```", "~~~", "\u200b", "\u200d", "é", "<!--", "-->", "{--", "--}", "# Title",
+             "| a | b |", "FIXME: y", "x  "]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(FRAGMENTS), max_size=3).map(" ".join), max_size=12).map("\n".join))
+@given(st.lists(st.lists(st.sampled_from(FRAGMENTS), max_size=4).map("".join), max_size=12).map("\n".join))
 def test_property_noise_removal_is_idempotent_and_keeps_protected_text(text):
     once, _ = remove_noise(text, GUARD)
     twice, report = remove_noise(once, GUARD)

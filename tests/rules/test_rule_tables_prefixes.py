@@ -91,3 +91,35 @@ def test_prefix_folding_twice_changes_nothing_more():
     once, _ = fold_prefixes(text)
     assert fold_prefixes(once) == (once, {"runs": 0, "lines": 0, "chars_saved": 0})
     assert unfold_prefixes(once) == text
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+HEADS = ["2024-05-01 12:30:00 INFO api: ", '"user_id": "', "- [ok] worker.pool.main ", "x", "", "aaaaaaaaaaaaaaaa", "x y"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(HEADS), st.sampled_from(["a", "b 1", "", "zz", " c"])), max_size=30),
+       st.integers(2, 6), st.integers(1, 20))
+def test_property_prefix_fold_lossless_and_idempotent(lines, min_lines, min_chars):
+    text = "\n".join(p + s for p, s in lines)
+    out, _ = fold_prefixes(text, min_lines=min_lines, min_chars=min_chars)
+    assert unfold_prefixes(out) == text
+    assert fold_prefixes(out, min_lines=min_lines, min_chars=min_chars)[0] == out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["| a | 1 |", "| b | 2 |", "| c | $5 |", "[DATA_ROWS: 3]"]), max_size=30),
+       st.integers(0, 10), st.integers(0, 3), st.integers(0, 3))
+def test_property_table_fold_keeps_wanted_rows_and_is_idempotent(rows, max_rows, head, tail):
+    text = "| h | v |\n|---|---|\n" + "\n".join(rows)
+    keep = lambda s, e, t: "$5" in t  # noqa: E731
+    result = fold_table(text, keep, max_rows=max_rows, head_rows=head, tail_rows=tail)
+    if result is None:
+        return
+    out, stats = result
+    assert out.count("| c | $5 |") == text.count("| c | $5 |")
+    assert stats["rows"] == stats["kept"] + stats["omitted"]
+    again = fold_table(out, keep, max_rows=max_rows, head_rows=head, tail_rows=tail)
+    assert again is None or again[0] == out
