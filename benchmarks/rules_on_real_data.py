@@ -440,8 +440,9 @@ def render(h: dict[str, Any], js: list[dict[str, Any]], tb: dict[str, Any], plan
         "",
         "Notes: word recall counts each gold word occurrence at most as often as it occurs in the output "
         "(multiset); pages whose gold body holds text outside the article (menus, captions, pull quotes) "
-        "lower recall and are counted, not excluded. Gold-body anchors not kept are from pull quotes that repeat a body "
-        "sentence (dropped with their aside) or from gold text the page renders differently. An anchor counts as present when its matched text occurs in the "
+        "lower recall and are counted, not excluded. Gold-body anchors not kept (2026-11-30 run) were in a pull quote that "
+        "repeats a body sentence (dropped with its aside) and in a \"Story Timeline\" list of links to other stories "
+        "that one gold body includes. An anchor counts as present when its matched text occurs in the "
         "output as many times as in the input.",
         "",
     ]
