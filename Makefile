@@ -44,3 +44,24 @@ test: $(VENV)/.installed-test
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
+
+# ---- benchmarks (issue 5): odcf vs peers on ../shared/data; peers live in their own venv ----
+BENCH_VENV ?= .venv-bench
+BENCH_PY   := $(BENCH_VENV)/bin/python
+DATA       ?= ../shared/data
+
+.PHONY: bench bench-quick
+
+# torch is pinned in the same pip command: any other torch spec pulls a multi-GB CUDA build
+$(BENCH_VENV)/.installed: pyproject.toml benchmarks/requirements.txt
+	test -x $(BENCH_PY) || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q torch==2.13.0 -e . -r benchmarks/requirements.txt
+	touch $@
+
+# full run (~30 min on 2 cores): writes benchmarks/results/latest.md, results.json and the PNG plots
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_PY) benchmarks/run.py --data $(DATA)
+
+# small run (< 5 min): writes .cache/bench/run-quick/report/quick.md and plots (not committed)
+bench-quick: $(BENCH_VENV)/.installed
+	$(BENCH_PY) benchmarks/run.py --data $(DATA) --quick
