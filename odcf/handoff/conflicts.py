@@ -134,7 +134,8 @@ def id_anchors(plan: Any) -> list[re.Pattern[str]]:
     """The plan's anchors that name identifiers (name holds id/number/code/ref)."""
     out: list[re.Pattern[str]] = []
     for a in getattr(getattr(plan, "protection", None), "anchors", ()):
-        if re.search(r"(?:^|_)(?:id|ids|number|code|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
+        # "code" is left out on purpose: airport, currency and error codes name kinds, not entities
+        if re.search(r"(?:^|_)(?:id|ids|number|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
             out.append(a.regex)
     return out
 
@@ -206,8 +207,12 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
-def json_facts(item_id: str, data: Any) -> list[Fact]:
-    """Facts from a JSON value: id-bearing objects are entities, their scalar leaves attributes."""
+def json_facts(item_id: str, data: Any, *, context_date: str | None = None) -> list[Fact]:
+    """Facts from a JSON value: id-bearing objects are entities, their scalar leaves attributes.
+
+    *context_date* qualifies entities that carry no ``date`` of their own — the date a tool was
+    asked about (a flight search for 2024-05-21 and one for 2024-05-24 do not contradict each other).
+    """
     out: list[Fact] = []
 
     def entity_of(obj: Mapping[str, Any]) -> str | None:
@@ -216,6 +221,8 @@ def json_facts(item_id: str, data: Any) -> list[Fact]:
             if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
                 name = str(v)
                 date = obj.get("date")
+                if not isinstance(date, str):
+                    date = context_date
                 return f"{name} on {date}" if isinstance(date, str) and key != "id" else name
         return None
 
@@ -300,8 +307,16 @@ def item_facts(item: HandoffItem, id_patterns: Sequence[re.Pattern[str]]) -> lis
         except ValueError:
             data = None
     if data is not None and isinstance(data, (Mapping, list)):
-        return json_facts(item.id, data)
+        return json_facts(item.id, data, context_date=_call_date(item))
     return text_facts(item.id, item.text, id_patterns)
+
+
+def _call_date(item: HandoffItem) -> str | None:
+    """The date argument of the tool call that produced *item*, if any."""
+    for key, value in item.call_args:
+        if key == "date" or key.endswith("_date"):
+            return value
+    return None
 
 
 def find_conflicts(items: Iterable[HandoffItem], *, plan: Any = None) -> tuple[Conflict, ...]:

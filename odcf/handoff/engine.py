@@ -47,7 +47,10 @@ from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
 
-NOTES_ID = "handoff-notes"
+#: The notes block may use this share of the budget (at least NOTES_MIN_TOKENS); what is missing
+#: is always written, details beyond the cap are counted and left to the record.
+NOTES_SHARE = 0.2
+NOTES_MIN_TOKENS = 120
 EARLIER_ID = "history-earlier"
 
 
@@ -71,15 +74,17 @@ class HandoffResult:
                 "budget": self.budget, "record": dict(self.record)}
 
 
-def _compressor(target: Any) -> Any:
+def _compressor(target: Any, stages: Mapping[str, Any] | None) -> Any:
     from odcf.compressor import Compressor
 
     if isinstance(target, Compressor):
+        if stages:
+            raise TypeError("stages= applies when handoff() builds the compressor; this one is already built")
         return target
     if isinstance(target, Plan):
-        return Compressor(target)
+        return Compressor(target, stages=stages)
     if isinstance(target, (str, os.PathLike)) or target is None:
-        return Compressor.from_ontology(target)
+        return Compressor.from_ontology(target, stages=stages)
     raise TypeError(f"handoff() needs a Plan, a Compressor or an ontology name/path, got {type(target).__name__}")
 
 
@@ -96,17 +101,18 @@ def handoff(
     verbatim_turns: int = 3,
     condensed_turns: int = 10,
     turn_cap: int = 60,
+    stages: Mapping[str, Any] | None = None,
 ) -> HandoffResult:
     """Prepare the handoff to *role* from *items* (a list, a handoff object, an :class:`ItemBatch`
     or a path to a JSON file; see :mod:`odcf.handoff.items`).
 
     *target*: a :class:`~odcf.plan.model.Plan`, a :class:`~odcf.compressor.Compressor`, or an
-    ontology name/path. *budget* overrides the role's budget. *strict*: missing required
+    ontology name/path (then *stages* switches pipeline stages, as for ``Compressor``). *budget* overrides the role's budget. *strict*: missing required
     material (a required category never searched, evidence of a scope claim absent, a
     mandatory item the role cannot receive) raises :class:`HandoffError` naming it, and
     required material over the budget raises :class:`~odcf.errors.BudgetError`.
     """
-    comp = _compressor(target)
+    comp = _compressor(target, stages)
     plan: Plan = comp.plan
     contract = plan.role(role)
     budget = contract.budget if budget is None else budget
@@ -153,7 +159,9 @@ def handoff(
     sources = _sources(kept, decision, states, reasoning_cuts, layered)
 
     # 5. core pipeline within the budget left after the notes
-    notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts)
+    notes_cap = max(NOTES_MIN_TOKENS, int(budget * NOTES_SHARE))
+    notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
+                       counter=counter, max_tokens=notes_cap)
     notes_cost = counter.count(notes) + 2 if notes else 0
     core_budget = max(1, budget - notes_cost)
     doc = comp.document(sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
@@ -177,7 +185,8 @@ def handoff(
                            + "; ".join(m["why"] for m in missing if m["status"] == "dropped"),
                            missing=[_name(m) for m in missing])
     if any(m["status"] == "dropped" for m in missing):
-        notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts)
+        notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
+                       counter=counter, max_tokens=notes_cap)
 
     text = core_text + ("\n\n" + notes if notes and core_text else notes)
     tokens = counter.count(text)
@@ -305,33 +314,54 @@ def _sources(items: Sequence[HandoffItem], decision: MandatoryDecision, states: 
 
 
 def _notes(contract: RoleContract, decision: MandatoryDecision, missing: Sequence[Mapping[str, Any]],
-           duplicates: Sequence[Any], flags: Sequence[Mapping[str, Any]], conflicts: Sequence[Conflict]) -> str:
-    """The handoff notes block appended after the core text ("" when there is nothing to say)."""
+           duplicates: Sequence[Any], flags: Sequence[Mapping[str, Any]], conflicts: Sequence[Conflict],
+           *, counter: Any, max_tokens: int) -> str:
+    """The handoff notes block appended after the core text ("" when there is nothing to say).
+
+    What is missing is always written. Merged duplicates, confidence caps and conflicts are written
+    while the block stays within *max_tokens*; the rest is counted in a last line that points at
+    the record, which lists them all.
+    """
+    head = f"[handoff notes] odcf | role {contract.name}"
     lines: list[str] = []
     if decision.not_searched:
         lines.append(f"Not searched upstream (required for {contract.name}): "
                      + ", ".join(c.category for c in decision.not_searched))
     if decision.searched_none_found:
         lines.append("Searched, none found: " + ", ".join(c.category for c in decision.searched_none_found))
-    other = [m for m in missing if m.get("status") != "not_searched"]
-    for m in other:
-        lines.append(f"Missing: {m['why']}")
+    for m in missing:
+        if m.get("status") != "not_searched":
+            lines.append(f"Missing: {m['why']}")
+    details: list[tuple[str, str]] = []
     for g in duplicates:
-        lines.append(f"Merged duplicates: item {g.kept} kept; same content from " + ", ".join(g.sources[1:])
-                     + f" ({', '.join(g.merged)})")
+        details.append(("duplicates", f"Merged duplicates: item {g.kept} kept; same content from "
+                        + ", ".join(g.sources[1:]) + f" ({', '.join(g.merged)})"))
     for f in flags:
         if f["kind"] == "confidence jump":
-            lines.append(f"Confidence capped: item {f['item']} claimed {f['claimed']:g}, its evidence "
-                         f"({', '.join(f['evidence'])}) supports at most {f['cap']:g}")
+            details.append(("confidence_flags", f"Confidence capped: item {f['item']} claimed {f['claimed']:g}, its "
+                            f"evidence ({', '.join(f['evidence'])}) supports at most {f['cap']:g}"))
         else:
-            lines.append(f"Confidence unverifiable: item {f['item']} rests on "
-                         + ", ".join(f["evidence"]) + " (absent or without confidence)")
-    if conflicts:
-        lines.append("Conflicts (different sources disagree; both kept, not merged):")
-        lines.extend(c.render() for c in conflicts)
-    if not lines:
+            details.append(("confidence_flags", f"Confidence unverifiable: item {f['item']} rests on "
+                            + ", ".join(f["evidence"]) + " (absent or without confidence)"))
+    for k, c in enumerate(conflicts):
+        if k == 0:
+            details.append(("", "Conflicts (different sources disagree; both kept, not merged):"))
+        details.append(("conflicts", c.render()))
+    if not lines and not details:
         return ""
-    return f"[handoff notes] odcf | role {contract.name}\n" + "\n".join(lines)
+    used = counter.count("\n".join([head, *lines]))
+    left: dict[str, int] = {}
+    for n, (key, line) in enumerate(details):
+        cost = counter.count(line) + 1
+        if not left and used + cost <= max_tokens - 30:  # keep room for the closing count line
+            lines.append(line)
+            used += cost
+        elif key:
+            left[key] = left.get(key, 0) + 1
+    if left:
+        lines.append("Not shown here for lack of room (all listed in the record): "
+                     + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in left.items()))
+    return head + "\n" + "\n".join(lines)
 
 
 def result_json(result: HandoffResult) -> str:

@@ -61,7 +61,8 @@ class HandoffItem:
     override it. ``derived_from`` lists the ids of the items a claim rests on; a
     ``scope_claim`` makes that evidence mandatory. ``cites`` are free-text citations of a
     reasoning item (``"source 3, rows 5-7"``). ``data`` holds the parsed JSON of a state item.
-    ``position`` is the item's place in the input (history order).
+    ``position`` is the item's place in the input (history order). ``call_args`` holds the scalar
+    arguments of the tool call a ``tool`` message answers (matched by ``tool_call_id``).
     """
 
     id: str
@@ -80,6 +81,7 @@ class HandoffItem:
     cites: tuple[str, ...] = ()
     read_range: str = "whole"
     position: int = 0
+    call_args: tuple[tuple[str, str], ...] = ()
     data: Any = field(default=None, compare=False)
 
     @property
@@ -156,6 +158,7 @@ class _Parser:
         self.searched: set[str] = set()
         self.problems: list[str] = []
         self._ids: set[str] = set()
+        self._calls: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def problem(self, path: str, message: str) -> None:
         self.problems.append(f"{path or '<root>'}: {message}")
@@ -307,13 +310,33 @@ class _Parser:
         origin = strs["origin"]
         if origin is None and role == "tool" and isinstance(entry.get("name"), str):
             origin = f"tool:{entry['name']}"
+        call_args: tuple[tuple[str, str], ...] = ()
+        if is_message and isinstance(entry.get("tool_calls"), list):
+            self._remember_calls(entry["tool_calls"])
+        if role == "tool" and isinstance(entry.get("tool_call_id"), str):
+            call_args = self._calls.get(entry["tool_call_id"], ())
         self.items.append(HandoffItem(
             id=item_id, text=text, layer=layer, kind=kind, category=cat, origin=origin,
             timestamp=strs["timestamp"], confidence=None if conf is None else float(conf),
             mandatory=bools["mandatory"], optional=bools["optional"], speaker=speaker,
             derived_from=lists["derived_from"], scope_claim=bools["scope_claim"], cites=lists["cites"],
-            read_range=strs["read_range"] or "whole", position=position, data=data,
+            read_range=strs["read_range"] or "whole", position=position, call_args=call_args, data=data,
         ))
+
+    def _remember_calls(self, calls: list[Any]) -> None:
+        for call in calls:
+            fn = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(fn, Mapping) or not isinstance(call.get("id"), str):
+                continue
+            args = fn.get("arguments")
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except json.JSONDecodeError:
+                    args = None
+            if isinstance(args, Mapping):
+                self._calls[call["id"]] = tuple(sorted(
+                    (str(k), str(v)) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)))
 
     def body_text(self, body: Any, entry: Mapping[str, Any], path: str, layer: str) -> tuple[str, Any]:
         """The item's text, and for JSON bodies (or state items) the parsed value."""

@@ -5,7 +5,8 @@ trimmed last) and a truncated reasoning draft keeps its evidence index longest, 
 budget stage, trimming lowest score first, cuts the right things. Sources say what they want in
 ``Source.meta``: ``handoff_score`` (a fixed score for all their segments) or
 ``handoff_order: "position"`` (earlier segments first, the last one — the evidence index — kept
-longest).
+longest). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is read
+in its own order — instruction, state, facts, drafts, then history oldest to newest.
 """
 from __future__ import annotations
 
@@ -42,4 +43,9 @@ class HandoffPriority(Stage):
                     continue
                 segments[k] = seg.replace(score=score)
                 changed += 1
-        return doc.with_event(TraceEvent(stage=self.name, data={"rescored": changed}), segments=tuple(segments))
+        meta = dict(doc.meta)
+        data: dict[str, object] = {"rescored": changed}
+        if "order" in meta:  # a reranker's placement would shuffle the turns; the handoff keeps reading order
+            del meta["order"]
+            data["kept_reading_order"] = True
+        return doc.with_event(TraceEvent(stage=self.name, data=data), segments=tuple(segments), meta=meta)

@@ -225,3 +225,30 @@ def test_compressor_handoff(hplan: Any) -> None:
     r = Compressor(hplan).handoff(role="executor", items=base_items(), budget=600)
     assert r.record["role"] == "executor" and r.tokens <= 600
     assert set(r.to_dict()) == {"text", "tokens_in", "tokens_out", "budget", "record"}
+
+
+def test_many_conflicts_stay_within_the_notes_share(hplan: Any) -> None:
+    items = []
+    for k in range(40):
+        items.append({"id": f"a{k}", "origin": "agent:researcher", "text": f"Refund amount for order #W90{k:02d}: ${k + 10}."})
+        items.append({"id": f"b{k}", "origin": "tool:refunds", "text": json.dumps({"order_id": f"#W90{k:02d}",
+                                                                                   "refund_amount": k + 11})})
+    r = handoff(hplan, role="researcher", items=items, budget=800)
+    assert len(r.record["conflicts"]) == 40 and r.tokens <= 800
+    notes = r.text[r.text.index("[handoff notes]"):]
+    assert COUNTER.count(notes) <= 0.2 * 800
+    shown = notes.count("refund amount:")
+    assert 0 < shown < 40
+    assert notes.endswith(f"Not shown here for lack of room (all listed in the record): {40 - shown} conflicts")
+
+
+def test_tool_results_for_different_call_dates_do_not_conflict(hplan: Any) -> None:
+    def search(call: str, date: str, price: int) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": None, "tool_calls": [{"id": call, "type": "function", "function": {
+                    "name": "search_direct_flight", "arguments": json.dumps({"origin": "JFK", "date": date})}}]},
+                {"role": "tool", "tool_call_id": call, "name": "search_direct_flight",
+                 "content": json.dumps([{"flight_number": "HAT069", "prices": {"economy": price}}])}]
+    other_day = handoff(hplan, role="researcher", items=search("c1", "2024-05-20", 121) + search("c2", "2024-05-21", 140))
+    assert other_day.record["conflicts"] == []
+    same_day = handoff(hplan, role="researcher", items=search("c1", "2024-05-20", 121) + search("c2", "2024-05-20", 140))
+    assert [(c["entity"], c["attribute"]) for c in same_day.record["conflicts"]] == [("HAT069 on 2024-05-20", "prices economy")]
