@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,15 +144,19 @@ def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_
     started = False
     if not ray.is_initialized():
         if address:
-            ray.init(address=address, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         else:
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING)
         started = True
     ctx = ray.data.DataContext.get_current()
-    old_order = ctx.execution_options.preserve_order
-    old_bars = ctx.enable_progress_bars
+    old = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size)
     ctx.execution_options.preserve_order = True  # results come back in input order
     ctx.enable_progress_bars = False  # odcf draws its own
+    # Ray Data buffers a task's small output blocks into one big block; the whole input would then
+    # reach a single actor. A tiny target makes every chunk the read task yields a block of its own.
+    ctx.target_max_block_size = 1
+    warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
     try:
         ds = ray.data.read_datasource(_datasource(files, config, done, seen_ids, chunk_size),
                                       override_num_blocks=1, num_cpus=0)
@@ -167,7 +172,6 @@ def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_
             first = str(exc).strip().splitlines()
             raise OdcfError(f"the Ray job failed: {first[-1] if first else type(exc).__name__}") from exc
     finally:
-        ctx.execution_options.preserve_order = old_order
-        ctx.enable_progress_bars = old_bars
+        ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size = old
         if started:
             ray.shutdown()
