@@ -9,6 +9,7 @@ whitespace.
 """
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass
@@ -159,7 +160,7 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = table_end
                 continue
-            list_end = _list_run(lines, i)
+            list_end = max(_list_run(lines, i), _prefix_run(lines, i))
             if list_end - i >= 3:
                 pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter))
                 paragraph += 1
@@ -247,7 +248,8 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, in
 
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
-    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j)
+    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j
+                or _prefix_run(lines, j) > j)
 
 
 def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
@@ -273,15 +275,33 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
 def _delimited_cols(line: str, delim: str) -> int:
     if not line.strip():
         return 0
+    try:
+        cells = next(csv.reader([line], delimiter=delim))
+    except (csv.Error, StopIteration):
+        return 0
     if delim == ",":
         # prose has commas too: require short cells and no sentence punctuation at the end
-        if line.rstrip().endswith((".", "!", "?", ":")):
+        if line.rstrip().endswith((".", "!", "?", ":")) and not line.rstrip().endswith('"'):
             return 0
-        cells = line.split(",")
-        if any(len(c) > 60 for c in cells):
+        if any(len(c) > 80 for c in cells):
             return 0
-        return len(cells)
-    return len(line.split(delim))
+    return len(cells)
+
+
+_PREFIX_MIN = 10
+
+
+def _prefix_run(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End of a run of >= 4 lines sharing a prefix of >= 10 characters (log lines, repeated keys)."""
+    n = len(lines)
+    first = lines[i][2]
+    if len(first) < _PREFIX_MIN or first[:1].isspace():
+        return i
+    key = first[:_PREFIX_MIN]
+    j = i + 1
+    while j < n and lines[j][2].startswith(key):
+        j += 1
+    return j if j - i >= 4 else i
 
 
 def _list_run(lines: list[tuple[int, int, str]], i: int) -> int:

@@ -60,3 +60,16 @@ def test_long_list_blocks_are_chunked():
 
 def test_empty_source_gives_no_segments():
     assert seg("   \n\n ") == ()
+
+
+def test_quoted_csv_is_one_table():
+    text = 'Year,Team,"Record, W-L",Coach\n2001,"Bears, Chicago",10-6,Smith\n2002,Lions,8-8,"Jones, Jr."\n2003,Packers,12-4,Lee'
+    out = seg(text)
+    assert [s.kind for s in out] == ["table"]
+
+
+def test_log_lines_with_a_shared_prefix_form_a_list_block():
+    text = "Intro line here.\n" + "\n".join(f"2024-05-01 10:00:{i:02d} INFO worker-3 step {i}" for i in range(6))
+    out = seg(text)
+    assert [s.kind for s in out] == ["sentence", "list"]
+    assert "".join(s.sep + s.text for s in out) == text
