@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from odcf.errors import OdcfError
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -26,6 +28,8 @@ def register(sub: Any) -> None:
     p.add_argument("--threads", default="1,2", help="thread counts to time (default 1,2)")
     p.add_argument("--out", default=None, metavar="FILE.md", help="write the markdown table here")
     p.add_argument("--json", default=None, metavar="FILE.json", help="write the raw figures here")
+    p.add_argument("--compare", action="append", default=[], metavar="NAME=MODEL",
+                   help="also evaluate MODEL and add it to a comparison table (repeatable)")
     p.set_defaults(handler=run)
 
 
@@ -36,12 +40,18 @@ def run(args: argparse.Namespace) -> int:
     threads = tuple(int(x) for x in args.threads.split(","))
     model = args.model or str(DEFAULT_MODEL_DIR)
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads)
+    compare = []
+    for item in args.compare:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise OdcfError(f"--compare: expected NAME=MODEL, got {item!r}")
+        compare.append((name, evaluate(path, data_dir=args.data, work_dir=args.work, threads=threads)))
     command = "odcf eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["eval"] else "odcf eval"
-    md = render_markdown(res, command=command)
+    md = render_markdown(res, command=command, compare=compare)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(md, encoding="utf-8")
     if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+        Path(args.json).write_text(json.dumps({**res, "compare": dict(compare)}, indent=2) + "\n", encoding="utf-8")
     sys.stdout.write(md)
     return 0

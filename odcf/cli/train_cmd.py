@@ -36,6 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--max-steps", type=int, default=0, help="stop after N steps (smoke runs)")
     p.add_argument("--qmsum-windows", type=int, default=None, metavar="N",
                    help="cap on QMSum training windows (default 1800; 0 = all)")
+    p.add_argument("--keep-target", type=float, default=d.keep_target,
+                   help=f"soft target of ordinary keep words; must-keep words aim at 1.0 (default {d.keep_target})")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
     p.set_defaults(handler=run)
 
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = TrainConfig(
         data_dir=args.data, out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
-        threads=args.threads, max_steps=args.max_steps, build=build,
+        threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
     )
     report = train(cfg, resume=args.resume)
     dev = report.get("dev") or {}

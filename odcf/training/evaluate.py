@@ -127,7 +127,27 @@ def _pct(d: dict[str, Any] | None) -> str:
     return f"{100 * d['share']:.1f}% ({d['kept']}/{d['of']})"
 
 
-def render_markdown(res: dict[str, Any], *, command: str) -> str:
+def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """A side-by-side table of several evaluated models (e.g. the 3-layer student vs the 6-layer model)."""
+    lines = ["", "## Model comparison (same held-out data, same machine, same run of this command)", "",
+             "| model | layers | bytes | WNUT entities kept 3:1 | WNUT entities kept 5.2:1 | WNUT F1 (thr) | "
+             "QMSum label-keep kept 3:1 | QMSum numbers kept 3:1 | words/s, 1 thread |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, res in rows:
+        meta = res["metadata"]
+        w = res["sources"].get("wnut17", {})
+        q = res["sources"].get("qmsum", {})
+        r3, r5 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}"
+        speed = next((s["words_per_s"] for s in res["speed"] if s["threads"] == 1), "—")
+        lines.append(
+            f"| {name} | {meta.get('num_hidden_layers')} | {meta.get('bytes')} | "
+            f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | "
+            f"{w.get('threshold', {}).get('f1', '—')} | {_pct(q.get(r3, {}).get('label_keep_kept'))} | "
+            f"{_pct(q.get(r3, {}).get('number_kept'))} | {speed} |")
+    return lines
+
+
+def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tuple[str, dict[str, Any]]] = ()) -> str:
     """The result table for ``benchmarks/results/compressor_eval.md``."""
     meta = res["metadata"]
     lines = [
@@ -177,6 +197,8 @@ def render_markdown(res: dict[str, Any], *, command: str) -> str:
               "| threads | seconds | words/s | model sub-tokens/s |", "|---|---|---|---|"]
     for s in res["speed"]:
         lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
+    if compare:
+        lines += render_comparison([("shipped", res), *compare])
     train = meta.get("train") or {}
     if train:
         lines += ["", f"Training: {train.get('wall_s')} s wall ({train.get('train_s')} s in the training loop) with "

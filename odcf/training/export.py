@@ -271,7 +271,11 @@ def export_run(
         "train_config": report.get("config"),
         "parity": parity,
         "int8_agreement": agreement,
-        "held_out": {"test_int8": keep_metrics(p_q, held), "test_fp32": keep_metrics(p_fp, held)},
+        "held_out": {s: {"int8": keep_metrics([p for p, r in zip(p_q, held) if r["source"] == s],
+                                              [r for r in held if r["source"] == s], threshold=threshold),
+                         "fp32": keep_metrics([p for p, r in zip(p_fp, held) if r["source"] == s],
+                                              [r for r in held if r["source"] == s], threshold=threshold)}
+                     for s in sorted({r["source"] for r in held})},
         "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnxruntime": onnxruntime.__version__, "datasets": datasets.__version__},

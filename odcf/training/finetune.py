@@ -56,6 +56,9 @@ class TrainConfig:
     log_every: int = 25
     dev_limit: int = 2000  # dev windows scored after the last epoch (WNUT dev first, then QMSum)
     max_steps: int = 0  # 0 = no limit (smoke runs set it)
+    #: Soft target of an ordinary keep word (must-keep words aim at 1.0, drop words at 0.0): below 1
+    #: so that the keep probability ranks entities and anchors above ordinary content words.
+    keep_target: float = 1.0
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -99,8 +102,8 @@ def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
     return model
 
 
-def encode_rows(rows: Any, tokenizer: Any, max_len: int) -> list[dict[str, np.ndarray]]:
-    """Sub-token ids, labels (-100 on special tokens), weights and word index per row."""
+def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.0) -> list[dict[str, np.ndarray]]:
+    """Sub-token ids, labels (-100 on special tokens), soft targets, weights and word index per row."""
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     out = []
     for r in rows:
@@ -113,8 +116,11 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int) -> list[dict[str, np.nd
         wid = [-1] + [w for _, w in pairs] + [-1]
         lab = [-100] + [int(r["labels"][w]) for _, w in pairs] + [-100]
         wt = [0.0] + [float(r["weights"][w]) for _, w in pairs] + [0.0]
+        tgt = [0.0] + [(1.0 if r["weights"][w] > 1.0 else keep_target) if r["labels"][w] else 0.0
+                       for _, w in pairs] + [0.0]
         out.append({"ids": np.array(ids), "wid": np.array(wid), "lab": np.array(lab),
-                    "wt": np.array(wt, dtype=np.float32), "n_words": len(words)})
+                    "wt": np.array(wt, dtype=np.float32), "tgt": np.array(tgt, dtype=np.float32),
+                    "n_words": len(words)})
     return out
 
 
@@ -140,17 +146,30 @@ def _collate(items: Sequence[dict[str, np.ndarray]], torch: Any) -> dict[str, An
     mask = np.zeros((n, width), dtype=np.int64)
     lab = np.full((n, width), -100, dtype=np.int64)
     wt = np.zeros((n, width), dtype=np.float32)
+    tgt = np.zeros((n, width), dtype=np.float32)
     for r, it in enumerate(items):
         k = len(it["ids"])
         ids[r, :k], mask[r, :k], lab[r, :k], wt[r, :k] = it["ids"], 1, it["lab"], it["wt"]
+        if "tgt" in it:
+            tgt[r, :k] = it["tgt"]
     return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask),
-            "labels": torch.from_numpy(lab), "weights": torch.from_numpy(wt)}
+            "labels": torch.from_numpy(lab), "weights": torch.from_numpy(wt), "targets": torch.from_numpy(tgt)}
 
 
-def weighted_loss(logits: Any, labels: Any, weights: Any) -> Any:
-    """Cross-entropy per sub-token times its word's weight, averaged over the weights."""
+def weighted_loss(logits: Any, labels: Any, weights: Any, targets: Any = None) -> Any:
+    """Cross-entropy per sub-token times its word's weight, averaged over the weights.
+
+    With *targets* (the keep probability each sub-token should reach) the cross-entropy is taken
+    against that soft target; special tokens (label -100) never count.
+    """
     torch = _torch()
-    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, 2), labels.reshape(-1), ignore_index=-100, reduction="none")
+    flat = logits.reshape(-1, 2)
+    if targets is None:
+        ce = torch.nn.functional.cross_entropy(flat, labels.reshape(-1).clamp_min(0), reduction="none")
+    else:
+        logp = torch.log_softmax(flat, dim=-1)
+        t = targets.reshape(-1)
+        ce = -(t * logp[:, 1] + (1.0 - t) * logp[:, 0])
     w = weights.reshape(-1) * (labels.reshape(-1) != -100)
     return (ce * w).sum() / w.sum().clamp_min(1e-6)
 
@@ -199,7 +218,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     dd = build_dataset(cfg.build_config())
     tok = load_tokenizer(cfg.build_config().tokenizer)
-    train_items = encode_rows(dd["train"], tok, cfg.max_len)
+    train_items = encode_rows(dd["train"], tok, cfg.max_len, cfg.keep_target)
     dev_rows = list(dd["dev"])[: cfg.dev_limit or None]
     dev_items = encode_rows(dev_rows, tok, cfg.max_len)
     t_data = time.perf_counter() - t_start
@@ -249,7 +268,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
                 break
             t = _collate([train_items[i] for i in batch], torch)
             logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"]).logits
-            loss = weighted_loss(logits, t["labels"], t["weights"])
+            loss = weighted_loss(logits, t["labels"], t["weights"], t["targets"] if cfg.keep_target != 1.0 else None)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()

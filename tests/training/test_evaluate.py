@@ -19,10 +19,12 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     data = write_corpus(tmp_path / "data")
     out = tmp_path / "eval.md"
     rc = main(["eval", "--data", str(data), "--model", str(TINY), "--work", str(tmp_path / "run"),
-               "--threads", "1", "--out", str(out), "--json", str(tmp_path / "eval.json")])
+               "--threads", "1", "--out", str(out), "--json", str(tmp_path / "eval.json"),
+               "--compare", f"again={TINY}"])
     assert rc == 0
     md = out.read_text(encoding="utf-8")
     assert "WNUT-17 test" in md and "| 1 |" in md
+    assert "| again | " in md
     import json
 
     res = json.loads((tmp_path / "eval.json").read_text())

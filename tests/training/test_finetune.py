@@ -1,0 +1,46 @@
+"""The training loss and batching (no backbone needed)."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def test_weighted_loss_ignores_special_tokens_and_weights_must_keep_words() -> None:
+    from odcf.training.finetune import weighted_loss
+
+    logits = torch.tensor([[[0.0, 0.0], [0.0, 0.0], [2.0, 0.0]]])
+    labels = torch.tensor([[-100, 1, 0]])
+    hard = weighted_loss(logits, labels, torch.tensor([[0.0, 3.0, 1.0]]))
+    ce1, ce2 = math.log(2), math.log(1 + math.exp(-2))
+    assert float(hard) == pytest.approx((3 * ce1 + ce2) / 4, rel=1e-6)
+    # a soft target of 0.5 on a word predicted at exactly 0.5 costs log 2, whatever its label
+    soft = weighted_loss(logits, labels, torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([[0.0, 0.5, 0.0]]))
+    assert float(soft) == pytest.approx(math.log(2), rel=1e-6)
+
+
+def test_encode_rows_gives_soft_targets_by_tier() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+    from odcf.training.finetune import encode_rows
+
+    row = {"doc": "d", "text": "Globex signed the deal", "labels": [1, 1, 0, 1], "weights": [3.0, 1.0, 1.0, 1.0]}
+    (item,) = encode_rows([row], load_tokenizer(DEFAULT_TOKENIZER), 16, keep_target=0.6)
+    by_word = {int(w): float(t) for w, t in zip(item["wid"], item["tgt"]) if w >= 0}
+    assert by_word == {0: 1.0, 1: pytest.approx(0.6), 2: 0.0, 3: pytest.approx(0.6)}
+    assert item["lab"][0] == -100 and item["lab"][-1] == -100
+
+
+def test_training_batches_are_length_bucketed_and_seeded() -> None:
+    from odcf.training.finetune import _batches
+
+    items = [{"ids": np.zeros(n)} for n in (5, 50, 6, 49)]
+    a = _batches(items, 2, random.Random(1))
+    b = _batches(items, 2, random.Random(1))
+    assert a == b
+    assert sorted(i for batch in a for i in batch) == list(range(4))
+    assert all(abs(len(items[x]["ids"]) - len(items[y]["ids"])) <= 2 for x, y in a)
