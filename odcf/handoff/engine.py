@@ -35,7 +35,7 @@ from odcf.document import Document, Source, sha256
 from odcf.handoff.conflicts import Conflict, find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
-from odcf.handoff.history import LayeredHistory, layer_history
+from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
 from odcf.handoff.mandatory import MandatoryDecision, decide_mandatory
 from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, truncate_reasoning
@@ -47,6 +47,11 @@ from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
 
+#: Rough cost of one source header in the assembled text, for estimates before the core runs.
+HEADER_TOKENS = 14
+#: Per-turn caps of condensed turns and bullets are the defaults times the largest of these
+#: factors whose layered history still fits the room the budget leaves.
+HISTORY_CAP_SCALES = (1, 2, 4, 8)
 #: The notes block may use this share of the budget (at least NOTES_MIN_TOKENS); what is missing
 #: is always written, details beyond the cap are counted and left to the record.
 NOTES_SHARE = 0.2
@@ -154,8 +159,23 @@ def handoff(
     states = {it.id: _state(it, plan) for it in kept if it.layer == "state"}
     reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed)
     hist_items = [it for it in kept if it.layer == "history" and not decision.is_mandatory(it.id)]
-    layered = layer_history(hist_items, plan, counter, verbatim=verbatim_turns, condensed=condensed_turns,
-                            turn_cap=turn_cap, query=query)
+    # the layering is fixed by age; how much a condensed turn or a bullet may hold grows with the
+    # room the budget leaves (estimated before the core runs), so slack is not wasted on cuts
+    others = _sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
+    room = budget - sum(counter.count(s.text) + HEADER_TOKENS for s in others)
+    layered: LayeredHistory | None = None
+    caps = (turn_cap, BULLET_CAP)
+    for scale in HISTORY_CAP_SCALES:
+        trial_caps = (turn_cap * scale, BULLET_CAP * scale)
+        trial = layer_history(hist_items, plan, counter, verbatim=verbatim_turns, condensed=condensed_turns,
+                              turn_cap=trial_caps[0], bullet_cap=trial_caps[1], query=query)
+        over = _history_cost(trial) > room
+        if layered is not None and (over or trial.turns == layered.turns):
+            break
+        layered, caps = trial, trial_caps
+        if over or len(hist_items) <= verbatim_turns:
+            break
+    assert layered is not None
     sources = _sources(kept, decision, states, reasoning_cuts, layered)
 
     # 5. core pipeline within the budget left after the notes
@@ -213,6 +233,7 @@ def handoff(
             "duplicates": [g.to_dict() for g in duplicates],
             "confidence_flags": [dict(f) for f in confidence_flags],
             "history": [t.to_dict() for t in layered.turns],
+            "history_caps": {"condensed_turn": caps[0], "bullet": caps[1]},
             "state": [{"item": k, "legend": dict(v.legend), "note": v.note,
                        "tokens_plain": counter.count(v.plain_text), "tokens": counter.count(v.text)}
                       for k, v in states.items()],
@@ -232,6 +253,10 @@ def handoff(
                           budget=budget, required=tokens)
     return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
                          budget=budget, document=out)
+
+
+def _history_cost(layered: LayeredHistory) -> int:
+    return sum(t.tokens_out + HEADER_TOKENS for t in layered.recent) + sum(t.tokens_out for t in layered.bullets)
 
 
 def _name(m: Mapping[str, Any]) -> str:
@@ -305,7 +330,7 @@ def _sources(items: Sequence[HandoffItem], decision: MandatoryDecision, states: 
         first_t, last_t = layered.bullets[0].turn, layered.bullets[-1].turn
         history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
                               origin=f"odcf:history turns {first_t}–{last_t} as bullets",
-                              meta={"handoff_score": 0.1}))
+                              meta={"handoff_order": "ascending"}))
     n = len(layered.recent)
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0

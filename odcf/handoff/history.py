@@ -59,7 +59,8 @@ class LayeredHistory:
         return self.bullets + self.recent
 
     def bullet_text(self) -> str:
-        return "\n".join(t.text for t in self.bullets)
+        """The bullets, one paragraph each, so the budget can drop the oldest first."""
+        return "\n\n".join(t.text for t in self.bullets)
 
 
 def speaker_of(item: HandoffItem) -> str:
@@ -95,7 +96,8 @@ def layer_history(
             mode = "verbatim" if short == body else "condensed"
             text = f"{who}: {short}"
         else:
-            text, mode = f"- turn {k + 1} {who}: {gist(it, plan, counter, cap=bullet_cap)}", "bullet"
+            later = "\n".join(x.text for x in items[k + 1:])
+            text, mode = f"- turn {k + 1} {who}: {gist(it, plan, counter, cap=bullet_cap, later=later)}", "bullet"
         turn = LayeredTurn(item=it, turn=k + 1, age=age, mode=mode, text=text, tokens_in=t_in,
                            tokens_out=counter.count(text))
         (bullets if mode == "bullet" else recent).append(turn)
@@ -143,8 +145,12 @@ def condense(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int, 
     return text
 
 
-def gist(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int) -> str:
-    """One bullet's content: the first words of the turn plus the protected values it holds."""
+def gist(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int, later: str = "") -> str:
+    """One bullet's content: the first words of the turn plus the protected values it holds.
+
+    Values that later turns repeat (*later*) are listed after the ones only this turn holds, so a
+    bullet spends its room on what would otherwise be lost.
+    """
     if not item.text.strip():
         return "(empty)"
     spans = key_values(item, plan)
@@ -156,7 +162,7 @@ def gist(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int) -> s
         if head != head_text:
             head += " …"
     out = head
-    values = [v for v in spans if v not in head]
+    values = sorted((v for v in spans if v not in head), key=lambda v: v in later)
     if values:
         shown: list[str] = []
         for v in values:

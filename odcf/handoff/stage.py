@@ -5,7 +5,7 @@ trimmed last) and a truncated reasoning draft keeps its evidence index longest, 
 budget stage, trimming lowest score first, cuts the right things. Sources say what they want in
 ``Source.meta``: ``handoff_score`` (a fixed score for all their segments) or
 ``handoff_order: "position"`` (earlier segments first, the last one — the evidence index — kept
-longest). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is read
+longest) or ``handoff_order: "ascending"`` (later segments first: history bullets, oldest dropped first). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is read
 in its own order — instruction, state, facts, drafts, then history oldest to newest.
 """
 from __future__ import annotations
@@ -36,6 +36,8 @@ class HandoffPriority(Stage):
                     continue
                 if fixed is not None:
                     score = float(fixed)
+                elif order == "ascending":  # older bullets first to go, all below the condensed turns
+                    score = round(0.05 + 0.2 * j / max(1, len(ks)), 6)
                 elif order == "position":
                     last = j == len(ks) - 1 and bool(src.meta.get("handoff_index_last"))
                     score = 1.0 if last else round(0.9 - 0.5 * j / max(1, len(ks)), 6)

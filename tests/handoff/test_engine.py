@@ -180,18 +180,30 @@ def test_history_layers_on_a_long_chat(hplan: Any) -> None:
     msgs = []
     for k in range(1, 15):
         msgs.append({"role": "user", "content": f"Turn {k} from the user. I also mention order #W10{k:02d} here. "
-                                                + "Some more words about the weather and my day that matter little. " * 4})
+                                                + "Some more words about the weather and my day that matter little. " * 10})
         msgs.append({"role": "assistant", "content": f"Reply {k}. I looked at order #W10{k:02d}. "
-                                                     + "It is a long reply with many details. " * 6})
-    r = handoff(hplan, role="researcher", items={"instruction": "Summarize.", "messages": msgs})
+                                                     + "It is a long reply with many details. " * 20})
+    r = handoff(hplan, role="researcher", items={"instruction": "Summarize.", "messages": msgs}, budget=1500)
+    assert r.record["handoff"]["history_caps"] == {"condensed_turn": 60, "bullet": 24}
     hist = r.record["handoff"]["history"]
     assert [t["mode"] for t in hist[-3:]] == ["verbatim"] * 3
     assert {t["mode"] for t in hist[-10:-3]} == {"condensed"}
     assert {t["mode"] for t in hist[:-10]} == {"bullet"}
     assert all(msgs[-k]["content"].strip() in r.text for k in (1, 2, 3))
-    assert "- turn 1 user: Turn 1 from the user." in r.text and "#W1001" in r.text   # ids survive in bullets
+    assert "- turn 18 assistant: Reply 9. I looked at order … (values: #W1009)" in r.text   # ids survive in bullets
+    bullets = next(s for s in r.record["sources"] if s["id"] == "history-earlier")["segments"]
+    dropped = [g["status"] == "dropped" for g in bullets]
+    assert dropped == sorted(dropped, reverse=True)        # under pressure the oldest bullets go first
     assert "assistant: Reply 11." in r.text        # condensed turn keeps its speaker
-    assert r.tokens <= 6000
+    assert r.tokens <= 1500
+    # with room to spare the same layers hold more: caps grow, the bullets and condensed turns keep more
+    roomy = handoff(hplan, role="researcher", items={"instruction": "Summarize.", "messages": msgs}, budget=8000)
+    caps = roomy.record["handoff"]["history_caps"]
+    assert caps["condensed_turn"] > 60 and caps["bullet"] > 24 and roomy.tokens <= 8000
+    modes = [t["mode"] for t in roomy.record["handoff"]["history"]]
+    assert modes[:-10] == ["bullet"] * (len(modes) - 10)
+    out = {t["item"]: t["tokens_out"] for t in roomy.record["handoff"]["history"]}
+    assert sum(out.values()) > sum(t["tokens_out"] for t in hist)
 
 
 def test_same_input_gives_byte_identical_output(hplan: Any) -> None:
