@@ -112,10 +112,12 @@ def handoff(
     or a path to a JSON file; see :mod:`odcf.handoff.items`).
 
     *target*: a :class:`~odcf.plan.model.Plan`, a :class:`~odcf.compressor.Compressor`, or an
-    ontology name/path (then *stages* switches pipeline stages, as for ``Compressor``). *budget* overrides the role's budget. *strict*: missing required
-    material (a required category never searched, evidence of a scope claim absent, a
-    mandatory item the role cannot receive) raises :class:`HandoffError` naming it, and
-    required material over the budget raises :class:`~odcf.errors.BudgetError`.
+    ontology name/path (for the last two, *stages* switches pipeline stages as for ``Compressor``).
+    *budget* overrides the role's budget. *strict*: missing required material (a required
+    category never searched, evidence of a scope claim absent, a mandatory item the role cannot
+    receive) raises :class:`HandoffError` naming it, and required material over the budget
+    raises :class:`~odcf.errors.BudgetError`. *verbatim_turns*, *condensed_turns* and *turn_cap*
+    shape the history layers (:mod:`odcf.handoff.history`).
     """
     comp = _compressor(target, stages)
     plan: Plan = comp.plan
