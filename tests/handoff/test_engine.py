@@ -264,3 +264,34 @@ def test_tool_results_for_different_call_dates_do_not_conflict(hplan: Any) -> No
     assert other_day.record["conflicts"] == []
     same_day = handoff(hplan, role="researcher", items=search("c1", "2024-05-20", 121) + search("c2", "2024-05-20", 140))
     assert [(c["entity"], c["attribute"]) for c in same_day.record["conflicts"]] == [("HAT069 on 2024-05-20", "prices economy")]
+
+
+def test_scope_claim_evidence_survives_pressure_for_a_fixer(hplan: Any) -> None:
+    items = {
+        "instruction": "Fix the refund rounding bug.",
+        "searched": ["task", "user_constraints", "counterexamples", "preconditions", "problem", "reproduction"],
+        "items": [
+            *filler(40, "refund"),
+            {"id": "scope", "scope_claim": True, "derived_from": ["grep"], "origin": "agent:executor",
+             "text": "The fix only touches refunds/rounding.py."},
+            {"id": "grep", "optional": True, "origin": "tool:grep",
+             "text": "grep -rn round_amount: refunds/rounding.py:42 is the only caller."},
+        ],
+    }
+    r = handoff(hplan, role="fixer", items=items, budget=500)
+    assert "refunds/rounding.py:42 is the only caller" in r.text and r.tokens <= 500
+    why = {m["item"]: m["why"] for m in r.record["mandatory"]}
+    assert why["grep"] == ["evidence for scope claim scope"] and why["scope"] == ["scope claim"]
+    assert r.record["not_searched"] == ["fix_scope"]        # a scope claim is not a searched fix_scope result
+
+
+def test_mandatory_item_in_a_forbidden_layer_is_missing_and_strict_names_it(hplan: Any) -> None:
+    items = {"instruction": "Go.", "searched": ["task", "user_constraints", "counterexamples", "preconditions"],
+             "items": [{"id": "ce", "layer": "reasoning", "category": "counterexamples",
+                        "text": "Refunds over $500 need a supervisor."}]}
+    r = handoff(hplan, role="executor", items=items)
+    (m,) = r.record["missing"]
+    assert m["item"] == "ce" and m["status"] == "not_allowed" and "layer reasoning is forbidden" in m["why"]
+    assert "Missing: mandatory (required category counterexamples; known counterexample) but layer reasoning" in r.text
+    with pytest.raises(HandoffError, match="ce"):
+        handoff(hplan, role="executor", items=items, strict=True)
