@@ -150,7 +150,7 @@ def handoff(
     for it in kept:
         if decision.is_mandatory(it.id) and it.layer not in allowed:
             missing.append({"item": it.id, "status": "not_allowed",
-                            "why": f"mandatory ({'; '.join(decision.reasons[it.id])}) but layer {it.layer} "
+                            "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) but layer {it.layer} "
                                    f"is {'forbidden' if it.layer in contract.forbidden else 'not in the contract'} "
                                    f"for role {contract.name}"})
     if strict and missing:
@@ -201,7 +201,8 @@ def handoff(
             entry = delivered.get(it.id)
             if entry is not None and entry.get("status") == "dropped":
                 missing.append({"item": it.id, "status": "dropped",
-                                "why": f"mandatory ({'; '.join(decision.reasons[it.id])}) but dropped by the core"})
+                                "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) "
+                                       "but was dropped by the core pipeline"})
     if strict and any(m["status"] == "dropped" for m in missing):
         raise HandoffError(f"role {contract.name}: mandatory material was dropped: "
                            + "; ".join(m["why"] for m in missing if m["status"] == "dropped"),
