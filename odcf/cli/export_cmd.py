@@ -24,6 +24,8 @@ def register(sub: Any) -> None:
     p.add_argument("--min-agreement", type=float, default=0.98,
                    help="least int8-vs-fp32 keep-decision agreement on held-out words (default 0.98)")
     p.add_argument("--max-len", type=int, default=256, help="inference window in sub-tokens (default 256)")
+    p.add_argument("--threshold-share", type=float, default=None, metavar="S",
+                   help="calibrate the default threshold so that S of the dev words are kept (default: 0.5 = argmax)")
     p.add_argument("--threads", type=int, default=2)
     p.set_defaults(handler=run)
 
@@ -32,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from odcf.training.export import export_run
 
     meta = export_run(args.run, args.out, tolerance=args.tolerance, min_agreement=args.min_agreement,
-                      max_len=args.max_len, threads=args.threads)
+                      max_len=args.max_len, threads=args.threads,
+                      threshold_keep_share=args.threshold_share)
     keys = ("file", "bytes", "sha256", "num_hidden_layers", "threshold", "parity", "int8_agreement")
     sys.stdout.write(json.dumps({k: meta[k] for k in keys}, indent=2) + "\n")
     return 0

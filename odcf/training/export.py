@@ -13,8 +13,8 @@ Steps (each one checked before the next):
    windows; the largest absolute difference over real (unpadded) positions must be
    ``<= tolerance`` (default 1e-3), else :class:`~odcf.errors.ExportParityError`.
 3. ``quantize_dynamic`` (int8 weights, per channel): ``model.int8.onnx``. **Agreement**: word
-   keep decisions of the int8 and the fp32 model on the held-out test windows, at the calibrated
-   threshold and at a global 1/3 keep rate, must agree on at least ``min_agreement`` (0.98) of
+   keep decisions of the int8 and the fp32 model on the held-out test windows, at the model's
+   threshold (0.5 unless calibrated) and at a global 1/3 keep rate, must agree on at least ``min_agreement`` (0.98) of
    the words, else :class:`~odcf.errors.ExportParityError`.
 4. ``metadata.json`` beside the model: sha256, backbone, layers, max_len, threshold, label
    meaning, training data and its licenses, metrics, export date and library versions.
@@ -184,7 +184,7 @@ def export_run(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     min_agreement: float = DEFAULT_MIN_AGREEMENT,
-    threshold_keep_share: float = 1 / 3,
+    threshold_keep_share: float | None = None,
     max_len: int = 256,
     threads: int = 2,
 ) -> dict[str, Any]:
@@ -234,7 +234,11 @@ def export_run(
     p_fp = fp_clf.word_probs(texts)
     p_q = q_clf.word_probs(texts)
     dev_rows = list(dd["dev"])
-    threshold = calibrate_threshold(q_clf.word_probs([r["text"] for r in dev_rows]), threshold_keep_share)
+    if threshold_keep_share is None:
+        threshold, rule = 0.5, "0.5: the model's own keep/drop decision (argmax)"
+    else:
+        threshold = calibrate_threshold(q_clf.word_probs([r["text"] for r in dev_rows]), threshold_keep_share)
+        rule = f"dev-set probability above which {threshold_keep_share:.3f} of words lie"
     agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
     logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
     if min(agreement["threshold"], agreement["rate"]) < min_agreement:
@@ -259,7 +263,7 @@ def export_run(
         "max_len": max_len,
         "train_max_len": int(stamp["config"]["max_len"]),
         "threshold": threshold,
-        "threshold_rule": f"dev-set probability above which {threshold_keep_share:.3f} of words lie",
+        "threshold_rule": rule,
         "labels": {"0": "drop", "1": "keep"},
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
         "output": "logits [batch, seq, 2]",

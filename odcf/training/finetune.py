@@ -59,6 +59,8 @@ class TrainConfig:
     #: Soft target of an ordinary keep word (must-keep words aim at 1.0, drop words at 0.0): below 1
     #: so that the keep probability ranks entities and anchors above ordinary content words.
     keep_target: float = 1.0
+    #: Loss weight of must-keep words (None: as labelled, ``MUST_KEEP_WEIGHT``).
+    must_weight: float | None = None
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -102,7 +104,8 @@ def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
     return model
 
 
-def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.0) -> list[dict[str, np.ndarray]]:
+def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.0,
+                must_weight: float | None = None) -> list[dict[str, np.ndarray]]:
     """Sub-token ids, labels (-100 on special tokens), soft targets, weights and word index per row."""
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     out = []
@@ -115,7 +118,8 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.
         ids = [cls_id] + [i for i, _ in pairs] + [sep_id]
         wid = [-1] + [w for _, w in pairs] + [-1]
         lab = [-100] + [int(r["labels"][w]) for _, w in pairs] + [-100]
-        wt = [0.0] + [float(r["weights"][w]) for _, w in pairs] + [0.0]
+        wt = [0.0] + [float(r["weights"][w]) if must_weight is None or r["weights"][w] <= 1.0 else must_weight
+                      for _, w in pairs] + [0.0]
         tgt = [0.0] + [(1.0 if r["weights"][w] > 1.0 else keep_target) if r["labels"][w] else 0.0
                        for _, w in pairs] + [0.0]
         out.append({"ids": np.array(ids), "wid": np.array(wid), "lab": np.array(lab),
@@ -218,7 +222,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     dd = build_dataset(cfg.build_config())
     tok = load_tokenizer(cfg.build_config().tokenizer)
-    train_items = encode_rows(dd["train"], tok, cfg.max_len, cfg.keep_target)
+    train_items = encode_rows(dd["train"], tok, cfg.max_len, cfg.keep_target, cfg.must_weight)
     dev_rows = list(dd["dev"])[: cfg.dev_limit or None]
     dev_items = encode_rows(dev_rows, tok, cfg.max_len)
     t_data = time.perf_counter() - t_start

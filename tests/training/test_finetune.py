@@ -44,3 +44,13 @@ def test_training_batches_are_length_bucketed_and_seeded() -> None:
     assert a == b
     assert sorted(i for batch in a for i in batch) == list(range(4))
     assert all(abs(len(items[x]["ids"]) - len(items[y]["ids"])) <= 2 for x, y in a)
+
+
+def test_must_weight_overrides_the_labelled_weight() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+    from odcf.training.finetune import encode_rows
+
+    row = {"doc": "d", "text": "Globex signed", "labels": [1, 1], "weights": [3.0, 1.0]}
+    (item,) = encode_rows([row], load_tokenizer(DEFAULT_TOKENIZER), 16, must_weight=6.0)
+    assert sorted({float(w) for w in item["wt"]}) == [0.0, 1.0, 6.0]
