@@ -231,7 +231,7 @@ def handoff(
         "handoff": {
             "role": contract.name,
             "required_categories": list(contract.categories),
-            "categories": [c.to_dict() for c in decision.categories],
+            "categories": [_category_entry(c, kept, allowed) for c in decision.categories],
             "caller_optional_overridden": list(decision.overridden),
             "duplicates": [g.to_dict() for g in duplicates],
             "confidence_flags": [dict(f) for f in confidence_flags],
@@ -256,6 +256,15 @@ def handoff(
                           budget=budget, required=tokens)
     return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
                          budget=budget, document=out)
+
+
+def _category_entry(c: Any, items: Sequence[HandoffItem], allowed: set[str]) -> dict[str, Any]:
+    """A required category's record entry; items the role may not see do not count as delivered."""
+    entry = c.to_dict()
+    layer = {it.id: it.layer for it in items}
+    if c.status == "delivered" and not any(layer.get(i) in allowed for i in c.items):
+        entry["status"] = "not_allowed"
+    return entry
 
 
 def _history_cost(layered: LayeredHistory) -> int:

@@ -292,6 +292,8 @@ def test_mandatory_item_in_a_forbidden_layer_is_missing_and_strict_names_it(hpla
     r = handoff(hplan, role="executor", items=items)
     (m,) = r.record["missing"]
     assert m["item"] == "ce" and m["status"] == "not_allowed" and "layer reasoning is forbidden" in m["why"]
+    status = {c["category"]: c["status"] for c in r.record["handoff"]["categories"]}
+    assert status["counterexamples"] == "not_allowed" and status["task"] == "searched_none_found"
     assert ("Missing: item ce is mandatory (required category counterexamples; known counterexample) "
             "but layer reasoning is forbidden for role executor") in r.text
     with pytest.raises(HandoffError, match="item ce is mandatory"):
