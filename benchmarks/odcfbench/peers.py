@@ -263,23 +263,45 @@ class LlamaIndexOptimizer(System):
 def llmlingua_checkpoint() -> tuple[str, str]:
     """A local BERT-class token classifier for the LLMLingua-2 code path, and what it is.
 
-    Preference: a PyTorch checkpoint a colleague left under ``runs/`` (odcf's fine-tuned token
-    compressor, BertForTokenClassification); else all-MiniLM-L6-v2 turned into a
-    BertForTokenClassification with a seeded random 2-label head (saved once under .cache/bench).
+    Preference: odcf's fine-tuned PyTorch token classifier if a colleague left one under ``runs/``
+    (a ``BertForTokenClassification`` config + safetensors; its tokenizer from the same folder or
+    odcf's bundled ``minilm-uncased`` WordPiece tokenizer); else all-MiniLM-L6-v2 turned into a
+    ``BertForTokenClassification`` with a seeded random 2-label head (saved once under .cache/bench).
     The second is the real LLMLingua-2 code path with an untrained head: its choices are noise.
     """
     import glob
     import json
 
-    for cfg in sorted(glob.glob(os.path.join(REPO, "runs", "**", "config.json"), recursive=True)):
+    bundled_tok = os.path.join(REPO, "odcf", "data", "tokenizers", "minilm-uncased")
+    found = glob.glob(os.path.join(REPO, "runs", "**", "config.json"), recursive=True)
+    shipped = _shipped_source_run()
+    # the run the shipped model was exported from first, then the newest checkpoint
+    found.sort(key=lambda p: (0 if shipped and os.path.abspath(p).startswith(shipped) else 1, -os.path.getmtime(p)))
+    for cfg in found:
         try:
-            arch = json.load(open(cfg)).get("architectures") or []
+            conf = json.load(open(cfg))
         except (OSError, ValueError):
             continue
         d = os.path.dirname(cfg)
-        if any("ForTokenClassification" in a for a in arch) and glob.glob(os.path.join(d, "*.safetensors")) + \
-                glob.glob(os.path.join(d, "*.bin")) and os.path.exists(os.path.join(d, "tokenizer.json")):
-            return _as_wordpiece(d, "odcf-tokcls"), f"odcf fine-tuned token classifier from {os.path.relpath(d, REPO)}"
+        weights = glob.glob(os.path.join(d, "*.safetensors"))
+        if not any("ForTokenClassification" in a for a in conf.get("architectures") or []) or not weights:
+            continue
+        tok_dir = d if os.path.exists(os.path.join(d, "tokenizer.json")) else bundled_tok
+        if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
+            continue
+        out = os.path.join(CACHE, "odcf-tokcls")  # weights + config + tokenizer files, linked together
+        if os.path.isdir(out):
+            for f in os.listdir(out):
+                os.unlink(os.path.join(out, f))
+        os.makedirs(out, exist_ok=True)
+        for src_dir, names in ((d, ["config.json"] + [os.path.basename(w) for w in weights]),
+                               (tok_dir, [f for f in os.listdir(tok_dir) if f.startswith(("tokenizer", "vocab",
+                                                                                        "special_tokens"))])):
+            for f in names:
+                os.symlink(os.path.join(src_dir, f), os.path.join(out, f))
+        what = (f"odcf's fine-tuned token classifier from {os.path.relpath(d, REPO)} "
+                f"({conf.get('num_hidden_layers')} layers, hidden {conf.get('hidden_size')})")
+        return _as_wordpiece(out, "odcf-tokcls"), what
     out = os.path.join(CACHE, "minilm-tokcls")
     if not os.path.exists(os.path.join(out, "config.json")):
         import torch
@@ -290,6 +312,23 @@ def llmlingua_checkpoint() -> tuple[str, str]:
         m.save_pretrained(out)
         AutoTokenizer.from_pretrained(minilm_path()).save_pretrained(out)
     return _as_wordpiece(out, "minilm-tokcls"), "all-MiniLM-L6-v2 backbone + seeded random (untrained) token-classification head"
+
+
+def _shipped_source_run() -> str | None:
+    """The ``runs/...`` folder the shipped compressor model names in its metadata, if it names one."""
+    import json
+
+    meta = os.path.join(REPO, "odcf", "data", "models", "compressor", "metadata.json")
+    try:
+        data = json.load(open(meta))
+    except (OSError, ValueError):
+        return None
+    for key in ("source_run", "run", "run_dir", "checkpoint", "source"):
+        v = data.get(key)
+        if isinstance(v, str) and "runs" in v:
+            p = v if os.path.isabs(v) else os.path.join(REPO, v)
+            return os.path.abspath(p)
+    return None
 
 
 def _as_wordpiece(path: str, tag: str) -> str:

@@ -11,6 +11,24 @@ from odcfbench import metrics
 
 LOWER_IS_BETTER = {"chrome_share"}
 
+#: What had to be adapted to run each peer offline and on a token budget (all checked while building).
+PEER_NOTES = (
+    "sumy's own tokenizer needs NLTK `punkt` data, which cannot be downloaded here: LexRank/TextRank get the "
+    "harness's sentences and words (jieba for Chinese) through a small tokenizer object.",
+    "LangChain: `EmbeddingsFilter(k=None, similarity_threshold=...)` still cut at 20 documents in this version, "
+    "so k is set to the number of sentences and the harness fills by the returned similarity order.",
+    "LlamaIndex: the optimizer's NLTK punkt splitter does not split Chinese at 。, so a CMRC paragraph is one "
+    "\"sentence\"; when it does not fit the budget the output is empty (that is the tool's behaviour, kept).",
+    "llmlingua 0.2.2 downloads tiktoken's BPE file in `PromptCompressor.__init__`; tiktoken is replaced by odcf's "
+    "o200k_base counter (so its `target_token` is counted in the same tokenizer). It also picks its word-merging "
+    "rule from the model *name* (only `bert-base-multilingual-cased` / `xlm-roberta-large` are known): the local "
+    "checkpoint is reached through a symlink whose name selects the WordPiece rule. The checkpoint is uncased, "
+    "so LLMLingua-2's output is lowercased text rebuilt from word pieces: case-sensitive ID checks "
+    "(agent tasks, KV) count `hat136` for `HAT136` as lost, which is what a reader of that output gets.",
+    "odcf's output includes its source header line (`[source 1/1] ...`); it is counted in its tokens; for "
+    "`json_valid` the header line is removed before parsing.",
+)
+
 
 def _fmt(v: Any, nd: int = 3) -> str:
     if v is None:
@@ -53,7 +71,7 @@ def _label_sort(label: str) -> float:
         return 0.0
 
 
-def summary(tasks, agg, systems, rows) -> tuple[list[str], list[tuple[float, str]]]:
+def summary(tasks, agg, systems, rows, capped=None) -> tuple[list[str], list[tuple[float, str]]]:
     """Per task and budget: odcf against the best peer on the primary metric, each pair compared on
     the examples both completed (time caps can leave a slow peer with fewer); and odcf's deficits."""
     by: dict[tuple[str, str, str], dict[str, dict]] = defaultdict(dict)
@@ -83,9 +101,10 @@ def summary(tasks, agg, systems, rows) -> tuple[list[str], list[tuple[float, str
             bv, best_s, ov, n = max(cands, key=lambda c: c[0])
             best = agg[(t.name, best_s, label)]
             if ov is None:
-                lines.append(f"- **{t.name} @ {label}** ({t.metric}): odcf has no result; best peer "
-                             f"{best_s} {bv:.3f}.")
-                gaps.append((1.0, f"{t.name} @ {label}: odcf produced no result (best peer {best_s} {bv:.3f})"))
+                why = ("odcf was stopped by the time cap before this task" if (capped or {}).get(t.name)
+                       else "odcf has no result")
+                lines.append(f"- **{t.name} @ {label}** ({t.metric}): {why}; best peer {best_s} {bv:.3f}.")
+                gaps.append((1.0, f"{t.name} @ {label}: {why} (best peer {best_s} {bv:.3f})"))
                 continue
             d = ov - bv
             flag = ""
@@ -104,11 +123,12 @@ def summary(tasks, agg, systems, rows) -> tuple[list[str], list[tuple[float, str
     return lines, gaps
 
 
-def _plots(out_dir, tasks, agg, systems, long_rows, speed) -> list[str]:
+def _plots(out_dir, tasks, agg, systems, long_rows, speed, long_tokens=0) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401
 
     files = []
     n = len(tasks)
@@ -131,6 +151,8 @@ def _plots(out_dir, tasks, agg, systems, long_rows, speed) -> list[str]:
         ax.set_xlabel("achieved compression ratio (x)", fontsize=8)
         ax.set_ylabel(t.metric, fontsize=8)
         ax.set_ylim(-0.02, 1.02)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.1f"))
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
@@ -154,7 +176,7 @@ def _plots(out_dir, tasks, agg, systems, long_rows, speed) -> list[str]:
         a1.bar(names, vals, color=[colors[s] for s in names])
         a1.set_yscale("log")
         a1.set_ylabel("input tokens / s (o200k), log scale")
-        a1.set_title("long document (~80k tokens at 4x): throughput per system", fontsize=10)
+        a1.set_title(f"long document ({long_tokens:,} tokens, budget 4x): throughput per system", fontsize=10)
         a1.tick_params(axis="x", rotation=30)
         for i, v in enumerate(vals):
             a1.text(i, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
@@ -162,7 +184,8 @@ def _plots(out_dir, tasks, agg, systems, long_rows, speed) -> list[str]:
         if mm:
             toks = speed.get("o200k_tokens", 0)
             a2.bar([("odcf model" if k == "odcf" else "BERT-base int8") for k, _ in mm],
-                   [toks / v["seconds_best"] for _, v in mm], color=["tab:blue", "tab:gray"][:len(mm)])
+                   [toks / v["seconds_best"] for _, v in mm],
+                   color=[colors.get("odcf", "tab:olive") if k == "odcf" else "tab:gray" for k, _ in mm])
             a2.set_ylabel("text tokens / s (o200k)")
             title = "model only (ONNX Runtime, int8)"
             if "speedup_vs_bert_base" in speed:
@@ -192,7 +215,7 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
                             "tokens_out": tout, "budget": r["budget"], "error": r["error"],
                             "rss_peak_mb": res["meta"].get("rss_peak_long_mb")}
     prefix = "" if mode == "full" else "quick_"
-    plot_files = _plots(out_dir, tasks, agg, systems, long_rows, speed)
+    plot_files = _plots(out_dir, tasks, agg, systems, long_rows, speed, long_ex["tokens_in"] if long_ex else 0)
     if prefix:
         renamed = []
         for p in plot_files:
@@ -200,7 +223,7 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
             os.replace(p, q)
             renamed.append(q)
         plot_files = renamed
-    lines_sum, gaps = summary(tasks, agg, systems, rows)
+    lines_sum, gaps = summary(tasks, agg, systems, rows, results.get("odcf", {}).get("meta", {}).get("capped"))
 
     md: list[str] = []
     md.append(f"# odcf vs peers on real data ({mode} run)\n")
@@ -241,12 +264,17 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
         note = mt.get("note", "") if not err else f"**could not run**: `{err[:300]}`"
         md.append(f"| {s} | {note} | {_fmt(mt.get('load_s'), 1)} | {_fmt(mt.get('rss_base_mb'), 0)} | "
                   f"{_fmt(mt.get('rss_peak_mb'), 0)} | {mt.get('errors', '–')} | {vers} |")
+    md.append("\nAdapting the peers (read before comparing):\n")
+    md.extend(f"- {n}" for n in PEER_NOTES)
     capped = {s: r["meta"].get("capped") for s, r in results.items() if r["meta"].get("capped")}
     if capped:
         md.append(f"\nTime caps: a system whose compress time on one task passed {run['cap_s']:.0f} s, or in all "
-                  f"passed {run.get('cap_total_s', 0):.0f} s, skipped the rest (its n is smaller; the summary compares "
-                  "odcf and each peer on the examples both completed): " +
-                  "; ".join(f"{s}: " + ", ".join(f"{t} {n} skipped" for t, n in c.items()) for s, c in capped.items()))
+                  f"passed {run.get('cap_total_s', 0):.0f} s, skipped the rest (odcf, the system under test: "
+                  f"{run.get('odcf_caps', {}).get('task', 0):.0f} s and {run.get('odcf_caps', {}).get('total', 0):.0f} s); "
+                  "its n is then smaller, and the summary compares odcf and each peer on the examples both "
+                  "completed: " +
+                  "; ".join(f"{s}: " + ", ".join(f"{t} {n} examples skipped" for t, n in c.items())
+                            for s, c in capped.items()))
     if run.get("skipped_tasks"):
         md.append("\nSkipped tasks: " + "; ".join(f"{k}: {v}" for k, v in run["skipped_tasks"].items()))
 
@@ -254,6 +282,9 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
     for t in tasks:
         md.append(f"### {t.name}: {t.title}\n")
         md.append(f"{len(t.examples)} examples (seeded sample). Budget: {t.budget_doc}.  ")
+        if len({k[2] for k in agg if k[0] == t.name}) > 1:
+            md.append("Budgets run one after another on the same text (smallest ratio first); a system that "
+                      "caches work per text pays it in the first row.  ")
         md.append(f"Metric `{t.metric}`: {t.metric_doc}.\n")
         mnames = [t.metric] + list(t.secondary)
         md.append("| budget | system | n | " + " | ".join(mnames) +
@@ -293,7 +324,8 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
     md.append("\n### Compressor model alone vs an LLMLingua-2-small-shaped classifier\n")
     if speed:
         md.append(f"Same text ({speed.get('chars', 0):,} characters, {speed.get('o200k_tokens', 0):,} o200k tokens), "
-                  f"512-token windows in batches of 8, ONNX Runtime CPU, {speed.get('threads')} threads, best of 3.\n")
+                  f"{speed.get('window', 256)}-token windows in batches of 8, ONNX Runtime CPU, {speed.get('threads')} "
+                  "thread(s), best of 3.\n")
         md.append("| model | file MB | windows | model tokens | seconds | text tokens/s |")
         md.append("|---|---|---|---|---|---|")
         for k, name in (("odcf", "odcf compressor (shipped)"), ("bert_base", "BERT-base token classifier, int8")):

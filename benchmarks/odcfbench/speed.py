@@ -3,13 +3,13 @@
 The comparison model is a randomly initialised ``BertForTokenClassification`` with the shape of
 LLMLingua-2-small's backbone (bert-base-multilingual-cased: hidden 768, 12 layers, 12 heads,
 intermediate 3072, vocab 119,547); weights do not matter for speed. It goes through the same recipe
-as odcf's model: ``torch.onnx.export`` (dynamic batch/sequence axes) -> ONNX Runtime transformer
-optimizer (``model_type="bert"``) -> dynamic int8 quantization (``quantize_dynamic``, QInt8 weights).
-When odcf's own export function is importable (``odcf.training.export``), it is used instead and
-the report says so.
+as odcf's model, by calling odcf's own export functions (``odcf.training.export``): TorchScript
+export (dynamic batch/sequence axes) -> ONNX Runtime transformer optimizer (``model_type="bert"``)
+-> dynamic per-channel int8 quantization.
 
 Both models run in ONNX Runtime on the CPU with the same session options and threads, over the same
-text in the same 512-token windows (batch of 8 windows), tokenized by each model's own tokenizer.
+text in windows of the same length (odcf's ``max_len`` from its metadata, else 256; batches of 8),
+tokenized by each model's own tokenizer.
 Run as ``python -m odcfbench.speed --text long.txt --out speed.json``.
 """
 from __future__ import annotations
@@ -37,67 +37,63 @@ def _session(path: str):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
-def find_odcf_model() -> tuple[str | None, str | None]:
-    """(onnx path, tokenizer.json path) of the shipped compressor, int8 preferred."""
-    onnx = sorted(glob.glob(os.path.join(ODCF_MODEL_DIR, "**", "*.onnx"), recursive=True))
-    if not onnx:
-        return None, None
-    onnx.sort(key=lambda p: (0 if ("int8" in p or "quant" in p) else 1, p))
-    tok = glob.glob(os.path.join(ODCF_MODEL_DIR, "**", "tokenizer.json"), recursive=True)
-    return onnx[0], (tok[0] if tok else None)
+def find_odcf_model() -> tuple[str | None, str | None, int]:
+    """(onnx path, tokenizer.json path, window length) of the shipped compressor, resolved the way
+    odcf resolves it (``odcf.backends.token_classifier``: metadata.json, tokenizer by name)."""
+    try:
+        from odcf.backends import token_classifier as tc
+
+        onnx_file, meta = tc.read_metadata(tc.DEFAULT_MODEL_DIR)
+        tok = tc._resolve_tokenizer(onnx_file, meta)
+        return str(onnx_file), str(tok), int(meta.get("max_len", 256))
+    except Exception:  # not shipped yet, or a layout this harness does not know
+        onnx = sorted(glob.glob(os.path.join(ODCF_MODEL_DIR, "**", "*.onnx"), recursive=True))
+        tok = glob.glob(os.path.join(ODCF_MODEL_DIR, "**", "tokenizer.json"), recursive=True)
+        if onnx and tok:
+            onnx.sort(key=lambda p: (0 if ("int8" in p or "quant" in p) else 1, p))
+            return onnx[0], tok[0], 256
+        return None, None, 256
 
 
 def build_bert_base(out_dir: str) -> tuple[str, str]:
-    """Export + optimize + int8 the randomly initialised BERT-base token classifier (cached)."""
+    """Export + optimize + int8 the randomly initialised BERT-base token classifier (cached).
+
+    Uses odcf's own recipe (``odcf.training.export``: ``export_onnx`` -> ``optimize_onnx`` ->
+    ``quantize_int8``) so both models went through the same steps.
+    """
     final = os.path.join(out_dir, "model.int8.onnx")
+    recipe = ("odcf.training.export: export_onnx (TorchScript, opset 17) -> optimize_onnx (ORT bert fusion, "
+              "12 heads, hidden 768) -> quantize_int8 (dynamic, per-channel QInt8)")
     if os.path.exists(final):
-        return final, "cached"
+        return final, recipe + " [cached under .cache/bench]"
     os.makedirs(out_dir, exist_ok=True)
     import torch
     from transformers import BertConfig, BertForTokenClassification
 
+    from odcf.training.export import export_onnx, optimize_onnx, quantize_int8
+
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=119547, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                     intermediate_size=3072, max_position_embeddings=512, num_labels=2)
+                     intermediate_size=3072, max_position_embeddings=512, num_labels=2, attn_implementation="eager")
     model = BertForTokenClassification(cfg).eval()
-    try:  # prefer odcf's own export recipe when it exists
-        from odcf.training import export as odcf_export  # type: ignore
-
-        fn = getattr(odcf_export, "export_onnx", None) or getattr(odcf_export, "export_model", None)
-    except Exception:
-        fn = None
-    recipe = "harness recipe (torch.onnx.export -> ORT bert optimizer -> quantize_dynamic QInt8)"
     fp32 = os.path.join(out_dir, "model.onnx")
-    ids = torch.ones(1, 16, dtype=torch.long)
-    if not os.path.exists(fp32):
-        torch.onnx.export(model, (ids, torch.ones_like(ids)), fp32, input_names=["input_ids", "attention_mask"],
-                      output_names=["logits"], dynamic_axes={"input_ids": {0: "b", 1: "s"},
-                                                             "attention_mask": {0: "b", 1: "s"},
-                                                             "logits": {0: "b", 1: "s"}},
-                      opset_version=17, dynamo=False)
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.transformers.optimizer import optimize_model
-
     opt = os.path.join(out_dir, "model.opt.onnx")
-    if not os.path.exists(opt):
-        optimize_model(fp32, model_type="bert", num_heads=12, hidden_size=768).save_model_to_file(opt)
-    # fused contrib ops (com.microsoft) have no inferred types: tell the quantizer they are float
-    quantize_dynamic(opt, final, weight_type=QuantType.QInt8,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    export_onnx(model, fp32)
+    optimize_onnx(fp32, opt, num_heads=12, hidden_size=768)
+    quantize_int8(opt, final)
     for p in (fp32, opt):
         os.remove(p)
-    return final, recipe if fn is None else recipe + " (odcf.training.export present but not used: see note)"
+    return final, recipe
 
 
-def _windows(tok, text: str, max_len: int = 512) -> list[list[int]]:
+def _windows(tok, text: str, max_len: int) -> list[list[int]]:
     ids = tok.encode(text, add_special_tokens=False).ids
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     step = max_len - 2
     return [[cls] + ids[i:i + step] + [sep] for i in range(0, len(ids), step)]
 
 
-def time_model(onnx_path: str, tok_path: str, text: str, repeats: int = 3, batch: int = 8) -> dict:
+def time_model(onnx_path: str, tok_path: str, text: str, max_len: int, repeats: int = 3, batch: int = 8) -> dict:
     import numpy as np
     from tokenizers import Tokenizer
 
@@ -106,7 +102,7 @@ def time_model(onnx_path: str, tok_path: str, text: str, repeats: int = 3, batch
     tok.no_padding()
     sess = _session(onnx_path)
     names = {i.name for i in sess.get_inputs()}
-    wins = _windows(tok, text)
+    wins = _windows(tok, text, max_len)
     n_tokens = sum(len(w) for w in wins)
 
     def run_once():
@@ -145,15 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     from odcfbench.text import count
 
     res: dict = {"threads": THREADS, "chars": len(text), "o200k_tokens": count(text)}
-    onnx, tok = find_odcf_model()
+    onnx, tok, max_len = find_odcf_model()
+    res["window"] = max_len
     if onnx and tok:
-        res["odcf"] = time_model(onnx, tok, text)
+        res["odcf"] = time_model(onnx, tok, text, max_len)
     else:
         res["odcf_error"] = f"no compressor ONNX model + tokenizer.json under {os.path.relpath(ODCF_MODEL_DIR, REPO)}"
     try:
         path, recipe = build_bert_base(os.path.join(CACHE, "bert-base-tokcls-int8"))
         res["bert_base_recipe"] = recipe
-        res["bert_base"] = time_model(path, os.path.join(minilm_path(), "tokenizer.json"), text)
+        res["bert_base"] = time_model(path, os.path.join(minilm_path(), "tokenizer.json"), text, max_len)
     except Exception as exc:
         res["bert_base_error"] = f"{type(exc).__name__}: {exc}"
     if "odcf" in res and "bert_base" in res:

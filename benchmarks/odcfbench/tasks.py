@@ -59,18 +59,18 @@ class DataMissing(Exception):
 
 # sizes: (quick, full)
 SIZES = {
-    "nq_multi": (5, 60),
-    "nq_single": (5, 80),
-    "kv": (4, 40),
-    "qmsum": (3, 20),
-    "wnut": (4, 50),
-    "cmrc": (5, 80),
-    "agent_traj": (3, 30),
-    "agent_json": (3, 20),
-    "html": (3, 12),
-    "tables": (5, 50),
+    "nq_multi": (3, 40),
+    "nq_single": (3, 60),
+    "kv": (2, 30),
+    "qmsum": (2, 15),
+    "wnut": (3, 40),
+    "cmrc": (3, 60),
+    "agent_traj": (2, 20),
+    "agent_json": (2, 16),
+    "html": (2, 10),
+    "tables": (3, 40),
 }
-LONG_DOC_TOKENS = (5_000, 80_000)
+LONG_DOC_TOKENS = (3_000, 80_000)
 
 
 def _path(data: str, *parts: str) -> str:

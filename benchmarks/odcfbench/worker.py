@@ -77,11 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     meta["rss_loaded_mb"] = _rss_mb()
     spent: dict[str, float] = {}
     for ex in examples:
+        task = ex["task"]
+        # caps are checked per example, so an example runs at all its budgets or at none
+        if spent.get(task, 0.0) > args.cap or sum(spent.values()) > args.cap_total:
+            meta["capped"][task] = meta["capped"].get(task, 0) + 1
+            continue
         for label, budget in ex["budgets"].items():
-            task = ex["task"]
-            if spent.get(task, 0.0) > args.cap or sum(spent.values()) > args.cap_total:
-                meta["capped"][task] = meta["capped"].get(task, 0) + 1
-                continue
             err = None
             t = time.perf_counter()
             try:
