@@ -200,7 +200,9 @@ def _scalar(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return f"{float(value):.2f}".rstrip("0").rstrip(".") if isinstance(value, float) or abs(value) < 10**15 else str(value)
+        if isinstance(value, int) and abs(value) >= 10**15:
+            return str(value)
+        return f"{float(value):.2f}".rstrip("0").rstrip(".")
     if isinstance(value, str):
         v = value.strip().lower()
         return {"canceled": "cancelled"}.get(v, v)
@@ -244,7 +246,8 @@ def json_facts(item_id: str, data: Any, *, context_date: str | None = None) -> l
             if path[-1] in _JSON_ID_KEYS or path[-1] == "date":
                 return
             attr = " ".join(p.replace("_", " ") for p in path).replace(" [", "[")
-            out.append(Fact(entity=entity, attribute=attr, value=norm, raw=value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+            raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            out.append(Fact(entity=entity, attribute=attr, value=norm, raw=raw,
                             item=item_id))
 
     walk(data, None, ())

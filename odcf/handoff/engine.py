@@ -19,8 +19,10 @@ the material is the core pipeline's (:class:`odcf.compressor.Compressor`), with 
 4. shape the layers: state as compact validated JSON (:mod:`~odcf.handoff.state`), reasoning
    drafts cut to 25% of the budget with an evidence index when the role allows them at all
    (:mod:`~odcf.handoff.reasoning`), history layered by age (:mod:`~odcf.handoff.history`);
-5. run the core pipeline on the result with the budget left after the handoff notes, then append
-   the notes (not searched, missing, merged duplicates, confidence caps, conflicts).
+5. lay the sources out in reading order, with history caps fitted to the room
+   (:mod:`~odcf.handoff.layout`);
+6. run the core pipeline on them with the budget left after the handoff notes, then append the
+   notes (:mod:`~odcf.handoff.notes`).
 """
 from __future__ import annotations
 
@@ -31,13 +33,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import Document, Source, sha256
-from odcf.handoff.conflicts import Conflict, find_conflicts
+from odcf.document import Document, sha256
+from odcf.handoff.conflicts import find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
-from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history
+from odcf.handoff.history import layer_history
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
-from odcf.handoff.mandatory import MandatoryDecision, decide_mandatory
+from odcf.handoff.layout import build_sources, fit_history
+from odcf.handoff.mandatory import decide_mandatory
+from odcf.handoff.notes import notes_cap, render_notes
 from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, truncate_reasoning
 from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
@@ -46,17 +50,6 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
-
-#: Rough cost of one source header in the assembled text, for estimates before the core runs.
-HEADER_TOKENS = 14
-#: Per-turn caps of condensed turns and bullets are the defaults times the largest of these
-#: factors whose layered history still fits the room the budget leaves.
-HISTORY_CAP_SCALES = (1, 2, 4, 8)
-#: The notes block may use this share of the budget (at least NOTES_MIN_TOKENS); what is missing
-#: is always written, details beyond the cap are counted and left to the record.
-NOTES_SHARE = 0.2
-NOTES_MIN_TOKENS = 120
-EARLIER_ID = "history-earlier"
 
 
 @dataclass(frozen=True)
@@ -149,10 +142,10 @@ def handoff(
     allowed = _allowed_layers(contract)
     for it in kept:
         if decision.is_mandatory(it.id) and it.layer not in allowed:
+            why = "forbidden" if it.layer in contract.forbidden else "not in the contract"
             missing.append({"item": it.id, "status": "not_allowed",
-                            "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) but layer {it.layer} "
-                                   f"is {'forbidden' if it.layer in contract.forbidden else 'not in the contract'} "
-                                   f"for role {contract.name}"})
+                            "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) "
+                                   f"but layer {it.layer} is {why} for role {contract.name}"})
     if strict and missing:
         raise HandoffError(f"role {contract.name}: missing required material: "
                            + "; ".join(m["why"] for m in missing), missing=[_name(m) for m in missing])
@@ -161,29 +154,14 @@ def handoff(
     states = {it.id: _state(it, plan) for it in kept if it.layer == "state"}
     reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed)
     hist_items = [it for it in kept if it.layer == "history" and not decision.is_mandatory(it.id)]
-    # the layering is fixed by age; how much a condensed turn or a bullet may hold grows with the
-    # room the budget leaves (estimated before the core runs), so slack is not wasted on cuts
-    others = _sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
-    room = budget - sum(counter.count(s.text) + HEADER_TOKENS for s in others)
-    layered: LayeredHistory | None = None
-    caps = (turn_cap, BULLET_CAP)
-    for scale in HISTORY_CAP_SCALES:
-        trial_caps = (turn_cap * scale, BULLET_CAP * scale)
-        trial = layer_history(hist_items, plan, counter, verbatim=verbatim_turns, condensed=condensed_turns,
-                              turn_cap=trial_caps[0], bullet_cap=trial_caps[1], query=query)
-        over = _history_cost(trial) > room
-        if layered is not None and (over or trial.turns == layered.turns):
-            break
-        layered, caps = trial, trial_caps
-        if over or len(hist_items) <= verbatim_turns:
-            break
-    assert layered is not None
-    sources = _sources(kept, decision, states, reasoning_cuts, layered)
+    others = build_sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
+    layered, caps = fit_history(hist_items, others, plan=plan, counter=counter, budget=budget,
+                                verbatim=verbatim_turns, condensed=condensed_turns, turn_cap=turn_cap, query=query)
+    sources = build_sources(kept, decision, states, reasoning_cuts, layered)
 
     # 5. core pipeline within the budget left after the notes
-    notes_cap = max(NOTES_MIN_TOKENS, int(budget * NOTES_SHARE))
-    notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
-                       counter=counter, max_tokens=notes_cap)
+    notes = render_notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
+                         counter=counter, max_tokens=notes_cap(budget))
     notes_cost = counter.count(notes) + 2 if notes else 0
     core_budget = max(1, budget - notes_cost)
     doc = comp.document(sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
@@ -208,8 +186,8 @@ def handoff(
                            + "; ".join(m["why"] for m in missing if m["status"] == "dropped"),
                            missing=[_name(m) for m in missing])
     if any(m["status"] == "dropped" for m in missing):
-        notes = _notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
-                       counter=counter, max_tokens=notes_cap)
+        notes = render_notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
+                             counter=counter, max_tokens=notes_cap(budget))
 
     text = core_text + ("\n\n" + notes if notes and core_text else notes)
     tokens = counter.count(text)
@@ -267,10 +245,6 @@ def _category_entry(c: Any, items: Sequence[HandoffItem], allowed: set[str]) -> 
     return entry
 
 
-def _history_cost(layered: LayeredHistory) -> int:
-    return sum(t.tokens_out + HEADER_TOKENS for t in layered.recent) + sum(t.tokens_out for t in layered.bullets)
-
-
 def _name(m: Mapping[str, Any]) -> str:
     return str(m.get("category") or m.get("item"))
 
@@ -308,97 +282,6 @@ def _reasoning(items: Sequence[HandoffItem], contract: RoleContract, budget: int
         cap = share // len(drafts) if total > share else counter.count(it.text)
         out[it.id] = truncate_reasoning(it, cap=max(cap, 1), counter=counter, known_ids=ids)
     return out
-
-
-def _sources(items: Sequence[HandoffItem], decision: MandatoryDecision, states: Mapping[str, CompactState],
-             cuts: Mapping[str, ReasoningCut], layered: LayeredHistory) -> list[Source]:
-    """Core sources in reading order: instruction, state, facts, drafts, then history by age."""
-    first: list[Source] = []
-    facts: list[Source] = []
-    drafts: list[Source] = []
-    for it in items:
-        mand = decision.is_mandatory(it.id)
-        meta = {"handoff_why": list(decision.reasons.get(it.id, ()))} if mand else {}
-        if it.layer == "instruction":
-            first.append(it.to_source(mandatory=mand, meta=meta))
-        elif it.layer == "state":
-            st = states[it.id]
-            first.append(it.to_source(text=st.text, kind="json", mandatory=mand, meta=meta))
-            if st.legend:
-                first.append(Source(id=f"{it.id}.legend", text=st.legend_line(), kind="text", layer="state",
-                                    origin="odcf:abbreviations", mandatory=True))
-        elif it.layer == "reasoning":
-            cut = cuts.get(it.id)
-            meta.update({"handoff_order": "position", "handoff_index_last": bool(cut and cut.truncated)})
-            drafts.append(it.to_source(text=cut.text if cut else it.text, kind="text", mandatory=mand, meta=meta))
-        elif it.layer == "history":
-            if mand:  # mandatory turns are kept whole wherever they are in the history
-                who = it.speaker or it.origin or "unknown"
-                facts.append(it.to_source(text=f"{who}: {it.text}", kind="chat", mandatory=True, meta=meta))
-        else:
-            facts.append(it.to_source(mandatory=mand, meta=meta))
-    history: list[Source] = []
-    if layered.bullets:
-        first_t, last_t = layered.bullets[0].turn, layered.bullets[-1].turn
-        history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
-                              origin=f"odcf:history turns {first_t}–{last_t} as bullets",
-                              meta={"handoff_order": "ascending"}))
-    n = len(layered.recent)
-    for k, t in enumerate(layered.recent):
-        score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
-        history.append(t.item.to_source(text=t.text, kind="chat", meta={"handoff_score": score, "handoff_mode": t.mode}))
-    return first + facts + drafts + history
-
-
-def _notes(contract: RoleContract, decision: MandatoryDecision, missing: Sequence[Mapping[str, Any]],
-           duplicates: Sequence[Any], flags: Sequence[Mapping[str, Any]], conflicts: Sequence[Conflict],
-           *, counter: Any, max_tokens: int) -> str:
-    """The handoff notes block appended after the core text ("" when there is nothing to say).
-
-    What is missing is always written. Merged duplicates, confidence caps and conflicts are written
-    while the block stays within *max_tokens*; the rest is counted in a last line that points at
-    the record, which lists them all.
-    """
-    head = f"[handoff notes] odcf | role {contract.name}"
-    lines: list[str] = []
-    if decision.not_searched:
-        lines.append(f"Not searched upstream (required for {contract.name}): "
-                     + ", ".join(c.category for c in decision.not_searched))
-    if decision.searched_none_found:
-        lines.append("Searched, none found: " + ", ".join(c.category for c in decision.searched_none_found))
-    for m in missing:
-        if m.get("status") != "not_searched":
-            lines.append(f"Missing: {m['why']}")
-    details: list[tuple[str, str]] = []
-    for g in duplicates:
-        details.append(("duplicates", f"Merged duplicates: item {g.kept} kept; same content from "
-                        + ", ".join(g.sources[1:]) + f" ({', '.join(g.merged)})"))
-    for f in flags:
-        if f["kind"] == "confidence jump":
-            details.append(("confidence_flags", f"Confidence capped: item {f['item']} claimed {f['claimed']:g}, its "
-                            f"evidence ({', '.join(f['evidence'])}) supports at most {f['cap']:g}"))
-        else:
-            details.append(("confidence_flags", f"Confidence unverifiable: item {f['item']} rests on "
-                            + ", ".join(f["evidence"]) + " (absent or without confidence)"))
-    for k, c in enumerate(conflicts):
-        if k == 0:
-            details.append(("", "Conflicts (different sources disagree; both kept, not merged):"))
-        details.append(("conflicts", c.render()))
-    if not lines and not details:
-        return ""
-    used = counter.count("\n".join([head, *lines]))
-    left: dict[str, int] = {}
-    for n, (key, line) in enumerate(details):
-        cost = counter.count(line) + 1
-        if not left and used + cost <= max_tokens - 30:  # keep room for the closing count line
-            lines.append(line)
-            used += cost
-        elif key:
-            left[key] = left.get(key, 0) + 1
-    if left:
-        lines.append("Not shown here for lack of room (all listed in the record): "
-                     + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in left.items()))
-    return head + "\n" + "\n".join(lines)
 
 
 def result_json(result: HandoffResult) -> str:

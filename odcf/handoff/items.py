@@ -254,7 +254,12 @@ class _Parser:
 
         kind = entry.get("kind")
         if kind is None:
-            kind = "tool" if role == "tool" else ("chat" if is_message else ("json" if isinstance(body, (Mapping, list)) else "text"))
+            if role == "tool":
+                kind = "tool"
+            elif is_message:
+                kind = "chat"
+            else:
+                kind = "json" if isinstance(body, (Mapping, list)) else "text"
         elif kind not in KINDS:
             self.problem(f"{path}.kind", f"unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
 
@@ -335,8 +340,9 @@ class _Parser:
                 except json.JSONDecodeError:
                     args = None
             if isinstance(args, Mapping):
-                self._calls[call["id"]] = tuple(sorted(
-                    (str(k), str(v)) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)))
+                scalars = {str(k): str(v) for k, v in args.items()
+                           if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+                self._calls[call["id"]] = tuple(sorted(scalars.items()))
 
     def body_text(self, body: Any, entry: Mapping[str, Any], path: str, layer: str) -> tuple[str, Any]:
         """The item's text, and for JSON bodies (or state items) the parsed value."""

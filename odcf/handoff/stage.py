@@ -5,8 +5,9 @@ trimmed last) and a truncated reasoning draft keeps its evidence index longest, 
 budget stage, trimming lowest score first, cuts the right things. Sources say what they want in
 ``Source.meta``: ``handoff_score`` (a fixed score for all their segments) or
 ``handoff_order: "position"`` (earlier segments first, the last one — the evidence index — kept
-longest) or ``handoff_order: "ascending"`` (later segments first: history bullets, oldest dropped first). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is read
-in its own order — instruction, state, facts, drafts, then history oldest to newest.
+longest) or ``handoff_order: "ascending"`` (later segments first: history bullets, oldest
+dropped first). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is
+read in its own order — instruction, state, facts, drafts, then history oldest to newest.
 """
 from __future__ import annotations
 
