@@ -60,3 +60,15 @@ def test_cli_bad_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["handoff", str(p), "--role", "researcher"]) == 1
     err = capsys.readouterr().err
     assert "[1].txt: unknown key" in err and "Traceback" not in err
+
+
+def test_cli_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                         ontology_path: Path) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(ITEMS)))
+    assert main(["handoff", "-", "--role", "researcher", "--ontology", str(ontology_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["record"]["role"] == "researcher"
+    monkeypatch.setattr("sys.stdin", io.StringIO("[{"))
+    assert main(["handoff", "-", "--role", "researcher"]) == 1
+    assert "<stdin>:1:3: invalid JSON" in capsys.readouterr().err

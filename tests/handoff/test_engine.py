@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from odcf.errors import PlanError
 from odcf.handoff.engine import handoff
@@ -298,3 +300,31 @@ def test_mandatory_item_in_a_forbidden_layer_is_missing_and_strict_names_it(hpla
             "but layer reasoning is forbidden for role executor") in r.text
     with pytest.raises(HandoffError, match="item ce is mandatory"):
         handoff(hplan, role="executor", items=items, strict=True)
+
+
+LEXICAL = {"entities": False, "rerank": False, "dedup": False, "compress": False, "verify": False}
+
+
+@settings(max_examples=15, deadline=None)
+@given(n_facts=st.integers(0, 25), n_turns=st.integers(0, 30), budget=st.integers(250, 2500),
+       with_draft=st.booleans())
+def test_property_within_budget_and_mandatory_kept(hplan: Any, n_facts: int, n_turns: int, budget: int,
+                                                   with_draft: bool) -> None:
+    """Whatever the mix, the handoff fits the budget (the mandatory material here is small) and
+    keeps every mandatory item."""
+    items: dict[str, Any] = {
+        "instruction": "Handle the change for order #W4817420.",
+        "searched": ["task", "counterexamples", "preconditions"],
+        "items": [*filler(n_facts),
+                  {"id": "uc", "category": "user_constraints", "text": "Only refund to card 7741."}],
+        "messages": [{"role": "user" if k % 2 == 0 else "assistant",
+                      "content": f"Message {k} about order #W48174{k:02d}. " + "More words here. " * (k % 7)}
+                     for k in range(n_turns)],
+    }
+    if with_draft:
+        items["items"].append({"id": "d", "layer": "reasoning", "text": "Skip the check. " * 40})
+    r = handoff(hplan, role="executor", items=items, budget=budget, stages=LEXICAL)
+    assert r.tokens <= budget and not r.record["over_budget"]
+    assert "Only refund to card 7741." in r.text
+    assert "Skip the check." not in r.text
+    assert r.text.startswith("[source 1/") and r.text.split("\n")[1] == items["instruction"]
