@@ -13,6 +13,7 @@ for every engine.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -76,7 +77,11 @@ def run_batch(
     fmt = output_format(output, output_fmt)
     files = discover_inputs(input)
     _check_paths(input, output, files)
-    plan_hash = _check_config(config)
+    plan = _check_config(config)
+    plan_hash = str(plan.hash)
+    # Workers get the compiled plan, not the ontology path: Ray nodes need not see the file, and
+    # an ontology edited during the job cannot make records disagree.
+    config = dataclasses.replace(config, plan=plan.to_dict())
     counts = count_records(files, max_chars=config.max_chars)
     store = PartStore(output)
     job = {
@@ -201,15 +206,15 @@ def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], 
         raise InputError(f"{output}: folder {out.parent} does not exist")
 
 
-def _check_config(config: BatchConfig) -> str:
-    """Fail before any work on a bad ontology, role or tokenizer; return the plan hash."""
+def _check_config(config: BatchConfig) -> Any:
+    """Fail before any work on a bad ontology, role or tokenizer; return the compiled plan."""
     from odcf.tokens import get_counter
 
     compressor = config.build_compressor()
     if config.role is not None:
         compressor.plan.role(config.role)
     get_counter(config.tokenizer or compressor.plan.tokenizer)
-    return str(compressor.plan.hash)
+    return compressor.plan
 
 
 __all__: list[Any] = ["run_batch", "output_format", "work_items", "chunk_units", "ENGINES"]
