@@ -5,7 +5,7 @@ A handoff input is either a JSON list of entries or an object::
     {
       "instruction": "Book the cheapest refundable flight.",      # optional, pinned first
       "searched": ["counterexamples"],                            # categories upstream searched
-      "state": {"task_progress": "step_2_of_5"},                  # optional state object
+      "state": {"task_progress": "step_2_of_5"},                  # optional state object (id "state")
       "items": [ ... ],                                           # facts, tool output, drafts
       "messages": [ {"role": "user", "content": "..."} , ... ]    # chat history, OpenAI style
     }
@@ -177,12 +177,8 @@ class _Parser:
                 self.problem("instruction", "must be a string or an item object")
         if "searched" in obj:
             self.searched_list(obj["searched"], "searched")
-        if "state" in obj:
-            st = obj["state"]
-            if isinstance(st, Mapping) and ("content" in st or "text" in st):
-                self.add({"layer": "state", **st}, "state")
-            else:
-                self.add({"layer": "state", "content": st, "id": "state"}, "state")
+        if "state" in obj:  # the state object itself; a state with provenance goes in items
+            self.add({"layer": "state", "content": obj["state"], "id": "state"}, "state")
         for key in ("items", "messages"):
             if key in obj:
                 seq = obj[key]
