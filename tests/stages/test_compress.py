@@ -191,3 +191,44 @@ def test_in_the_full_pipeline_protected_spans_survive_and_the_record_says_compre
     assert any(s["status"] == "compressed" for s in segs)
     assert r.tokens_out < r.tokens_in
     assert any(e["stage"] == "compress" for e in r.record["stages"])
+
+
+_NO_TORCH = """
+import sys
+for name in ("torch", "transformers", "datasets", "onnx"):
+    sys.modules[name] = None  # any import of these now fails
+from odcf.document import Document, Segment, Source
+from odcf.plan.model import Plan
+from odcf.stages.compress import TokenCompressor
+text = "The supplier shall deliver 2400 units before 15 March 2025 unless the purchaser cancels in writing."
+seg = Segment(id="a#0", source_id="a", index=0, text=text, original=text)
+doc = Document(sources=(Source(id="a", text=text),), segments=(seg,))
+stage = TokenCompressor(model_path=MODEL, rate=0.5, threads=1)
+out = stage(doc, Plan(domain="d"))
+assert out.segments[0].status == "compressed", out.segments[0]
+print(out.segments[0].text)
+"""
+
+
+def _run_without_torch(model: str | None) -> str:
+    import subprocess
+    import sys
+
+    code = _NO_TORCH.replace("MODEL", repr(model))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout
+
+
+def test_inference_needs_no_torch() -> None:
+    assert "2400" in _run_without_torch(TINY)
+
+
+@pytest.mark.slow
+def test_the_shipped_model_runs_without_torch() -> None:
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+
+    if not (DEFAULT_MODEL_DIR / "metadata.json").is_file():
+        pytest.skip("the shipped compressor model is not in this checkout")
+    out = _run_without_torch(None)
+    assert "2400" in out and "15 March 2025" in out
