@@ -194,7 +194,8 @@ class EmbeddingReranker(Stage):
         counts = Counter(langs.values())
         scorers: dict[str, str] = {}
         if english:
-            scorers["en"] = (f"{self._model().name} cosine × lexical" if new_scores else "lexical")
+            scorers["en"] = (f"{self._model().name} cosine blended with lexical (weight {self.semantic_weight})"
+                             if new_scores else "lexical")
         for lang in sorted({langs[s.id] for s in other}):
             scorers[lang] = "lexical (bm25 over jieba words)" if lang == "zh" else "lexical (bm25)"
         data["languages"] = dict(sorted(counts.items()))
