@@ -48,6 +48,30 @@ def _token_ratio(texts: Sequence[str], probs: Sequence[np.ndarray], rate: float)
     return {"tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2)}
 
 
+_STOP = frozenset("""a an the and or of to in on at for by with from as is are was were be been being it its this that
+these those there here what which who whom whose when where why how do does did have has had i me my we our you
+your he him his she her they them their so than too very can will just should would could may might must shall
+into over under about after before up down out off then once all any both each few more most other some such only
+own same if but because until while um uh yeah okay oh like well""".split())
+
+
+def heuristic_probs(texts: Sequence[str]) -> list[np.ndarray]:
+    """A model-free peer: stop words last, then longer words first, words with digits first of all."""
+    out = []
+    for text in texts:
+        scores = []
+        for w in text.split():
+            core = re.sub(r"^\W+|\W+$", "", w).lower()
+            if any(ch.isdigit() for ch in w):
+                scores.append(1.0)
+            elif not core or core in _STOP:
+                scores.append(0.0)
+            else:
+                scores.append(min(0.9, 0.1 + 0.08 * len(core)))
+        out.append(np.asarray(scores, dtype=np.float64))
+    return out
+
+
 def _with_anchors(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
     """Retention when the built-in and ontology anchors are forced to keep (as the protect stage would)."""
     from odcf.training.labels import AnchorSet, words_of
@@ -115,6 +139,10 @@ def evaluate(
         m["anchors_forced"] = _with_anchors(rows, probs, RATES[0])
         out["sources"][source] = m
         logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
+    out["heuristic"] = {}
+    for source in sorted({r["source"] for r in test}):
+        rows = [r for r in test if r["source"] == source]
+        out["heuristic"][source] = keep_metrics(heuristic_probs([r["text"] for r in rows]), rows, threshold=0.5, rates=RATES)
     texts = [r["text"] for r in test][:speed_texts]
     for n in threads:
         out["speed"].append(_speed(model_path, texts, n))
@@ -197,8 +225,16 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
               "| threads | seconds | words/s | model sub-tokens/s |", "|---|---|---|---|"]
     for s in res["speed"]:
         lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
-    if compare:
+    if compare or res.get("heuristic"):
         lines += render_comparison([("shipped", res), *compare])
+        h = res.get("heuristic") or {}
+        if h:
+            w, q = h.get("wnut17", {}), h.get("qmsum", {})
+            r3, r5 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}"
+            lines.append(
+                f"| heuristic peer (no model: digits first, stop words last, longer words first) | — | — | "
+                f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | — | "
+                f"{_pct(q.get(r3, {}).get('label_keep_kept'))} | {_pct(q.get(r3, {}).get('number_kept'))} | — |")
     train = meta.get("train") or {}
     if train:
         lines += ["", f"Training: {train.get('wall_s')} s wall ({train.get('train_s')} s in the training loop) with "
