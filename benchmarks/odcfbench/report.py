@@ -98,7 +98,13 @@ def summary(tasks, agg, systems, rows, capped=None) -> tuple[list[str], list[tup
                     cands.append((pv, s, ov, len(common)))
             if not cands:
                 continue
-            bv, best_s, ov, n = max(cands, key=lambda c: c[0])
+            # a peer stopped early by the time cap is only "best" when it covers enough examples
+            n_od = len(od_rows)
+            need = min(n_od, max(5, math.ceil(0.5 * n_od))) if n_od else 0
+            # ... and only when it met the budget (over budget in at most 10% of the examples)
+            eligible = [c for c in cands if c[3] >= need and agg[(t.name, c[1], label)]["over_budget"] <= 0.10] \
+                or [c for c in cands if c[3] >= need] or cands
+            bv, best_s, ov, n = max(eligible, key=lambda c: c[0])
             best = agg[(t.name, best_s, label)]
             if ov is None:
                 why = ("odcf was stopped by the time cap before this task" if (capped or {}).get(t.name)
@@ -113,6 +119,10 @@ def summary(tasks, agg, systems, rows, capped=None) -> tuple[list[str], list[tup
             if best["over_budget"] > 0:
                 flag += f"; {best_s} over budget in {best['over_budget']:.0%}"
             subset = "" if n == od["n"] else f" (on the {n} examples both completed)"
+            for sec in t.secondary:
+                o2, b2 = od["metrics"].get(sec), best["metrics"].get(sec)
+                if o2 is not None and b2 is not None:
+                    flag += f"; {sec}: odcf {o2:.3f}, {best_s} {b2:.3f}"
             verdict = "leads" if d > 0.005 else ("trails" if d < -0.005 else "ties")
             lines.append(f"- **{t.name} @ {label}** ({t.metric}): odcf {ov:.3f} vs best peer {best_s} {bv:.3f}"
                          f"{subset} → {verdict} ({d:+.3f}); odcf ratio {_fmt(od['ratio'], 2)}x, "
@@ -234,6 +244,9 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
               f"ran with {run['threads']} thread(s) in its own process, one after another (the machine is shared "
               f"with other jobs, so timings carry noise).\n")
     md.append("## Summary: odcf against the best peer, per task and budget\n")
+    md.append("Best peer = the highest primary figure among peers that covered at least half of odcf's examples "
+              "(or 5) and stayed within the budget in at least 90% of them; each pair is compared on the "
+              "examples both completed.\n")
     md.extend(lines_sum or ["- (no comparable results)"])
     md.append("\n### The three biggest gaps (odcf behind the best peer) — the next work\n")
     if gaps:
@@ -304,6 +317,21 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
                           f"{v['over_budget']:.0%} | {_fmt(v['ratio'], 2)} | {_fmt(v['ms'], 1)} | "
                           f"{_fmt(v['tok_s'], 0)} |")
         md.append("")
+        positions = sorted({r["pos"] for r in rows if r["task"] == t.name and r.get("pos") is not None})
+        if positions:
+            md.append(f"{t.metric} by position of the gold passage (0 = first of 20):\n")
+            md.append("| budget | system | " + " | ".join(f"pos {p}" for p in positions) + " |")
+            md.append("|---|---|" + "---|" * len(positions))
+            for label in labels:
+                for s in systems:
+                    cells = []
+                    for p in positions:
+                        vals = [r["scores"][t.metric] for r in rows if r["task"] == t.name and r["system"] == s
+                                and r["label"] == label and r.get("pos") == p]
+                        cells.append(f"{metrics.aggregate(vals):.2f} ({len(vals)})" if vals else "–")
+                    if any(c != "–" for c in cells):
+                        md.append(f"| {label} | {s} | " + " | ".join(cells) + " |")
+            md.append("")
 
     md.append("## Speed\n")
     if long_ex is not None:

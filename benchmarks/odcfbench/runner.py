@@ -213,5 +213,6 @@ def score_all(results: dict[str, dict], by_id: dict[str, dict]) -> list[dict]:
             out = r["output"] or ""
             rows.append({"system": system, "task": r["task"], "id": r["id"], "label": r["label"],
                          "budget": r["budget"], "tokens_in": ex["tokens_in"], "tokens_out": count(out),
-                         "ms": r["ms"], "error": r["error"], "scores": metrics.score(ex, out)})
+                         "ms": r["ms"], "error": r["error"], "scores": metrics.score(ex, out),
+                         "pos": ex["gold"].get("gold_pos")})
     return rows
