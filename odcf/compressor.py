@@ -131,18 +131,24 @@ class Compressor:
         tokenizer: str | None = None,
         strict: bool = False,
         annotate: bool = True,
+        trace: str | os.PathLike[str] | None = None,
     ) -> CompressionResult:
         """Compress *sources* for *role* within *budget* tokens (the role's budget by default).
 
         *sources*: a string, a :class:`Source`, a mapping ``{"text", "id"?, "kind"?, "layer"?, ...}``
-        or a list of those.
+        or a list of those. ``trace=PATH`` also writes a JSONL trace that ``odcf replay`` re-runs.
         """
         doc = self.document(sources, query=query, role=role, budget=budget, tokenizer=tokenizer,
                             strict=strict, annotate=annotate)
         out = self.pipeline.run(doc, self.plan)
         record = out.meta["record"]
-        return CompressionResult(text=out.meta["text"], record=record, tokens_in=record["tokens_in"],
-                                 tokens_out=record["tokens_out"], document=out)
+        result = CompressionResult(text=out.meta["text"], record=record, tokens_in=record["tokens_in"],
+                                   tokens_out=record["tokens_out"], document=out)
+        if trace is not None:
+            from odcf.trace import write_trace
+
+            write_trace(result, trace, inputs=sources, compressor=self)
+        return result
 
     def handoff(self, role: str, items: Sequence[Any], **kwargs: Any) -> Any:
         """Prepare a multi-agent handoff for *role* (see :mod:`odcf.handoff`)."""

@@ -109,3 +109,12 @@ def test_first_difference():
     assert first_difference("abc", "abc") is None
     assert first_difference("abc", "abd") == 2
     assert first_difference("ab", "abc") == 2
+
+
+def test_compress_trace_keyword_writes_a_replayable_trace(plan, tmp_path, contract_text):
+    c = Compressor(plan, stages=SWITCHES)
+    trace = tmp_path / "api.trace.jsonl"
+    result = c.compress([contract_text, NOTES], query="liability cap", budget=100, trace=trace)
+    rep = replay(trace)
+    assert rep.identical and read_trace(trace).header["budget"] == 100
+    assert json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["output"] == result.text
