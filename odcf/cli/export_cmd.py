@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
                    help="least int8-vs-fp32 keep-decision agreement on held-out words (default 0.98)")
     p.add_argument("--max-len", type=int, default=256, help="inference window in sub-tokens (default 256)")
     p.add_argument("--threshold-share", type=float, default=None, metavar="S",
-                   help="calibrate the default threshold so that S of the dev words are kept (default: 0.5 = argmax)")
+                   help="calibrate the default threshold so that S of the dev words are kept (default: half the training target of an ordinary keep word)")
     p.add_argument("--threads", type=int, default=2)
     p.set_defaults(handler=run)
 

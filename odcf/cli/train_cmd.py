@@ -38,8 +38,8 @@ def register(sub: Any) -> None:
                    help="cap on QMSum training windows (default 1800; 0 = all)")
     p.add_argument("--keep-target", type=float, default=d.keep_target,
                    help=f"soft target of ordinary keep words; must-keep words aim at 1.0 (default {d.keep_target})")
-    p.add_argument("--must-weight", type=float, default=None,
-                   help="loss weight of must-keep words (default: as labelled, 3.0)")
+    p.add_argument("--must-weight", type=float, default=d.must_weight,
+                   help=f"loss weight of must-keep words (default {d.must_weight}; 0 = as labelled, 3.0)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
     p.set_defaults(handler=run)
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data, out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
         threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
-        must_weight=args.must_weight,
+        must_weight=args.must_weight or None,
     )
     report = train(cfg, resume=args.resume)
     dev = report.get("dev") or {}

@@ -14,7 +14,8 @@ Steps (each one checked before the next):
    ``<= tolerance`` (default 1e-3), else :class:`~odcf.errors.ExportParityError`.
 3. ``quantize_dynamic`` (int8 weights, per channel): ``model.int8.onnx``. **Agreement**: word
    keep decisions of the int8 and the fp32 model on the held-out test windows, at the model's
-   threshold (0.5 unless calibrated) and at a global 1/3 keep rate, must agree on at least ``min_agreement`` (0.98) of
+   threshold (half an ordinary keep word's training target, unless calibrated) and at a global
+   1/3 keep rate, must agree on at least ``min_agreement`` (0.98) of
    the words, else :class:`~odcf.errors.ExportParityError`.
 4. ``metadata.json`` beside the model: sha256, backbone, layers, max_len, threshold, label
    meaning, training data and its licenses, metrics, export date and library versions.
@@ -234,8 +235,11 @@ def export_run(
     p_fp = fp_clf.word_probs(texts)
     p_q = q_clf.word_probs(texts)
     dev_rows = list(dd["dev"])
+    keep_target = float((report.get("config") or {}).get("keep_target", 1.0))
     if threshold_keep_share is None:
-        threshold, rule = 0.5, "0.5: the model's own keep/drop decision (argmax)"
+        # halfway between the drop target (0) and an ordinary keep word's target
+        threshold = round(keep_target / 2, 4)
+        rule = f"half the training target of an ordinary keep word ({keep_target}): closer to keep than to drop"
     else:
         threshold = calibrate_threshold(q_clf.word_probs([r["text"] for r in dev_rows]), threshold_keep_share)
         rule = f"dev-set probability above which {threshold_keep_share:.3f} of words lie"

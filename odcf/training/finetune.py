@@ -58,9 +58,9 @@ class TrainConfig:
     max_steps: int = 0  # 0 = no limit (smoke runs set it)
     #: Soft target of an ordinary keep word (must-keep words aim at 1.0, drop words at 0.0): below 1
     #: so that the keep probability ranks entities and anchors above ordinary content words.
-    keep_target: float = 1.0
+    keep_target: float = 0.3
     #: Loss weight of must-keep words (None: as labelled, ``MUST_KEEP_WEIGHT``).
-    must_weight: float | None = None
+    must_weight: float | None = 6.0
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
