@@ -3,7 +3,8 @@ Ray (1 and 2 actors), on a corpus built from real data.
 
     .venv/bin/python benchmarks/batch_throughput.py --data ../shared/data
         [--tau 200] [--qmsum 70] [--stage-sets light,default] [--default-limit 24]
-        [--configs local:1,local:2,ray:1,ray:2] [--out benchmarks/results/batch_throughput.md]
+        [--configs local:1,local:2,ray:1,ray:2] [--chunk-size 8] [--default-chunk-size 2]
+        [--out benchmarks/results/batch_throughput.md]
 
 Corpus (written to a temporary folder, never into the repository):
 - tau-bench airline trajectories (``agent_tau_bench/gpt-4o-airline.json``): one record per
@@ -88,12 +89,13 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def run_one(src: Path, out: Path, stages: dict[str, Any], engine: str, workers: int) -> tuple[float, Any]:
+def run_one(src: Path, out: Path, stages: dict[str, Any], engine: str, workers: int,
+            chunk_size: int = 8) -> tuple[float, Any]:
     from odcf.batch import BatchConfig, run_batch
 
     cfg = BatchConfig(ontology="general", budget=1000, stages=stages, timings=False)
     t0 = time.perf_counter()
-    summary = run_batch(src, out, cfg, engine=engine, workers=workers, chunk_size=8, overwrite=True,
+    summary = run_batch(src, out, cfg, engine=engine, workers=workers, chunk_size=chunk_size, overwrite=True,
                         progress=False)
     return time.perf_counter() - t0, summary
 
@@ -134,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qmsum", type=int, default=70, help="QMSum meetings (default 70)")
     ap.add_argument("--stage-sets", default="light,default", help="light and/or default (see the docstring)")
     ap.add_argument("--default-limit", type=int, default=24, help="records for the `default` stage set")
+    ap.add_argument("--chunk-size", type=int, default=8, help="records per part for the `light` set (default 8)")
+    ap.add_argument("--default-chunk-size", type=int, default=2,
+                    help="records per part for the `default` set (default 2: enough units for 2 workers)")
     ap.add_argument("--configs", default="local:1,local:2,ray:1,ray:2", help="engine:workers, comma-separated")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "batch_throughput.md")
     args = ap.parse_args(argv)
@@ -149,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus = tau_records(args.data, args.tau) + qmsum_records(args.data, args.qmsum)
         for set_name in args.stage_sets.split(","):
             stages = LIGHT if set_name == "light" else {}
+            chunk = args.chunk_size if set_name == "light" else args.default_chunk_size
             recs = corpus if set_name == "light" else corpus[: args.default_limit // 2] + \
                 corpus[len(corpus) - (args.default_limit - args.default_limit // 2):]
             src = tmp / f"{set_name}.jsonl"
@@ -160,14 +166,17 @@ def main(argv: list[str] | None = None) -> int:
             for engine, workers in configs:
                 code = code_fingerprint()
                 print(f"[{set_name}] {engine} x{workers}: start-up run ...", file=sys.stderr, flush=True)
-                t1, _ = run_one(one, tmp / "one-out.jsonl", stages, engine, workers)
+                t1, _ = run_one(one, tmp / "one-out.jsonl", stages, engine, workers, chunk)
                 print(f"[{set_name}] {engine} x{workers}: {len(recs)} records ...", file=sys.stderr, flush=True)
                 out = tmp / f"{set_name}-{engine}-{workers}.jsonl"
-                tn, s = run_one(src, out, stages, engine, workers)
-                if code_fingerprint() != code:
-                    code += " (changed during the run)"
+                tn, s = run_one(src, out, stages, engine, workers, chunk)
                 data = out.read_bytes() + Path(s.errors).read_bytes()
-                same = reference.setdefault(code, data) == data
+                if code_fingerprint() != code:
+                    code, same = code + " (changed during the run)", "n/a"
+                elif code not in reference:
+                    reference[code], same = data, "reference"
+                else:
+                    same = "yes" if reference[code] == data else "NO"
                 steady = (s.records_in - 1) / (tn - t1) if tn > t1 else float("nan")
                 rows.append((engine, workers, s, t1, tn, steady, same, code))
                 print(f"  {s.records_in} records in {tn:.1f} s (start-up {t1:.1f} s)", file=sys.stderr, flush=True)
@@ -176,14 +185,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"### Stage set `{set_name}` — {s0.records_in} records "
                 f"({sum(1 for r in recs if r['id'].startswith('tau/'))} tau-bench, "
                 f"{sum(1 for r in recs if r['id'].startswith('qmsum/'))} QMSum), "
-                f"{s0.tokens_in:,} tokens in → {s0.tokens_out:,} out, {s0.records_failed} failed",
+                f"{s0.tokens_in:,} tokens in → {s0.tokens_out:,} out, {s0.records_failed} failed, chunk size {chunk}",
                 "",
                 "| engine | workers | wall s | start-up s | records/s | tokens in/s | steady records/s | odcf code | output identical |",
                 "|---|---:|---:|---:|---:|---:|---:|---|---|",
             ]
             for engine, workers, s, t1, tn, steady, same, code in rows:
                 lines.append(f"| {engine} | {workers} | {tn:.1f} | {t1:.1f} | {s.records_in / tn:.2f} | "
-                             f"{s.tokens_in / tn:,.0f} | {steady:.2f} | {code} | {'yes' if same else 'NO'} |")
+                             f"{s.tokens_in / tn:,.0f} | {steady:.2f} | {code} | {same} |")
             sections.append("\n".join(lines))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -198,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         "- **shared machine**: 2 CPU cores shared with colleagues' jobs running at the same time"
         + (f" (load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f})" if load else "")
         + "; absolute figures are noisy and low, compare rows of one table, not runs.",
-        "- ontology `general`, budget 1,000 tokens (o200k_base), chunk size 8, timings off, OMP_NUM_THREADS=1.",
-        "- output identical: byte-identical to the first row of the table that ran the same odcf code.",
+        "- ontology `general`, budget 1,000 tokens (o200k_base), timings off, OMP_NUM_THREADS=1.",
+        "- output identical: byte-identical (output and error file) to the `reference` row, the first row "
+        "of the table that ran the same odcf code; `n/a` when odcf's code changed during that row's run.",
         "- records/s and tokens in/s: whole corpus including start-up (spawning workers or starting Ray, "
         "loading models); steady records/s = (N - 1) / (T_N - T_1) with T_1 a one-record job.",
         "",

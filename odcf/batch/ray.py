@@ -20,6 +20,7 @@ others, odcf installed on every node), run ``odcf batch ... --engine ray --ray-a
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import warnings
@@ -132,6 +133,33 @@ def _table(pa: Any, cols: dict[str, list[Any]]) -> Any:
     })
 
 
+@contextlib.contextmanager
+def job_context(ray: Any) -> Iterator[None]:
+    """Ray Data settings for a batch job, restored afterwards."""
+    ctx = ray.data.DataContext.get_current()
+    old = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size)
+    ctx.execution_options.preserve_order = True  # results come back in input order
+    ctx.enable_progress_bars = False  # odcf draws its own
+    # Ray Data buffers a task's small output blocks into one big block; the whole input would then
+    # reach a single actor. A tiny target makes every chunk the read task yields a block of its own.
+    ctx.target_max_block_size = 1
+    warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
+    try:
+        yield
+    finally:
+        ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size = old
+
+
+def build_dataset(ray: Any, source: Any, actor: type, actor_kwargs: dict[str, Any], *, workers: int,
+                  chunk_size: int) -> Any:
+    """read (one task, no CPU reserved) → ``map_batches`` over a fixed pool of *workers* actors."""
+    ds = ray.data.read_datasource(source, override_num_blocks=1, num_cpus=0)
+    return ds.map_batches(
+        actor, fn_constructor_kwargs=actor_kwargs, batch_size=chunk_size, batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1,
+    )
+
+
 def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str], *,
             workers: int, chunk_size: int, address: str | None = None) -> Iterator[Outcome]:
     """Outcomes of every unfinished record, in input order, computed by ``workers`` Ray actors.
@@ -149,29 +177,17 @@ def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING)
         started = True
-    ctx = ray.data.DataContext.get_current()
-    old = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size)
-    ctx.execution_options.preserve_order = True  # results come back in input order
-    ctx.enable_progress_bars = False  # odcf draws its own
-    # Ray Data buffers a task's small output blocks into one big block; the whole input would then
-    # reach a single actor. A tiny target makes every chunk the read task yields a block of its own.
-    ctx.target_max_block_size = 1
-    warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
     try:
-        ds = ray.data.read_datasource(_datasource(files, config, done, seen_ids, chunk_size),
-                                      override_num_blocks=1, num_cpus=0)
-        ds = ds.map_batches(
-            CompressBatch, fn_constructor_kwargs={"config": config}, batch_size=chunk_size,
-            batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1,
-        )
-        try:
-            for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
-                for f, n, row, ok, tin, tout in zip(*(batch[c] for c in COLUMNS)):
-                    yield Outcome((int(f), int(n)), str(row), bool(ok), int(tin), int(tout))
-        except ray.exceptions.RayError as exc:
-            first = str(exc).strip().splitlines()
-            raise OdcfError(f"the Ray job failed: {first[-1] if first else type(exc).__name__}") from exc
+        with job_context(ray):
+            ds = build_dataset(ray, _datasource(files, config, done, seen_ids, chunk_size), CompressBatch,
+                               {"config": config}, workers=workers, chunk_size=chunk_size)
+            try:
+                for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
+                    for f, n, row, ok, tin, tout in zip(*(batch[c] for c in COLUMNS)):
+                        yield Outcome((int(f), int(n)), str(row), bool(ok), int(tin), int(tout))
+            except ray.exceptions.RayError as exc:
+                first = str(exc).strip().splitlines()
+                raise OdcfError(f"the Ray job failed: {first[-1] if first else type(exc).__name__}") from exc
     finally:
-        ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size = old
         if started:
             ray.shutdown()

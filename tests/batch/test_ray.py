@@ -58,3 +58,35 @@ def test_ray_parquet_output_equals_local(tmp_path, ontology, local_ray):
     run_batch(src, tmp_path / "local.parquet", cfg, workers=0, chunk_size=4)
     run_batch(src, tmp_path / "ray.parquet", cfg, engine="ray", workers=2, chunk_size=4)
     assert (tmp_path / "ray.parquet").read_bytes() == (tmp_path / "local.parquet").read_bytes()
+
+
+class PidActor:
+    """Stands in for CompressBatch: says which actor process handled each record."""
+
+    def __init__(self, config) -> None:
+        import os
+
+        self.pid = os.getpid()
+
+    def __call__(self, batch):
+        import time
+
+        import numpy as np
+
+        time.sleep(0.2)  # long enough that one actor cannot drain the queue alone
+        return {"n": batch["n"], "pid": np.full(len(batch["n"]), self.pid)}
+
+
+def test_ray_spreads_chunks_over_every_actor_in_order(tmp_path, local_ray):
+    from odcf.batch.io import discover_inputs
+    from odcf.batch.ray import _datasource, build_dataset, job_context
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(40))
+    cfg = BatchConfig()
+    with job_context(ray):
+        ds = build_dataset(ray, _datasource(discover_inputs(src), cfg, set(), set(), 2), PidActor,
+                           {"config": cfg}, workers=2, chunk_size=2)
+        rows = [(int(n), int(p)) for b in ds.iter_batches(batch_format="numpy", batch_size=None)
+                for n, p in zip(b["n"], b["pid"])]
+    assert [n for n, _ in rows] == list(range(40))
+    assert len({p for _, p in rows}) == 2, "every chunk went to the same actor"
