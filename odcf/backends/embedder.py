@@ -303,12 +303,15 @@ class StaticEmbedder:
             except (OSError, ValueError) as exc:
                 logger.warning("static embedding table %s unreadable (%s); rebuilding", path, exc)
         if table is None or table.shape != (self._tokenizer.get_vocab_size(), DIM):
+            logger.info("building the static embedding table (once per model; cached at %s)", path)
             table = self._build()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, table)
-            os.replace(tmp, path)
-            logger.info("built static embedding table %s", path)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+                np.save(tmp, table)
+                os.replace(tmp, path)
+            except OSError as exc:  # a read-only cache costs a rebuild next time, nothing else
+                logger.warning("could not cache the static embedding table at %s: %s", path, exc)
         self._table = table.astype(np.float32)
         vocab = self._tokenizer.get_vocab()
         weights = np.log(2.0 + np.maximum(0, np.arange(len(self._table)) - 1996)).astype(np.float32)

@@ -3,17 +3,21 @@
 Runs after the lexical ``rank`` stage and refines its scores:
 
 1. **Candidates.** Live segments outside the pinned layers (instruction and state keep
-   score 1.0). When there are many, only the best by the lexical score are embedded:
-   ``K = budget × 0.6 / mean segment tokens × safety`` (at least ``min_candidates``), the
-   design's rule of thumb with room to fill. The others keep their order but rank below
-   every candidate (their score is scaled under the lowest candidate score).
+   score 1.0). When there are many, only the best by a cheap first pass are embedded with
+   MiniLM: ``K = budget × 0.6 / mean segment tokens × safety`` (``safety`` 1.5, at least
+   ``min_candidates`` 64), the design's rule of thumb with room to fill. The first pass
+   (``first_pass="static"``, default) blends the lexical score half and half with a static
+   embedding distilled from the same MiniLM (:class:`~odcf.backends.embedder.StaticEmbedder`,
+   microseconds per segment); ``first_pass="lexical"`` uses the lexical score alone. The
+   others keep their first-pass order but rank below every candidate.
 2. **Semantic score.** Cosine (all-MiniLM-L6-v2 on ONNX Runtime by default) against the
    task query ``doc.query`` and the plan's queries (one per concept, one for the task goal):
    ``sem = (query_weight × cos(task) + max cos(plan)) / (query_weight + 1)`` when both exist,
    else whichever exists, clipped at 0 and scaled so the best candidate has 1.
 3. **Blend.** ``score = semantic_weight × sem + (1 − semantic_weight) × lexical``, where
    lexical is the ``rank`` stage's score (BM25 × density, so numbers and terms still count).
-   See benchmarks/results/model_stages_eval.md for how the weights were chosen.
+   ``semantic_weight`` is 0.85; benchmarks/results/model_stages_eval.md has the NQ numbers
+   behind this and behind the static first pass.
 
 MiniLM is English-only: segments whose text is Chinese (or another non-Latin script) keep
 their lexical score, which the ``rank`` stage computed over jieba words. ``doc.meta["scorer"]``
@@ -80,9 +84,9 @@ class EmbeddingReranker(Stage):
     provides = frozenset({"scores"})
 
     def __init__(self, *, embedder: str = "minilm", threads: int | None = None,
-                 query_weight: float = 2.0, semantic_weight: float = 0.7,
-                 safety: float = 3.0, min_candidates: int = 64, edges: bool = False,
-                 first_pass: str = "lexical") -> None:
+                 query_weight: float = 2.0, semantic_weight: float = 0.85,
+                 safety: float = 1.5, min_candidates: int = 64, edges: bool = False,
+                 first_pass: str = "static") -> None:
         if first_pass not in ("lexical", "static"):
             raise ValueError(f"rerank: first_pass must be 'lexical' or 'static', got {first_pass!r}")
         if not 0.0 <= semantic_weight <= 1.0:

@@ -81,10 +81,11 @@ def test_static_embedder_is_a_cached_distillation(tmp_path, monkeypatch):
 
     monkeypatch.setenv("ODCF_CACHE", str(tmp_path))
     assert cache_dir() == tmp_path
+    monkeypatch.delenv("ODCF_CACHE")  # the real cache: built once per machine (about 30 s)
     e = StaticEmbedder(threads=1)
     v = e.encode(["The tenant must pay rent monthly.", "Rent is due from the lessee every month.",
                   "Penguins live in Antarctica.", ""])
-    assert len(list(tmp_path.glob("static-minilm-*.npy"))) == 1  # built once, cached by model hash
+    assert e._cache_path().is_file() and e._cache_path().parent == cache_dir()
     assert np.allclose(np.linalg.norm(v[:3], axis=1), 1.0, atol=1e-5) and not v[3].any()
     assert v[0] @ v[1] > v[0] @ v[2]
     again = StaticEmbedder(threads=1).encode(["The tenant must pay rent monthly."])

@@ -16,6 +16,8 @@ IRRELEVANT = "Penguins huddle together to survive the Antarctic winter."
 
 
 def run(sources, *, query=None, budget=None, plan=PLAN, **opts):
+    if opts.get("embedder") == "hash":
+        opts.setdefault("first_pass", "lexical")  # model-free
     doc = Document.from_sources(sources, query=query, budget=budget)
     return Pipeline([Segmenter(), Protector(), LexicalRanker(), EmbeddingReranker(**opts)]).run(doc, plan)
 
