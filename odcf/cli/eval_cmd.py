@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not name or not path:
             raise OdcfError(f"--compare: expected NAME=MODEL, got {item!r}")
         compare.append((name, evaluate(path, data_dir=args.data, work_dir=args.work, threads=threads)))
-    command = "odcf eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["eval"] else "odcf eval"
+    argv = sys.argv[1:]
+    command = "odcf " + " ".join(shlex.quote(a) for a in argv[argv.index("eval"):]) if "eval" in argv else "odcf eval"
     md = render_markdown(res, command=command, compare=compare)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -209,6 +209,14 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
         lines.append(
             f"| {name} | {m['words']} | threshold {t['value']} | {t['kept_share']:.1%} | — | {t['f1']:.3f} | "
             f"{_pct(t['entity_kept'])} | {_pct(t['number_kept'])} | {_pct(t['must_keep_kept'])} |")
+    w = res["sources"].get("wnut17")
+    if w:
+        for rate, label in ((RATES[0], "3:1"), (RATES[1], "5.2:1 (the design's figure)")):
+            share = w[f"rate_{rate:.3f}"]["entity_kept"]["share"]
+            if share is not None:
+                verdict = "met" if share >= 0.98 else "not met"
+                lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} word compression: "
+                             f"{100 * share:.1f}% (target ≥ 98%: {verdict}).")
     lines += ["", "Label agreement at the threshold (keep = positive class):", "",
               "| split | label keep share | accuracy | precision | recall | F1 |", "|---|---|---|---|---|---|"]
     for source, m in res["sources"].items():
@@ -221,7 +229,9 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
                   f"{100 * agr.get('threshold', 0):.2f}% at the threshold, {100 * agr.get('rate', 0):.2f}% at a global 1/3 rate "
                   f"(largest probability difference {agr.get('max_abs_prob_diff')})."]
     lines += ["", f"Speed (CPU: {res['machine']['cpu']}, int8 ONNX Runtime, {res['speed'][0]['words'] if res['speed'] else 0} "
-              "words of held-out text, best of 1 run; the machine was shared with other jobs, so these are lower bounds):", "",
+              "words of held-out text, one timed run per setting). The 2-core machine was shared with other jobs "
+              "while this ran, so these are lower bounds and noisy: models of identical architecture in the "
+              "comparison below differ by the machine's noise, not by design.", "",
               "| threads | seconds | words/s | model sub-tokens/s |", "|---|---|---|---|"]
     for s in res["speed"]:
         lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
