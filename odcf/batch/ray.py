@@ -10,7 +10,8 @@ Read → compress → write:
    ``odcf batch`` runs.
 2. *compress*: ``map_batches`` with :class:`CompressBatch`, a callable class run by a fixed pool
    of ``workers`` actors; each actor builds and warms its compressor once, in ``__init__``.
-   ``batch_format="numpy"``.
+   ``batch_format="numpy"``; one row = one chunk of records, so Ray's per-row costs are paid
+   once per chunk, and each chunk is its own block, so chunks spread over every actor.
 3. *write*: the driver iterates the results in input order (``preserve_order``) and writes the
    same atomic parts as the local engine (:mod:`odcf.batch.parts`), so ``--resume``, the
    assembly and the reconciliation are shared and the output files are identical.
@@ -21,21 +22,18 @@ others, odcf installed on every node), run ``odcf batch ... --engine ray --ray-a
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import pickle
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from odcf.batch.io import InputFile, dumps
-from odcf.batch.items import Done, Task
+from odcf.batch.io import InputFile
 from odcf.batch.parts import Chunk
 from odcf.batch.worker import BatchConfig, Outcome, Worker
 from odcf.errors import OdcfError
 
 logger = logging.getLogger(__name__)
-
-COLUMNS = ("f", "n", "row", "ok", "tokens_in", "tokens_out")
 
 
 def _import_ray() -> Any:
@@ -47,21 +45,12 @@ def _import_ray() -> Any:
     return ray
 
 
-def _encode(item: Task | Done) -> tuple[str, str]:
-    if isinstance(item, Done):
-        return "done", item.row
-    return "task", dumps({"id": item.id, "where": item.where, "record": item.record})
-
-
-def _decode(f: int, n: int, kind: str, payload: str) -> Task | Done:
-    if kind == "done":
-        return Done((f, n), payload)
-    data = json.loads(payload)
-    return Task((f, n), data["id"], data["where"], data["record"])
-
-
 class CompressBatch:
-    """The ``map_batches`` actor: warms a :class:`Worker` once, then compresses numpy batches."""
+    """The ``map_batches`` actor: warms a :class:`Worker` once, then compresses numpy batches.
+
+    Each row of a batch is one chunk of work items (pickled); the result row holds the chunk's
+    outcomes (pickled). The driver and the actors run the same odcf, so pickle is safe here.
+    """
 
     def __init__(self, config: BatchConfig) -> None:
         self.worker = Worker(config).warm_up()
@@ -69,18 +58,9 @@ class CompressBatch:
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
 
-        outs = [
-            self.worker.run(_decode(int(f), int(n), str(kind), str(payload)))
-            for f, n, kind, payload in zip(batch["f"], batch["n"], batch["kind"], batch["payload"])
-        ]
-        return {
-            "f": np.array([o.key[0] for o in outs], dtype=np.int64),
-            "n": np.array([o.key[1] for o in outs], dtype=np.int64),
-            "row": np.array([o.row for o in outs], dtype=object),
-            "ok": np.array([o.ok for o in outs], dtype=bool),
-            "tokens_in": np.array([o.tokens_in for o in outs], dtype=np.int64),
-            "tokens_out": np.array([o.tokens_out for o in outs], dtype=np.int64),
-        }
+        done = [pickle.dumps(self.worker.run_many(pickle.loads(unit)), protocol=pickle.HIGHEST_PROTOCOL)
+                for unit in batch["unit"]]
+        return {"outcomes": np.array(done, dtype=object)}
 
 
 def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str],
@@ -89,7 +69,7 @@ def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], s
     from ray.data.datasource import Datasource, ReadTask
 
     class WorkItemsDatasource(Datasource):
-        """The job's validated work items, in input order, as blocks of ``chunk_size`` rows."""
+        """The job's validated work items in input order: one row (and one block) per chunk."""
 
         supports_distributed_reads = False
 
@@ -104,33 +84,17 @@ def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], s
             def read() -> Iterator[Any]:
                 import pyarrow as pa
 
-                from odcf.batch.job import work_items
+                from odcf.batch.job import chunk_units, work_items
 
-                cols: dict[str, list[Any]] = {"f": [], "n": [], "kind": [], "payload": []}
-                for item in work_items(files, config, done, set(seen_ids), chunk_size):
-                    kind, payload = _encode(item)
-                    cols["f"].append(item.key[0])
-                    cols["n"].append(item.key[1])
-                    cols["kind"].append(kind)
-                    cols["payload"].append(payload)
-                    if len(cols["f"]) >= chunk_size:
-                        yield _table(pa, cols)
-                        cols = {k: [] for k in cols}
-                if cols["f"]:
-                    yield _table(pa, cols)
+                for unit in chunk_units(work_items(files, config, done, set(seen_ids), chunk_size), chunk_size):
+                    data = pickle.dumps(unit, protocol=pickle.HIGHEST_PROTOCOL)
+                    yield pa.table({"unit": pa.array([data], pa.large_binary())})
 
             meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None,
                                  input_files=tuple(f.path for f in files))
             return [ReadTask(read, meta)]
 
     return WorkItemsDatasource()
-
-
-def _table(pa: Any, cols: dict[str, list[Any]]) -> Any:
-    return pa.table({
-        "f": pa.array(cols["f"], pa.int64()), "n": pa.array(cols["n"], pa.int64()),
-        "kind": pa.array(cols["kind"], pa.string()), "payload": pa.array(cols["payload"], pa.large_string()),
-    })
 
 
 @contextlib.contextmanager
@@ -140,8 +104,8 @@ def job_context(ray: Any) -> Iterator[None]:
     old = (ctx.execution_options.preserve_order, ctx.enable_progress_bars, ctx.target_max_block_size)
     ctx.execution_options.preserve_order = True  # results come back in input order
     ctx.enable_progress_bars = False  # odcf draws its own
-    # Ray Data buffers a task's small output blocks into one big block; the whole input would then
-    # reach a single actor. A tiny target makes every chunk the read task yields a block of its own.
+    # Ray Data merges a task's small output blocks into one big block; the whole input would then
+    # reach a single actor. With a tiny target every row (one chunk) stays a block of its own.
     ctx.target_max_block_size = 1
     warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
     try:
@@ -152,10 +116,11 @@ def job_context(ray: Any) -> Iterator[None]:
 
 def build_dataset(ray: Any, source: Any, actor: type, actor_kwargs: dict[str, Any], *, workers: int,
                   chunk_size: int) -> Any:
-    """read (one task, no CPU reserved) → ``map_batches`` over a fixed pool of *workers* actors."""
+    """read (one task, no CPU reserved) → ``map_batches`` over a fixed pool of *workers* actors,
+    one chunk per call."""
     ds = ray.data.read_datasource(source, override_num_blocks=1, num_cpus=0)
     return ds.map_batches(
-        actor, fn_constructor_kwargs=actor_kwargs, batch_size=chunk_size, batch_format="numpy",
+        actor, fn_constructor_kwargs=actor_kwargs, batch_size=1, batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1,
     )
 
@@ -183,8 +148,8 @@ def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_
                                {"config": config}, workers=workers, chunk_size=chunk_size)
             try:
                 for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
-                    for f, n, row, ok, tin, tout in zip(*(batch[c] for c in COLUMNS)):
-                        yield Outcome((int(f), int(n)), str(row), bool(ok), int(tin), int(tout))
+                    for outcomes in batch["outcomes"]:
+                        yield from pickle.loads(outcomes)
             except ray.exceptions.RayError as exc:
                 first = str(exc).strip().splitlines()
                 raise OdcfError(f"the Ray job failed: {first[-1] if first else type(exc).__name__}") from exc

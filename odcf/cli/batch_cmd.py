@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its finished parts")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT / unfinished run")
     p.add_argument("--chunk-size", type=int, default=64, metavar="N",
-                   help="records per atomic part (the most work a crash can lose; default: 64)")
+                   help="records per atomic part (a crash loses at most the parts in flight; default: 64)")
     p.add_argument("--format", dest="output_format", choices=("jsonl", "parquet"), default=None,
                    help="output format (default: from OUTPUT's extension)")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",

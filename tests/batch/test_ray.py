@@ -69,12 +69,14 @@ class PidActor:
         self.pid = os.getpid()
 
     def __call__(self, batch):
+        import pickle
         import time
 
         import numpy as np
 
         time.sleep(0.2)  # long enough that one actor cannot drain the queue alone
-        return {"n": batch["n"], "pid": np.full(len(batch["n"]), self.pid)}
+        first = [pickle.loads(unit)[0].key[1] for unit in batch["unit"]]
+        return {"n": np.array(first), "pid": np.full(len(first), self.pid)}
 
 
 def test_ray_spreads_chunks_over_every_actor_in_order(tmp_path, local_ray):
@@ -88,5 +90,5 @@ def test_ray_spreads_chunks_over_every_actor_in_order(tmp_path, local_ray):
                            {"config": cfg}, workers=2, chunk_size=2)
         rows = [(int(n), int(p)) for b in ds.iter_batches(batch_format="numpy", batch_size=None)
                 for n, p in zip(b["n"], b["pid"])]
-    assert [n for n, _ in rows] == list(range(40))
+    assert [n for n, _ in rows] == list(range(0, 40, 2))  # one row per chunk, in order
     assert len({p for _, p in rows}) == 2, "every chunk went to the same actor"
