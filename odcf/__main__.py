@@ -1,5 +1,7 @@
+"""`python -m odcf` — the same as the `odcf` command."""
 import sys
 
 from odcf.cli.main import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -103,6 +103,7 @@ class Compressor:
         tokenizer: str | None = None,
         strict: bool = False,
         annotate: bool = True,
+        timings: bool = True,
     ) -> Document:
         """The input document a :meth:`compress` call would run on."""
         srcs = to_sources(sources)
@@ -114,6 +115,7 @@ class Compressor:
         meta = {
             "strict": strict,
             "annotate": annotate,
+            "timings": timings,
             "input_sha256": {s.id: s.sha256 for s in srcs},
             "input_tokens": {s.id: counter.count(s.text) for s in srcs},
         }
@@ -131,15 +133,17 @@ class Compressor:
         tokenizer: str | None = None,
         strict: bool = False,
         annotate: bool = True,
+        timings: bool = True,
         trace: str | os.PathLike[str] | None = None,
     ) -> CompressionResult:
         """Compress *sources* for *role* within *budget* tokens (the role's budget by default).
 
         *sources*: a string, a :class:`Source`, a mapping ``{"text", "id"?, "kind"?, "layer"?, ...}``
-        or a list of those. ``trace=PATH`` also writes a JSONL trace that ``odcf replay`` re-runs.
+        or a list of those. ``trace=PATH`` also writes a JSONL trace that ``odcf replay`` re-runs;
+        ``timings=False`` leaves wall-clock times out of the record so the record is byte-identical too.
         """
         doc = self.document(sources, query=query, role=role, budget=budget, tokenizer=tokenizer,
-                            strict=strict, annotate=annotate)
+                            strict=strict, annotate=annotate, timings=timings)
         out = self.pipeline.run(doc, self.plan)
         record = out.meta["record"]
         result = CompressionResult(text=out.meta["text"], record=record, tokens_in=record["tokens_in"],

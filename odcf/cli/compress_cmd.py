@@ -27,6 +27,8 @@ def register(sub: Any) -> None:
     p.add_argument("--instruction", default=None, help="an instruction text, pinned first and never compressed")
     p.add_argument("--strict", action="store_true", help="fail when required material alone exceeds the budget")
     p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")
+    p.add_argument("--no-timings", action="store_true",
+                   help="leave wall-clock times out of the record (byte-identical records across runs)")
     p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
     p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
     p.add_argument("--json", action="store_true", help='print {"text","tokens_in","tokens_out","record"}')
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         sources.insert(0, Source(id="instruction", text=args.instruction, layer="instruction", origin="--instruction"))
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
     result = compressor.compress(sources, query=args.query, role=args.role, budget=args.budget,
-                                 strict=args.strict, annotate=not args.no_annotate)
+                                 strict=args.strict, annotate=not args.no_annotate,
+                                 timings=not args.no_timings)
     if args.record:
         write_text(args.record, result.record_json() + "\n")
     args.run_context = {"inputs": sources, "compressor": compressor}

@@ -31,3 +31,12 @@ def test_everything_fits_is_verbatim_and_unannotated_text_is_the_source(plan):
     r = Compressor(plan, stages={"rules": False, "fold": False}).compress(text, budget=1000, annotate=False)
     assert r.text == text
     assert r.record["sources"][0]["status"] == "verbatim"
+
+
+def test_records_are_byte_identical_without_timings(plan, contract_text):
+    c = Compressor(plan, stages={"rules": False, "fold": False})
+    a = c.compress(contract_text, query="liability", budget=60, timings=False)
+    b = Compressor(plan, stages={"rules": False, "fold": False}).compress(contract_text, query="liability", budget=60,
+                                                                          timings=False)
+    assert a.record_json() == b.record_json()
+    assert all("ms" not in ev for ev in a.record["stages"])
