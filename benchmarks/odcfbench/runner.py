@@ -197,6 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         "long_cap_s": caps["long"],
         "total_s": time.perf_counter() - t_all, "skipped_tasks": skipped,
     }
+    if args.report_only:  # keep the original run's facts; say that only the report was rebuilt
+        prev = os.path.join(args.out, ("quick_" if args.quick else "") + "results.json")
+        try:
+            orig = json.load(open(prev, encoding="utf-8"))["run"]
+            if not orig.get("rerendered"):
+                orig["rerendered"] = run_info["command"]
+            run_info = orig
+        except (OSError, ValueError, KeyError):
+            run_info["rerendered"] = run_info["command"]
     report.write(args.out, mode, run_info, tasks, scored, results, long_ex, long_results, speed)
     logger.info("wrote %s in %.0f s", args.out, time.perf_counter() - t_all)
     return 0
