@@ -57,11 +57,13 @@ class Segmenter(Stage):
         max_block_tokens: int = 400,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
+        min_sentence_words: int = 4,
     ) -> None:
         self.max_block_lines = max_block_lines
         self.max_block_tokens = max_block_tokens
         self.json_split_tokens = json_split_tokens
         self.max_sentence_chars = max_sentence_chars
+        self.min_sentence_words = min_sentence_words
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
         counter = get_counter(doc.tokenizer or plan.tokenizer)
@@ -174,7 +176,7 @@ class Segmenter(Stage):
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and _LIST_RE.match(line):
                 kind = "list"
-            for ss, se in split_sentences(text[ps:pe]):
+            for ss, se in _attach_short(text[ps:pe], split_sentences(text[ps:pe]), self.min_sentence_words):
                 for cs, ce in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars):
                     pieces.append(_Piece(cs, ce, kind, paragraph))
             paragraph += 1
@@ -205,6 +207,24 @@ class Segmenter(Stage):
         if chunk:
             out.append(_line_piece(chunk, kind, paragraph, {"table_header": header} if table else None))
         return out
+
+
+def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> list[tuple[int, int]]:
+    """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
+    number or a lead-in is never kept without the sentence it introduces (or dropped from it)."""
+    if min_words <= 0 or len(spans) < 2:
+        return spans
+    out: list[tuple[int, int]] = []
+    pending: int | None = None
+    for k, (a, b) in enumerate(spans):
+        start = a if pending is None else pending
+        short = len(text[a:b].split()) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
+        if short:
+            pending = start
+            continue
+        out.append((start, b))
+        pending = None
+    return out
 
 
 def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None) -> _Piece:

@@ -14,7 +14,9 @@ def make(plan):
 def test_query_ranks_relevant_sentence_first(plan, contract_text):
     r = make(plan).compress(contract_text, query="liability cap amount", budget=1000)
     segs = {s.text: s for s in r.document.segments}
-    assert segs["The Supplier's total liability shall not exceed $50,000 in any year."].score > segs["The weather was nice."].score
+    liability = next(s for t, s in segs.items() if "shall not exceed $50,000" in t)
+    weather = next(s for t, s in segs.items() if "weather was nice" in t)
+    assert liability.score > weather.score
 
 
 def test_budget_respected_and_every_drop_recorded(plan, contract_text):

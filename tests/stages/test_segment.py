@@ -27,7 +27,7 @@ def test_cjk_sentences_split_on_full_stops_without_spaces():
 
 
 def test_segments_cover_the_source_exactly():
-    text = "# Title\n\nFirst sentence. Second one.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- x\n- y\n- z\n\n```\ncode here\n```\nTail."
+    text = "# Title\n\nThe first sentence is here. The second one is there.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- x\n- y\n- z\n\n```\ncode here\n```\nTail."
     out = seg(text, kind="markdown")
     rebuilt = "".join(s.sep + s.text for s in out)
     assert rebuilt == text.rstrip()
@@ -73,3 +73,9 @@ def test_log_lines_with_a_shared_prefix_form_a_list_block():
     out = seg(text)
     assert [s.kind for s in out] == ["sentence", "list"]
     assert "".join(s.sep + s.text for s in out) == text
+
+
+def test_short_lead_in_sentences_stay_with_the_next_one():
+    out = seg("Section 4.1 Fees. Customer shall pay within 30 days. Late fees apply to all overdue invoices.")
+    assert [s.text for s in out] == ["Section 4.1 Fees. Customer shall pay within 30 days.",
+                                     "Late fees apply to all overdue invoices."]
