@@ -49,6 +49,11 @@ def join_segments(segments: Sequence[Segment]) -> str:
     out: list[str] = []
     prev: Segment | None = None
     for seg in segments:
+        header = seg.meta.get("table_header") if seg.meta.get("table_part") else None
+        if header and (prev is None or prev.index != seg.index - 1):
+            # a later part of a long table, delivered without the part before it: repeat the header
+            out.append(("\n" if prev is not None else "") + header + "\n")
+            prev = None
         if prev is None:
             pass
         elif seg.index == prev.index + 1:

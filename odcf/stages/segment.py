@@ -55,12 +55,14 @@ class Segmenter(Stage):
         *,
         max_block_lines: int = 40,
         max_block_tokens: int = 400,
+        max_table_tokens: int = 600,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
         min_sentence_words: int = 4,
     ) -> None:
         self.max_block_lines = max_block_lines
         self.max_block_tokens = max_block_tokens
+        self.max_table_tokens = max_table_tokens
         self.json_split_tokens = json_split_tokens
         self.max_sentence_chars = max_sentence_chars
         self.min_sentence_words = min_sentence_words
@@ -136,6 +138,7 @@ class Segmenter(Stage):
         lines = list(iter_lines_with_offsets(text))
         i = 0
         n = len(lines)
+        single_until = 0  # lines before this index are one paragraph each (a run of long items)
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
@@ -163,15 +166,21 @@ class Segmenter(Stage):
                 i = table_end
                 continue
             list_end = max(_list_run(lines, i), _prefix_run(lines, i))
-            if list_end - i >= 3:
+            if list_end - i >= 3 and _short_lines(lines[i:list_end]):
                 pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter))
                 paragraph += 1
                 i = list_end
                 continue
-            # a prose paragraph: up to the next blank line or structural line
+            # a prose paragraph: up to the next blank line or structural line; in a run of long
+            # list items or long lines with a shared prefix, each line is its own paragraph
             j = i + 1
-            while j < n and lines[j][2].strip() and not _structural(lines, j):
-                j += 1
+            if list_end - i >= 2:
+                single_until = max(single_until, list_end)
+            if i < single_until:
+                j = i + 1
+            else:
+                while j < n and lines[j][2].strip() and not _structural(lines, j):
+                    j += 1
             ps, pe = lines[i][0], lines[j - 1][1]
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and _LIST_RE.match(line):
@@ -197,16 +206,23 @@ class Segmenter(Stage):
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
         header = lines[0][2] if table else None
+        limit = self.max_table_tokens if table else self.max_block_tokens
+        max_lines = 10**9 if table else self.max_block_lines
         for line in lines:
             t = counter.count(line[2]) + 1
-            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > self.max_block_tokens) and kind != "table":
-                out.append(_line_piece(chunk, kind, paragraph))
+            if chunk and (len(chunk) >= max_lines or tokens + t > limit):
+                out.append(_line_piece(chunk, kind, paragraph, self._table_meta(header, len(out)) if table else None))
                 chunk, tokens = [], 0
             chunk.append(line)
             tokens += t
         if chunk:
-            out.append(_line_piece(chunk, kind, paragraph, {"table_header": header} if table else None))
+            out.append(_line_piece(chunk, kind, paragraph, self._table_meta(header, len(out)) if table else None))
         return out
+
+    @staticmethod
+    def _table_meta(header: str | None, part: int) -> dict[str, Any]:
+        # Later parts of a long table are rendered under a repeated header line (see odcf.render).
+        return {"table_header": header, "table_part": part}
 
 
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> list[tuple[int, int]]:
@@ -309,6 +325,12 @@ def _delimited_cols(line: str, delim: str) -> int:
 
 
 _PREFIX_MIN = 10
+#: Runs of lines longer than this on average (passages, long bullets) are not folded into one block.
+_BLOCK_LINE_CHARS = 200
+
+
+def _short_lines(lines: list[tuple[int, int, str]]) -> bool:
+    return sum(len(x[2]) for x in lines) / max(1, len(lines)) <= _BLOCK_LINE_CHARS
 
 
 def _prefix_run(lines: list[tuple[int, int, str]], i: int) -> int:

@@ -79,3 +79,21 @@ def test_short_lead_in_sentences_stay_with_the_next_one():
     out = seg("Section 4.1 Fees. Customer shall pay within 30 days. Late fees apply to all overdue invoices.")
     assert [s.text for s in out] == ["Section 4.1 Fees. Customer shall pay within 30 days.",
                                      "Late fees apply to all overdue invoices."]
+
+
+def test_long_tables_are_cut_into_parts_that_render_under_their_header():
+    rows = "\n".join(f"| {i} | item number {i} | {i * 3} |" for i in range(200))
+    text = "| id | name | qty |\n|---|---|---|\n" + rows
+    out = seg(text, kind="markdown", max_table_tokens=300)
+    assert len(out) > 2 and all(s.kind == "table" for s in out)
+    assert "".join(s.sep + s.text for s in out) == text
+    later = out[2]
+    rendered = join_segments([later])
+    assert rendered.startswith("| id | name | qty |\n| ") and later.text in rendered
+
+
+def test_runs_of_long_lines_with_a_shared_prefix_stay_separate_passages():
+    passages = [f"Document [{k}](Title: Topic {k}) " + "This passage talks about a topic at length. " * 6 for k in range(5)]
+    out = seg("\n".join(passages))
+    assert all(s.kind == "sentence" for s in out)
+    assert len({s.paragraph for s in out}) == 5
