@@ -171,7 +171,9 @@ class OnnxEmbedder:
     (1, 384)
 
     ``batch_tokens`` caps the padded size of a batch (rows × longest row), so that short
-    sentences go in large batches and long passages in small ones.
+    sentences go in large batches and long passages in small ones. 1024 measured fastest on
+    this int8 model (176 meeting sentences, 2 threads: 1.2 s at 512–1024 padded tokens per
+    batch, 5–8 s at 8192; large int8 batches fall out of the CPU cache).
     """
 
     name = "minilm-l6-v2-int8"
@@ -184,7 +186,7 @@ class OnnxEmbedder:
         *,
         threads: int | None = None,
         batch_size: int = 64,
-        batch_tokens: int = 8192,
+        batch_tokens: int = 1024,
         max_tokens: int = MAX_TOKENS,
     ) -> None:
         self.model_path = Path(model_path) if model_path else None

@@ -95,7 +95,7 @@ class SemanticDedup(Stage):
     lossy = True
 
     def __init__(self, *, threshold: float = 0.92, embedder: str = "minilm", threads: int | None = None,
-                 safety: float = 3.0, min_candidates: int = 64, min_words: int = 5,
+                 safety: float = 1.5, min_candidates: int = 64, min_words: int = 5,
                  within_source: bool = False, layers: Sequence[str] = ("fact",)) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"dedup: threshold must be within (0, 1], got {threshold}")
