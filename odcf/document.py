@@ -169,16 +169,16 @@ class TraceEvent:
         if self.ms is not None:
             out["ms"] = round(self.ms, 3)
         if self.data:
-            out["data"] = _plain(self.data)
+            out["data"] = to_plain(self.data)
         return out
 
 
-def _plain(value: Any) -> Any:
+def to_plain(value: Any) -> Any:
     """Turn mapping proxies and tuples into JSON-ready dicts and lists."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [to_plain(v) for v in value]
     return value
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from odcf.document import to_plain
 from odcf.handoff.errors import HandoffError
 
 
@@ -46,19 +47,12 @@ def validate_state(data: Any, schema: Mapping[str, Any], *, where: str = "state"
         return
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(_plain(schema))
+    validator = Draft202012Validator(to_plain(schema))
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         lines = [f"{where}: /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
         raise HandoffError("state does not validate against the plan's state schema:\n  " + "\n  ".join(lines))
 
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _word(s: str) -> re.Pattern[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from odcf.document import to_plain
 from odcf.errors import PlanError
 
 PLAN_FORMAT = 1
@@ -32,13 +33,6 @@ def _freeze(value: Any) -> Any:
         return tuple(_freeze(v) for v in value)
     return value
 
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -184,7 +178,7 @@ class Plan:
                 "entities": list(self.protection.entities),
                 "markers": list(self.protection.markers),
             },
-            "state_schema": _plain(self.state_schema),
+            "state_schema": to_plain(self.state_schema),
             "abbreviations": dict(self.abbreviations),
             "roles": {
                 name: {
@@ -193,7 +187,7 @@ class Plan:
                 }
                 for name, r in self.roles.items()
             },
-            "pipeline": _plain(self.pipeline),
+            "pipeline": to_plain(self.pipeline),
         }
 
     @classmethod
