@@ -55,7 +55,7 @@ class Segmenter(Stage):
         *,
         max_block_lines: int = 40,
         max_block_tokens: int = 400,
-        max_table_tokens: int = 600,
+        max_table_tokens: int = 160,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
         min_sentence_words: int = 4,
@@ -225,6 +225,14 @@ class Segmenter(Stage):
         return {"table_header": header, "table_part": part}
 
 
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _word_count(sentence: str) -> int:
+    """Words of a sentence; CJK text has no spaces, so two CJK characters count as a word."""
+    return len(sentence.split()) + len(_CJK_CHAR.findall(sentence)) // 2
+
+
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> list[tuple[int, int]]:
     """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
     number or a lead-in is never kept without the sentence it introduces (or dropped from it)."""
@@ -234,7 +242,7 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> li
     pending: int | None = None
     for k, (a, b) in enumerate(spans):
         start = a if pending is None else pending
-        short = len(text[a:b].split()) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
+        short = _word_count(text[a:b]) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
         if short:
             pending = start
             continue

@@ -97,3 +97,9 @@ def test_runs_of_long_lines_with_a_shared_prefix_stay_separate_passages():
     out = seg("\n".join(passages))
     assert all(s.kind == "sentence" for s in out)
     assert len({s.paragraph for s in out}) == 5
+
+
+def test_chinese_sentences_are_not_glued_together():
+    text = "第三条 合同金额为人民币120万元。乙方应当在2024年3月15日前交付全部货物。逾期交付的，每日支付违约金。"
+    out = seg(text)
+    assert [s.text for s in out] == ["第三条 合同金额为人民币120万元。", "乙方应当在2024年3月15日前交付全部货物。", "逾期交付的，每日支付违约金。"]
