@@ -55,7 +55,7 @@ class Segmenter(Stage):
         *,
         max_block_lines: int = 40,
         max_block_tokens: int = 400,
-        max_table_tokens: int = 160,
+        max_table_tokens: int = 600,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
         min_sentence_words: int = 4,
