@@ -17,6 +17,8 @@ from collections.abc import Iterator
 logger = logging.getLogger(__name__)
 
 _CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+#: Han characters only (no kana or hangul): the script that is written without spaces between words.
+HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LATIN_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
 
 STOPWORDS = frozenset(

@@ -21,9 +21,9 @@ from typing import Any
 from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.textutil import HAN_RE as _CJK
 
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # punctuation that ends a clause; a comma or dot inside a number ("$50,000", "3.5") does not
 _CLAUSE_END = re.compile(r"[,.](?!\d)|[;:!?()\[\]\n\u3001\u3002\uff0c\uff1b\uff1a\uff01\uff1f]")
 _WORD_RE = re.compile(r"\S+")

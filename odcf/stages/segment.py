@@ -18,7 +18,7 @@ from typing import Any
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.textutil import iter_lines_with_offsets, split_sentences
+from odcf.textutil import HAN_RE, iter_lines_with_offsets, split_sentences
 from odcf.tokens import get_counter
 
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
@@ -225,12 +225,9 @@ class Segmenter(Stage):
         return {"table_header": header, "table_part": part}
 
 
-_CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
 def _word_count(sentence: str) -> int:
     """Words of a sentence; CJK text has no spaces, so two CJK characters count as a word."""
-    return len(sentence.split()) + len(_CJK_CHAR.findall(sentence)) // 2
+    return len(sentence.split()) + len(HAN_RE.findall(sentence)) // 2
 
 
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> list[tuple[int, int]]:
