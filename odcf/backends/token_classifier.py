@@ -56,6 +56,23 @@ def split_words(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text)]
 
 
+#: ``metadata["token_types"]`` value of a model that reads letter case from ``token_type_ids``.
+CASE_TYPES = "uppercase"
+
+
+def case_type(word: str) -> int:
+    """Token type of a word's sub-tokens in a case-aware model: 1 when it has an upper-case letter.
+
+    The vocabulary is uncased, so the tokenizer lowercases "Apple" and "apple" alike; models
+    exported with ``"token_types": "uppercase"`` get the lost letter case back through BERT's
+    second token-type embedding.
+
+    >>> [case_type(w) for w in ("Apple", "apple", "iPhone", "§12", "北京")]
+    [1, 0, 1, 0, 0]
+    """
+    return 1 if any(c.isupper() for c in word) else 0
+
+
 def load_tokenizer(path: str | Path) -> Any:
     """A shared ``tokenizers.Tokenizer`` with truncation and padding switched off."""
     key = str(Path(path).resolve())
@@ -123,6 +140,7 @@ class _Chunk:
     text_index: int
     word_index: np.ndarray  # word index of each sub-token (without [CLS]/[SEP])
     ids: np.ndarray
+    types: np.ndarray  # token type of each sub-token (all 0 unless the model reads letter case)
 
 
 @dataclass
@@ -185,6 +203,13 @@ class TokenClassifier:
         if cls_id is None or sep_id is None:
             raise StageError(f"tokenizer {self.tokenizer_file}: no [CLS]/[SEP] tokens")
         self._cls, self._sep, self._pad = cls_id, sep_id, pad_id or 0
+        types = self.metadata.get("token_types")
+        if types not in (None, CASE_TYPES):
+            raise StageError(f"compressor model {self.onnx_file}: unknown token_types {types!r} in metadata.json")
+        self._case = types == CASE_TYPES
+        if self._case and "token_type_ids" not in self._inputs:
+            raise StageError(f"compressor model {self.onnx_file}: token_types is {types!r} but the ONNX "
+                             "graph has no token_type_ids input")
 
     @property
     def threshold(self) -> float:
@@ -227,6 +252,8 @@ class TokenClassifier:
         wid = np.asarray([-1 if w is None else w for w in enc.word_ids], dtype=np.int64)
         keep = wid >= 0
         ids, wid = ids[keep], wid[keep]
+        types = (np.asarray([case_type(w) for w in words], dtype=np.int64)[wid] if self._case
+                 else np.zeros(len(ids), dtype=np.int64))
         window = self.max_len - 2
         # sub-token range of each word
         starts = np.searchsorted(wid, np.arange(len(words)), side="left")
@@ -253,7 +280,7 @@ class TokenClassifier:
                 cut = lo + 1  # a single word longer than the window: its first sub-tokens only
             a, z = starts[lo], min(ends[cut - 1], starts[lo] + window)
             if z > a:
-                chunks.append(_Chunk(text_index, wid[a:z], ids[a:z]))
+                chunks.append(_Chunk(text_index, wid[a:z], ids[a:z], types[a:z]))
             lo = cut
         return chunks
 
@@ -261,13 +288,15 @@ class TokenClassifier:
         width = max(len(c.ids) for c in batch) + 2
         input_ids = np.full((len(batch), width), self._pad, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
+        types = np.zeros((len(batch), width), dtype=np.int64)
         for r, c in enumerate(batch):
             n = len(c.ids)
             input_ids[r, 0] = self._cls
             input_ids[r, 1:n + 1] = c.ids
             input_ids[r, n + 1] = self._sep
             mask[r, :n + 2] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+            types[r, 1:n + 1] = c.types
+        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types}
         logits = self._session.run([self._output], {k: v for k, v in feeds.items() if k in self._inputs})[0]
         logits = np.asarray(logits, dtype=np.float64)
         return 1.0 / (1.0 + np.exp(logits[..., 0] - logits[..., 1]))

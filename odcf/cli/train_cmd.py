@@ -40,6 +40,8 @@ def register(sub: Any) -> None:
                    help=f"soft target of ordinary keep words; must-keep words aim at 1.0 (default {d.keep_target})")
     p.add_argument("--must-weight", type=float, default=d.must_weight,
                    help=f"loss weight of must-keep words (default {d.must_weight}; 0 = as labelled, 3.0)")
+    p.add_argument("--no-case-types", dest="case_types", action="store_false",
+                   help="do not feed letter case through token_type_ids (the default feeds it)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
     p.set_defaults(handler=run)
 
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data, out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
         threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
-        must_weight=args.must_weight or None,
+        must_weight=args.must_weight or None, case_types=args.case_types,
     )
     report = train(cfg, resume=args.resume)
     dev = report.get("dev") or {}

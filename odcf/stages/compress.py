@@ -17,8 +17,10 @@ How much it keeps (one global decision over all the words it compresses, never p
 * ``rate=r``: keep the ``r`` share of all words, highest probability first (ties by position);
 * neither, with a budget (``doc.budget`` or the role's): if the live segments already fit, nothing
   is compressed; otherwise ``r = (budget - tokens that cannot be compressed) / tokens that can``,
-  clamped to ``[min_rate, 1]`` — just enough to fit about the budget, and never more than
-  ``1/min_rate`` compression (the budget stage drops the rest by priority);
+  clamped to ``[min_rate, 1]``, and the words are chosen by falling probability while their tokens
+  (each word counted with a leading space, in the budget's unit) fit ``r`` × the compressible
+  tokens — just enough to fit about the budget, and never more than ``1/min_rate`` compression
+  (the budget stage drops the rest by priority);
 * neither and no budget: the model's calibrated threshold from its metadata.
 
 Words that overlap a protected span are always kept and count towards the rate. A compressed
@@ -40,6 +42,7 @@ from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.tokens import get_counter
+from odcf.training.metrics import select_global_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +145,14 @@ class TokenCompressor(Stage):
             return doc.with_event(TraceEvent(stage=self.name, data=data))
 
         probs = self._clf.word_probs_for([w.seg.original for w in work], [list(w.words) for w in work])
-        keep = self._decide(work, probs, mode, value)
+        if mode == "budget":
+            costs = _word_costs(work, counter)
+            data["token_limit"] = int(value * budget_info["eligible_tokens"])
+            keep = _split(work, select_global_tokens(probs, costs, limit=data["token_limit"],
+                                                     forced=[w.forced for w in work]))
+            data["word_tokens_kept"] = int(sum(int(c[k].sum()) for c, k in zip(costs, keep)))
+        else:
+            keep = self._decide(work, probs, mode, value)
         new_segments = list(doc.segments)
         changed = emptied = 0
         words_in = words_kept = 0
@@ -230,12 +240,33 @@ class TokenCompressor(Stage):
             free = np.flatnonzero(~forced)
             order = free[np.argsort(-flat[free], kind="stable")]
             keep[order[:room]] = True
-        out: list[np.ndarray] = []
-        pos = 0
-        for w in work:
-            out.append(keep[pos:pos + len(w.words)])
-            pos += len(w.words)
-        return out
+        return _split(work, keep)
+
+
+def _split(work: Sequence[_Work], flat: np.ndarray) -> list[np.ndarray]:
+    """A flat keep mask over the words of all *work* items, cut back into one mask per item."""
+    out: list[np.ndarray] = []
+    pos = 0
+    for w in work:
+        out.append(flat[pos:pos + len(w.words)])
+        pos += len(w.words)
+    return out
+
+
+def _word_costs(work: Sequence[_Work], counter: Any) -> list[np.ndarray]:
+    """Tokens of each word (with one leading space) in the budget's unit; repeated words counted once."""
+    cache: dict[str, int] = {}
+    out = []
+    for w in work:
+        costs = np.empty(len(w.words), dtype=np.int64)
+        for i, (s, e) in enumerate(w.words):
+            word = w.seg.original[s:e]
+            c = cache.get(word)
+            if c is None:
+                c = cache[word] = counter.count(" " + word)
+            costs[i] = c
+        out.append(costs)
+    return out
 
 
 def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:

@@ -24,11 +24,39 @@ from typing import Any
 
 import numpy as np
 
-from odcf.training.metrics import keep_metrics, select_global
+from odcf.training.metrics import _recall, keep_metrics, select_global, select_global_tokens
 
 logger = logging.getLogger(__name__)
 
 RATES = (1 / 3, 1 / 5.2)
+
+
+def word_token_costs(texts: Sequence[str], counter: Any) -> list[np.ndarray]:
+    """o200k tokens of each whitespace word of each text, counted with one leading space."""
+    return [np.asarray([counter.count(" " + m.group()) for m in re.finditer(r"\S+", t)], dtype=np.int64) for t in texts]
+
+
+def _token_budget(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], share: float) -> dict[str, Any]:
+    """Retention when one global o200k budget of *share* × the input tokens is filled by probability."""
+    from odcf.stages.compress import rebuild
+    from odcf.tokens import get_counter
+
+    counter = get_counter("o200k_base")
+    texts = [r["text"] for r in rows]
+    costs = word_token_costs(texts, counter)
+    t_in = sum(counter.count(t) for t in texts)
+    keep = select_global_tokens(probs, costs, limit=share * t_in)
+    t_out, pos = 0, 0
+    for text, p in zip(texts, probs):
+        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+        t_out += counter.count(rebuild(text, spans, keep[pos:pos + len(p)]))
+        pos += len(p)
+    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
+    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
+    must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows])
+    return {"share": share, "kept_words": round(float(keep.mean()), 4) if len(keep) else None,
+            "tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2),
+            "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num), "must_keep_kept": _recall(keep, must)}
 
 
 def _token_ratio(texts: Sequence[str], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
@@ -55,8 +83,12 @@ into over under about after before up down out off then once all any both each f
 own same if but because until while um uh yeah okay oh like well""".split())
 
 
-def heuristic_probs(texts: Sequence[str]) -> list[np.ndarray]:
-    """A model-free peer: stop words last, then longer words first, words with digits first of all."""
+def heuristic_probs(texts: Sequence[str], *, case: bool = False) -> list[np.ndarray]:
+    """A model-free peer: stop words last, then longer words first, words with digits first of all.
+
+    With *case*, words with an upper-case letter come right after the words with digits (the
+    information a case-aware model gets through its token types).
+    """
     out = []
     for text in texts:
         scores = []
@@ -64,6 +96,8 @@ def heuristic_probs(texts: Sequence[str]) -> list[np.ndarray]:
             core = re.sub(r"^\W+|\W+$", "", w).lower()
             if any(ch.isdigit() for ch in w):
                 scores.append(1.0)
+            elif case and any(ch.isupper() for ch in w):
+                scores.append(0.95)
             elif not core or core in _STOP:
                 scores.append(0.0)
             else:
@@ -136,13 +170,16 @@ def evaluate(
         m["windows"] = len(rows)
         for rate in RATES:
             m[f"rate_{rate:.3f}"]["o200k"] = _token_ratio(texts, probs, rate)
+            m[f"tokens_{rate:.3f}"] = _token_budget(rows, probs, rate)
         m["anchors_forced"] = _with_anchors(rows, probs, RATES[0])
         out["sources"][source] = m
         logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
-    out["heuristic"] = {}
     for source in sorted({r["source"] for r in test}):
         rows = [r for r in test if r["source"] == source]
-        out["heuristic"][source] = keep_metrics(heuristic_probs([r["text"] for r in rows]), rows, threshold=0.5, rates=RATES)
+        for key, case in (("heuristic", False), ("heuristic_case", True)):
+            hp = heuristic_probs([r["text"] for r in rows], case=case)
+            out.setdefault(key, {})[source] = keep_metrics(hp, rows, threshold=0.5, rates=RATES)
+            out[key][source][f"tokens_{RATES[0]:.3f}"] = _token_budget(rows, hp, RATES[0])
     texts = [r["text"] for r in test][:speed_texts]
     for n in threads:
         out["speed"].append(_speed(model_path, texts, n))
@@ -158,9 +195,10 @@ def _pct(d: dict[str, Any] | None) -> str:
 def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
     """A side-by-side table of several evaluated models (e.g. the 3-layer student vs the 6-layer model)."""
     lines = ["", "## Model comparison (same held-out data, same machine, same run of this command)", "",
-             "| model | layers | bytes | WNUT entities kept 3:1 | WNUT entities kept 5.2:1 | WNUT F1 (thr) | "
+             "| model | layers | bytes | WNUT entities kept 3:1 words | WNUT entities kept 5.2:1 words | "
+             "WNUT entities kept 3:1 o200k tokens | WNUT F1 (thr) | "
              "QMSum label-keep kept 3:1 | QMSum numbers kept 3:1 | words/s, 1 thread |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, res in rows:
         meta = res["metadata"]
         w = res["sources"].get("wnut17", {})
@@ -170,7 +208,7 @@ def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
         lines.append(
             f"| {name} | {meta.get('num_hidden_layers')} | {meta.get('bytes')} | "
             f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | "
-            f"{w.get('threshold', {}).get('f1', '—')} | {_pct(q.get(r3, {}).get('label_keep_kept'))} | "
+            f"{_pct(w.get(f'tokens_{RATES[0]:.3f}', {}).get('entity_kept'))} | {w.get('threshold', {}).get('f1', '—')} | {_pct(q.get(r3, {}).get('label_keep_kept'))} | "
             f"{_pct(q.get(r3, {}).get('number_kept'))} | {speed} |")
     return lines
 
@@ -200,6 +238,13 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
                 f"| {name} | {m['words']} | global rate {rate:.3f} ({1 / rate:.1f}:1 words) | {rate:.1%} | "
                 f"{o['tokens_in']} → {o['tokens_out']} ({o['ratio']}:1) | {r['f1']:.3f} | {_pct(r['entity_kept'])} | "
                 f"{_pct(r['number_kept'])} | {_pct(r['must_keep_kept'])} |")
+        for rate in RATES:
+            b = m.get(f"tokens_{rate:.3f}")
+            if b:
+                lines.append(
+                    f"| {name} | {m['words']} | global o200k budget {rate:.3f} of the input ({1 / rate:.1f}:1 tokens) | "
+                    f"{b['kept_words']:.1%} | {b['tokens_in']} → {b['tokens_out']} ({b['ratio']}:1) | — | "
+                    f"{_pct(b['entity_kept'])} | {_pct(b['number_kept'])} | {_pct(b['must_keep_kept'])} |")
         a = m.get("anchors_forced")
         if a:
             lines.append(
@@ -217,6 +262,11 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
                 verdict = "met" if share >= 0.98 else "not met"
                 lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} word compression: "
                              f"{100 * share:.1f}% (target ≥ 98%: {verdict}).")
+            b = w.get(f"tokens_{rate:.3f}")
+            if b and b["entity_kept"]["share"] is not None:
+                verdict = "met" if b["entity_kept"]["share"] >= 0.98 else "not met"
+                lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} o200k token compression "
+                             f"(measured {b['ratio']}:1): {100 * b['entity_kept']['share']:.1f}% (target ≥ 98%: {verdict}).")
     lines += ["", "Label agreement at the threshold (keep = positive class):", "",
               "| split | label keep share | accuracy | precision | recall | F1 |", "|---|---|---|---|---|---|"]
     for source, m in res["sources"].items():
@@ -237,13 +287,17 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
         lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
     if compare or res.get("heuristic"):
         lines += render_comparison([("shipped", res), *compare])
-        h = res.get("heuristic") or {}
-        if h:
+        for key, label in (("heuristic", "heuristic peer (no model: digits first, stop words last, longer words first)"),
+                           ("heuristic_case", "heuristic peer + case (capitalised words right after digits)")):
+            h = res.get(key) or {}
+            if not h:
+                continue
             w, q = h.get("wnut17", {}), h.get("qmsum", {})
             r3, r5 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}"
             lines.append(
-                f"| heuristic peer (no model: digits first, stop words last, longer words first) | — | — | "
-                f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | — | "
+                f"| {label} | — | — | "
+                f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | "
+                f"{_pct(w.get(f'tokens_{RATES[0]:.3f}', {}).get('entity_kept'))} | — | "
                 f"{_pct(q.get(r3, {}).get('label_keep_kept'))} | {_pct(q.get(r3, {}).get('number_kept'))} | — |")
     train = meta.get("train") or {}
     if train:

@@ -110,7 +110,7 @@ def check_parity(
 ) -> dict[str, Any]:
     """Compare logits of *torch_model* and the ONNX model on *batches*; raise when they differ.
 
-    Each batch holds ``input_ids`` and ``attention_mask`` (int64 arrays). Only positions where
+    Each batch holds ``input_ids``, ``attention_mask`` and optionally ``token_type_ids`` (int64 arrays). Only positions where
     the mask is 1 count. Raises :class:`ExportParityError` naming the largest difference and
     where it is when it exceeds *tolerance*.
     """
@@ -123,11 +123,12 @@ def check_parity(
     torch_model.eval()
     for b_i, batch in enumerate(batches):
         ids, mask = batch["input_ids"].astype(np.int64), batch["attention_mask"].astype(np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        typ = batch.get("token_type_ids", np.zeros_like(ids)).astype(np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": typ}
         got = sess.run(None, {k: v for k, v in feeds.items() if k in names})[0]
         with torch.no_grad():
             want = torch_model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
-                               token_type_ids=torch.zeros_like(torch.from_numpy(ids)))
+                               token_type_ids=torch.from_numpy(typ))
             want = (want.logits if hasattr(want, "logits") else want).numpy()
         if got.shape != want.shape:
             raise ExportParityError(f"{onnx_path}: batch {b_i}: ONNX logits shape {got.shape} != PyTorch {want.shape}")
@@ -153,10 +154,13 @@ def _parity_batches(items: Sequence[dict[str, np.ndarray]], batch_size: int = 16
         width = max(len(it["ids"]) for it in part)
         ids = np.zeros((len(part), width), dtype=np.int64)
         mask = np.zeros_like(ids)
+        typ = np.zeros_like(ids)
         for r, it in enumerate(part):
             ids[r, :len(it["ids"])] = it["ids"]
             mask[r, :len(it["ids"])] = 1
-        out.append({"input_ids": ids, "attention_mask": mask})
+            if "typ" in it:
+                typ[r, :len(it["ids"])] = it["typ"]
+        out.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": typ})
     return out
 
 
@@ -196,7 +200,7 @@ def export_run(
     import transformers
     from transformers import AutoModelForTokenClassification
 
-    from odcf.backends.token_classifier import TokenClassifier, load_tokenizer
+    from odcf.backends.token_classifier import CASE_TYPES, TokenClassifier, load_tokenizer
     from odcf.training.finetune import encode_rows
 
     torch.set_num_threads(threads)
@@ -217,7 +221,8 @@ def export_run(
     fp32 = export_onnx(model, work / "model.fp32.onnx")
     opt = optimize_onnx(fp32, work / "model.opt.onnx", num_heads=cfg.num_attention_heads, hidden_size=cfg.hidden_size)
     held = list(dd["test"])
-    items = encode_rows(held, tok, int(stamp["config"]["max_len"]))
+    case = bool((report.get("config") or {}).get("case_types", False))
+    items = encode_rows(held, tok, int(stamp["config"]["max_len"]), case_types=case)
     parity = check_parity(model, opt, _parity_batches(items), tolerance=tolerance)
     logger.info("parity fp32 ONNX vs PyTorch: max |diff| %.2e (tolerance %g)", parity["max_abs_diff"], tolerance)
 
@@ -225,7 +230,9 @@ def export_run(
     out.mkdir(parents=True, exist_ok=True)
     int8 = quantize_int8(opt, work / ONNX_NAME)
     tok_name = Path(tok_file).parent.name
-    base_meta = {"tokenizer": tok_name, "max_len": max_len, "threshold": 0.5}
+    base_meta: dict[str, Any] = {"tokenizer": tok_name, "max_len": max_len, "threshold": 0.5}
+    if case:
+        base_meta["token_types"] = CASE_TYPES
     (work / "metadata.json").write_text(json.dumps({**base_meta, "file": ONNX_NAME}))
     texts = [r["text"] for r in held]
     fp_clf = TokenClassifier(onnx_file=opt, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len, threads=threads)
@@ -270,6 +277,9 @@ def export_run(
         "threshold_rule": rule,
         "labels": {"0": "drop", "1": "keep"},
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        **({"token_types": CASE_TYPES,
+            "token_types_rule": "token_type_ids = 1 on the sub-tokens of a word with an upper-case letter, else 0"}
+           if case else {}),
         "output": "logits [batch, seq, 2]",
         "word_probability": "mean keep probability of the word's WordPiece sub-tokens",
         "training_data": {s: DATA_LICENSES.get(s, s) for s in stamp["config"]["sources"]},

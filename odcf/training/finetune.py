@@ -61,6 +61,9 @@ class TrainConfig:
     keep_target: float = 0.3
     #: Loss weight of must-keep words (None: as labelled, ``MUST_KEEP_WEIGHT``).
     must_weight: float | None = 6.0
+    #: Feed letter case through ``token_type_ids`` (1 = the word has an upper-case letter): the
+    #: vocabulary is uncased, so without it "Apple" and "apple" look the same to the model.
+    case_types: bool = True
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -105,8 +108,14 @@ def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
 
 
 def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.0,
-                must_weight: float | None = None) -> list[dict[str, np.ndarray]]:
-    """Sub-token ids, labels (-100 on special tokens), soft targets, weights and word index per row."""
+                must_weight: float | None = None, case_types: bool = False) -> list[dict[str, np.ndarray]]:
+    """Sub-token ids, token types, labels (-100 on special tokens), soft targets, weights and word index per row.
+
+    Token types are :func:`~odcf.backends.token_classifier.case_type` of each sub-token's word when
+    *case_types*, else 0 (the same rule the inference backend applies).
+    """
+    from odcf.backends.token_classifier import case_type
+
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     out = []
     for r in rows:
@@ -117,12 +126,13 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.
         pairs = [(i, w) for i, w in zip(enc.ids, enc.word_ids) if w is not None][: max_len - 2]
         ids = [cls_id] + [i for i, _ in pairs] + [sep_id]
         wid = [-1] + [w for _, w in pairs] + [-1]
+        typ = [0] + [case_type(words[w]) if case_types else 0 for _, w in pairs] + [0]
         lab = [-100] + [int(r["labels"][w]) for _, w in pairs] + [-100]
         wt = [0.0] + [float(r["weights"][w]) if must_weight is None or r["weights"][w] <= 1.0 else must_weight
                       for _, w in pairs] + [0.0]
         tgt = [0.0] + [(1.0 if r["weights"][w] > 1.0 else keep_target) if r["labels"][w] else 0.0
                        for _, w in pairs] + [0.0]
-        out.append({"ids": np.array(ids), "wid": np.array(wid), "lab": np.array(lab),
+        out.append({"ids": np.array(ids), "typ": np.array(typ, dtype=np.int64), "wid": np.array(wid), "lab": np.array(lab),
                     "wt": np.array(wt, dtype=np.float32), "tgt": np.array(tgt, dtype=np.float32),
                     "n_words": len(words)})
     return out
@@ -147,6 +157,7 @@ def _collate(items: Sequence[dict[str, np.ndarray]], torch: Any) -> dict[str, An
     width = max(len(it["ids"]) for it in items)
     n = len(items)
     ids = np.zeros((n, width), dtype=np.int64)
+    typ = np.zeros((n, width), dtype=np.int64)
     mask = np.zeros((n, width), dtype=np.int64)
     lab = np.full((n, width), -100, dtype=np.int64)
     wt = np.zeros((n, width), dtype=np.float32)
@@ -156,7 +167,9 @@ def _collate(items: Sequence[dict[str, np.ndarray]], torch: Any) -> dict[str, An
         ids[r, :k], mask[r, :k], lab[r, :k], wt[r, :k] = it["ids"], 1, it["lab"], it["wt"]
         if "tgt" in it:
             tgt[r, :k] = it["tgt"]
-    return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask),
+        if "typ" in it:
+            typ[r, :k] = it["typ"]
+    return {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(typ), "attention_mask": torch.from_numpy(mask),
             "labels": torch.from_numpy(lab), "weights": torch.from_numpy(wt), "targets": torch.from_numpy(tgt)}
 
 
@@ -187,7 +200,8 @@ def predict_word_probs(model: Any, encoded: Sequence[dict[str, np.ndarray]], bat
         for batch in _batches(encoded, batch_size, None):
             items = [encoded[i] for i in batch]
             t = _collate(items, torch)
-            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"]).logits
+            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"],
+                           token_type_ids=t["token_type_ids"]).logits
             p = torch.softmax(logits.double(), dim=-1)[..., 1].numpy()
             for row, i in enumerate(batch):
                 it = encoded[i]
@@ -222,9 +236,9 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     dd = build_dataset(cfg.build_config())
     tok = load_tokenizer(cfg.build_config().tokenizer)
-    train_items = encode_rows(dd["train"], tok, cfg.max_len, cfg.keep_target, cfg.must_weight)
+    train_items = encode_rows(dd["train"], tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types)
     dev_rows = list(dd["dev"])[: cfg.dev_limit or None]
-    dev_items = encode_rows(dev_rows, tok, cfg.max_len)
+    dev_items = encode_rows(dev_rows, tok, cfg.max_len, case_types=cfg.case_types)
     t_data = time.perf_counter() - t_start
 
     _seed_all(cfg.seed, torch)
@@ -271,7 +285,8 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
             if cfg.max_steps and step >= total:
                 break
             t = _collate([train_items[i] for i in batch], torch)
-            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"]).logits
+            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"],
+                           token_type_ids=t["token_type_ids"]).logits
             loss = weighted_loss(logits, t["labels"], t["weights"], t["targets"] if cfg.keep_target != 1.0 else None)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -33,6 +33,34 @@ def select_global(probs: Sequence[np.ndarray], *, rate: float, forced: Sequence[
     return keep
 
 
+def select_global_tokens(
+    probs: Sequence[np.ndarray], costs: Sequence[np.ndarray], *, limit: float,
+    forced: Sequence[np.ndarray] | None = None,
+) -> np.ndarray:
+    """Flat boolean keep mask under a token budget: forced words, then the most probable others.
+
+    ``costs`` holds each word's token count; words are taken in one global order of falling
+    probability (ties by position) while their costs fit ``limit`` minus what is already kept; a
+    word that does not fit is passed over and the next ones are still tried.
+
+    >>> select_global_tokens([np.array([0.9, 0.1, 0.5])], [np.array([2, 1, 3])], limit=3).tolist()
+    [True, True, False]
+    """
+    flat = np.concatenate([np.asarray(p, dtype=np.float64) for p in probs]) if probs else np.zeros(0)
+    cost = np.concatenate([np.asarray(c, dtype=np.int64) for c in costs]) if costs else np.zeros(0, np.int64)
+    keep = np.zeros(len(flat), dtype=bool)
+    if forced is not None and len(forced):
+        keep |= np.concatenate([np.asarray(f, dtype=bool) for f in forced])
+    room = float(limit) - int(cost[keep].sum())
+    for i in np.flatnonzero(~keep)[np.argsort(-flat[~keep], kind="stable")]:
+        if room <= 0:
+            break
+        if cost[i] <= room:
+            keep[i] = True
+            room -= int(cost[i])
+    return keep
+
+
 def keep_metrics(
     probs: Sequence[np.ndarray],
     rows: Sequence[Mapping[str, Any]],

@@ -54,3 +54,61 @@ def test_chunking_gives_same_probabilities_as_one_window() -> None:
     large = TokenClassifier.load(TINY, threads=1, max_len=512)
     assert np.allclose(small.word_probs([words])[0], large.word_probs([words])[0])
     assert len(small._chunks(0, words.split())) > 1
+
+
+def _type_reading_model(folder: Path, token_types: str | None) -> Path:
+    """A graph whose keep logit is 4 × token_type_id − 2: it keeps exactly the words fed type 1."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Cast", ["token_type_ids"], ["t"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["input_ids"], ["ids_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["ids_f", "zero"], ["ids0"]),  # uses input_ids so the input stays
+        helper.make_node("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["m", "zero"], ["m0"]),
+        helper.make_node("Mul", ["t", "four"], ["t4"]),
+        helper.make_node("Sub", ["t4", "two"], ["k0"]),
+        helper.make_node("Add", ["k0", "ids0"], ["k1"]),
+        helper.make_node("Add", ["k1", "m0"], ["keep"]),
+        helper.make_node("Mul", ["keep", "zero"], ["drop"]),
+        helper.make_node("Unsqueeze", ["drop", "axes"], ["d3"]),
+        helper.make_node("Unsqueeze", ["keep", "axes"], ["k3"]),
+        helper.make_node("Concat", ["d3", "k3"], ["logits"], axis=-1),
+    ]
+    dims = ["batch", "seq"]
+    graph = helper.make_graph(
+        nodes, "type_reader",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, dims) for n in ("input_ids", "attention_mask", "token_type_ids")],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, dims + [2])],
+        initializer=[numpy_helper.from_array(np.array(v, dtype=np.float32), n) for n, v in
+                     (("zero", 0.0), ("four", 4.0), ("two", 2.0))] + [numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, folder / "model.onnx")
+    meta = {"file": "model.onnx", "tokenizer": "minilm-uncased", "max_len": 16}
+    if token_types is not None:
+        meta["token_types"] = token_types
+    (folder / "metadata.json").write_text(__import__("json").dumps(meta), encoding="utf-8")
+    return folder
+
+
+def test_case_aware_model_gets_letter_case_through_token_types(tmp_path: Path) -> None:
+    text = "Apple sued apple growers in NEW york over the iPhone name"
+    case_model = TokenClassifier.load(_type_reading_model(tmp_path / "case", "uppercase"), threads=1, max_len=8)
+    p = case_model.word_probs([text])[0]
+    upper = [any(c.isupper() for c in w) for w in text.split()]
+    assert upper.count(True) == 3  # Apple, NEW, iPhone
+    # max_len 8 forces several chunks: the types must follow their words across chunk cuts
+    assert np.allclose(p[np.array(upper)], 1 / (1 + np.exp(-2.0)))
+    assert np.allclose(p[~np.array(upper)], 1 / (1 + np.exp(2.0)))
+    # a model without the metadata key gets all-zero types (the uncased behaviour)
+    plain = TokenClassifier.load(_type_reading_model(tmp_path / "plain", None), threads=1)
+    assert np.allclose(plain.word_probs([text])[0], 1 / (1 + np.exp(2.0)))
+
+
+def test_unknown_token_types_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StageError, match="unknown token_types 'shape'"):
+        TokenClassifier.load(_type_reading_model(tmp_path / "bad", "shape"), threads=1)

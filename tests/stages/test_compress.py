@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from odcf.document import Document, Segment, Source, Span
 from odcf.errors import StageError
 from odcf.plan.model import Plan
+from odcf.tokens import get_counter
 from odcf.stages.compress import TokenCompressor, latin_share, rebuild
 
 TINY = str(Path(__file__).resolve().parents[1] / "fixtures" / "tiny_token_classifier")
@@ -114,7 +115,14 @@ def test_budget_derives_a_rate_just_enough_to_fit() -> None:
     ev = out.trace[-1].data
     assert ev["mode"] == "budget"
     assert ev["value"] == pytest.approx(max(0.2, 40 / ev["eligible_tokens"]))
-    assert ev["words_kept"] == round(ev["value"] * ev["words_in"])
+    # the words are chosen by their token cost, not by a word count
+    assert ev["token_limit"] == int(ev["value"] * ev["eligible_tokens"])
+    assert 0 < ev["word_tokens_kept"] <= ev["token_limit"]
+    counter = get_counter(PLAN.tokenizer)
+    out_tokens = sum(counter.count(s.text) for s in out.segments)
+    assert out_tokens <= ev["token_limit"] + len(out.segments)  # a segment's first word has no leading space
+    # nothing that still fits was left out: the cheapest dropped word would overflow
+    assert ev["token_limit"] - ev["word_tokens_kept"] < 3
 
 
 def test_output_is_deterministic() -> None:

@@ -27,7 +27,8 @@ def batches():
     ids = rng.integers(5, 120, size=(3, 12)).astype(np.int64)
     mask = np.ones_like(ids)
     mask[1, 8:] = 0
-    return [{"input_ids": ids, "attention_mask": mask}]
+    types = (ids % 3 == 0).astype(np.int64)  # a case-aware model reads token types: they must travel
+    return [{"input_ids": ids, "attention_mask": mask, "token_type_ids": types}]
 
 
 @pytest.mark.slow

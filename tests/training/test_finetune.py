@@ -54,3 +54,19 @@ def test_must_weight_overrides_the_labelled_weight() -> None:
     row = {"doc": "d", "text": "Globex signed", "labels": [1, 1], "weights": [3.0, 1.0]}
     (item,) = encode_rows([row], load_tokenizer(DEFAULT_TOKENIZER), 16, must_weight=6.0)
     assert sorted({float(w) for w in item["wt"]}) == [0.0, 1.0, 6.0]
+
+
+def test_encode_rows_marks_upper_case_words_in_token_types_when_asked() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+    from odcf.training.finetune import encode_rows
+
+    row = {"doc": "d", "text": "Globex sold iPhones to acme", "labels": [1, 1, 1, 0, 1], "weights": [1.0] * 5}
+    tok = load_tokenizer(DEFAULT_TOKENIZER)
+    (cased,) = encode_rows([row], tok, 32, case_types=True)
+    by_word = {int(w): int(t) for w, t in zip(cased["wid"], cased["typ"]) if w >= 0}
+    assert by_word == {0: 1, 1: 0, 2: 1, 3: 0, 4: 0}
+    assert cased["typ"][0] == 0 and cased["typ"][-1] == 0  # [CLS] / [SEP]
+    (plain,) = encode_rows([row], tok, 32)
+    assert not plain["typ"].any()
+    assert plain["ids"].tolist() == cased["ids"].tolist()  # the ids themselves are uncased either way
