@@ -415,11 +415,14 @@ class Odcf(System):
     note = ("Compressor.from_ontology(bundled `general`; `customer_service` for the agent tasks)"
             ".compress({text, kind}, query=, budget=) with the default stages; output incl. source headers")
 
+    #: stage switches on top of the defaults (none: the default pipeline)
+    stage_switches: dict[str, Any] = {}
+
     def warm_up(self):
         from odcf.compressor import Compressor
 
-        self._c: dict[str, Any] = {"general": Compressor.from_ontology("general"),
-                                   "customer_service": Compressor.from_ontology("customer_service")}
+        self._c: dict[str, Any] = {name: Compressor.from_ontology(name, stages=dict(self.stage_switches))
+                                   for name in ("general", "customer_service")}
         for c in self._c.values():
             c.warm_up()
             c.compress("Warm up the pipeline once. 42 is a number.", query="warm up", budget=20)
@@ -434,9 +437,18 @@ class Odcf(System):
         return c.compress(src, query=ex["query"], budget=budget).text
 
 
+class OdcfCompress(Odcf):
+    """odcf with the token-level compress stage switched on (it is off by default)."""
+
+    name = "odcf+compress"
+    stage_switches = {"compress": True}
+    note = Odcf.note.replace("with the default stages", "with the default stages plus the token compressor "
+                             "(stages={'compress': True}: the shipped int8 model, budget-derived token target)")
+
+
 SYSTEMS: dict[str, type[System]] = {
     s.name: s for s in (Head, RandomSentences, BM25, LexRank, TextRank, LangChainFilter, LlamaIndexOptimizer,
-                        LLMLingua2, Odcf)
+                        LLMLingua2, Odcf, OdcfCompress)
 }
 
 

@@ -86,7 +86,7 @@ def summary(tasks, agg, systems, rows, capped=None) -> tuple[list[str], list[tup
             cands = []
             for s in systems:
                 pr = by.get((t.name, s, label), {})
-                if s == "odcf" or not pr:
+                if s.startswith("odcf") or not pr:  # odcf variants are not peers
                     continue
                 common = sorted(set(pr) & set(od_rows)) if od_rows else sorted(pr)
                 if not common:
@@ -264,7 +264,7 @@ def write(out_dir, mode, run, tasks, rows, results, long_ex, long_results, speed
     else:
         md.append("- odcf is not behind the best peer on any task's primary metric in this run.")
     if long_rows.get("odcf"):
-        fastest = max((s for s in long_rows if s != "odcf" and not long_rows[s]["error"]),
+        fastest = max((s for s in long_rows if not s.startswith("odcf") and not long_rows[s]["error"]),
                       key=lambda s: long_rows[s]["tok_s"], default=None)
         if fastest:
             md.append(f"\nLong document: odcf {long_rows['odcf']['tok_s']:,.0f} tokens/s vs fastest peer "

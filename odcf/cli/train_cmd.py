@@ -42,6 +42,12 @@ def register(sub: Any) -> None:
                    help=f"loss weight of must-keep words (default {d.must_weight}; 0 = as labelled, 3.0)")
     p.add_argument("--no-case-types", dest="case_types", action="store_false",
                    help="do not feed letter case through token_type_ids (the default feeds it)")
+    p.add_argument("--train-on-dev", default=",".join(d.train_dev_sources), metavar="SRC[,SRC]",
+                   help="also train on the dev rows of these sources, after choosing the settings on dev; "
+                        f"the test split is never trained on (default {','.join(d.train_dev_sources) or 'none'}; "
+                        "'' for none)")
+    p.add_argument("--inner-weight", type=float, default=d.inner_weight,
+                   help="loss weight of function words and punctuation inside a gold entity (default: as must-keep)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
     p.set_defaults(handler=run)
 
@@ -64,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
         threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
         must_weight=args.must_weight or None, case_types=args.case_types,
+        inner_weight=args.inner_weight, train_dev_sources=tuple(x.strip() for x in args.train_on_dev.split(",") if x.strip()),
     )
     report = train(cfg, resume=args.resume)
     dev = report.get("dev") or {}

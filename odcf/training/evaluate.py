@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from odcf.training.labels import FUNCTION_WORDS as _STOP
 from odcf.training.metrics import _recall, keep_metrics, select_global, select_global_tokens
 
 logger = logging.getLogger(__name__)
@@ -76,11 +77,6 @@ def _token_ratio(texts: Sequence[str], probs: Sequence[np.ndarray], rate: float)
     return {"tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2)}
 
 
-_STOP = frozenset("""a an the and or of to in on at for by with from as is are was were be been being it its this that
-these those there here what which who whom whose when where why how do does did have has had i me my we our you
-your he him his she her they them their so than too very can will just should would could may might must shall
-into over under about after before up down out off then once all any both each few more most other some such only
-own same if but because until while um uh yeah okay oh like well""".split())
 
 
 def heuristic_probs(texts: Sequence[str], *, case: bool = False) -> list[np.ndarray]:

@@ -58,12 +58,18 @@ class TrainConfig:
     max_steps: int = 0  # 0 = no limit (smoke runs set it)
     #: Soft target of an ordinary keep word (must-keep words aim at 1.0, drop words at 0.0): below 1
     #: so that the keep probability ranks entities and anchors above ordinary content words.
-    keep_target: float = 0.3
+    keep_target: float = 0.1
     #: Loss weight of must-keep words (None: as labelled, ``MUST_KEEP_WEIGHT``).
-    must_weight: float | None = 6.0
+    must_weight: float | None = 20.0
     #: Feed letter case through ``token_type_ids`` (1 = the word has an upper-case letter): the
     #: vocabulary is uncased, so without it "Apple" and "apple" look the same to the model.
     case_types: bool = True
+    #: Sources whose *dev* rows join the training data (the final fit after the settings were
+    #: chosen on dev; the test split is never trained on). Dev figures then exclude those sources.
+    train_dev_sources: tuple[str, ...] = ("wnut17",)
+    #: Loss weight of a function word or bare punctuation *inside* a gold entity ("Bank *of*
+    #: America", "The Day *of the* Jackal"): the hardest must-keep words (None: as must-keep).
+    inner_weight: float | None = None
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -108,13 +114,15 @@ def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
 
 
 def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.0,
-                must_weight: float | None = None, case_types: bool = False) -> list[dict[str, np.ndarray]]:
+                must_weight: float | None = None, case_types: bool = False,
+                inner_weight: float | None = None) -> list[dict[str, np.ndarray]]:
     """Sub-token ids, token types, labels (-100 on special tokens), soft targets, weights and word index per row.
 
     Token types are :func:`~odcf.backends.token_classifier.case_type` of each sub-token's word when
     *case_types*, else 0 (the same rule the inference backend applies).
     """
     from odcf.backends.token_classifier import case_type
+    from odcf.training.labels import FUNCTION_WORDS
 
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     out = []
@@ -128,8 +136,13 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.
         wid = [-1] + [w for _, w in pairs] + [-1]
         typ = [0] + [case_type(words[w]) if case_types else 0 for _, w in pairs] + [0]
         lab = [-100] + [int(r["labels"][w]) for _, w in pairs] + [-100]
-        wt = [0.0] + [float(r["weights"][w]) if must_weight is None or r["weights"][w] <= 1.0 else must_weight
-                      for _, w in pairs] + [0.0]
+        wt_word = [float(x) if must_weight is None or x <= 1.0 else must_weight for x in r["weights"]]
+        if inner_weight is not None and "entity" in r:
+            for w, (word, ent) in enumerate(zip(words, r["entity"])):
+                core = word.strip(".,!?;:'\"()[]…").lower()
+                if ent and (not core or core in FUNCTION_WORDS):
+                    wt_word[w] = inner_weight
+        wt = [0.0] + [wt_word[w] for _, w in pairs] + [0.0]
         tgt = [0.0] + [(1.0 if r["weights"][w] > 1.0 else keep_target) if r["labels"][w] else 0.0
                        for _, w in pairs] + [0.0]
         out.append({"ids": np.array(ids), "typ": np.array(typ, dtype=np.int64), "wid": np.array(wid), "lab": np.array(lab),
@@ -236,8 +249,14 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     dd = build_dataset(cfg.build_config())
     tok = load_tokenizer(cfg.build_config().tokenizer)
-    train_items = encode_rows(dd["train"], tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types)
-    dev_rows = list(dd["dev"])[: cfg.dev_limit or None]
+    unknown = sorted(set(cfg.train_dev_sources) - set(cfg.build_config().sources))
+    if unknown:
+        raise OdcfError(f"--train-on-dev {','.join(unknown)}: not a source of this build "
+                        f"({', '.join(cfg.build_config().sources)})")
+    train_rows = list(dd["train"]) + [r for r in dd["dev"] if r["source"] in cfg.train_dev_sources]
+    train_items = encode_rows(train_rows, tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types,
+                              cfg.inner_weight)
+    dev_rows = [r for r in dd["dev"] if r["source"] not in cfg.train_dev_sources][: cfg.dev_limit or None]
     dev_items = encode_rows(dev_rows, tok, cfg.max_len, case_types=cfg.case_types)
     t_data = time.perf_counter() - t_start
 
@@ -255,7 +274,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         total = min(total, cfg.max_steps)
     sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup * total), total)
     report: dict[str, Any] = {
-        "config": {**asdict(cfg), "layers": list(cfg.layers)}, "threads": cfg.threads, "epochs": [],
+        "config": {**asdict(cfg), "layers": list(cfg.layers), "train_dev_sources": list(cfg.train_dev_sources)}, "threads": cfg.threads, "epochs": [],
         "train_windows": len(train_items), "train_subtokens": int(sum(len(i["ids"]) for i in train_items)),
         "versions": {"torch": torch.__version__, "python": platform.python_version()},
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),

@@ -45,6 +45,12 @@ BUILTIN_ANCHORS: tuple[tuple[str, str], ...] = (
     ("clause", r"§\s*\d+(?:\.\d+)*"),
     ("code", r"\b[A-Z]{2,}[-_]?\d[\w-]*\b"),
 )
+#: Function words (lower case): the heuristic peer ranks them last; inside an entity they get extra weight.
+FUNCTION_WORDS = frozenset("""a an the and or of to in on at for by with from as is are was were be been being it its this that
+these those there here what which who whom whose when where why how do does did have has had i me my we our you
+your he him his she her they them their so than too very can will just should would could may might must shall
+into over under about after before up down out off then once all any both each few more most other some such only
+own same if but because until while um uh yeah okay oh like well""".split())
 NEGATIONS = frozenset({"not", "no", "never", "n't", "without", "nor", "none", "cannot", "neither"})
 
 

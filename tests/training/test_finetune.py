@@ -70,3 +70,16 @@ def test_encode_rows_marks_upper_case_words_in_token_types_when_asked() -> None:
     (plain,) = encode_rows([row], tok, 32)
     assert not plain["typ"].any()
     assert plain["ids"].tolist() == cased["ids"].tolist()  # the ids themselves are uncased either way
+
+
+def test_inner_weight_applies_to_function_words_inside_entities_only() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+    from odcf.training.finetune import encode_rows
+
+    row = {"doc": "d", "text": "Bank of America said of course", "labels": [1, 1, 1, 1, 0, 1],
+           "weights": [3.0, 3.0, 3.0, 1.0, 1.0, 1.0], "entity": [1, 1, 1, 0, 0, 0]}
+    (item,) = encode_rows([row], load_tokenizer(DEFAULT_TOKENIZER), 32, must_weight=20.0, inner_weight=60.0)
+    by_word = {int(w): float(x) for w, x in zip(item["wid"], item["wt"]) if w >= 0}
+    # "of" inside the name gets the inner weight; the "of" outside it stays ordinary
+    assert by_word == {0: 20.0, 1: 60.0, 2: 20.0, 3: 1.0, 4: 1.0, 5: 1.0}

@@ -1,0 +1,70 @@
+"""Train → export → load, end to end, on a tiny random BERT and the tiny corpus of test_data.py.
+
+The figures of such a model mean nothing; what is checked is the plumbing: the case channel
+travels from training through the ONNX export into the metadata and the inference backend,
+dev rows named by ``train_dev_sources`` join training and leave the dev figures, and the export
+writes a model the compress stage's backend can load.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("onnx")
+pytest.importorskip("datasets")
+pytest.importorskip("spacy")
+
+from tests.training.test_data import write_corpus  # noqa: E402
+
+
+def tiny_backbone(folder: Path) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+
+    torch.manual_seed(0)
+    vocab = load_tokenizer(DEFAULT_TOKENIZER).get_vocab_size()
+    cfg = BertConfig(vocab_size=vocab, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=160, type_vocab_size=2)
+    BertModel(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_train_with_case_types_and_dev_rows_then_export(tmp_path: Path) -> None:
+    from odcf.backends.token_classifier import TokenClassifier
+    from odcf.errors import OdcfError
+    from odcf.training.export import export_run
+    from odcf.training.finetune import TrainConfig, train
+
+    data = write_corpus(tmp_path / "data")
+    base = dict(data_dir=str(data), backbone=str(tiny_backbone(tmp_path / "bb")), layers=(), epochs=1,
+                batch_size=4, build={"ontology_dir": None})
+    with pytest.raises(OdcfError, match="--train-on-dev nope: not a source"):
+        train(TrainConfig(out_dir=str(tmp_path / "bad"), train_dev_sources=("nope",), **base))
+
+    plain = train(TrainConfig(out_dir=str(tmp_path / "plain"), train_dev_sources=(), **base))
+    run = tmp_path / "run"
+    report = train(TrainConfig(out_dir=str(run), train_dev_sources=("wnut17",), **base))
+    # the one WNUT dev sentence joined training, and the dev figures no longer count WNUT
+    assert report["train_windows"] == plain["train_windows"] + 1
+    assert report["config"]["train_dev_sources"] == ["wnut17"] and report["config"]["case_types"] is True
+    assert report["dev"]["rate_0.333"]["entity_kept"]["of"] == 0
+    assert plain["dev"]["rate_0.333"]["entity_kept"]["of"] == 1  # "Paris"
+
+    meta = export_run(run, tmp_path / "model", min_agreement=0.0, threads=1)
+    assert meta["token_types"] == "uppercase"
+    assert meta["parity"]["max_abs_diff"] <= 1e-3
+    saved = json.loads((tmp_path / "model" / "metadata.json").read_text())
+    assert saved["token_types"] == "uppercase" and saved["train_config"]["train_dev_sources"] == ["wnut17"]
+    clf = TokenClassifier.load(tmp_path / "model", threads=1)
+    p_upper, p_lower = clf.word_probs(["Netflix rocks", "netflix rocks"])
+    # same sub-token ids, different case: a trained-with-case model must tell them apart
+    assert not np.allclose(p_upper, p_lower)
