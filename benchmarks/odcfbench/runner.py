@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     long_path = os.path.join(work, "long.json") if long_ex is not None else None
     for name in systems:
         logger.info("system %s: %d examples", name, len(examples))
-        c = odcf_caps if name == "odcf" else caps
+        c = odcf_caps if name.startswith("odcf") else caps
         if args.report_only:
             results[name] = _read_outputs(os.path.join(work, f"{name}.jsonl"))
             continue

@@ -58,7 +58,7 @@ class TrainConfig:
     max_steps: int = 0  # 0 = no limit (smoke runs set it)
     #: Soft target of an ordinary keep word (must-keep words aim at 1.0, drop words at 0.0): below 1
     #: so that the keep probability ranks entities and anchors above ordinary content words.
-    keep_target: float = 0.1
+    keep_target: float = 0.3
     #: Loss weight of must-keep words (None: as labelled, ``MUST_KEEP_WEIGHT``).
     must_weight: float | None = 20.0
     #: Feed letter case through ``token_type_ids`` (1 = the word has an upper-case letter): the
