@@ -23,7 +23,10 @@ How much it keeps (one global decision over all the words it compresses, never p
   (the budget stage drops the rest by priority);
 * neither and no budget: the model's calibrated threshold from its metadata.
 
-Words that overlap a protected span are always kept and count towards the rate. A compressed
+With a rate or a budget, a word's probability is first multiplied by its segment's relevance
+(the rank/rerank score over the best compressed segment's; ``relevance=False`` switches this off),
+so that the kept words gather in the passages that matter for the query rather than thinning
+every passage alike. Words that overlap a protected span are always kept and count towards the rate. A compressed
 segment is rebuilt from its original text: kept words verbatim, each preceded by the whitespace
 that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased.
 """
@@ -76,7 +79,8 @@ class TokenCompressor(Stage):
     Options: ``model_path`` (folder or ``.onnx``; default the shipped model), ``rate`` (share of
     words to keep, 0-1), ``threshold`` (keep probability cut-off), ``min_words`` (shorter
     segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` and
-    ``max_len`` (model window in sub-tokens, default from the model's metadata).
+    ``max_len`` (model window in sub-tokens, default from the model's metadata), ``relevance``
+    (weight word probabilities by segment score under a rate or budget; default on).
     """
 
     name = "compress"
@@ -95,6 +99,7 @@ class TokenCompressor(Stage):
         batch_size: int = 32,
         max_len: int | None = None,
         threads: int | None = None,
+        relevance: bool = True,
     ) -> None:
         if rate is not None and threshold is not None:
             raise StageError("compress: give either rate= or threshold=, not both")
@@ -114,6 +119,7 @@ class TokenCompressor(Stage):
         self.batch_size = batch_size
         self.max_len = max_len
         self.threads = threads
+        self.relevance = bool(relevance)
         self._clf: Any = None
 
     def warm_up(self) -> None:
@@ -145,6 +151,8 @@ class TokenCompressor(Stage):
             return doc.with_event(TraceEvent(stage=self.name, data=data))
 
         probs = self._clf.word_probs_for([w.seg.original for w in work], [list(w.words) for w in work])
+        if self.relevance and mode in ("rate", "budget"):
+            probs, data["relevance"] = _relevance_weighted(work, probs)
         if mode == "budget":
             costs = _word_costs(work, counter)
             data["token_limit"] = int(value * budget_info["eligible_tokens"])
@@ -241,6 +249,23 @@ class TokenCompressor(Stage):
             order = free[np.argsort(-flat[free], kind="stable")]
             keep[order[:room]] = True
         return _split(work, keep)
+
+
+def _relevance_weighted(work: Sequence[_Work], probs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """Word probabilities times their segment's relevance (its rank score over the best one).
+
+    A word's worth is the chance that a reader needs it *if* its passage matters, times the
+    chance that the passage matters: so the global ranking spends the tokens on the passages the
+    rank/rerank stages scored highest instead of thinning every passage alike. Segments without a
+    score count as fully relevant.
+    """
+    scores = np.asarray([w.seg.score if w.seg.score is not None else np.nan for w in work], dtype=np.float64)
+    known = scores[~np.isnan(scores)]
+    top = float(known.max()) if len(known) and known.max() > 0 else 0.0
+    if top <= 0.0:
+        return list(probs), {"applied": False, "why": "no positive segment scores"}
+    weights = np.where(np.isnan(scores), 1.0, np.clip(scores / top, 0.0, 1.0))
+    return [p * wt for p, wt in zip(probs, weights)], {"applied": True, "min_weight": round(float(weights.min()), 4)}
 
 
 def _split(work: Sequence[_Work], flat: np.ndarray) -> list[np.ndarray]:

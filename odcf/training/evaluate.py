@@ -120,6 +120,32 @@ def _with_anchors(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], r
             "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num)}
 
 
+def _with_ner(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
+    """Retention as the pipeline runs the token stage: anchors and spaCy entities of the bundled
+    ``general`` ontology's labels (what the protect and entities stages mark) forced to keep."""
+    from odcf.backends.ner import pipe
+    from odcf.compressor import Compressor
+    from odcf.training.labels import AnchorSet, words_of
+
+    labels = set(Compressor.from_ontology("general").plan.protection.entities)
+    anchors = AnchorSet.build(Path(__file__).resolve().parent.parent / "data" / "ontologies")
+    forced = []
+    texts = [r["text"] for r in rows]
+    for text, sdoc in zip(texts, pipe(texts, parse=False)):
+        words = words_of(text)
+        f = np.asarray(anchors.word_hits(text, words), dtype=bool)
+        for e in sdoc.ents:
+            if e.label_ in labels:
+                f |= np.asarray([s < e.end_char and t > e.start_char for s, t in words], dtype=bool)
+        forced.append(f)
+    keep = select_global(probs, rate=rate, forced=forced)
+    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
+    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
+    return {"rate": rate, "forced_share": round(float(np.concatenate(forced).mean()), 4),
+            "kept_share": round(float(keep.mean()), 4),
+            "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num)}
+
+
 def _speed(model_path: str | Path, texts: Sequence[str], threads: int, repeats: int = 1) -> dict[str, Any]:
     from odcf.backends.token_classifier import TokenClassifier
 
@@ -172,6 +198,7 @@ def evaluate(
             m[f"rate_{rate:.3f}"]["o200k"] = _token_ratio(texts, probs, rate)
             m[f"tokens_{rate:.3f}"] = _token_budget(rows, probs, rate)
         m["anchors_forced"] = _with_anchors(rows, probs, RATES[0])
+        m["ner_forced"] = _with_ner(rows, probs, RATES[0])
         out["sources"][source] = m
         logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
     for source in sorted({r["source"] for r in test}):
@@ -250,6 +277,12 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
             lines.append(
                 f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors forced ({a['forced_share']:.1%} of words) | "
                 f"{a['rate']:.1%} | — | — | {_pct(a['entity_kept'])} | {_pct(a['number_kept'])} | — |")
+        a = m.get("ner_forced")
+        if a:
+            lines.append(
+                f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors and spaCy entities forced, as in the pipeline "
+                f"({a['forced_share']:.1%} of words) | {a['kept_share']:.1%} | — | — | {_pct(a['entity_kept'])} | "
+                f"{_pct(a['number_kept'])} | — |")
         t = m["threshold"]
         lines.append(
             f"| {name} | {m['words']} | threshold {t['value']} | {t['kept_share']:.1%} | — | {t['f1']:.3f} | "

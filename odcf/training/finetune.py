@@ -16,6 +16,7 @@ epoch), ``dataset/`` (the labelled data). The same configuration and seed give t
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -70,6 +71,9 @@ class TrainConfig:
     #: Loss weight of a function word or bare punctuation *inside* a gold entity ("Bank *of*
     #: America", "The Day *of the* Jackal"): the hardest must-keep words (None: as must-keep).
     inner_weight: float | None = None
+    #: Share of training rows fed without the case channel (all token types 0), chosen by a stable
+    #: hash of the row's document id: teaches the model to find names in lower-case text too.
+    case_dropout: float = 0.0
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -115,7 +119,7 @@ def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
 
 def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.0,
                 must_weight: float | None = None, case_types: bool = False,
-                inner_weight: float | None = None) -> list[dict[str, np.ndarray]]:
+                inner_weight: float | None = None, case_dropout: float = 0.0) -> list[dict[str, np.ndarray]]:
     """Sub-token ids, token types, labels (-100 on special tokens), soft targets, weights and word index per row.
 
     Token types are :func:`~odcf.backends.token_classifier.case_type` of each sub-token's word when
@@ -134,7 +138,8 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.
         pairs = [(i, w) for i, w in zip(enc.ids, enc.word_ids) if w is not None][: max_len - 2]
         ids = [cls_id] + [i for i, _ in pairs] + [sep_id]
         wid = [-1] + [w for _, w in pairs] + [-1]
-        typ = [0] + [case_type(words[w]) if case_types else 0 for _, w in pairs] + [0]
+        cased = case_types and not (case_dropout > 0 and _stable_unit(str(r["doc"])) < case_dropout)
+        typ = [0] + [case_type(words[w]) if cased else 0 for _, w in pairs] + [0]
         lab = [-100] + [int(r["labels"][w]) for _, w in pairs] + [-100]
         wt_word = [float(x) if must_weight is None or x <= 1.0 else must_weight for x in r["weights"]]
         if inner_weight is not None and "entity" in r:
@@ -149,6 +154,11 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.
                     "wt": np.array(wt, dtype=np.float32), "tgt": np.array(tgt, dtype=np.float32),
                     "n_words": len(words)})
     return out
+
+
+def _stable_unit(key: str) -> float:
+    """A number in [0, 1) fixed by *key* (sha256), the same on every machine and run."""
+    return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) / float(1 << 48)
 
 
 def _batches(items: Sequence[dict[str, np.ndarray]], batch_size: int, rng: random.Random | None) -> list[list[int]]:
@@ -255,7 +265,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
                         f"({', '.join(cfg.build_config().sources)})")
     train_rows = list(dd["train"]) + [r for r in dd["dev"] if r["source"] in cfg.train_dev_sources]
     train_items = encode_rows(train_rows, tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types,
-                              cfg.inner_weight)
+                              cfg.inner_weight, cfg.case_dropout)
     dev_rows = [r for r in dd["dev"] if r["source"] not in cfg.train_dev_sources][: cfg.dev_limit or None]
     dev_items = encode_rows(dev_rows, tok, cfg.max_len, case_types=cfg.case_types)
     t_data = time.perf_counter() - t_start

@@ -6,6 +6,8 @@
 "It's $5 (net)."
 >>> owner   # which word each input token ended up in
 [0, 0, 1, 1, 2, 2, 2, 2]
+>>> join_tokens(["Mina", "'", "s", "show", "don", "'", "t", "'", "quote"])[0]
+"Mina's show don't ' quote"
 
 A *word* is what the inference stage keeps or drops: a run of non-whitespace characters of the
 text. Corpora that come tokenized (WNUT-17, QMSum) are first joined back into running text with
@@ -30,6 +32,8 @@ MUST_KEEP_WEIGHT = 3.0
 
 _ATTACH_LEFT = re.compile(r"^(?:[.,!?;:%)\]}…]+|'s|'S|n't|N'T|'re|'m|'ll|'ve|'d|’s|n’t)$")
 _ATTACH_RIGHT = {"(", "[", "{", "$", "£", "€", "#", "@"}
+_APOSTROPHES = {"'", "’"}
+_CLITICS = {"s", "t", "m", "ve", "re", "ll", "d"}
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
           r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
@@ -67,7 +71,10 @@ def join_tokens(tokens: Sequence[str]) -> tuple[str, list[int]]:
             continue
         # a space inside a token would split it into two words; keep it one word
         tok = re.sub(r"\s+", "_", tok)
-        attach = word >= 0 and (glue_next or bool(_ATTACH_LEFT.match(tok)))
+        # an apostrophe split from its clitic ("don ' t", "Mina ' s") joins both neighbours
+        clitic = (tok in _APOSTROPHES and i + 1 < len(tokens)
+                  and tokens[i + 1].strip().lower() in _CLITICS and bool(parts) and parts[-1][-1:].isalnum())
+        attach = word >= 0 and (glue_next or clitic or bool(_ATTACH_LEFT.match(tok)))
         if attach:
             parts.append(tok)
         else:
@@ -76,7 +83,7 @@ def join_tokens(tokens: Sequence[str]) -> tuple[str, list[int]]:
             parts.append(tok)
             word += 1
         owner.append(word)
-        glue_next = tok in _ATTACH_RIGHT
+        glue_next = tok in _ATTACH_RIGHT or clitic
     return "".join(parts), owner
 
 

@@ -240,3 +240,19 @@ def test_the_shipped_model_runs_without_torch() -> None:
         pytest.skip("the shipped compressor model is not in this checkout")
     out = _run_without_torch(None)
     assert "2400" in out and "15 March 2025" in out
+
+
+def test_relevance_spends_the_words_on_the_best_scored_passage() -> None:
+    other = LONG.replace("supplier", "vendor").replace("2400", "1200")
+    hi = Segment(id="a#0", source_id="a", index=0, text=LONG, original=LONG, layer="fact", kind="sentence", score=0.9)
+    lo = Segment(id="b#0", source_id="b", index=0, text=other, original=other, layer="fact", kind="sentence", score=0.1)
+    doc = make_doc(hi, lo)
+    weighted = stage(rate=0.4)(doc, PLAN)
+    flat = stage(rate=0.4, relevance=False)(doc, PLAN)
+    assert weighted.trace[-1].data["relevance"] == {"applied": True, "min_weight": round(0.1 / 0.9, 4)}
+    assert "relevance" not in flat.trace[-1].data
+    n_hi = [len(words(s.text)) if s.status != "dropped" else 0 for s in weighted.segments]
+    n_flat = [len(words(s.text)) for s in flat.segments]
+    # the same number of words overall, but the relevant passage gets more of them
+    assert sum(n_hi) == sum(n_flat)
+    assert n_hi[0] > n_flat[0] and n_hi[1] < n_flat[1]

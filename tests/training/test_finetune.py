@@ -83,3 +83,18 @@ def test_inner_weight_applies_to_function_words_inside_entities_only() -> None:
     by_word = {int(w): float(x) for w, x in zip(item["wid"], item["wt"]) if w >= 0}
     # "of" inside the name gets the inner weight; the "of" outside it stays ordinary
     assert by_word == {0: 20.0, 1: 60.0, 2: 20.0, 3: 1.0, 4: 1.0, 5: 1.0}
+
+
+def test_case_dropout_drops_the_case_channel_for_a_stable_share_of_rows() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+    from odcf.training.finetune import encode_rows
+
+    rows = [{"doc": f"d{i}", "text": "Globex hired Ann", "labels": [1, 1, 1], "weights": [1.0] * 3} for i in range(200)]
+    tok = load_tokenizer(DEFAULT_TOKENIZER)
+    all_off = encode_rows(rows, tok, 16, case_types=True, case_dropout=1.0)
+    assert not any(it["typ"].any() for it in all_off)
+    half = encode_rows(rows, tok, 16, case_types=True, case_dropout=0.5)
+    cased = [bool(it["typ"].any()) for it in half]
+    assert 70 < sum(cased) < 130  # about half, by a hash of the document id
+    assert cased == [bool(it["typ"].any()) for it in encode_rows(rows, tok, 16, case_types=True, case_dropout=0.5)]

@@ -17,6 +17,13 @@ def test_join_tokens_attaches_punctuation_and_clitics() -> None:
     assert len(words_of(text)) == max(owner) + 1
 
 
+def test_join_tokens_rejoins_an_apostrophe_split_from_its_clitic() -> None:
+    # WNUT-17 test writes "Mina's" as three tokens; inference sees one word
+    text, owner = join_tokens(["Mina", "'", "s", "show", "I", "’", "ll", "go", "'", "quote", "'"])
+    assert text == "Mina's show I’ll go ' quote '"
+    assert owner == [0, 0, 0, 1, 2, 2, 2, 3, 4, 5, 6]
+
+
 def test_word_label_is_the_strongest_token_label() -> None:
     labels, weights = merge_token_labels([0, 0, 1], 2, [0, 1, 0], [1.0, 3.0, 1.0])
     assert labels == [1, 0]
