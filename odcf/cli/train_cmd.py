@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
     summary = {
         "model": f"{args.out}/model", "wall_s": report["wall_s"], "threads": report["threads"],
         "dev_f1": dev.get("threshold", {}).get("f1"),
-        "dev_entities_kept_at_3x": dev.get("rate_0.333", {}).get("entity_kept", {}).get("share"),
+        "dev_wnut17_entities_kept_at_3x": ((report.get("dev_by_source") or {}).get("wnut17") or {})
+        .get("rate_0.333", {}).get("entity_kept", {}).get("share"),
+        "dev_sources": sorted(report.get("dev_by_source") or {}),
     }
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     return 0

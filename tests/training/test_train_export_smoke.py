@@ -58,6 +58,8 @@ def test_train_with_case_types_and_dev_rows_then_export(tmp_path: Path) -> None:
     assert report["config"]["train_dev_sources"] == ["wnut17"] and report["config"]["case_types"] is True
     assert report["dev"]["rate_0.333"]["entity_kept"]["of"] == 0
     assert plain["dev"]["rate_0.333"]["entity_kept"]["of"] == 1  # "Paris"
+    assert sorted(plain["dev_by_source"]) == ["qmsum", "wnut17"] and sorted(report["dev_by_source"]) == ["qmsum"]
+    assert plain["dev_by_source"]["wnut17"]["words"] == 3  # "Paris is nice": WNUT's own figure, apart from QMSum
 
     meta = export_run(run, tmp_path / "model", min_agreement=0.0, threads=1)
     assert meta["token_types"] == "uppercase"
