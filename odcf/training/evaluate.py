@@ -8,8 +8,12 @@ The held-out set is the ``test`` split of the training data builder (the WNUT-17
 the QMSum meetings hashed to ``test``), rebuilt from ``data_dir`` or reused from ``work_dir``.
 For each source: agreement with the labels, gold-entity / number / must-keep retention at a
 global keep rate of 1/3 (3:1) and 1/5.2 (the design's 5.2:1) and at the model's threshold, the
-compression those rates give in o200k tokens, and speed (words and model sub-tokens per second
-on the CPU with 1 and 2 threads). The token stage runs alone here: no protected spans are forced.
+compression those rates give in o200k tokens, the same retention under a global o200k token
+budget of 1/3 and 1/5.2 of the input (words taken by probability while their tokens fit), and
+speed (words and model sub-tokens per second on the CPU with 1 and 2 threads). The token stage
+runs alone in these rows: no protected spans are forced. Extra rows force the anchors, and the
+anchors plus spaCy's entities (what the pipeline's protect and entities stages would protect);
+two model-free heuristic peers (one reading letter case) give a floor.
 """
 from __future__ import annotations
 
