@@ -50,6 +50,8 @@ def register(sub: Any) -> None:
                    help="loss weight of function words and punctuation inside a gold entity (default: as must-keep)")
     p.add_argument("--case-dropout", type=float, default=d.case_dropout, metavar="P",
                    help="share of training rows fed without letter case (default %(default)s)")
+    p.add_argument("--freeze-word-embeddings", action="store_true",
+                   help="keep the pretrained word-piece embeddings fixed during fine-tuning")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
     p.set_defaults(handler=run)
 
@@ -72,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
         threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
         must_weight=args.must_weight or None, case_types=args.case_types,
-        inner_weight=args.inner_weight, case_dropout=args.case_dropout, train_dev_sources=tuple(x.strip() for x in args.train_on_dev.split(",") if x.strip()),
+        inner_weight=args.inner_weight, case_dropout=args.case_dropout,
+        freeze_word_embeddings=args.freeze_word_embeddings,
+        train_dev_sources=tuple(x.strip() for x in args.train_on_dev.split(",") if x.strip()),
     )
     report = train(cfg, resume=args.resume)
     dev = report.get("dev") or {}

@@ -68,17 +68,31 @@ class _Seq(list):
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def mark_line(text: str, mark: Any) -> int:
+    """1-based line of a YAML mark in *text*, counting ``\\n`` only (as editors and ``FILE:LINE`` do)."""
+    index = getattr(mark, "index", None)
+    if isinstance(index, int) and 0 <= index <= len(text):
+        return text.count("\n", 0, index) + 1
+    return int(mark.line) + 1
+
+
 class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """SafeLoader with YAML 1.2 core scalars that records marks and duplicate keys."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
+        self._text = stream
         #: (mapping, key, line of the repeat, line of the first)
         self.duplicates: list[tuple[_Map, Any, int, int]] = []
 
+    def line_of(self, mark: Any) -> int:
+        """1-based line of *mark*, counting only ``\\n``: YAML also breaks lines at NEL, LS and PS
+        (U+0085, U+2028, U+2029), which an editor shows inside one line."""
+        return mark_line(self._text, mark)
+
     def construct_line_map(self, node: yaml.MappingNode):  # type: ignore[no-untyped-def]
         data = _Map()
-        data.line = node.start_mark.line + 1
+        data.line = self.line_of(node.start_mark)
         data.key_lines = {}
         yield data
         seen: dict[Any, int] = {}
@@ -86,7 +100,7 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
             if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
                 continue
             key = self.construct_object(key_node)
-            line = key_node.start_mark.line + 1
+            line = self.line_of(key_node.start_mark)
             if key in seen:
                 self.duplicates.append((data, key, line, seen[key]))
             else:
@@ -94,13 +108,13 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         value = self.construct_mapping(node)  # flattens `<<:` merges, checks hashability
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode):
-                data.key_lines.setdefault(self.construct_object(key_node), key_node.start_mark.line + 1)
+                data.key_lines.setdefault(self.construct_object(key_node), self.line_of(key_node.start_mark))
         data.update(value)
 
     def construct_line_seq(self, node: yaml.SequenceNode):  # type: ignore[no-untyped-def]
         data = _Seq()
-        data.line = node.start_mark.line + 1
-        data.item_lines = [item.start_mark.line + 1 for item in node.value]
+        data.line = self.line_of(node.start_mark)
+        data.item_lines = [self.line_of(item.start_mark) for item in node.value]
         yield data
         data.extend(self.construct_sequence(node))
 
@@ -135,14 +149,14 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         data = loader.get_data()
         if loader.check_data():
             start = getattr(data, "line", 1)
-            marks = [i + 1 for i, ln in enumerate(text.splitlines()) if ln.startswith(("---", "...")) and i + 1 > start]
+            marks = [i + 1 for i, ln in enumerate(text.split("\n")) if ln.startswith(("---", "...")) and i + 1 > start]
             extra = marks[0] if marks else None
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
+        line = mark_line(text, mark) if mark is not None else None
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        if line is not None and "\t" in (text.splitlines()[line - 1:line] or [""])[0]:
+        if line is not None and "\t" in (text.split("\n")[line - 1:line] or [""])[0]:
             what += " (YAML does not allow tabs for indentation)"
         return None, {}, [Problem(source, line, "", f"invalid YAML: {what}")]
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare

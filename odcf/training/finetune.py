@@ -74,6 +74,9 @@ class TrainConfig:
     #: Share of training rows fed without the case channel (all token types 0), chosen by a stable
     #: hash of the row's document id: teaches the model to find names in lower-case text too.
     case_dropout: float = 0.0
+    #: Keep the pretrained word-piece embeddings fixed (token-type, position and all layers still
+    #: train): guards what the backbone knows about words the training data never shows.
+    freeze_word_embeddings: bool = False
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -272,10 +275,14 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
 
     _seed_all(cfg.seed, torch)
     model = load_model(cfg, attn="eager")
+    if cfg.freeze_word_embeddings:
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     no_decay = ("bias", "LayerNorm.weight")
     params = [
-        {"params": [p for n, p in model.named_parameters() if not any(x in n for x in no_decay)], "weight_decay": cfg.weight_decay},
-        {"params": [p for n, p in model.named_parameters() if any(x in n for x in no_decay)], "weight_decay": 0.0},
+        {"params": [p for n, p in model.named_parameters() if p.requires_grad and not any(x in n for x in no_decay)],
+         "weight_decay": cfg.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if p.requires_grad and any(x in n for x in no_decay)],
+         "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(params, lr=cfg.lr)
     steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)

@@ -70,3 +70,20 @@ def test_train_with_case_types_and_dev_rows_then_export(tmp_path: Path) -> None:
     p_upper, p_lower = clf.word_probs(["Netflix rocks", "netflix rocks"])
     # same sub-token ids, different case: a trained-with-case model must tell them apart
     assert not np.allclose(p_upper, p_lower)
+
+
+@pytest.mark.slow
+def test_frozen_word_embeddings_stay_as_pretrained(tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModelForTokenClassification
+
+    from odcf.training.finetune import TrainConfig, train
+
+    data = write_corpus(tmp_path / "data")
+    bb = tiny_backbone(tmp_path / "bb")
+    train(TrainConfig(data_dir=str(data), out_dir=str(tmp_path / "run"), backbone=str(bb), layers=(), epochs=1,
+                      batch_size=4, lr=1e-2, build={"ontology_dir": None}, freeze_word_embeddings=True))
+    before = AutoModelForTokenClassification.from_pretrained(bb, num_labels=2).bert.embeddings
+    after = AutoModelForTokenClassification.from_pretrained(tmp_path / "run" / "model").bert.embeddings
+    assert torch.equal(before.word_embeddings.weight, after.word_embeddings.weight)
+    assert not torch.equal(before.token_type_embeddings.weight, after.token_type_embeddings.weight)
