@@ -10,7 +10,9 @@ torch nor ray. Heavy pieces load when a pipeline warms up.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from odcf._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -37,13 +39,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from odcf.plan.model import Plan
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'odcf' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

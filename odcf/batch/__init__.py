@@ -12,7 +12,7 @@ Nothing heavy is imported until a job runs.
 """
 from __future__ import annotations
 
-from typing import Any
+from odcf._lazy import lazy_getattr
 
 _LAZY = {
     "run_batch": ("odcf.batch.job", "run_batch"),
@@ -24,13 +24,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'odcf.batch' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -9,7 +9,7 @@ See docs/handoff.md for the input format and the rules.
 """
 from __future__ import annotations
 
-from typing import Any
+from odcf._lazy import lazy_getattr
 
 _LAZY = {
     "handoff": ("odcf.handoff.engine", "handoff"),
@@ -24,13 +24,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'odcf.handoff' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

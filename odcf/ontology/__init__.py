@@ -9,7 +9,9 @@ True
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from odcf._lazy import lazy_getattr
 
 _LAZY = {
     "Ontology": "odcf.ontology.schema",
@@ -26,11 +28,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from odcf.ontology.schema import Ontology
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'odcf.ontology' has no attribute {name!r}") from None
-    import importlib
-
-    return getattr(importlib.import_module(module_name), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -10,7 +10,9 @@ the ontology loader.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from odcf._lazy import lazy_getattr
 
 _LAZY = {
     "Plan": "odcf.plan.model",
@@ -33,11 +35,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from odcf.plan.protection import DEFAULT_CONNECTIVES
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'odcf.plan' has no attribute {name!r}") from None
-    import importlib
-
-    return getattr(importlib.import_module(module_name), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

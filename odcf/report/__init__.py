@@ -8,7 +8,7 @@ Nothing heavy loads on import; ``rich`` loads only when a table is printed.
 """
 from __future__ import annotations
 
-from typing import Any
+from odcf._lazy import lazy_getattr
 
 _LAZY = {
     "analyze": ("odcf.report.analyze", "analyze"),
@@ -20,13 +20,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'odcf.report' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
