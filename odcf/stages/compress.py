@@ -45,7 +45,7 @@ from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.tokens import get_counter
-from odcf.training.metrics import select_global_tokens
+from odcf.training.metrics import select_global, select_global_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -239,16 +239,7 @@ class TokenCompressor(Stage):
     def _decide(self, work: Sequence[_Work], probs: Sequence[np.ndarray], mode: str, value: float) -> list[np.ndarray]:
         if mode == "threshold":
             return [(p >= value) | w.forced for w, p in zip(work, probs)]
-        flat = np.concatenate(probs)
-        forced = np.concatenate([w.forced for w in work])
-        keep = forced.copy()
-        k = int(round(value * len(flat)))
-        room = k - int(forced.sum())
-        if room > 0:
-            free = np.flatnonzero(~forced)
-            order = free[np.argsort(-flat[free], kind="stable")]
-            keep[order[:room]] = True
-        return _split(work, keep)
+        return _split(work, select_global(probs, rate=value, forced=[w.forced for w in work]))
 
 
 def _relevance_weighted(work: Sequence[_Work], probs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict[str, Any]]:
