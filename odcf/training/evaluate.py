@@ -36,55 +36,53 @@ logger = logging.getLogger(__name__)
 RATES = (1 / 3, 1 / 5.2)
 
 
-def word_token_costs(texts: Sequence[str], counter: Any) -> list[np.ndarray]:
-    """o200k tokens of each whitespace word of each text, counted with one leading space."""
-    return [np.asarray([counter.count(" " + m.group()) for m in re.finditer(r"\S+", t)], dtype=np.int64) for t in texts]
+class _Tokens:
+    """One split's texts seen through the o200k counter: word spans, word costs, input tokens.
+
+    Built once per source and shared by every rate and budget row (counting is the slow part).
+    """
+
+    def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
+        from odcf.backends.token_classifier import split_words
+        from odcf.tokens import get_counter
+
+        self.counter = get_counter("o200k_base")
+        self.texts = [r["text"] for r in rows]
+        self.spans = [split_words(t) for t in self.texts]
+        #: o200k tokens of each word, counted with one leading space
+        self.costs = [np.asarray([self.counter.count(" " + t[s:e]) for s, e in sp], dtype=np.int64)
+                      for t, sp in zip(self.texts, self.spans)]
+        self.tokens_in = sum(self.counter.count(t) for t in self.texts)
+        self.ent, self.num, self.must = _flags(rows)
+
+    def ratio(self, keep: np.ndarray) -> dict[str, Any]:
+        """Input and output tokens of the texts rebuilt from the flat *keep* mask."""
+        from odcf.stages.compress import rebuild
+
+        t_out, pos = 0, 0
+        for text, sp in zip(self.texts, self.spans):
+            t_out += self.counter.count(rebuild(text, sp, keep[pos:pos + len(sp)]))
+            pos += len(sp)
+        return {"tokens_in": self.tokens_in, "tokens_out": t_out, "ratio": round(self.tokens_in / max(t_out, 1), 2)}
+
+    def budget(self, probs: Sequence[np.ndarray], share: float) -> dict[str, Any]:
+        """Retention when one global o200k budget of *share* × the input tokens is filled by probability."""
+        keep = select_global_tokens(probs, self.costs, limit=share * self.tokens_in)
+        flat_cost = np.concatenate(self.costs) if self.costs else np.zeros(0, np.int64)
+        total = max(int(flat_cost.sum()), 1)
+        return {"share": share, "kept_words": round(float(keep.mean()), 4) if len(keep) else None,
+                "entity_token_share": round(int(flat_cost[self.ent].sum()) / total, 4),
+                "other_must_token_share": round(int(flat_cost[self.must & ~self.ent].sum()) / total, 4),
+                **self.ratio(keep), "entity_kept": _recall(keep, self.ent), "number_kept": _recall(keep, self.num),
+                "must_keep_kept": _recall(keep, self.must)}
 
 
-def _token_budget(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], share: float) -> dict[str, Any]:
-    """Retention when one global o200k budget of *share* × the input tokens is filled by probability."""
-    from odcf.stages.compress import rebuild
-    from odcf.tokens import get_counter
-
-    counter = get_counter("o200k_base")
-    texts = [r["text"] for r in rows]
-    costs = word_token_costs(texts, counter)
-    t_in = sum(counter.count(t) for t in texts)
-    keep = select_global_tokens(probs, costs, limit=share * t_in)
-    t_out, pos = 0, 0
-    for text, p in zip(texts, probs):
-        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
-        t_out += counter.count(rebuild(text, spans, keep[pos:pos + len(p)]))
-        pos += len(p)
+def _flags(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat gold-entity, number and must-keep word masks of *rows*."""
     ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
     num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
     must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows])
-    flat_cost = np.concatenate(costs) if costs else np.zeros(0, np.int64)
-    total = max(int(flat_cost.sum()), 1)
-    return {"share": share, "kept_words": round(float(keep.mean()), 4) if len(keep) else None,
-            "entity_token_share": round(int(flat_cost[ent].sum()) / total, 4),
-            "other_must_token_share": round(int(flat_cost[must & ~ent].sum()) / total, 4),
-            "tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2),
-            "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num), "must_keep_kept": _recall(keep, must)}
-
-
-def _token_ratio(texts: Sequence[str], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
-    from odcf.stages.compress import rebuild
-    from odcf.tokens import get_counter
-
-    counter = get_counter("o200k_base")
-    keep = select_global(probs, rate=rate)
-    pos = 0
-    t_in = t_out = 0
-    for text, p in zip(texts, probs):
-        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
-        k = keep[pos:pos + len(p)]
-        pos += len(p)
-        t_in += counter.count(text)
-        t_out += counter.count(rebuild(text, spans, k))
-    return {"tokens_in": t_in, "tokens_out": t_out, "ratio": round(t_in / max(t_out, 1), 2)}
-
-
+    return ent, num, must
 
 
 def heuristic_probs(texts: Sequence[str], *, case: bool = False) -> list[np.ndarray]:
@@ -110,41 +108,28 @@ def heuristic_probs(texts: Sequence[str], *, case: bool = False) -> list[np.ndar
     return out
 
 
-def _with_anchors(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
-    """Retention when the built-in and ontology anchors are forced to keep (as the protect stage would)."""
-    from odcf.training.labels import AnchorSet, words_of
-    from odcf.training.metrics import _recall
-
-    anchors = AnchorSet.build(Path(__file__).resolve().parent.parent / "data" / "ontologies")
-    forced = [np.asarray(anchors.word_hits(r["text"], words_of(r["text"])), dtype=bool) for r in rows]
-    keep = select_global(probs, rate=rate, forced=forced)
-    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
-    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
-    return {"rate": rate, "forced_share": round(float(np.concatenate(forced).mean()), 4),
-            "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num)}
-
-
-def _with_ner(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
-    """Retention as the pipeline runs the token stage: anchors and spaCy entities of the bundled
-    ``general`` ontology's labels (what the protect and entities stages mark) forced to keep."""
-    from odcf.backends.ner import pipe
-    from odcf.compressor import Compressor
+def _forced_retention(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float, *,
+                      ner: bool = False) -> dict[str, Any]:
+    """Retention when the built-in and ontology anchors are forced to keep (as the protect stage
+    would), and with *ner* also spaCy's entities of the bundled ``general`` ontology's labels (what
+    the entities stage protects): the token stage as the pipeline runs it."""
     from odcf.training.labels import AnchorSet, words_of
 
-    labels = set(Compressor.from_ontology("general").plan.protection.entities)
     anchors = AnchorSet.build(Path(__file__).resolve().parent.parent / "data" / "ontologies")
-    forced = []
     texts = [r["text"] for r in rows]
-    for text, sdoc in zip(texts, pipe(texts, parse=False)):
-        words = words_of(text)
-        f = np.asarray(anchors.word_hits(text, words), dtype=bool)
-        for e in sdoc.ents:
-            if e.label_ in labels:
-                f |= np.asarray([s < e.end_char and t > e.start_char for s, t in words], dtype=bool)
-        forced.append(f)
+    words = [words_of(t) for t in texts]
+    forced = [np.asarray(anchors.word_hits(t, w), dtype=bool) for t, w in zip(texts, words)]
+    if ner:
+        from odcf.backends.ner import pipe
+        from odcf.compressor import Compressor
+
+        labels = set(Compressor.from_ontology("general").plan.protection.entities)
+        for f, w, sdoc in zip(forced, words, pipe(texts, parse=False)):
+            for e in sdoc.ents:
+                if e.label_ in labels:
+                    f |= np.asarray([s < e.end_char and t > e.start_char for s, t in w], dtype=bool)
     keep = select_global(probs, rate=rate, forced=forced)
-    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
-    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
+    ent, num, _ = _flags(rows)
     return {"rate": rate, "forced_share": round(float(np.concatenate(forced).mean()), 4),
             "kept_share": round(float(keep.mean()), 4),
             "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num)}
@@ -194,23 +179,22 @@ def evaluate(
     for source in sorted({r["source"] for r in test}):
         rows = [r for r in test if r["source"] == source]
         texts = [r["text"] for r in rows]
+        tokens = _Tokens(rows)
         probs = clf.word_probs(texts)
         m = keep_metrics(probs, rows, threshold=clf.threshold, rates=RATES)
         m["documents"] = len({r["doc"].split("#")[0].rsplit("/", 1)[0] if source == "qmsum" else r["doc"] for r in rows})
         m["windows"] = len(rows)
         for rate in RATES:
-            m[f"rate_{rate:.3f}"]["o200k"] = _token_ratio(texts, probs, rate)
-            m[f"tokens_{rate:.3f}"] = _token_budget(rows, probs, rate)
-        m["anchors_forced"] = _with_anchors(rows, probs, RATES[0])
-        m["ner_forced"] = _with_ner(rows, probs, RATES[0])
+            m[f"rate_{rate:.3f}"]["o200k"] = tokens.ratio(select_global(probs, rate=rate))
+            m[f"tokens_{rate:.3f}"] = tokens.budget(probs, rate)
+        m["anchors_forced"] = _forced_retention(rows, probs, RATES[0])
+        m["ner_forced"] = _forced_retention(rows, probs, RATES[0], ner=True)
         out["sources"][source] = m
         logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
-    for source in sorted({r["source"] for r in test}):
-        rows = [r for r in test if r["source"] == source]
         for key, case in (("heuristic", False), ("heuristic_case", True)):
-            hp = heuristic_probs([r["text"] for r in rows], case=case)
+            hp = heuristic_probs(texts, case=case)
             out.setdefault(key, {})[source] = keep_metrics(hp, rows, threshold=0.5, rates=RATES)
-            out[key][source][f"tokens_{RATES[0]:.3f}"] = _token_budget(rows, hp, RATES[0])
+            out[key][source][f"tokens_{RATES[0]:.3f}"] = tokens.budget(hp, RATES[0])
     texts = [r["text"] for r in test][:speed_texts]
     for n in threads:
         out["speed"].append(_speed(model_path, texts, n))
@@ -233,15 +217,20 @@ def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
     for name, res in rows:
         meta = res["metadata"]
         w = res["sources"].get("wnut17", {})
-        q = res["sources"].get("qmsum", {})
-        r3, r5 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}"
         speed = next((s["words_per_s"] for s in res["speed"] if s["threads"] == 1), "—")
-        lines.append(
-            f"| {name} | {meta.get('num_hidden_layers')} | {meta.get('bytes')} | "
-            f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | "
-            f"{_pct(w.get(f'tokens_{RATES[0]:.3f}', {}).get('entity_kept'))} | {w.get('threshold', {}).get('f1', '—')} | {_pct(q.get(r3, {}).get('label_keep_kept'))} | "
-            f"{_pct(q.get(r3, {}).get('number_kept'))} | {speed} |")
+        wnut, qmsum = _comparison_cells(res["sources"])
+        lines.append(f"| {name} | {meta.get('num_hidden_layers')} | {meta.get('bytes')} | {wnut} | "
+                     f"{w.get('threshold', {}).get('f1', '—')} | {qmsum} | {speed} |")
     return lines
+
+
+def _comparison_cells(sources: dict[str, Any]) -> tuple[str, str]:
+    """The WNUT entity cells (3:1 and 5.2:1 words, 3:1 tokens) and the QMSum cells of a comparison row."""
+    w, q = sources.get("wnut17", {}), sources.get("qmsum", {})
+    r3, r5, t3 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}", f"tokens_{RATES[0]:.3f}"
+    wnut = " | ".join(_pct(w.get(k, {}).get("entity_kept")) for k in (r3, r5, t3))
+    qmsum = f"{_pct(q.get(r3, {}).get('label_keep_kept'))} | {_pct(q.get(r3, {}).get('number_kept'))}"
+    return wnut, qmsum
 
 
 def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tuple[str, dict[str, Any]]] = ()) -> str:
@@ -333,15 +322,9 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
         for key, label in (("heuristic", "heuristic peer (no model: digits first, stop words last, longer words first)"),
                            ("heuristic_case", "heuristic peer + case (capitalised words right after digits)")):
             h = res.get(key) or {}
-            if not h:
-                continue
-            w, q = h.get("wnut17", {}), h.get("qmsum", {})
-            r3, r5 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}"
-            lines.append(
-                f"| {label} | — | — | "
-                f"{_pct(w.get(r3, {}).get('entity_kept'))} | {_pct(w.get(r5, {}).get('entity_kept'))} | "
-                f"{_pct(w.get(f'tokens_{RATES[0]:.3f}', {}).get('entity_kept'))} | — | "
-                f"{_pct(q.get(r3, {}).get('label_keep_kept'))} | {_pct(q.get(r3, {}).get('number_kept'))} | — |")
+            if h:
+                wnut, qmsum = _comparison_cells(h)
+                lines.append(f"| {label} | — | — | {wnut} | — | {qmsum} | — |")
     train = meta.get("train") or {}
     if train:
         lines += ["", f"Training: {train.get('wall_s')} s wall ({train.get('train_s')} s in the training loop) with "
