@@ -1,6 +1,7 @@
 """The ONNX session cache and the word-level token classifier, on the tiny fixture model."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +92,7 @@ def _type_reading_model(folder: Path, token_types: str | None) -> Path:
     meta = {"file": "model.onnx", "tokenizer": "minilm-uncased", "max_len": 16}
     if token_types is not None:
         meta["token_types"] = token_types
-    (folder / "metadata.json").write_text(__import__("json").dumps(meta), encoding="utf-8")
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
     return folder
 
 
