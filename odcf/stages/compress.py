@@ -17,10 +17,12 @@ How much it keeps (one global decision over all the words it compresses, never p
 * ``rate=r``: keep the ``r`` share of all words, highest probability first (ties by position);
 * neither, with a budget (``doc.budget`` or the role's): if the live segments already fit, nothing
   is compressed; otherwise ``r = (budget - tokens that cannot be compressed) / tokens that can``,
-  clamped to ``[min_rate, 1]``, and the words are chosen by falling probability while their tokens
-  (each word counted with a leading space, in the budget's unit) fit ``r`` × the compressible
-  tokens — just enough to fit about the budget, and never more than ``1/min_rate`` compression
-  (the budget stage drops the rest by priority);
+  clamped to ``[min_rate, 1]``, and the words are chosen by falling ``probability / tokens **
+  cost_exponent`` (default 0.25: a long word such as a URL must be surer to be needed than a short
+  one before it takes the room of several) while their tokens (each word counted with a leading
+  space, in the budget's unit) fit ``r`` × the compressible tokens — just enough to fit about the
+  budget, and never more than ``1/min_rate`` compression (the budget stage drops the rest by
+  priority);
 * neither and no budget: the model's calibrated threshold from its metadata.
 
 With a rate or a budget, a word's probability is first multiplied by its segment's relevance
@@ -45,7 +47,7 @@ from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.tokens import get_counter
-from odcf.training.metrics import select_global, select_global_tokens
+from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +82,9 @@ class TokenCompressor(Stage):
     words to keep, 0-1), ``threshold`` (keep probability cut-off), ``min_words`` (shorter
     segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` and
     ``max_len`` (model window in sub-tokens, default from the model's metadata), ``relevance``
-    (weight word probabilities by segment score under a rate or budget; default on).
+    (weight word probabilities by segment score under a rate or budget; default on),
+    ``cost_exponent`` (0-1: how much a word's token count lowers its place under a budget; 0 =
+    probability alone; default :data:`~odcf.training.metrics.COST_EXPONENT`).
     """
 
     name = "compress"
@@ -100,6 +104,7 @@ class TokenCompressor(Stage):
         max_len: int | None = None,
         threads: int | None = None,
         relevance: bool = True,
+        cost_exponent: float = COST_EXPONENT,
     ) -> None:
         if rate is not None and threshold is not None:
             raise StageError("compress: give either rate= or threshold=, not both")
@@ -109,6 +114,8 @@ class TokenCompressor(Stage):
             raise StageError(f"compress: threshold must be in [0, 1], got {threshold!r}")
         if not (isinstance(min_rate, (int, float)) and 0.0 < min_rate <= 1.0):
             raise StageError(f"compress: min_rate must be in (0, 1], got {min_rate!r}")
+        if not (isinstance(cost_exponent, (int, float)) and 0.0 <= cost_exponent <= 1.0):
+            raise StageError(f"compress: cost_exponent must be in [0, 1], got {cost_exponent!r}")
         if not isinstance(min_words, int) or min_words < 1:
             raise StageError(f"compress: min_words must be a positive integer, got {min_words!r}")
         self.model_path = model_path
@@ -120,6 +127,7 @@ class TokenCompressor(Stage):
         self.max_len = max_len
         self.threads = threads
         self.relevance = bool(relevance)
+        self.cost_exponent = float(cost_exponent)
         self._clf: Any = None
 
     def warm_up(self) -> None:
@@ -156,8 +164,10 @@ class TokenCompressor(Stage):
         if mode == "budget":
             costs = _word_costs(work, counter)
             data["token_limit"] = int(value * budget_info["eligible_tokens"])
+            data["cost_exponent"] = self.cost_exponent
             keep = _split(work, select_global_tokens(probs, costs, limit=data["token_limit"],
-                                                     forced=[w.forced for w in work]))
+                                                     forced=[w.forced for w in work],
+                                                     cost_exponent=self.cost_exponent))
             data["word_tokens_kept"] = int(sum(int(c[k].sum()) for c, k in zip(costs, keep)))
         else:
             keep = self._decide(work, probs, mode, value)

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from odcf.training.labels import FUNCTION_WORDS as _STOP
-from odcf.training.metrics import _recall, keep_metrics, select_global, select_global_tokens
+from odcf.training.metrics import COST_EXPONENT, _recall, keep_metrics, select_global, select_global_tokens
 
 logger = logging.getLogger(__name__)
 
 RATES = (1 / 3, 1 / 5.2)
+_URL = re.compile(r"https?://|^www\.", re.IGNORECASE)
 
 
 class _Tokens:
@@ -54,6 +55,9 @@ class _Tokens:
                       for t, sp in zip(self.texts, self.spans)]
         self.tokens_in = sum(self.counter.count(t) for t in self.texts)
         self.ent, self.num, self.must = _flags(rows)
+        #: URL words (the long must-keep words that a token budget weighs by their cost)
+        self.url = np.asarray([bool(_URL.search(t[s:e])) for t, sp in zip(self.texts, self.spans) for s, e in sp],
+                              dtype=bool)
 
     def ratio(self, keep: np.ndarray) -> dict[str, Any]:
         """Input and output tokens of the texts rebuilt from the flat *keep* mask."""
@@ -65,16 +69,19 @@ class _Tokens:
             pos += len(sp)
         return {"tokens_in": self.tokens_in, "tokens_out": t_out, "ratio": round(self.tokens_in / max(t_out, 1), 2)}
 
-    def budget(self, probs: Sequence[np.ndarray], share: float) -> dict[str, Any]:
-        """Retention when one global o200k budget of *share* × the input tokens is filled by probability."""
-        keep = select_global_tokens(probs, self.costs, limit=share * self.tokens_in)
+    def budget(self, probs: Sequence[np.ndarray], share: float, cost_exponent: float = COST_EXPONENT) -> dict[str, Any]:
+        """Retention when one global o200k budget of *share* × the input tokens is filled in the
+        order ``p / tokens ** cost_exponent`` (the compress stage's budget rule)."""
+        keep = select_global_tokens(probs, self.costs, limit=share * self.tokens_in, cost_exponent=cost_exponent)
         flat_cost = np.concatenate(self.costs) if self.costs else np.zeros(0, np.int64)
         total = max(int(flat_cost.sum()), 1)
-        return {"share": share, "kept_words": round(float(keep.mean()), 4) if len(keep) else None,
+        return {"share": share, "cost_exponent": cost_exponent, "kept_words": round(float(keep.mean()), 4) if len(keep) else None,
                 "entity_token_share": round(int(flat_cost[self.ent].sum()) / total, 4),
                 "other_must_token_share": round(int(flat_cost[self.must & ~self.ent].sum()) / total, 4),
                 **self.ratio(keep), "entity_kept": _recall(keep, self.ent), "number_kept": _recall(keep, self.num),
-                "must_keep_kept": _recall(keep, self.must)}
+                "must_keep_kept": _recall(keep, self.must), "url_kept": _recall(keep, self.url),
+                "url_mean_tokens": round(float(flat_cost[self.url].mean()), 1) if self.url.any() else None,
+                "number_not_url_kept": _recall(keep, self.num & ~self.url)}
 
 
 def _flags(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,6 +194,8 @@ def evaluate(
         for rate in RATES:
             m[f"rate_{rate:.3f}"]["o200k"] = tokens.ratio(select_global(probs, rate=rate))
             m[f"tokens_{rate:.3f}"] = tokens.budget(probs, rate)
+            # the same budget filled by probability alone (the rule before cost_exponent)
+            m[f"tokens_{rate:.3f}_p"] = tokens.budget(probs, rate, cost_exponent=0.0)
         m["anchors_forced"] = _forced_retention(rows, probs, RATES[0])
         m["ner_forced"] = _forced_retention(rows, probs, RATES[0], ner=True)
         out["sources"][source] = m
@@ -258,12 +267,14 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
                 f"| {name} | {m['words']} | global rate {rate:.3f} ({1 / rate:.1f}:1 words) | {rate:.1%} | "
                 f"{o['tokens_in']} → {o['tokens_out']} ({o['ratio']}:1) | {r['f1']:.3f} | {_pct(r['entity_kept'])} | "
                 f"{_pct(r['number_kept'])} | {_pct(r['must_keep_kept'])} |")
-        for rate in RATES:
-            b = m.get(f"tokens_{rate:.3f}")
+        for rate, suffix in ((r, s) for s in ("", "_p") for r in RATES):
+            b = m.get(f"tokens_{rate:.3f}{suffix}")
             if b:
+                order = (f"order p / tokens^{b['cost_exponent']:g}" if b.get("cost_exponent", 0)
+                         else "probability order alone")
                 lines.append(
-                    f"| {name} | {m['words']} | global o200k budget {rate:.3f} of the input ({1 / rate:.1f}:1 tokens) | "
-                    f"{b['kept_words']:.1%} | {b['tokens_in']} → {b['tokens_out']} ({b['ratio']}:1) | — | "
+                    f"| {name} | {m['words']} | global o200k budget {rate:.3f} of the input ({1 / rate:.1f}:1 tokens), "
+                    f"{order} | {b['kept_words']:.1%} | {b['tokens_in']} → {b['tokens_out']} ({b['ratio']}:1) | — | "
                     f"{_pct(b['entity_kept'])} | {_pct(b['number_kept'])} | {_pct(b['must_keep_kept'])} |")
         a = m.get("anchors_forced")
         if a:
@@ -298,7 +309,17 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
             lines.append(f"\nWhere the tokens are in WNUT-17 test: gold entity words hold {b['entity_token_share']:.1%} of "
                          f"the o200k tokens, other must-keep words (URLs, numbers, codes: anchors) "
                          f"{b['other_must_token_share']:.1%}. A 3:1 token budget leaves room for 33.3%, and the model "
-                         "ranks anchors with entities, so under a token budget URLs and entities compete.")
+                         "ranks anchors with entities, so in probability order alone long URLs take the room of "
+                         "entities; the budget order p / tokens^e passes over a long word before several short ones "
+                         "that are almost as likely to be needed.")
+        p = w.get(f"tokens_{RATES[0]:.3f}_p")
+        if b and p and b.get("url_kept"):
+            lines.append(f"\nWhat the order trades at the 3:1 token budget: URL words ({b['url_kept']['of']}, "
+                         f"{b['url_mean_tokens']} tokens each on average) kept {_pct(b['url_kept'])} against "
+                         f"{_pct(p['url_kept'])} in probability order alone; numbers and codes that are not URLs "
+                         f"{_pct(b['number_not_url_kept'])} against {_pct(p['number_not_url_kept'])}; gold entity words "
+                         f"{_pct(b['entity_kept'])} against {_pct(p['entity_kept'])}. In the pipeline the bundled ontologies "
+                         "protect URLs as anchors before this stage runs, so there they are kept whatever the order.")
     lines += ["", "Label agreement at the threshold (keep = positive class):", "",
               "| split | label keep share | accuracy | precision | recall | F1 |", "|---|---|---|---|---|---|"]
     for source, m in res["sources"].items():

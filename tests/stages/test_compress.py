@@ -125,6 +125,27 @@ def test_budget_derives_a_rate_just_enough_to_fit() -> None:
     assert ev["token_limit"] - ev["word_tokens_kept"] < 3
 
 
+def test_budget_order_weighs_a_long_word_by_its_tokens() -> None:
+    # one 36-digit word (13 o200k tokens) and four short numbers: all as likely to be kept (digits)
+    long_id = "441799213385004277195530226488710042"
+    text = (f"Key {long_id} covers 12 crates, 34 pallets and 56 boxes at depot 78 "
+            "for the northern warehouse operations team")
+    doc = make_doc(seg("a#0", text), budget=16)
+    by_p = stage(cost_exponent=0.0)(doc, PLAN)
+    by_value = stage()(doc, PLAN)
+    assert by_p.trace[-1].data["cost_exponent"] == 0.0
+    assert by_value.trace[-1].data["cost_exponent"] == 0.25
+    for out in (by_p, by_value):
+        assert out.trace[-1].data["word_tokens_kept"] <= out.trace[-1].data["token_limit"] == 16
+    # probability alone: the long word comes first (a tie broken by position) and eats the budget
+    assert long_id in words(by_p.segments[0].text)
+    assert not {"34", "56", "78"} <= set(words(by_p.segments[0].text))
+    # p / tokens ** 0.25: the four short numbers and more words fit where the long one would have gone
+    assert long_id not in by_value.segments[0].text
+    assert {"12", "34", "56", "78"} <= {w.strip(",") for w in words(by_value.segments[0].text)}
+    assert len(words(by_value.segments[0].text)) > len(words(by_p.segments[0].text))
+
+
 def test_output_is_deterministic() -> None:
     doc = make_doc(seg("a#0", LONG), seg("b#0", STOPS + " " + LONG))
     a = stage(rate=0.4)(doc, PLAN)
@@ -148,6 +169,8 @@ def test_bad_options_fail_clearly() -> None:
         TokenCompressor(rate=0.5, threshold=0.5)
     with pytest.raises(StageError, match="min_words"):
         TokenCompressor(min_words=0)
+    with pytest.raises(StageError, match="cost_exponent"):
+        TokenCompressor(cost_exponent=2)
 
 
 def test_rebuild_uses_the_original_whitespace() -> None:

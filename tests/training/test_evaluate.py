@@ -31,3 +31,6 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     wnut = res["sources"]["wnut17"]
     assert wnut["words"] == 3  # "We love Netflix!"
     assert wnut["rate_0.333"]["entity_kept"]["of"] == 1
+    # the budget rows: the stage's order (p / tokens ** 0.25) and probability alone, both written out
+    assert wnut["tokens_0.333"]["cost_exponent"] == 0.25 and wnut["tokens_0.333_p"]["cost_exponent"] == 0.0
+    assert "order p / tokens^0.25" in md and "probability order alone" in md

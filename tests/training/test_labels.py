@@ -4,9 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from odcf.training.labels import AnchorSet, join_tokens, merge_token_labels, words_of
-from odcf.training.metrics import keep_metrics, select_global
+from odcf.training.metrics import keep_metrics, select_global, select_global_tokens
 
 
 def test_join_tokens_attaches_punctuation_and_clitics() -> None:
@@ -55,6 +56,22 @@ def test_select_global_ranks_all_texts_together_and_keeps_forced() -> None:
     forced = [np.array([False, True, False]), np.zeros(3, dtype=bool)]
     keep = select_global(probs, rate=0.5, forced=forced)
     assert keep.tolist() == [True, True, False, False, True, False]
+
+
+def test_select_global_tokens_orders_by_value_per_token_and_keeps_forced() -> None:
+    probs = [np.array([0.9, 0.6, 0.6]), np.array([0.5, 0.95])]
+    costs = [np.array([9, 1, 1]), np.array([1, 2])]
+    forced = [np.zeros(3, dtype=bool), np.array([True, False])]
+    # probability alone: 0.95 (2 tokens) then 0.9 (9 tokens) does not fit 5 - 1 - 2, then 0.6, 0.6
+    by_p = select_global_tokens(probs, costs, limit=5, forced=forced, cost_exponent=0)
+    assert by_p.tolist() == [False, True, True, True, True]
+    # with the whole cost (exponent 1) the order is 0.6, 0.6, 0.475, 0.1: the same set here
+    assert select_global_tokens(probs, costs, limit=5, forced=forced, cost_exponent=1).tolist() == by_p.tolist()
+    # with room for the long word, probability alone takes it; per token it comes last
+    assert select_global_tokens(probs, costs, limit=12, cost_exponent=0).tolist() == [True, True, False, False, True]
+    assert select_global_tokens(probs, costs, limit=12, cost_exponent=1).tolist() == [False, True, True, True, True]
+    with pytest.raises(ValueError, match="cost_exponent"):
+        select_global_tokens(probs, costs, limit=5, cost_exponent=-0.5)
 
 
 def test_keep_metrics_counts_entity_retention() -> None:
