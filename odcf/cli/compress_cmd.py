@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.errors import InputError
 
 
 def register(sub: Any) -> None:
@@ -43,6 +44,13 @@ def run(args: argparse.Namespace) -> int:
     from odcf.document import Source
 
     sources = [read_source_file(path, index=k, layer=args.layer) for k, path in enumerate(args.files, start=1)]
+    empty = [s.origin or s.id for s in sources if not s.text.strip()]
+    if len(empty) == len(sources):
+        # an empty output would hide an upstream problem (as `odcf batch` treats an empty context)
+        raise InputError(f"{', '.join(empty)}: empty input (no text): nothing to compress")
+    for origin in empty:
+        print(f"odcf compress: warning: {origin}: empty input (no text); the record lists it as dropped",
+              file=sys.stderr)
     if args.instruction:
         sources.insert(0, Source(id="instruction", text=args.instruction, layer="instruction", origin="--instruction"))
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)

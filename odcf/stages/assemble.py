@@ -65,7 +65,8 @@ class Assembler(Stage):
             "segments": dict(sorted(status_counts.items())),
             "sources": sources,
             "stages": _stage_events(doc),
-            "warnings": list(info.get("warnings", [])),
+            "warnings": list(info.get("warnings", [])) + [
+                f"source {e['id']}: {e['reason']}" for e in sources if e.get("reason")],
         }
         for key in ("missing", "conflicts", "not_searched"):
             if key in doc.meta:
@@ -106,6 +107,8 @@ class Assembler(Stage):
             value = getattr(src, key)
             if value is not None:
                 entry[key] = value
+        if not src.text.strip():
+            entry["reason"] = "empty input: no text to compress"
         if src.mandatory:
             entry["mandatory"] = True
         if src.meta.get("original_kind"):  # the kind as read (before rules), for `odcf verify` to redo the selection

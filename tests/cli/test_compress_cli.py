@@ -76,6 +76,24 @@ def test_invalid_utf8_names_the_byte(tmp_path, capsys):
     assert "invalid UTF-8 at byte 8" in capsys.readouterr().err
 
 
+def test_an_empty_input_is_an_error_and_one_empty_file_among_others_a_warning(contract, tmp_path, capsys):
+    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
+    empty.write_bytes(b"")
+    blank.write_text(" \n\t\n", encoding="utf-8")
+    assert main(["compress", str(empty), str(blank)]) == 1
+    err = capsys.readouterr().err
+    assert f"{empty}, {blank}: empty input (no text): nothing to compress" in err and len(err.splitlines()) == 1
+    # with text beside it, the empty file is compressed around, named on stderr and in the record
+    assert main(["compress", str(empty), str(contract), "--budget", "80", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert f"{empty}: empty input" in captured.err
+    record = json.loads(captured.out)["record"]
+    entry = record["sources"][0]
+    assert (entry["id"], entry["status"], entry["reason"]) == (str(empty), "dropped", "empty input: no text to compress")
+    assert f"source {empty}: empty input: no text to compress" in record["warnings"]
+    assert "reason" not in record["sources"][1] and "$250,000" in json.loads(captured.out)["text"]
+
+
 def test_strict_budget_error(contract, capsys):
     code = main(["compress", str(contract), "--instruction", "Read everything carefully. " * 20,
                  "--budget", "30", "--strict"])
