@@ -259,67 +259,9 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for source, m in res["sources"].items():
-        name = {"wnut17": "WNUT-17 test", "qmsum": "QMSum held-out meetings"}.get(source, source)
-        for rate in RATES:
-            r = m[f"rate_{rate:.3f}"]
-            o = r["o200k"]
-            lines.append(
-                f"| {name} | {m['words']} | global rate {rate:.3f} ({1 / rate:.1f}:1 words) | {rate:.1%} | "
-                f"{o['tokens_in']} → {o['tokens_out']} ({o['ratio']}:1) | {r['f1']:.3f} | {_pct(r['entity_kept'])} | "
-                f"{_pct(r['number_kept'])} | {_pct(r['must_keep_kept'])} |")
-        for rate, suffix in ((r, s) for s in ("", "_p") for r in RATES):
-            b = m.get(f"tokens_{rate:.3f}{suffix}")
-            if b:
-                order = (f"order p / tokens^{b['cost_exponent']:g}" if b.get("cost_exponent", 0)
-                         else "probability order alone")
-                lines.append(
-                    f"| {name} | {m['words']} | global o200k budget {rate:.3f} of the input ({1 / rate:.1f}:1 tokens), "
-                    f"{order} | {b['kept_words']:.1%} | {b['tokens_in']} → {b['tokens_out']} ({b['ratio']}:1) | — | "
-                    f"{_pct(b['entity_kept'])} | {_pct(b['number_kept'])} | {_pct(b['must_keep_kept'])} |")
-        a = m.get("anchors_forced")
-        if a:
-            lines.append(
-                f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors forced ({a['forced_share']:.1%} of words) | "
-                f"{a['rate']:.1%} | — | — | {_pct(a['entity_kept'])} | {_pct(a['number_kept'])} | — |")
-        a = m.get("ner_forced")
-        if a:
-            lines.append(
-                f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors and spaCy entities forced, as in the pipeline "
-                f"({a['forced_share']:.1%} of words) | {a['kept_share']:.1%} | — | — | {_pct(a['entity_kept'])} | "
-                f"{_pct(a['number_kept'])} | — |")
-        t = m["threshold"]
-        lines.append(
-            f"| {name} | {m['words']} | threshold {t['value']} | {t['kept_share']:.1%} | — | {t['f1']:.3f} | "
-            f"{_pct(t['entity_kept'])} | {_pct(t['number_kept'])} | {_pct(t['must_keep_kept'])} |")
-    w = res["sources"].get("wnut17")
-    if w:
-        for rate, label in ((RATES[0], "3:1"), (RATES[1], "5.2:1 (the design's figure)")):
-            share = w[f"rate_{rate:.3f}"]["entity_kept"]["share"]
-            if share is not None:
-                verdict = "met" if share >= 0.98 else "not met"
-                lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} word compression: "
-                             f"{100 * share:.1f}% (target ≥ 98%: {verdict}).")
-            b = w.get(f"tokens_{rate:.3f}")
-            if b and b["entity_kept"]["share"] is not None:
-                verdict = "met" if b["entity_kept"]["share"] >= 0.98 else "not met"
-                lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} o200k token compression "
-                             f"(measured {b['ratio']}:1): {100 * b['entity_kept']['share']:.1f}% (target ≥ 98%: {verdict}).")
-        b = w.get(f"tokens_{RATES[0]:.3f}")
-        if b and "entity_token_share" in b:
-            lines.append(f"\nWhere the tokens are in WNUT-17 test: gold entity words hold {b['entity_token_share']:.1%} of "
-                         f"the o200k tokens, other must-keep words (URLs, numbers, codes: anchors) "
-                         f"{b['other_must_token_share']:.1%}. A 3:1 token budget leaves room for 33.3%, and the model "
-                         "ranks anchors with entities, so in probability order alone long URLs take the room of "
-                         "entities; the budget order p / tokens^e passes over a long word before several short ones "
-                         "that are almost as likely to be needed.")
-        p = w.get(f"tokens_{RATES[0]:.3f}_p")
-        if b and p and b.get("url_kept"):
-            lines.append(f"\nWhat the order trades at the 3:1 token budget: URL words ({b['url_kept']['of']}, "
-                         f"{b['url_mean_tokens']} tokens each on average) kept {_pct(b['url_kept'])} against "
-                         f"{_pct(p['url_kept'])} in probability order alone; numbers and codes that are not URLs "
-                         f"{_pct(b['number_not_url_kept'])} against {_pct(p['number_not_url_kept'])}; gold entity words "
-                         f"{_pct(b['entity_kept'])} against {_pct(p['entity_kept'])}. In the pipeline the bundled ontologies "
-                         "protect URLs as anchors before this stage runs, so there they are kept whatever the order.")
+        lines += _source_rows({"wnut17": "WNUT-17 test", "qmsum": "QMSum held-out meetings"}.get(source, source), m)
+    if res["sources"].get("wnut17"):
+        lines += _wnut_checks(res["sources"]["wnut17"])
     lines += ["", "Label agreement at the threshold (keep = positive class):", "",
               "| split | label keep share | accuracy | precision | recall | F1 |", "|---|---|---|---|---|---|"]
     for source, m in res["sources"].items():
@@ -331,13 +273,7 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
         lines += ["", f"int8 vs fp32 keep-decision agreement on {agr.get('words')} held-out words: "
                   f"{100 * agr.get('threshold', 0):.2f}% at the threshold, {100 * agr.get('rate', 0):.2f}% at a global 1/3 rate "
                   f"(largest probability difference {agr.get('max_abs_prob_diff')})."]
-    lines += ["", f"Speed (CPU: {res['machine']['cpu']}, int8 ONNX Runtime, {res['speed'][0]['words'] if res['speed'] else 0} "
-              "words of held-out text, one timed run per setting). The 2-core machine was shared with other jobs "
-              "while this ran, so these are lower bounds and noisy: models of identical architecture in the "
-              "comparison below differ by the machine's noise, not by design.", "",
-              "| threads | seconds | words/s | model sub-tokens/s |", "|---|---|---|---|"]
-    for s in res["speed"]:
-        lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
+    lines += _speed_rows(res)
     if compare or res.get("heuristic"):
         lines += render_comparison([("shipped", res), *compare])
         for key, label in (("heuristic", "heuristic peer (no model: digits first, stop words last, longer words first)"),
@@ -352,3 +288,84 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
                   f"{train.get('threads')} threads on {train.get('cpu_count')} CPU cores; {train.get('train_windows')} windows, "
                   f"{train.get('train_subtokens')} sub-tokens per epoch."]
     return "\n".join(lines) + "\n"
+
+
+def _source_rows(name: str, m: dict[str, Any]) -> list[str]:
+    """One source's rows of the main table: word rates, token budgets, forced anchors, threshold."""
+    lines = []
+    for rate in RATES:
+        r = m[f"rate_{rate:.3f}"]
+        o = r["o200k"]
+        lines.append(
+            f"| {name} | {m['words']} | global rate {rate:.3f} ({1 / rate:.1f}:1 words) | {rate:.1%} | "
+            f"{o['tokens_in']} → {o['tokens_out']} ({o['ratio']}:1) | {r['f1']:.3f} | {_pct(r['entity_kept'])} | "
+            f"{_pct(r['number_kept'])} | {_pct(r['must_keep_kept'])} |")
+    for rate, suffix in ((r, s) for s in ("", "_p") for r in RATES):
+        b = m.get(f"tokens_{rate:.3f}{suffix}")
+        if b:
+            order = (f"order p / tokens^{b['cost_exponent']:g}" if b.get("cost_exponent", 0)
+                     else "probability order alone")
+            lines.append(
+                f"| {name} | {m['words']} | global o200k budget {rate:.3f} of the input ({1 / rate:.1f}:1 tokens), "
+                f"{order} | {b['kept_words']:.1%} | {b['tokens_in']} → {b['tokens_out']} ({b['ratio']}:1) | — | "
+                f"{_pct(b['entity_kept'])} | {_pct(b['number_kept'])} | {_pct(b['must_keep_kept'])} |")
+    a = m.get("anchors_forced")
+    if a:
+        lines.append(
+            f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors forced ({a['forced_share']:.1%} of words) | "
+            f"{a['rate']:.1%} | — | — | {_pct(a['entity_kept'])} | {_pct(a['number_kept'])} | — |")
+    a = m.get("ner_forced")
+    if a:
+        lines.append(
+            f"| {name} | {m['words']} | rate {a['rate']:.3f} + anchors and spaCy entities forced, as in the pipeline "
+            f"({a['forced_share']:.1%} of words) | {a['kept_share']:.1%} | — | — | {_pct(a['entity_kept'])} | "
+            f"{_pct(a['number_kept'])} | — |")
+    t = m["threshold"]
+    lines.append(
+        f"| {name} | {m['words']} | threshold {t['value']} | {t['kept_share']:.1%} | — | {t['f1']:.3f} | "
+        f"{_pct(t['entity_kept'])} | {_pct(t['number_kept'])} | {_pct(t['must_keep_kept'])} |")
+    return lines
+
+
+def _wnut_checks(w: dict[str, Any]) -> list[str]:
+    """The target checks (98% of WNUT-17 entity words at 3:1 and 5.2:1) and where the tokens go."""
+    lines = []
+    for rate, label in ((RATES[0], "3:1"), (RATES[1], "5.2:1 (the design's figure)")):
+        share = w[f"rate_{rate:.3f}"]["entity_kept"]["share"]
+        if share is not None:
+            verdict = "met" if share >= 0.98 else "not met"
+            lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} word compression: "
+                         f"{100 * share:.1f}% (target ≥ 98%: {verdict}).")
+        b = w.get(f"tokens_{rate:.3f}")
+        if b and b["entity_kept"]["share"] is not None:
+            verdict = "met" if b["entity_kept"]["share"] >= 0.98 else "not met"
+            lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} o200k token compression "
+                         f"(measured {b['ratio']}:1): {100 * b['entity_kept']['share']:.1f}% (target ≥ 98%: {verdict}).")
+    b = w.get(f"tokens_{RATES[0]:.3f}")
+    if b and "entity_token_share" in b:
+        lines.append(f"\nWhere the tokens are in WNUT-17 test: gold entity words hold {b['entity_token_share']:.1%} of "
+                     f"the o200k tokens, other must-keep words (URLs, numbers, codes: anchors) "
+                     f"{b['other_must_token_share']:.1%}. A 3:1 token budget leaves room for 33.3%, and the model "
+                     "ranks anchors with entities, so in probability order alone long URLs take the room of "
+                     "entities; the budget order p / tokens^e passes over a long word before several short ones "
+                     "that are almost as likely to be needed.")
+    p = w.get(f"tokens_{RATES[0]:.3f}_p")
+    if b and p and b.get("url_kept"):
+        lines.append(f"\nWhat the order trades at the 3:1 token budget: URL words ({b['url_kept']['of']}, "
+                     f"{b['url_mean_tokens']} tokens each on average) kept {_pct(b['url_kept'])} against "
+                     f"{_pct(p['url_kept'])} in probability order alone; numbers and codes that are not URLs "
+                     f"{_pct(b['number_not_url_kept'])} against {_pct(p['number_not_url_kept'])}; gold entity words "
+                     f"{_pct(b['entity_kept'])} against {_pct(p['entity_kept'])}. In the pipeline the bundled ontologies "
+                     "protect URLs as anchors before this stage runs, so there they are kept whatever the order.")
+    return lines
+
+
+def _speed_rows(res: dict[str, Any]) -> list[str]:
+    lines = ["", f"Speed (CPU: {res['machine']['cpu']}, int8 ONNX Runtime, {res['speed'][0]['words'] if res['speed'] else 0} "
+             "words of held-out text, one timed run per setting). The 2-core machine was shared with other jobs "
+             "while this ran, so these are lower bounds and noisy: models of identical architecture in the "
+             "comparison below differ by the machine's noise, not by design.", "",
+             "| threads | seconds | words/s | model sub-tokens/s |", "|---|---|---|---|"]
+    for s in res["speed"]:
+        lines.append(f"| {s['threads']} | {s['seconds']} | {s['words_per_s']} | {s['subtokens_per_s']} |")
+    return lines
