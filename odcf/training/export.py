@@ -241,15 +241,7 @@ def export_run(
     q_clf.warm_up()
     p_fp = fp_clf.word_probs(texts)
     p_q = q_clf.word_probs(texts)
-    dev_rows = list(dd["dev"])
-    keep_target = float((report.get("config") or {}).get("keep_target", 1.0))
-    if threshold_keep_share is None:
-        # halfway between the drop target (0) and an ordinary keep word's target
-        threshold = round(keep_target / 2, 4)
-        rule = f"half the training target of an ordinary keep word ({keep_target}): closer to keep than to drop"
-    else:
-        threshold = calibrate_threshold(q_clf.word_probs([r["text"] for r in dev_rows]), threshold_keep_share)
-        rule = f"dev-set probability above which {threshold_keep_share:.3f} of words lie"
+    threshold, rule = _pick_threshold(report, q_clf, list(dd["dev"]), threshold_keep_share)
     agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
     logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
     if min(agreement["threshold"], agreement["rate"]) < min_agreement:
@@ -257,8 +249,6 @@ def export_run(
             f"int8 model agrees with fp32 on only {min(agreement['threshold'], agreement['rate']):.2%} of keep "
             f"decisions (< {min_agreement:.0%}) on the held-out set; ship fp32 or retrain"
         )
-    from odcf.training.metrics import keep_metrics
-
     shutil.copyfile(int8, out / ONNX_NAME)
     size = (out / ONNX_NAME).stat().st_size
     meta = {
@@ -289,11 +279,7 @@ def export_run(
         "train_config": report.get("config"),
         "parity": parity,
         "int8_agreement": agreement,
-        "held_out": {s: {"int8": keep_metrics([p for p, r in zip(p_q, held) if r["source"] == s],
-                                              [r for r in held if r["source"] == s], threshold=threshold),
-                         "fp32": keep_metrics([p for p, r in zip(p_fp, held) if r["source"] == s],
-                                              [r for r in held if r["source"] == s], threshold=threshold)}
-                     for s in sorted({r["source"] for r in held})},
+        "held_out": _held_out_metrics(held, {"int8": p_q, "fp32": p_fp}, threshold),
         "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnxruntime": onnxruntime.__version__, "datasets": datasets.__version__},
@@ -301,3 +287,25 @@ def export_run(
     (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     logger.info("shipped %s (%.1f MB)", out / ONNX_NAME, size / 1e6)
     return meta
+
+
+def _pick_threshold(report: dict[str, Any], clf: Any, dev_rows: list[dict[str, Any]],
+                    keep_share: float | None) -> tuple[float, str]:
+    """The model's default threshold and the rule that gave it."""
+    keep_target = float((report.get("config") or {}).get("keep_target", 1.0))
+    if keep_share is None:
+        # halfway between the drop target (0) and an ordinary keep word's target
+        return (round(keep_target / 2, 4),
+                f"half the training target of an ordinary keep word ({keep_target}): closer to keep than to drop")
+    return (calibrate_threshold(clf.word_probs([r["text"] for r in dev_rows]), keep_share),
+            f"dev-set probability above which {keep_share:.3f} of words lie")
+
+
+def _held_out_metrics(held: list[dict[str, Any]], probs: dict[str, list[Any]], threshold: float) -> dict[str, Any]:
+    """``{source: {model name: keep metrics}}`` on the held-out rows, per source."""
+    from odcf.training.metrics import keep_metrics
+
+    return {s: {name: keep_metrics([p for p, r in zip(ps, held) if r["source"] == s],
+                                   [r for r in held if r["source"] == s], threshold=threshold)
+                for name, ps in probs.items()}
+            for s in sorted({r["source"] for r in held})}

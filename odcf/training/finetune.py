@@ -253,38 +253,19 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     torch = _torch()
     from transformers import get_linear_schedule_with_warmup
 
-    from odcf.backends.token_classifier import load_tokenizer
-
     t_start = time.perf_counter()
     torch.set_num_threads(cfg.threads)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    dd = build_dataset(cfg.build_config())
-    tok = load_tokenizer(cfg.build_config().tokenizer)
-    unknown = sorted(set(cfg.train_dev_sources) - set(cfg.build_config().sources))
-    if unknown:
-        raise OdcfError(f"--train-on-dev {','.join(unknown)}: not a source of this build "
-                        f"({', '.join(cfg.build_config().sources)})")
-    train_rows = list(dd["train"]) + [r for r in dd["dev"] if r["source"] in cfg.train_dev_sources]
-    train_items = encode_rows(train_rows, tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types,
-                              cfg.inner_weight, cfg.case_dropout)
-    dev_rows = [r for r in dd["dev"] if r["source"] not in cfg.train_dev_sources][: cfg.dev_limit or None]
-    dev_items = encode_rows(dev_rows, tok, cfg.max_len, case_types=cfg.case_types)
+    train_items, dev_rows, dev_items = _training_data(cfg)
     t_data = time.perf_counter() - t_start
 
     _seed_all(cfg.seed, torch)
     model = load_model(cfg, attn="eager")
     if cfg.freeze_word_embeddings:
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
-    no_decay = ("bias", "LayerNorm.weight")
-    params = [
-        {"params": [p for n, p in model.named_parameters() if p.requires_grad and not any(x in n for x in no_decay)],
-         "weight_decay": cfg.weight_decay},
-        {"params": [p for n, p in model.named_parameters() if p.requires_grad and any(x in n for x in no_decay)],
-         "weight_decay": 0.0},
-    ]
-    opt = torch.optim.AdamW(params, lr=cfg.lr)
+    opt = _optimizer(model, cfg, torch)
     steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     if cfg.max_steps:
@@ -313,44 +294,11 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     for epoch in range(start_epoch, cfg.epochs):
         if cfg.max_steps and step >= total:
             break
-        model.train()
-        rng = random.Random(cfg.seed * 1000 + epoch)
-        torch.manual_seed(cfg.seed * 1000 + epoch)
-        run_loss, run_n, run_tok, t_log = 0.0, 0, 0, time.perf_counter()
-        for batch in _batches(train_items, cfg.batch_size, rng):
-            if cfg.max_steps and step >= total:
-                break
-            t = _collate([train_items[i] for i in batch], torch)
-            logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"],
-                           token_type_ids=t["token_type_ids"]).logits
-            loss = weighted_loss(logits, t["labels"], t["weights"], t["targets"] if cfg.keep_target != 1.0 else None)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            step += 1
-            run_loss += float(loss.detach())
-            run_n += 1
-            run_tok += int(t["attention_mask"].sum())
-            if step % cfg.log_every == 0:
-                dt = time.perf_counter() - t_log
-                elapsed = time.perf_counter() - t_train
-                eta = elapsed / max(step - start_epoch * steps_per_epoch, 1) * (total - step)
-                logger.info("epoch %d step %d/%d loss %.4f  %.0f tok/s  eta %.0f s",
-                            epoch + 1, step, total, run_loss / run_n, run_tok / max(dt, 1e-9), eta)
-                run_loss, run_n, run_tok, t_log = 0.0, 0, 0, time.perf_counter()
+        step = _train_epoch(model, opt, sched, train_items, cfg, torch, epoch=epoch, step=step, total=total,
+                            t_train=t_train, first_step=start_epoch * steps_per_epoch)
         last = epoch + 1 == cfg.epochs or bool(cfg.max_steps and step >= total)
         # dev figures only after the last epoch: scoring costs minutes on a shared 2-core machine
-        dev = by_source = None
-        if last:
-            probs = predict_word_probs(model, dev_items)
-            dev = keep_metrics(probs, dev_rows)
-            # per source as well: one global ranking over mixed sources lets QMSum's many
-            # low-probability words lift the WNUT figure, so selection reads these
-            by_source = {src: keep_metrics([p for p, r in zip(probs, dev_rows) if r["source"] == src],
-                                           [r for r in dev_rows if r["source"] == src])
-                         for src in sorted({r["source"] for r in dev_rows})}
+        dev, by_source = _dev_scores(model, dev_items, dev_rows) if last else (None, None)
         report["epochs"].append({"epoch": epoch + 1, "step": step, "dev": dev, "dev_by_source": by_source,
                                  "elapsed_s": round(time.perf_counter() - t_start, 1)})
         if dev is not None:
@@ -367,6 +315,80 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     (out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     logger.info("saved %s in %.0f s", out / "model", report["wall_s"])
     return report
+
+
+def _training_data(cfg: TrainConfig) -> tuple[list[dict[str, np.ndarray]], list[dict[str, Any]],
+                                                list[dict[str, np.ndarray]]]:
+    """Build (or reuse) the labelled data; return the encoded training windows (train split plus the
+    dev rows of ``cfg.train_dev_sources``), the dev rows scored after training, and their encoding."""
+    from odcf.backends.token_classifier import load_tokenizer
+
+    dd = build_dataset(cfg.build_config())
+    tok = load_tokenizer(cfg.build_config().tokenizer)
+    unknown = sorted(set(cfg.train_dev_sources) - set(cfg.build_config().sources))
+    if unknown:
+        raise OdcfError(f"--train-on-dev {','.join(unknown)}: not a source of this build "
+                        f"({', '.join(cfg.build_config().sources)})")
+    train_rows = list(dd["train"]) + [r for r in dd["dev"] if r["source"] in cfg.train_dev_sources]
+    train_items = encode_rows(train_rows, tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types,
+                              cfg.inner_weight, cfg.case_dropout)
+    dev_rows = [r for r in dd["dev"] if r["source"] not in cfg.train_dev_sources][: cfg.dev_limit or None]
+    return train_items, dev_rows, encode_rows(dev_rows, tok, cfg.max_len, case_types=cfg.case_types)
+
+
+def _train_epoch(model: Any, opt: Any, sched: Any, items: Sequence[dict[str, np.ndarray]], cfg: TrainConfig,
+                 torch: Any, *, epoch: int, step: int, total: int, t_train: float, first_step: int) -> int:
+    """One epoch (or up to ``total`` steps) in the epoch's fixed shuffled order; returns the step count."""
+    model.train()
+    rng = random.Random(cfg.seed * 1000 + epoch)
+    torch.manual_seed(cfg.seed * 1000 + epoch)
+    run_loss, run_n, run_tok, t_log = 0.0, 0, 0, time.perf_counter()
+    for batch in _batches(items, cfg.batch_size, rng):
+        if cfg.max_steps and step >= total:
+            break
+        t = _collate([items[i] for i in batch], torch)
+        logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"],
+                       token_type_ids=t["token_type_ids"]).logits
+        loss = weighted_loss(logits, t["labels"], t["weights"], t["targets"] if cfg.keep_target != 1.0 else None)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        run_loss += float(loss.detach())
+        run_n += 1
+        run_tok += int(t["attention_mask"].sum())
+        if step % cfg.log_every == 0:
+            dt = time.perf_counter() - t_log
+            eta = (time.perf_counter() - t_train) / max(step - first_step, 1) * (total - step)
+            logger.info("epoch %d step %d/%d loss %.4f  %.0f tok/s  eta %.0f s",
+                        epoch + 1, step, total, run_loss / run_n, run_tok / max(dt, 1e-9), eta)
+            run_loss, run_n, run_tok, t_log = 0.0, 0, 0, time.perf_counter()
+    return step
+
+
+def _optimizer(model: Any, cfg: TrainConfig, torch: Any) -> Any:
+    """AdamW over the trainable parameters; no weight decay on biases and LayerNorm weights."""
+    no_decay = ("bias", "LayerNorm.weight")
+    params = [
+        {"params": [p for n, p in model.named_parameters() if p.requires_grad and not any(x in n for x in no_decay)],
+         "weight_decay": cfg.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if p.requires_grad and any(x in n for x in no_decay)],
+         "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(params, lr=cfg.lr)
+
+
+def _dev_scores(model: Any, dev_items: Sequence[dict[str, np.ndarray]],
+                dev_rows: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Dev figures over all rows and per source: one global ranking over mixed sources lets
+    QMSum's many low-probability words lift the WNUT figure, so selection reads the per-source ones."""
+    probs = predict_word_probs(model, dev_items)
+    by_source = {src: keep_metrics([p for p, r in zip(probs, dev_rows) if r["source"] == src],
+                                   [r for r in dev_rows if r["source"] == src])
+                 for src in sorted({r["source"] for r in dev_rows})}
+    return keep_metrics(probs, dev_rows), by_source
 
 
 def with_overrides(cfg: TrainConfig, **changes: Any) -> TrainConfig:
