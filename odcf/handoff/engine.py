@@ -134,18 +134,8 @@ def handoff(
 
     # 3. mandatory material
     decision = decide_mandatory(kept, required_categories=contract.categories, searched=batch.searched)
-    missing: list[dict[str, Any]] = [
-        {"category": c.category, "status": "not_searched",
-         "why": f"required category {c.category} for role {contract.name} was never searched upstream"}
-        for c in decision.not_searched
-    ] + [dict(m, status="absent") for m in decision.missing_evidence]
     allowed = _allowed_layers(contract)
-    for it in kept:
-        if decision.is_mandatory(it.id) and it.layer not in allowed:
-            why = "forbidden" if it.layer in contract.forbidden else "not in the contract"
-            missing.append({"item": it.id, "status": "not_allowed",
-                            "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) "
-                                   f"but layer {it.layer} is {why} for role {contract.name}"})
+    missing = _missing_before(kept, decision, contract, allowed)
     if strict and missing:
         raise HandoffError(f"role {contract.name}: missing required material: "
                            + "; ".join(m["why"] for m in missing), missing=[_name(m) for m in missing])
@@ -173,14 +163,7 @@ def handoff(
     core_text = out.meta["text"]
     record = dict(out.meta["record"])
 
-    delivered = {s["id"]: s for s in record.get("sources", [])}
-    for it in kept:
-        if decision.is_mandatory(it.id) and it.layer in allowed:
-            entry = delivered.get(it.id)
-            if entry is not None and entry.get("status") == "dropped":
-                missing.append({"item": it.id, "status": "dropped",
-                                "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) "
-                                       "but was dropped by the core pipeline"})
+    missing += _dropped_mandatory(kept, decision, allowed, record)
     if strict and any(m["status"] == "dropped" for m in missing):
         raise HandoffError(f"role {contract.name}: mandatory material was dropped: "
                            + "; ".join(m["why"] for m in missing if m["status"] == "dropped"),
@@ -215,9 +198,7 @@ def handoff(
             "confidence_flags": [dict(f) for f in confidence_flags],
             "history": [t.to_dict() for t in layered.turns],
             "history_caps": {"condensed_turn": caps[0], "bullet": caps[1]},
-            "state": [{"item": k, "legend": dict(v.legend), "note": v.note,
-                       "tokens_plain": counter.count(v.plain_text), "tokens": counter.count(v.text)}
-                      for k, v in states.items()],
+            "state": _state_entries(states, counter),
             "reasoning": [c.to_dict() for c in reasoning_cuts.values()],
             "notes_tokens": counter.count(notes) if notes else 0,
             "core_budget": core_budget,
@@ -234,6 +215,44 @@ def handoff(
                           budget=budget, required=tokens)
     return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
                          budget=budget, document=out)
+
+
+def _missing_before(kept: Sequence[HandoffItem], decision: Any, contract: Any, allowed: set[str]) -> list[dict[str, Any]]:
+    """What is missing before the pipeline runs: required categories never searched, evidence of a
+    scope claim absent, and mandatory items in a layer the role may not receive."""
+    missing: list[dict[str, Any]] = [
+        {"category": c.category, "status": "not_searched",
+         "why": f"required category {c.category} for role {contract.name} was never searched upstream"}
+        for c in decision.not_searched
+    ] + [dict(m, status="absent") for m in decision.missing_evidence]
+    for it in kept:
+        if decision.is_mandatory(it.id) and it.layer not in allowed:
+            why = "forbidden" if it.layer in contract.forbidden else "not in the contract"
+            missing.append({"item": it.id, "status": "not_allowed",
+                            "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) "
+                                   f"but layer {it.layer} is {why} for role {contract.name}"})
+    return missing
+
+
+def _dropped_mandatory(kept: Sequence[HandoffItem], decision: Any, allowed: set[str],
+                       record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Mandatory items the role may receive but the core pipeline dropped (by its record)."""
+    delivered = {s["id"]: s for s in record.get("sources", [])}
+    out = []
+    for it in kept:
+        if decision.is_mandatory(it.id) and it.layer in allowed:
+            entry = delivered.get(it.id)
+            if entry is not None and entry.get("status") == "dropped":
+                out.append({"item": it.id, "status": "dropped",
+                            "why": f"item {it.id} is mandatory ({'; '.join(decision.reasons[it.id])}) "
+                                   "but was dropped by the core pipeline"})
+    return out
+
+
+def _state_entries(states: Mapping[str, Any], counter: Any) -> list[dict[str, Any]]:
+    return [{"item": k, "legend": dict(v.legend), "note": v.note,
+             "tokens_plain": counter.count(v.plain_text), "tokens": counter.count(v.text)}
+            for k, v in states.items()]
 
 
 def _category_entry(c: Any, items: Sequence[HandoffItem], allowed: set[str]) -> dict[str, Any]:
