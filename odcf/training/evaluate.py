@@ -161,22 +161,36 @@ def _speed(model_path: str | Path, texts: Sequence[str], threads: int, repeats: 
 def evaluate(
     model_path: str | Path,
     *,
-    data_dir: str,
+    data_dir: str | None,
     work_dir: str,
     threads: Sequence[int] = (1, 2),
     speed_texts: int = 600,
+    sources: Sequence[str] | None = None,
+    corpus: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Figures for *model_path* on the held-out split; see the module docstring."""
+    """Figures for *model_path* on the held-out split; see the module docstring.
+
+    The labelled data of *work_dir* (a training run's folder) is reused as it was built; a folder
+    without it gets ``sources`` (default WNUT-17 and QMSum, plus ``corpus`` with *corpus* files).
+    """
     from odcf.backends.token_classifier import TokenClassifier
+    from odcf.errors import InputError
     from odcf.training.data import BuildConfig, build_dataset
 
-    cfg = BuildConfig(data_dir=data_dir, out_dir=work_dir)
+    chosen = tuple(sources) if sources is not None else ("wnut17", "qmsum")
+    if corpus:
+        chosen = (*chosen, "corpus")
+    cfg = BuildConfig(data_dir=data_dir or "", out_dir=work_dir, sources=chosen, corpus=tuple(corpus))
     stamp = Path(work_dir) / "dataset" / "odcf_build.json"
     if stamp.is_file():  # reuse the run's own data (same labelling configuration)
         conf = json.loads(stamp.read_text())["config"]
-        conf.update(data_dir=data_dir, out_dir=work_dir)
-        conf["sources"] = tuple(conf["sources"])
-        conf["content_pos"] = tuple(conf["content_pos"])
+        if (sources is not None or corpus) and (tuple(conf["sources"]), tuple(conf.get("corpus", ()))) != (
+                cfg.sources, cfg.corpus):
+            raise InputError(f"{work_dir}: holds labelled data built from {', '.join(conf['sources'])}; "
+                             "give another --work folder for other sources or corpus files")
+        conf.update(data_dir=data_dir or conf.get("data_dir") or "", out_dir=work_dir)
+        for key in ("sources", "content_pos", "corpus"):
+            conf[key] = tuple(conf.get(key, ()))
         cfg = BuildConfig(**conf)
     test = list(build_dataset(cfg)["test"])
     clf = TokenClassifier.load(model_path, threads=max(threads))
@@ -189,7 +203,8 @@ def evaluate(
         tokens = _Tokens(rows)
         probs = clf.word_probs(texts)
         m = keep_metrics(probs, rows, threshold=clf.threshold, rates=RATES)
-        m["documents"] = len({r["doc"].split("#")[0].rsplit("/", 1)[0] if source == "qmsum" else r["doc"] for r in rows})
+        m["documents"] = len({r["doc"].split("#")[0].rsplit("/", 1)[0] if source == "qmsum" else r["doc"].split("#")[0]
+                              for r in rows})
         m["windows"] = len(rows)
         for rate in RATES:
             m[f"rate_{rate:.3f}"]["o200k"] = tokens.ratio(select_global(probs, rate=rate))
@@ -259,7 +274,8 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for source, m in res["sources"].items():
-        lines += _source_rows({"wnut17": "WNUT-17 test", "qmsum": "QMSum held-out meetings"}.get(source, source), m)
+        lines += _source_rows({"wnut17": "WNUT-17 test", "qmsum": "QMSum held-out meetings",
+                               "corpus": "your corpus, test split"}.get(source, source), m)
     if res["sources"].get("wnut17"):
         lines += _wnut_checks(res["sources"]["wnut17"])
     lines += ["", "Label agreement at the threshold (keep = positive class):", "",

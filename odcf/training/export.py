@@ -43,6 +43,7 @@ DEFAULT_MIN_AGREEMENT = 0.98
 DATA_LICENSES = {
     "wnut17": "WNUT-17 Emerging Entities (CC BY 4.0)",
     "qmsum": "QMSum (MIT)",
+    "corpus": "your own corpus (odcf train --corpus; its files and their sha256 under corpus_files)",
 }
 
 
@@ -275,6 +276,7 @@ def export_run(
         "training_data": {s: DATA_LICENSES.get(s, s) for s in stamp["config"]["sources"]},
         "training_stats": stamp.get("stats"),
         "ontology_files": stamp.get("ontology_files"),
+        **({"corpus_files": stamp["corpus_files"]} if stamp.get("corpus_files") else {}),
         "train": {k: report.get(k) for k in ("wall_s", "train_s", "threads", "train_windows", "train_subtokens", "cpu", "cpu_count")},
         "train_config": report.get("config"),
         "parity": parity,

@@ -19,6 +19,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("datasets")
 pytest.importorskip("spacy")
 
+from odcf.training.corpus import stable_split  # noqa: E402
 from tests.training.test_data import write_corpus  # noqa: E402
 
 
@@ -87,3 +88,35 @@ def test_frozen_word_embeddings_stay_as_pretrained(tmp_path: Path) -> None:
     after = AutoModelForTokenClassification.from_pretrained(tmp_path / "run" / "model").bert.embeddings
     assert torch.equal(before.word_embeddings.weight, after.word_embeddings.weight)
     assert not torch.equal(before.token_type_embeddings.weight, after.token_type_embeddings.weight)
+
+
+@pytest.mark.slow
+def test_train_export_and_eval_on_your_own_corpus_alone(tmp_path: Path, capsys) -> None:
+    from odcf.cli.main import main
+    from tests.training.test_corpus import contract_rows, write_jsonl
+
+    corpus = write_jsonl(tmp_path / "mine.jsonl", contract_rows(40))
+    run, model = tmp_path / "run", tmp_path / "model"
+    # no --data: the corpus is the only source; --train-on-dev defaults to none (wnut17 is not a source)
+    assert main(["train", "--corpus", str(corpus), "--sources", "", "--out", str(run), "--backbone",
+                 str(tiny_backbone(tmp_path / "bb")), "--layers", "all", "--epochs", "1", "--batch-size", "4",
+                 "--threads", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["dev_sources"] == ["corpus"] and set(summary["dev_entities_kept_at_3x_by_source"]) == {"corpus"}
+    report = json.loads((run / "train_report.json").read_text())
+    assert report["config"]["train_dev_sources"] == [] and report["config"]["build"]["sources"] == ["corpus"]
+    assert main(["export", str(run), "--out", str(model), "--min-agreement", "0", "--threads", "1"]) == 0
+    meta = json.loads((model / "metadata.json").read_text())
+    assert list(meta["training_data"]) == ["corpus"] and list(meta["corpus_files"]) == [str(corpus)]
+    capsys.readouterr()
+    out = tmp_path / "eval.json"
+    assert main(["eval", "--model", str(model), "--work", str(run), "--threads", "1", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert list(res["sources"]) == ["corpus"]
+    test_docs = sum(1 for r in contract_rows(40) if stable_split(r["id"]) == "test")
+    assert res["sources"]["corpus"]["documents"] == test_docs
+    assert res["sources"]["corpus"]["rate_0.333"]["entity_kept"]["of"] == 2 * test_docs  # "Acme Corp" each
+    assert "your corpus, test split" in capsys.readouterr().out
+    # the run's data is built from the corpus: asking for other sources there is one clear error
+    assert main(["eval", "--model", str(model), "--work", str(run), "--sources", "wnut17", "--threads", "1"]) == 1
+    assert "holds labelled data built from corpus" in capsys.readouterr().err

@@ -1,0 +1,158 @@
+"""Your own training data for the token compressor: one JSON object per line.
+
+>>> import json, tempfile, os
+>>> from odcf.training.corpus import read_corpus
+>>> line = {"id": "msa-1", "text": "Liability is capped at 5% by Acme Corp.", "entities": [[29, 38]]}
+>>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+...     _ = fh.write(json.dumps(line) + "\\n")
+>>> [(d.id, d.entities, d.split) for d in read_corpus(fh.name)]
+[('msa-1', ((29, 38),), None)]
+>>> os.unlink(fh.name)
+
+Fields of a line (``.jsonl`` or ``.jsonl.gz``; blank lines are skipped):
+
+* ``id`` (required): a non-empty string or an integer, unique within all corpus files; the split
+  is drawn from it, so all windows of one document stay in one split.
+* ``text`` (required): the document, a non-empty string. Long texts are cut into model windows
+  at sentence ends, as the inference stage cuts them.
+* ``entities`` (optional): character spans ``[start, end]`` (end exclusive; a third element, a
+  label, is allowed and ignored) that must survive compression: every word they touch is
+  *must-keep* (extra loss weight) and counts as a gold entity in ``odcf eval``.
+* ``keep`` (optional): character spans of ordinary *keep* words (the words a summary of the
+  document needs). Without it, content words are *keep* (spaCy part of speech in the build's
+  ``content_pos``, not a stop word) and negations too, as for WNUT-17.
+* ``split`` (optional): ``train``, ``dev`` or ``test``; by default a stable hash of ``id`` puts
+  one document in ten in test and one in ten in dev.
+
+Anchors (numbers, money, dates, URLs, codes, and the anchors and terms of the build's ontologies)
+are *must-keep* in every document, as in the other sources. A malformed line stops the build with
+one error naming ``FILE:LINE`` and what is wrong.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from odcf.errors import InputError
+
+SPLIT_NAMES = ("train", "dev", "test")
+
+
+@dataclass(frozen=True)
+class CorpusDoc:
+    id: str
+    text: str
+    entities: tuple[tuple[int, int], ...]
+    keep: tuple[tuple[int, int], ...] | None
+    split: str | None
+    where: str  # FILE:LINE
+
+
+def corpus_files(paths: Sequence[str]) -> list[Path]:
+    """The corpus files named by *paths* (files, or folders read recursively in sorted order)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.name.endswith((".jsonl", ".jsonl.gz")))
+            if not found:
+                raise InputError(f"{p}: no .jsonl or .jsonl.gz files in this folder")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError(f"{p}: corpus file not found")
+    return out
+
+
+def corpus_digest(paths: Sequence[str]) -> dict[str, str]:
+    """``{file: sha256}`` of the corpus files, so that a changed file rebuilds the labelled data."""
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in corpus_files(paths)}
+
+
+def read_corpus(*paths: str) -> Iterator[CorpusDoc]:
+    """Validated documents of the corpus files, in file and line order."""
+    seen: dict[str, str] = {}
+    for path in corpus_files(paths):
+        opener = gzip.open if path.name.endswith(".gz") else open
+        try:
+            with opener(path, "rb") as fh:
+                for ln, raw in enumerate(fh, 1):
+                    where = f"{path}:{ln}"
+                    if not raw.strip():
+                        continue
+                    doc = _parse(raw, where)
+                    if doc.id in seen:
+                        raise InputError(f"{where}: id {doc.id!r} already used at {seen[doc.id]}")
+                    seen[doc.id] = where
+                    yield doc
+        except (OSError, EOFError) as exc:
+            raise InputError(f"{path}: cannot read: {exc}") from exc
+
+
+def _parse(raw: bytes, where: str) -> CorpusDoc:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: invalid UTF-8 at byte {exc.start} of the line") from exc
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    doc_id = obj.get("id")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or (isinstance(doc_id, str) and not doc_id.strip()):
+        raise InputError(f"{where}: 'id' must be a non-empty string or an integer, got {doc_id!r}")
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{where}: 'text' must be a non-empty string")
+    split = obj.get("split")
+    if split is not None and split not in SPLIT_NAMES:
+        raise InputError(f"{where}: 'split' must be one of {', '.join(SPLIT_NAMES)}, got {split!r}")
+    unknown = sorted(set(obj) - {"id", "text", "entities", "keep", "split"})
+    if unknown:
+        raise InputError(f"{where}: unknown field(s) {', '.join(unknown)} (known: id, text, entities, keep, split)")
+    keep = _spans(obj["keep"], "keep", text, where) if obj.get("keep") is not None else None
+    return CorpusDoc(str(doc_id), text, _spans(obj.get("entities") or [], "entities", text, where), keep, split, where)
+
+
+def _spans(value: Any, name: str, text: str, where: str) -> tuple[tuple[int, int], ...]:
+    if not isinstance(value, list):
+        raise InputError(f"{where}: '{name}' must be a list of [start, end] spans")
+    out = []
+    for k, span in enumerate(value):
+        ok = isinstance(span, list) and len(span) in (2, 3) and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in span[:2])
+        if not ok:
+            raise InputError(f"{where}: {name}[{k}] must be [start, end] or [start, end, label], got {span!r}")
+        start, end = span[0], span[1]
+        if not 0 <= start < end <= len(text):
+            raise InputError(f"{where}: {name}[{k}] = [{start}, {end}] is not a span of the text "
+                             f"(0 <= start < end <= {len(text)})")
+        if not text[start:end].strip():
+            raise InputError(f"{where}: {name}[{k}] = [{start}, {end}] covers only whitespace")
+        out.append((start, end))
+    return tuple(out)
+
+
+def stable_split(doc_id: str) -> str:
+    """One document in ten in test, one in ten in dev, by a stable hash of its id."""
+    bucket = int(hashlib.sha1(f"corpus:{doc_id}".encode()).hexdigest()[:8], 16) % 10
+    return "test" if bucket == 0 else "dev" if bucket == 1 else "train"
+
+
+def touched(words: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """For each word ``(start, end)``: does any span overlap it?
+
+    >>> touched([(0, 5), (6, 9), (10, 14)], [(7, 12)])
+    [False, True, True]
+    """
+    return [any(a < e and b > s for a, b in spans) for s, e in words]
+
+
+__all__ = ["CorpusDoc", "read_corpus", "corpus_files", "corpus_digest", "stable_split", "touched"]

@@ -1,0 +1,132 @@
+"""Your own training corpus (`odcf train --corpus`): validation, labels, splits, rebuilds."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from odcf.errors import InputError
+from odcf.training.corpus import read_corpus, stable_split
+
+CLAUSE = "Liability of Acme Corp is capped at 5% of the contract value."
+
+
+def write_jsonl(path: Path, rows: list, *, raw_lines: tuple[str, ...] = ()) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(r) for r in rows] + list(raw_lines)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def contract_rows(n: int = 30) -> list[dict]:
+    start = CLAUSE.index("Acme Corp")
+    return [{"id": f"doc-{i}", "text": CLAUSE, "entities": [[start, start + len("Acme Corp"), "ORG"]]}
+            for i in range(n)]
+
+
+def test_reads_valid_lines_skips_blank_ones_and_reads_gzip(tmp_path: Path) -> None:
+    plain = write_jsonl(tmp_path / "a.jsonl", [{"id": 7, "text": "Hello there", "keep": [[0, 5]], "split": "dev"}],
+                        raw_lines=("",))
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "z", "text": "Second file"}) + "\n")
+    docs = list(read_corpus(str(plain), str(tmp_path / "b.jsonl.gz")))
+    assert [(d.id, d.keep, d.split, d.entities) for d in docs] == [("7", ((0, 5),), "dev", ()), ("z", None, None, ())]
+    # a folder is read recursively in sorted order
+    assert [d.id for d in read_corpus(str(tmp_path))] == ["7", "z"]
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": "a", "text": "x"', "not valid JSON"),
+    ('["a", "b"]', "expected a JSON object, got list"),
+    ('{"text": "no id"}', "'id' must be a non-empty string or an integer"),
+    ('{"id": true, "text": "bool id"}', "'id' must be a non-empty string or an integer"),
+    ('{"id": "a"}', "'text' must be a non-empty string"),
+    ('{"id": "a", "text": "   "}', "'text' must be a non-empty string"),
+    ('{"id": "a", "text": "abc", "split": "holdout"}', "'split' must be one of train, dev, test"),
+    ('{"id": "a", "text": "abc", "label": 1}', "unknown field(s) label"),
+    ('{"id": "a", "text": "abc", "entities": [[0, 9]]}', "entities[0] = [0, 9] is not a span of the text"),
+    ('{"id": "a", "text": "abc", "entities": [[2, 1]]}', "is not a span of the text"),
+    ('{"id": "a", "text": "a c", "keep": [[1, 2]]}', "keep[0] = [1, 2] covers only whitespace"),
+    ('{"id": "a", "text": "abc", "entities": [[0, "2"]]}', "entities[0] must be [start, end]"),
+    ('{"id": "a", "text": "abc", "keep": "0-2"}', "'keep' must be a list"),
+])
+def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path: Path, line: str, message: str) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [{"id": "ok", "text": "fine"}], raw_lines=(line,))
+    with pytest.raises(InputError) as err:
+        list(read_corpus(str(path)))
+    assert f"{path}:2: " in str(err.value) and message in str(err.value)
+
+
+def test_duplicate_ids_invalid_utf8_and_missing_files(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"id": "x", "text": "one"}, {"id": "x", "text": "two"}])
+    with pytest.raises(InputError, match=r"d.jsonl:2: id 'x' already used at .*d.jsonl:1"):
+        list(read_corpus(str(path)))
+    bad = tmp_path / "e.jsonl"
+    bad.write_bytes(b'{"id": "a", "text": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"e.jsonl:1: invalid UTF-8"):
+        list(read_corpus(str(bad)))
+    with pytest.raises(InputError, match="corpus file not found"):
+        list(read_corpus(str(tmp_path / "nope.jsonl")))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no .jsonl or .jsonl.gz files"):
+        list(read_corpus(str(tmp_path / "empty")))
+
+
+def test_stable_split_is_a_stable_tenth_each_for_test_and_dev() -> None:
+    splits = [stable_split(f"doc-{i}") for i in range(2000)]
+    assert splits == [stable_split(f"doc-{i}") for i in range(2000)]
+    assert 150 < splits.count("test") < 250 and 150 < splits.count("dev") < 250
+
+
+def test_builder_labels_a_corpus_without_the_shared_data(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    pytest.importorskip("spacy")
+    from odcf.training.data import BuildConfig, build_dataset
+
+    rows = contract_rows()
+    rows.append({"id": "kept", "text": "Payment is due within 30 days of the invoice date.",
+                 "keep": [[0, 7], [40, 50]], "split": "test"})
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", rows)
+    cfg = BuildConfig(data_dir="", out_dir=str(tmp_path / "run"), ontology_dir=None, sources=("corpus",),
+                      corpus=(str(corpus),))
+    dd = build_dataset(cfg)
+    by_doc = {r["doc"]: (split, r) for split in ("train", "dev", "test") for r in dd[split]}
+    assert len(by_doc) == len(rows)
+    # the split is the stable hash of the id unless the line names one
+    assert all(split == stable_split(doc.split("/", 1)[1]) for doc, (split, _) in by_doc.items() if doc != "corpus/kept")
+    split, kept = by_doc["corpus/kept"]
+    assert split == "test"
+    words = kept["text"].split()
+    # keep spans as given (no content-word rule), the number anchor must-keep, nothing else
+    assert [w for w, lab in zip(words, kept["labels"]) if lab] == ["Payment", "30", "days", "invoice", "date."]
+    assert [w for w, wt in zip(words, kept["weights"]) if wt > 1.0] == ["30", "days"]
+    _, doc = by_doc["corpus/doc-0"]
+    words = doc["text"].split()
+    assert [w for w, e in zip(words, doc["entity"]) if e] == ["Acme", "Corp"]
+    assert [w for w, wt in zip(words, doc["weights"]) if wt > 1.0] == ["Acme", "Corp", "5%"]
+    # without keep spans: content words keep (spaCy part of speech), function words drop
+    labelled = dict(zip(words, doc["labels"]))
+    assert labelled["Liability"] == labelled["capped"] == labelled["contract"] == labelled["value."] == 1
+    assert labelled["of"] == labelled["is"] == labelled["the"] == 0
+
+    # a changed corpus file is a different build: the labelled data is rebuilt, not reused
+    write_jsonl(corpus, contract_rows(12))
+    assert sum(len(dd2) for dd2 in build_dataset(cfg).values()) == 12
+
+
+def test_builder_errors_name_what_is_missing(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    from odcf.training.data import BuildConfig, build_dataset
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", contract_rows(3))
+    with pytest.raises(InputError, match=r"data folder \(none\) not found \(pass --data PATH for the sources wnut17"):
+        build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r1"), sources=("wnut17", "corpus"),
+                                  corpus=(str(corpus),)))
+    with pytest.raises(InputError, match="source 'corpus' needs corpus files"):
+        build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r2"), sources=("corpus",)))
+    with pytest.raises(InputError, match="unknown training source"):
+        build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r3"), sources=("tweets",)))
+    with pytest.raises(InputError, match="no training source"):
+        build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r4"), sources=()))
