@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     threads = tuple(int(x) for x in args.threads.split(","))
     model = args.model or str(DEFAULT_MODEL_DIR)
     picked = dict(sources=tuple(x.strip() for x in args.sources.split(",") if x.strip()) if args.sources is not None
-                  else None, corpus=tuple(args.corpus))
+                  else None, corpus=tuple(str(Path(c).resolve()) for c in args.corpus))
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads, **picked)
     compare = []
     for item in args.compare:

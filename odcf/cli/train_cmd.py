@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from odcf.errors import OdcfError
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     build: dict[str, Any] = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
     sources = _csv(args.sources) if args.sources is not None else ("wnut17", "qmsum")
     if args.corpus:
-        build.update(corpus=tuple(args.corpus), sources=(*sources, "corpus"))
+        # absolute paths: the run's record of its data does not depend on the working directory
+        build.update(corpus=tuple(str(Path(c).resolve()) for c in args.corpus), sources=(*sources, "corpus"))
     elif args.sources is not None:
         build["sources"] = sources
     run_sources = build.get("sources", sources)

@@ -182,17 +182,17 @@ def evaluate(
         chosen = (*chosen, "corpus")
     cfg = BuildConfig(data_dir=data_dir or "", out_dir=work_dir, sources=chosen, corpus=tuple(corpus))
     stamp = Path(work_dir) / "dataset" / "odcf_build.json"
-    if stamp.is_file():  # reuse the run's own data (same labelling configuration)
+    if stamp.is_file():  # the run's own labelled data, as it was built (no source file is read again)
+        import datasets
+
         conf = json.loads(stamp.read_text())["config"]
         if (sources is not None or corpus) and (tuple(conf["sources"]), tuple(conf.get("corpus", ()))) != (
                 cfg.sources, cfg.corpus):
             raise InputError(f"{work_dir}: holds labelled data built from {', '.join(conf['sources'])}; "
                              "give another --work folder for other sources or corpus files")
-        conf.update(data_dir=data_dir or conf.get("data_dir") or "", out_dir=work_dir)
-        for key in ("sources", "content_pos", "corpus"):
-            conf[key] = tuple(conf.get(key, ()))
-        cfg = BuildConfig(**conf)
-    test = list(build_dataset(cfg)["test"])
+        test = list(datasets.load_from_disk(str(stamp.parent))["test"])
+    else:
+        test = list(build_dataset(cfg)["test"])
     clf = TokenClassifier.load(model_path, threads=max(threads))
     out: dict[str, Any] = {"model": str(model_path), "metadata": {k: clf.metadata.get(k) for k in (
         "sha256", "bytes", "num_hidden_layers", "threshold", "max_len", "int8_agreement", "train")},

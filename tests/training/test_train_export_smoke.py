@@ -110,6 +110,7 @@ def test_train_export_and_eval_on_your_own_corpus_alone(tmp_path: Path, capsys) 
     assert list(meta["training_data"]) == ["corpus"] and list(meta["corpus_files"]) == [str(corpus)]
     capsys.readouterr()
     out = tmp_path / "eval.json"
+    corpus.unlink()  # the run's labelled data is read back as built: the corpus file is not needed again
     assert main(["eval", "--model", str(model), "--work", str(run), "--threads", "1", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
     assert list(res["sources"]) == ["corpus"]
