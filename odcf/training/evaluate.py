@@ -350,8 +350,10 @@ def _wnut_checks(w: dict[str, Any]) -> list[str]:
         share = w[f"rate_{rate:.3f}"]["entity_kept"]["share"]
         if share is not None:
             verdict = "met" if share >= 0.98 else "not met"
+            whole = w[f"rate_{rate:.3f}"].get("entity_spans_kept")
+            spans = f"; whole entities (every word of the span kept): {_pct(whole)}" if whole else ""
             lines.append(f"\nTarget check: WNUT-17 gold entities kept at {label} word compression: "
-                         f"{100 * share:.1f}% (target ≥ 98%: {verdict}).")
+                         f"{100 * share:.1f}% of entity words (target ≥ 98%: {verdict}){spans}.")
         b = w.get(f"tokens_{rate:.3f}")
         if b and b["entity_kept"]["share"] is not None:
             verdict = "met" if b["entity_kept"]["share"] >= 0.98 else "not met"

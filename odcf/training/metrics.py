@@ -99,13 +99,40 @@ def keep_metrics(
     out["threshold"] = {"value": threshold, **_agreement(pred, labels), "kept_share": _share(pred),
                         "entity_kept": _recall(pred, ent), "number_kept": _recall(pred, num),
                         "must_keep_kept": _recall(pred, must)}
+    spans = entity_spans(rows)
     for rate in rates:
         sel = select_global(probs, rate=rate)
         out[f"rate_{rate:.3f}"] = {
             "rate": rate, "compression": round(1 / rate, 2) if rate else None, **_agreement(sel, labels),
             "entity_kept": _recall(sel, ent), "number_kept": _recall(sel, num),
             "must_keep_kept": _recall(sel, must), "label_keep_kept": _recall(sel, labels),
+            "entity_spans_kept": _recall(np.asarray([bool(sel[a:b].all()) for a, b in spans], dtype=bool),
+                                         np.ones(len(spans), dtype=bool)),
         }
+    return out
+
+
+def entity_spans(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """Whole gold entities as ``(start, end)`` flat word indices: runs of entity words in a row.
+
+    >>> entity_spans([{"entity": [1, 1, 0, 1]}, {"entity": [1, 0]}])
+    [(0, 2), (3, 4), (4, 5)]
+    """
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for r in rows:
+        flags = list(r["entity"])
+        i = 0
+        while i < len(flags):
+            if flags[i]:
+                j = i
+                while j < len(flags) and flags[j]:
+                    j += 1
+                out.append((pos + i, pos + j))
+                i = j
+            else:
+                i += 1
+        pos += len(flags)
     return out
 
 

@@ -74,6 +74,14 @@ def test_select_global_tokens_orders_by_value_per_token_and_keeps_forced() -> No
         select_global_tokens(probs, costs, limit=5, cost_exponent=-0.5)
 
 
+def test_whole_entity_spans_count_only_when_every_word_is_kept() -> None:
+    rows = [{"labels": [1, 1, 0, 1], "entity": [1, 1, 0, 1], "number": [0] * 4, "weights": [3.0, 3.0, 1.0, 3.0]}]
+    # keep half the words: 0.9 and 0.8 -> "Bank" kept, "America" (0.1) not; the one-word entity (0.8) kept
+    m = keep_metrics([np.array([0.9, 0.1, 0.2, 0.8])], rows, rates=(0.5,))
+    assert m["rate_0.500"]["entity_kept"] == {"kept": 2, "of": 3, "share": round(2 / 3, 4)}
+    assert m["rate_0.500"]["entity_spans_kept"] == {"kept": 1, "of": 2, "share": 0.5}
+
+
 def test_keep_metrics_counts_entity_retention() -> None:
     rows = [{"labels": [1, 0, 1], "entity": [1, 0, 0], "number": [0, 0, 1], "weights": [3.0, 1.0, 3.0]}]
     m = keep_metrics([np.array([0.9, 0.2, 0.4])], rows, threshold=0.5, rates=(1 / 3,))
