@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE=1
 export HF_DATASETS_OFFLINE=1
 export TRANSFORMERS_OFFLINE=1
 
-.PHONY: run test install install-test lint clean
+.PHONY: run test install install-test clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     miss = missing_stages()
     emit(f"- stages not in this build (switched off everywhere): {', '.join(miss) or 'none'}")
-    emit(f"- DEFAULT_ENABLED model stages: " + ", ".join(f"{k}={DEFAULT_ENABLED.get(k)}" for k in MODEL_STAGES))
+    emit("- DEFAULT_ENABLED model stages: " + ", ".join(f"{k}={DEFAULT_ENABLED.get(k)}" for k in MODEL_STAGES))
     emit("- plan: no concept queries (the question is the only query), default connectives and entity labels")
     emit()
 

@@ -19,7 +19,6 @@ import logging
 import os
 import platform
 import resource
-import statistics
 import sys
 import time
 from collections.abc import Sequence

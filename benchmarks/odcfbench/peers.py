@@ -36,7 +36,7 @@ import os
 import random
 from typing import Any
 
-from odcfbench.text import count, fill_to_budget, head_within, is_cjk, split_sentences, words
+from odcfbench.text import fill_to_budget, head_within, split_sentences, words
 
 logger = logging.getLogger(__name__)
 

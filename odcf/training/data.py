@@ -219,7 +219,18 @@ def _answer_vocab(adoc: Any) -> tuple[set[str], set[str]]:
 # -- your own corpus -------------------------------------------------------------------------------
 def corpus_examples(cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[Example]:
     """Examples from ``cfg.corpus``: entity spans must-keep, keep spans (or content words) keep."""
-    docs = list(read_corpus(*cfg.corpus))
+    from odcf.stages.compress import latin_share
+
+    docs, other_script = [], []
+    for d in read_corpus(*cfg.corpus):
+        # the compress stage never sees text that is not mainly Latin script: do not train on it
+        (docs if latin_share(d.text) >= 0.5 else other_script).append(d)
+    if other_script:
+        logger.warning("corpus: %d document(s) skipped, not mainly Latin script (the token stage leaves such "
+                       "text to the sentence-level stages): %s", len(other_script),
+                       ", ".join(d.where for d in other_script[:10]) + (" …" if len(other_script) > 10 else ""))
+    if not docs:
+        raise InputError(f"corpus {', '.join(cfg.corpus)}: no document in mainly Latin script to train on")
     need_pos = [d for d in docs if d.keep is None]
     nlp.max_length = max([nlp.max_length] + [len(d.text) + 1 for d in need_pos])
     parsed = dict(zip((d.id for d in need_pos), nlp.pipe((d.text for d in need_pos), batch_size=32)))
@@ -335,6 +346,12 @@ def build_dataset(cfg: BuildConfig) -> Any:
             before = len(rows["train"])
             rows["train"] = [r for r in rows["train"] if r["source"] != "qmsum" or r["doc"] in chosen]
             logger.info("qmsum train windows capped: %d -> %d", before, len(rows["train"]))
+    empty = [s for s in SPLITS if not rows[s]]
+    if empty:
+        # training needs train, its report dev, and the export checks and `odcf eval` test
+        raise InputError(f"no {' or '.join(empty)} document in sources {', '.join(cfg.sources)}: every split needs "
+                         "some (in a corpus, give documents \"split\": \"" + empty[0] + "\", or add documents: "
+                         "by its id, one in ten goes to test and one in ten to dev)")
     dd = datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s]) for s in SPLITS})
     dd.save_to_disk(str(out))
     stats = label_stats(dd)

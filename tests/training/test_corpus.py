@@ -130,3 +130,31 @@ def test_builder_errors_name_what_is_missing(tmp_path: Path) -> None:
         build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r3"), sources=("tweets",)))
     with pytest.raises(InputError, match="no training source"):
         build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r4"), sources=()))
+
+
+def test_a_split_left_empty_and_non_latin_documents(tmp_path: Path, caplog) -> None:
+    pytest.importorskip("datasets")
+    pytest.importorskip("spacy")
+    from odcf.training.data import BuildConfig, build_dataset
+
+    rows = contract_rows(6)
+    for r in rows:
+        r["split"] = "train"
+    rows[0]["split"] = "test"
+    corpus = write_jsonl(tmp_path / "c.jsonl", rows)
+    with pytest.raises(InputError, match=r"no dev document in sources corpus: every split needs some"):
+        build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r1"), ontology_dir=None, sources=("corpus",),
+                                  corpus=(str(corpus),)))
+    # a document not mainly in Latin script is left out, with a warning naming its line
+    rows[1]["split"] = "dev"
+    rows.append({"id": "zh", "text": "合同约定违约金为合同总价的百分之五。", "entities": [[0, 2]], "split": "train"})
+    write_jsonl(corpus, rows)
+    with caplog.at_level("WARNING"):
+        dd = build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r2"), ontology_dir=None,
+                                       sources=("corpus",), corpus=(str(corpus),)))
+    assert "corpus/zh" not in {r["doc"] for s in dd for r in dd[s]}
+    assert "1 document(s) skipped, not mainly Latin script" in caplog.text and f"{corpus}:7" in caplog.text
+    only_zh = write_jsonl(tmp_path / "zh.jsonl", [rows[-1]])
+    with pytest.raises(InputError, match="no document in mainly Latin script"):
+        build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r3"), ontology_dir=None, sources=("corpus",),
+                                  corpus=(str(only_zh),)))
