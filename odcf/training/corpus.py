@@ -26,7 +26,9 @@ Fields of a line (``.jsonl`` or ``.jsonl.gz``; blank lines are skipped):
 
 Anchors (numbers, money, dates, URLs, codes, and the anchors and terms of the build's ontologies)
 are *must-keep* in every document, as in the other sources. A malformed line stops the build with
-one error naming ``FILE:LINE`` and what is wrong.
+one error naming ``FILE:LINE`` and what is wrong. The builder skips, with a warning, documents not
+mainly in Latin script (the compress stage never gives the model such text), and needs at least
+one document in each split.
 """
 from __future__ import annotations
 
