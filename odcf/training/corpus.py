@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from odcf.errors import InputError
 
 SPLIT_NAMES = ("train", "dev", "test")
@@ -154,7 +156,15 @@ def touched(words: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) 
     >>> touched([(0, 5), (6, 9), (10, 14)], [(7, 12)])
     [False, True, True]
     """
-    return [any(a < e and b > s for a, b in spans) for s, e in words]
+    if not spans:
+        return [False] * len(words)
+    size = max(max(e for _, e in spans), max((e for _, e in words), default=0)) + 1
+    cover = np.zeros(size + 1, dtype=np.int64)  # difference array of span coverage per character
+    for a, b in spans:
+        cover[a] += 1
+        cover[b] -= 1
+    covered = np.concatenate([[0], np.cumsum(np.cumsum(cover)[:size] > 0)])  # covered chars before i
+    return [bool(covered[e] - covered[s] > 0) for s, e in words]
 
 
 __all__ = ["CorpusDoc", "read_corpus", "corpus_files", "corpus_digest", "stable_split", "touched"]

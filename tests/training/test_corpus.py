@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from odcf.errors import InputError
-from odcf.training.corpus import read_corpus, stable_split
+from odcf.training.corpus import read_corpus, stable_split, touched
 
 CLAUSE = "Liability of Acme Corp is capped at 5% of the contract value."
 
@@ -158,3 +160,12 @@ def test_a_split_left_empty_and_non_latin_documents(tmp_path: Path, caplog) -> N
     with pytest.raises(InputError, match="no document in mainly Latin script"):
         build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r3"), ontology_dir=None, sources=("corpus",),
                                   corpus=(str(only_zh),)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 6)), max_size=12),
+       st.lists(st.tuples(st.integers(0, 40), st.integers(1, 10)), max_size=5))
+def test_touched_is_the_overlap_rule(word_specs, span_specs) -> None:
+    words = [(a, a + n) for a, n in word_specs]
+    spans = [(a, a + n) for a, n in span_specs]
+    assert touched(words, spans) == [any(a < e and b > s for a, b in spans) for s, e in words]
