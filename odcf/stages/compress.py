@@ -58,6 +58,10 @@ COMPRESSIBLE_LAYERS = frozenset({"fact", "history", "reasoning"})
 STRUCTURED_KINDS = frozenset({"code", "json", "table"})
 
 
+#: A segment with a smaller share of Latin letters skips the token stage (and training skips such documents).
+MIN_LATIN_SHARE = 0.5
+
+
 def latin_share(text: str) -> float:
     """Share of letters that are Latin script (Basic Latin to Latin Extended-B and Latin Extended Additional)."""
     letters = [c for c in text if c.isalpha()]
@@ -217,7 +221,7 @@ class TokenCompressor(Stage):
                 why = "structured"
             elif seg.status != "verbatim" or seg.text != seg.original:
                 why = "changed"
-            elif latin_share(seg.original) < 0.5:
+            elif latin_share(seg.original) < MIN_LATIN_SHARE:
                 why = "script"
             words = tuple((m.start(), m.end()) for m in _WORD_RE.finditer(seg.original))
             if why is None and len(words) < self.min_words:

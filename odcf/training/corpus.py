@@ -22,7 +22,8 @@ Fields of a line (``.jsonl`` or ``.jsonl.gz``; blank lines are skipped):
   document needs). Without it, content words are *keep* (spaCy part of speech in the build's
   ``content_pos``, not a stop word) and negations too, as for WNUT-17.
 * ``split`` (optional): ``train``, ``dev`` or ``test``; by default a stable hash of ``id`` puts
-  one document in ten in test and one in ten in dev.
+  one document in ten in test and one in ten in dev (``odcf.training.data.stable_split``, the rule
+  that splits QMSum meetings).
 
 Anchors (numbers, money, dates, URLs, codes, and the anchors and terms of the build's ontologies)
 are *must-keep* in every document, as in the other sources. A malformed line stops the build with
@@ -144,12 +145,6 @@ def _spans(value: Any, name: str, text: str, where: str) -> tuple[tuple[int, int
     return tuple(out)
 
 
-def stable_split(doc_id: str) -> str:
-    """One document in ten in test, one in ten in dev, by a stable hash of its id."""
-    bucket = int(hashlib.sha1(f"corpus:{doc_id}".encode()).hexdigest()[:8], 16) % 10
-    return "test" if bucket == 0 else "dev" if bucket == 1 else "train"
-
-
 def touched(words: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[bool]:
     """For each word ``(start, end)``: does any span overlap it?
 
@@ -167,4 +162,4 @@ def touched(words: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) 
     return [bool(covered[e] - covered[s] > 0) for s, e in words]
 
 
-__all__ = ["CorpusDoc", "read_corpus", "corpus_files", "corpus_digest", "stable_split", "touched"]
+__all__ = ["CorpusDoc", "read_corpus", "corpus_files", "corpus_digest", "touched"]

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from odcf.errors import InputError
-from odcf.training.corpus import corpus_digest, read_corpus, stable_split, touched
+from odcf.training.corpus import corpus_digest, read_corpus, touched
 from odcf.training.labels import (
     MUST_KEEP_WEIGHT,
     NEGATIONS,
@@ -111,6 +111,12 @@ def stable_bucket(key: str, n: int = 10) -> int:
     return int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % n
 
 
+def stable_split(key: str) -> str:
+    """The split of a document by a stable hash of *key*: one in ten test, one in ten dev."""
+    bucket = stable_bucket(key)
+    return "test" if bucket == 0 else "dev" if bucket == 1 else "train"
+
+
 # -- WNUT-17 -----------------------------------------------------------------------------------
 WNUT_FILES = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
 
@@ -175,8 +181,7 @@ def qmsum_examples(data_dir: Path, cfg: BuildConfig, nlp: Any, anchors: AnchorSe
         if not turns:
             raise InputError(f"{folder}: meeting {r_i} has no meeting_transcripts")
         key = json.dumps([t["content"] for t in turns[:5]])
-        bucket = stable_bucket(key)
-        split = "test" if bucket == 0 else "dev" if bucket == 1 else "train"
+        split = stable_split(key)
         meeting = hashlib.sha1(key.encode()).hexdigest()[:10]
         # union of answer vocabularies per evidence turn
         per_turn: dict[int, tuple[set[str], set[str]]] = {}
@@ -219,12 +224,12 @@ def _answer_vocab(adoc: Any) -> tuple[set[str], set[str]]:
 # -- your own corpus -------------------------------------------------------------------------------
 def corpus_examples(cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[Example]:
     """Examples from ``cfg.corpus``: entity spans must-keep, keep spans (or content words) keep."""
-    from odcf.stages.compress import latin_share
+    from odcf.stages.compress import MIN_LATIN_SHARE, latin_share
 
     docs, other_script = [], []
     for d in read_corpus(*cfg.corpus):
         # the compress stage never sees text that is not mainly Latin script: do not train on it
-        (docs if latin_share(d.text) >= 0.5 else other_script).append(d)
+        (docs if latin_share(d.text) >= MIN_LATIN_SHARE else other_script).append(d)
     if other_script:
         logger.warning("corpus: %d document(s) skipped, not mainly Latin script (the token stage leaves such "
                        "text to the sentence-level stages): %s", len(other_script),
@@ -243,12 +248,9 @@ def corpus_examples(cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[
             content = [(t.idx, t.idx + len(t.text)) for t in parsed[d.id]
                        if t.lower_ in NEGATIONS or (t.pos_ in cfg.content_pos and not t.is_stop)]
             keep = touched(words, content)
-        hits = anchors.word_hits(d.text, words)
-        labels = [int(e or k or h) for e, k, h in zip(ent, keep, hits)]
-        weights = [MUST_KEEP_WEIGHT if (e or h) else 1.0 for e, h in zip(ent, hits)]
-        number = [int(any(ch.isdigit() for ch in d.text[s:e])) for s, e in words]
-        yield Example("corpus", f"corpus/{d.id}", d.split or stable_split(d.id), d.text, labels, weights,
-                      [int(e) for e in ent], number)
+        yield _with_anchors("corpus", f"corpus/{d.id}", d.split or stable_split(f"corpus:{d.id}"), d.text, words,
+                            [int(e or k) for e, k in zip(ent, keep)],
+                            [MUST_KEEP_WEIGHT if e else 1.0 for e in ent], [int(e) for e in ent], anchors)
 
 
 # -- shared ---------------------------------------------------------------------------------------
@@ -258,13 +260,18 @@ def _finish(source: str, doc: str, split: str, toks: Sequence[str], labels: Sequ
     words = words_of(text)
     wl, ww = merge_token_labels(owner, len(words), labels, weights)
     we, _ = merge_token_labels(owner, len(words), ent, [1.0] * len(ent))
-    hits = anchors.word_hits(text, words)
-    for i, hit in enumerate(hits):
+    return _with_anchors(source, doc, split, text, words, wl, ww, we, anchors)
+
+
+def _with_anchors(source: str, doc: str, split: str, text: str, words: Sequence[tuple[int, int]],
+                  labels: list[int], weights: list[float], ent: list[int], anchors: AnchorSet) -> Example:
+    """The example with anchor words made must-keep and the words holding a digit flagged."""
+    for i, hit in enumerate(anchors.word_hits(text, words)):
         if hit:
-            wl[i] = 1
-            ww[i] = max(ww[i], MUST_KEEP_WEIGHT)
+            labels[i] = 1
+            weights[i] = max(weights[i], MUST_KEEP_WEIGHT)
     number = [int(any(ch.isdigit() for ch in text[s:e])) for s, e in words]
-    return Example(source, doc, split, text, wl, ww, we, number)
+    return Example(source, doc, split, text, labels, weights, ent, number)
 
 
 def window(ex: Example, tokenizer: Any, max_len: int) -> list[Example]:
@@ -318,7 +325,8 @@ def build_dataset(cfg: BuildConfig) -> Any:
                          f"sources {', '.join(s for s in cfg.sources if s != 'corpus')}{alone})")
     out = Path(cfg.out_dir) / "dataset"
     stamp = out / "odcf_build.json"
-    if stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == cfg.fingerprint():
+    fingerprint = cfg.fingerprint()  # hashes the ontology and corpus files: once per build
+    if stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fingerprint:
         logger.info("reusing labelled data in %s", out)
         return datasets.load_from_disk(str(out))
     import spacy
@@ -355,7 +363,7 @@ def build_dataset(cfg: BuildConfig) -> Any:
     dd = datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s]) for s in SPLITS})
     dd.save_to_disk(str(out))
     stats = label_stats(dd)
-    stamp.write_text(json.dumps({"fingerprint": cfg.fingerprint(), "config": asdict(cfg), "stats": stats,
+    stamp.write_text(json.dumps({"fingerprint": fingerprint, "config": asdict(cfg), "stats": stats,
                                  "ontology_files": ontology_digest(cfg.ontology_dir),
                                  **({"corpus_files": corpus_digest(cfg.corpus)} if cfg.corpus else {})}, indent=2))
     logger.info("labelled data saved to %s: %s", out, stats)

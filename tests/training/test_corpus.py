@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odcf.errors import InputError
-from odcf.training.corpus import read_corpus, stable_split, touched
+from odcf.training.corpus import read_corpus, touched
+from odcf.training.data import stable_split
 
 CLAUSE = "Liability of Acme Corp is capped at 5% of the contract value."
 
@@ -77,8 +78,8 @@ def test_duplicate_ids_invalid_utf8_and_missing_files(tmp_path: Path) -> None:
 
 
 def test_stable_split_is_a_stable_tenth_each_for_test_and_dev() -> None:
-    splits = [stable_split(f"doc-{i}") for i in range(2000)]
-    assert splits == [stable_split(f"doc-{i}") for i in range(2000)]
+    splits = [stable_split(f"corpus:doc-{i}") for i in range(2000)]
+    assert splits == [stable_split(f"corpus:doc-{i}") for i in range(2000)]
     assert 150 < splits.count("test") < 250 and 150 < splits.count("dev") < 250
 
 
@@ -97,7 +98,7 @@ def test_builder_labels_a_corpus_without_the_shared_data(tmp_path: Path) -> None
     by_doc = {r["doc"]: (split, r) for split in ("train", "dev", "test") for r in dd[split]}
     assert len(by_doc) == len(rows)
     # the split is the stable hash of the id unless the line names one
-    assert all(split == stable_split(doc.split("/", 1)[1]) for doc, (split, _) in by_doc.items() if doc != "corpus/kept")
+    assert all(split == stable_split(f"corpus:{doc.split('/', 1)[1]}") for doc, (split, _) in by_doc.items() if doc != "corpus/kept")
     split, kept = by_doc["corpus/kept"]
     assert split == "test"
     words = kept["text"].split()

@@ -19,7 +19,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("datasets")
 pytest.importorskip("spacy")
 
-from odcf.training.corpus import stable_split  # noqa: E402
+from odcf.training.data import stable_split  # noqa: E402
 from tests.training.test_data import write_corpus  # noqa: E402
 
 
@@ -114,7 +114,7 @@ def test_train_export_and_eval_on_your_own_corpus_alone(tmp_path: Path, capsys) 
     assert main(["eval", "--model", str(model), "--work", str(run), "--threads", "1", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
     assert list(res["sources"]) == ["corpus"]
-    test_docs = sum(1 for r in contract_rows(40) if stable_split(r["id"]) == "test")
+    test_docs = sum(1 for r in contract_rows(40) if stable_split(f"corpus:{r['id']}") == "test")
     assert res["sources"]["corpus"]["documents"] == test_docs
     assert res["sources"]["corpus"]["rate_0.333"]["entity_kept"]["of"] == 2 * test_docs  # "Acme Corp" each
     assert "your corpus, test split" in capsys.readouterr().out
