@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from odcf.backends.token_classifier import TokenClassifier
     from odcf.tokens import get_counter
-    from odcf.training.metrics import select_global_tokens
+    from odcf.training.metrics import select_global_tokens, word_masks
 
     split = datasets.load_from_disk(args.dataset)[args.split]
     clf = TokenClassifier.load(args.model, threads=args.threads)
@@ -37,13 +37,12 @@ def main(argv: list[str] | None = None) -> None:
         rows = [r for r in split if r["source"] == source]
         probs = clf.word_probs([r["text"] for r in rows])
         costs = [np.asarray([counter.count(" " + w) for w in r["text"].split()]) for r in rows]
-        masks = [np.concatenate([np.asarray(r[k], dtype=bool) for r in rows]) for k in ("entity", "labels")]
-        must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows])
+        labels, ent, _, must = word_masks(rows)
         tokens_in = sum(counter.count(r["text"]) for r in rows)
         for share in (1 / 3, 1 / 5.2):
             for e in exps:
                 keep = select_global_tokens(probs, costs, limit=share * tokens_in, cost_exponent=e)
-                cells = [f"{(keep & m).sum() / m.sum():.1%}" if m.any() else "—" for m in (masks[0], must, masks[1])]
+                cells = [f"{(keep & m).sum() / m.sum():.1%}" if m.any() else "—" for m in (ent, must, labels)]
                 print(f"| {source} | {1 / share:.1f}:1 | {e:g} | " + " | ".join(cells) + " |", flush=True)
 
 

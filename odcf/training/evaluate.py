@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 
 from odcf.training.labels import FUNCTION_WORDS as _STOP
-from odcf.training.metrics import COST_EXPONENT, _recall, keep_metrics, select_global, select_global_tokens
+from odcf.training.metrics import (
+    COST_EXPONENT,
+    _recall,
+    keep_metrics,
+    select_global,
+    select_global_tokens,
+    word_masks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +61,7 @@ class _Tokens:
         self.costs = [np.asarray([self.counter.count(" " + t[s:e]) for s, e in sp], dtype=np.int64)
                       for t, sp in zip(self.texts, self.spans)]
         self.tokens_in = sum(self.counter.count(t) for t in self.texts)
-        self.ent, self.num, self.must = _flags(rows)
+        _, self.ent, self.num, self.must = word_masks(rows)
         #: URL words (the long must-keep words that a token budget weighs by their cost)
         self.url = np.asarray([bool(_URL.search(t[s:e])) for t, sp in zip(self.texts, self.spans) for s, e in sp],
                               dtype=bool)
@@ -82,14 +89,6 @@ class _Tokens:
                 "must_keep_kept": _recall(keep, self.must), "url_kept": _recall(keep, self.url),
                 "url_mean_tokens": round(float(flat_cost[self.url].mean()), 1) if self.url.any() else None,
                 "number_not_url_kept": _recall(keep, self.num & ~self.url)}
-
-
-def _flags(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Flat gold-entity, number and must-keep word masks of *rows*."""
-    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows])
-    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows])
-    must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows])
-    return ent, num, must
 
 
 def heuristic_probs(texts: Sequence[str], *, case: bool = False) -> list[np.ndarray]:
@@ -136,7 +135,7 @@ def _forced_retention(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray
                 if e.label_ in labels:
                     f |= np.asarray([s < e.end_char and t > e.start_char for s, t in w], dtype=bool)
     keep = select_global(probs, rate=rate, forced=forced)
-    ent, num, _ = _flags(rows)
+    _, ent, num, _ = word_masks(rows)
     return {"rate": rate, "forced_share": round(float(np.concatenate(forced).mean()), 4),
             "kept_share": round(float(keep.mean()), 4),
             "entity_kept": _recall(keep, ent), "number_kept": _recall(keep, num)}

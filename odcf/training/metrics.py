@@ -89,10 +89,7 @@ def keep_metrics(
     *rows* carry ``labels`` (0/1 per word), ``entity`` (gold entity word), ``number`` (has a
     digit), and ``weights`` (> 1 marks a must-keep word).
     """
-    labels = np.concatenate([np.asarray(r["labels"], dtype=bool) for r in rows]) if rows else np.zeros(0, bool)
-    ent = np.concatenate([np.asarray(r["entity"], dtype=bool) for r in rows]) if rows else np.zeros(0, bool)
-    num = np.concatenate([np.asarray(r["number"], dtype=bool) for r in rows]) if rows else np.zeros(0, bool)
-    must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows]) if rows else np.zeros(0, bool)
+    labels, ent, num, must = word_masks(rows)
     flat = np.concatenate([np.asarray(p) for p in probs]) if probs else np.zeros(0)
     pred = flat >= threshold
     out: dict[str, Any] = {"words": int(len(flat)), "label_keep_share": _share(labels)}
@@ -110,6 +107,21 @@ def keep_metrics(
                                          np.ones(len(spans), dtype=bool)),
         }
     return out
+
+
+def word_masks(rows: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Flat word masks of *rows*: label keep, gold entity, number, must-keep (weight > 1).
+
+    >>> [m.tolist() for m in word_masks([{"labels": [1, 0], "entity": [1, 0], "number": [0, 1], "weights": [3.0, 1.0]}])]
+    [[True, False], [True, False], [False, True], [True, False]]
+    """
+    if not rows:
+        return tuple(np.zeros(0, dtype=bool) for _ in range(4))  # type: ignore[return-value]
+
+    def flat(key: str) -> np.ndarray:
+        return np.concatenate([np.asarray(r[key], dtype=bool) for r in rows])
+    must = np.concatenate([np.asarray(r["weights"]) > 1.0 for r in rows])
+    return flat("labels"), flat("entity"), flat("number"), must
 
 
 def entity_spans(rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
