@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -23,7 +21,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import datasets
 
-    from odcf.backends.token_classifier import TokenClassifier
+    from odcf.backends.token_classifier import TokenClassifier, split_words
+    from odcf.stages.compress import word_costs
     from odcf.tokens import get_counter
     from odcf.training.metrics import select_global_tokens, word_masks
 
@@ -36,7 +35,8 @@ def main(argv: list[str] | None = None) -> None:
     for source in sorted(set(split["source"])):
         rows = [r for r in split if r["source"] == source]
         probs = clf.word_probs([r["text"] for r in rows])
-        costs = [np.asarray([counter.count(" " + w) for w in r["text"].split()]) for r in rows]
+        cache: dict[str, int] = {}
+        costs = [word_costs(r["text"], split_words(r["text"]), counter, cache) for r in rows]
         labels, ent, _, must = word_masks(rows)
         tokens_in = sum(counter.count(r["text"]) for r in rows)
         for share in (1 / 3, 1 / 5.2):

@@ -35,13 +35,13 @@ that preceded it in the original (so line breaks survive), nothing re-spaced or 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from odcf.backends.token_classifier import split_words
 from odcf.document import Document, Segment, TraceEvent
 from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
@@ -51,7 +51,6 @@ from odcf.training.metrics import COST_EXPONENT, select_global, select_global_to
 
 logger = logging.getLogger(__name__)
 
-_WORD_RE = re.compile(r"\S+")
 #: Layers the token stage may compress. Instruction and state are never compressed.
 COMPRESSIBLE_LAYERS = frozenset({"fact", "history", "reasoning"})
 #: Segment kinds whose words cannot be dropped without breaking them.
@@ -223,7 +222,7 @@ class TokenCompressor(Stage):
                 why = "changed"
             elif latin_share(seg.original) < MIN_LATIN_SHARE:
                 why = "script"
-            words = tuple((m.start(), m.end()) for m in _WORD_RE.finditer(seg.original))
+            words = tuple(split_words(seg.original))
             if why is None and len(words) < self.min_words:
                 why = "short"
             if why is not None:
@@ -284,19 +283,24 @@ def _split(work: Sequence[_Work], flat: np.ndarray) -> list[np.ndarray]:
 
 
 def _word_costs(work: Sequence[_Work], counter: Any) -> list[np.ndarray]:
-    """Tokens of each word (with one leading space) in the budget's unit; repeated words counted once."""
+    """Tokens of each word of every work item in the budget's unit (see :func:`word_costs`)."""
     cache: dict[str, int] = {}
-    out = []
-    for w in work:
-        costs = np.empty(len(w.words), dtype=np.int64)
-        for i, (s, e) in enumerate(w.words):
-            word = w.seg.original[s:e]
-            c = cache.get(word)
-            if c is None:
-                c = cache[word] = counter.count(" " + word)
-            costs[i] = c
-        out.append(costs)
-    return out
+    return [word_costs(w.seg.original, w.words, counter, cache) for w in work]
+
+
+def word_costs(text: str, words: Sequence[tuple[int, int]], counter: Any,
+               cache: dict[str, int] | None = None) -> np.ndarray:
+    """Tokens of each word ``(start, end)`` of *text*, counted with one leading space (as it
+    stands after another word); *cache* counts a repeated word once."""
+    cache = {} if cache is None else cache
+    costs = np.empty(len(words), dtype=np.int64)
+    for i, (s, e) in enumerate(words):
+        word = text[s:e]
+        c = cache.get(word)
+        if c is None:
+            c = cache[word] = counter.count(" " + word)
+        costs[i] = c
+    return costs
 
 
 def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:

@@ -52,14 +52,15 @@ class _Tokens:
 
     def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
         from odcf.backends.token_classifier import split_words
+        from odcf.stages.compress import word_costs
         from odcf.tokens import get_counter
 
         self.counter = get_counter("o200k_base")
         self.texts = [r["text"] for r in rows]
         self.spans = [split_words(t) for t in self.texts]
-        #: o200k tokens of each word, counted with one leading space
-        self.costs = [np.asarray([self.counter.count(" " + t[s:e]) for s, e in sp], dtype=np.int64)
-                      for t, sp in zip(self.texts, self.spans)]
+        #: o200k tokens of each word, counted with one leading space (as the compress stage counts them)
+        cache: dict[str, int] = {}
+        self.costs = [word_costs(t, sp, self.counter, cache) for t, sp in zip(self.texts, self.spans)]
         self.tokens_in = sum(self.counter.count(t) for t in self.texts)
         _, self.ent, self.num, self.must = word_masks(rows)
         #: URL words (the long must-keep words that a token budget weighs by their cost)
