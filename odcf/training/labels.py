@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from odcf.backends.token_classifier import split_words
+
 logger = logging.getLogger(__name__)
 
 MUST_KEEP_WEIGHT = 3.0
@@ -174,8 +176,8 @@ def _ontology_protection(folder: Path) -> tuple[list[tuple[str, re.Pattern[str]]
 
 
 def words_of(text: str) -> list[tuple[int, int]]:
-    """Whitespace words of *text* (the same definition the inference stage uses)."""
-    return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    """Whitespace words of *text*: the inference stage's own definition (``split_words``)."""
+    return split_words(text)
 
 
 def merge_token_labels(
