@@ -108,6 +108,8 @@ def _parse(raw: bytes, where: str) -> CorpusDoc:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    except RecursionError:  # as odcf batch reads a JSON Lines record
+        raise InputError(f"{where}: not valid JSON (nested too deeply)") from None
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     doc_id = obj.get("id")

@@ -43,6 +43,7 @@ def test_reads_valid_lines_skips_blank_ones_and_reads_gzip(tmp_path: Path) -> No
 @pytest.mark.parametrize("line, message", [
     ('{"id": "a", "text": "x"', "not valid JSON"),
     ('["a", "b"]', "expected a JSON object, got list"),
+    ("[" * 100_000, "not valid JSON (nested too deeply)"),
     ('{"text": "no id"}', "'id' must be a non-empty string or an integer"),
     ('{"id": true, "text": "bool id"}', "'id' must be a non-empty string or an integer"),
     ('{"id": "a"}', "'text' must be a non-empty string"),
