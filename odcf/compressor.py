@@ -19,6 +19,7 @@ from odcf.document import KINDS, LAYERS, Document, Source
 from odcf.errors import InputError, OdcfError
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan
+from odcf.textutil import loads_json
 from odcf.tokens import get_counter
 
 SourceLike = Union[str, Source, Mapping[str, Any]]
@@ -222,7 +223,7 @@ def guess_kind(text: str, path: str | None = None) -> str:
         return "html"
     if head[:1] in ("{", "["):
         try:
-            json.loads(text)
+            loads_json(text)
             return "json"
         except ValueError:
             pass

@@ -10,11 +10,31 @@ Unicode word regex and lowercased.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 logger = logging.getLogger(__name__)
+
+
+def loads_json(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads`` for text from users: a value nested deeper than the decoder can follow is a
+    :class:`json.JSONDecodeError` (a ``ValueError``) like any other text that is not JSON, not a
+    ``RecursionError`` that escapes every handler written for bad JSON.
+
+    >>> loads_json('{"a": [1]}')
+    {'a': [1]}
+    >>> loads_json("[" * 100000)
+    Traceback (most recent call last):
+    json.decoder.JSONDecodeError: nested too deeply to decode: line 1 column 1 (char 0)
+    """
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
+        raise json.JSONDecodeError("nested too deeply to decode", doc, 0) from None
 
 _CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 #: Han characters only (no kana or hangul): the script that is written without spaces between words.

@@ -34,6 +34,7 @@ from typing import Any
 from odcf import __version__
 from odcf.document import Source, sha256
 from odcf.errors import InputError
+from odcf.textutil import loads_json
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +275,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except ValueError as exc:
             raise InputError(f"{path}:{n}: not JSON: {exc}") from exc
         kind = obj.get("type") if isinstance(obj, dict) else None

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.textutil import loads_json
 
 
 def register(sub: Any) -> None:
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         from odcf.handoff.errors import HandoffError
 
         try:
-            items: Any = parse_items(json.loads(sys.stdin.read()), where="<stdin>")
+            items: Any = parse_items(loads_json(sys.stdin.read()), where="<stdin>")
         except json.JSONDecodeError as exc:
             raise HandoffError(f"<stdin>:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
     else:

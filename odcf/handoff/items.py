@@ -41,6 +41,7 @@ from typing import Any
 
 from odcf.document import KINDS, LAYERS, Source
 from odcf.handoff.errors import HandoffError, raise_problems
+from odcf.textutil import loads_json
 
 MESSAGE_ROLES = ("user", "assistant", "tool", "system", "developer")
 ITEM_KEYS = frozenset({
@@ -123,7 +124,7 @@ def load_items(path: str | pathlib.Path) -> ItemBatch:
     except UnicodeDecodeError as exc:
         raise HandoffError(f"{p}: not UTF-8 (byte {exc.start})") from exc
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except json.JSONDecodeError as exc:
         raise HandoffError(f"{p}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
     return parse_items(obj, where=str(p))
@@ -332,7 +333,7 @@ class _Parser:
             args = fn.get("arguments")
             if isinstance(args, str):
                 try:
-                    args = json.loads(args)
+                    args = loads_json(args)
                 except json.JSONDecodeError:
                     args = None
             if isinstance(args, Mapping):
@@ -347,7 +348,7 @@ class _Parser:
         if isinstance(body, str):
             if layer == "state":
                 try:
-                    return body, json.loads(body)
+                    return body, loads_json(body)
                 except json.JSONDecodeError as exc:
                     self.problem(path, f"a state item must hold JSON: {exc.msg} at column {exc.colno}")
                     return body, None

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from odcf.document import LAYERS, Segment, Source
+from odcf.textutil import loads_json
 
 #: A segment is low-density below this many entities per 100 tokens (and at least MIN_TOKENS long).
 LOW_DENSITY = 1.0
@@ -416,7 +417,7 @@ def _minify_savings(text: str, count: Any) -> tuple[int, int]:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            value = json.loads(stripped)
+            value = loads_json(stripped)
         except ValueError:
             value = None
         else:
@@ -428,7 +429,7 @@ def _minify_savings(text: str, count: Any) -> tuple[int, int]:
         if len(s) < 2 or s[0] not in "{[" or s[-1] not in "}]":
             continue
         try:
-            value = json.loads(s)
+            value = loads_json(s)
         except ValueError:
             continue
         mini = json.dumps(value, ensure_ascii=False, separators=(",", ":"))

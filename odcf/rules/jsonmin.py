@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+from odcf.textutil import loads_json
+
 # A JSON string literal, or a run of whitespace outside strings.
 _TOKENS = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\r\n]+', re.DOTALL)
 
@@ -55,9 +57,9 @@ def _strip_whitespace(text: str) -> str:
 def _minify_one(text: str) -> tuple[str, str, str | None]:
     """Minify one JSON value. Returns (text, method, reason). Raises ValueError when invalid."""
     try:
-        obj = json.loads(text, object_pairs_hook=_pairs, parse_float=_float, parse_int=_int)
+        obj = loads_json(text, object_pairs_hook=_pairs, parse_float=_float, parse_int=_int)
     except _Inexact as exc:
-        json.loads(text)  # still validates; raises ValueError when the text is not JSON at all
+        loads_json(text)  # still validates; raises ValueError when the text is not JSON at all
         return _strip_whitespace(text.strip()), "whitespace", str(exc)
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")), "json.dumps", None
 

@@ -10,7 +10,6 @@ whitespace.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.textutil import HAN_RE, iter_lines_with_offsets, split_sentences
+from odcf.textutil import HAN_RE, iter_lines_with_offsets, loads_json, split_sentences
 from odcf.tokens import get_counter
 
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
@@ -114,7 +113,7 @@ class Segmenter(Stage):
         if not stripped or stripped[0] not in "[{":
             return None
         try:
-            value = json.loads(stripped)
+            value = loads_json(stripped)
         except ValueError:
             return None
         start = text.index(stripped[0])

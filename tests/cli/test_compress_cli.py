@@ -94,6 +94,18 @@ def test_an_empty_input_is_an_error_and_one_empty_file_among_others_a_warning(co
     assert "reason" not in record["sources"][1] and "$250,000" in json.loads(captured.out)["text"]
 
 
+def test_json_nested_too_deeply_is_compressed_as_text_with_the_reason_recorded(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000, encoding="utf-8")
+    assert main(["compress", str(deep), "--budget", "100", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    record = json.loads(captured.out)["record"]
+    rules = next(e for e in record["stages"] if e["stage"] == "rules")["data"]
+    assert rules["sources"][str(deep)]["json_minify"]["error"] == "line 1 column 1: nested too deeply to decode"
+    assert record["segments"]["dropped"] > 0 and not record["over_budget"]
+
+
 def test_strict_budget_error(contract, capsys):
     code = main(["compress", str(contract), "--instruction", "Read everything carefully. " * 20,
                  "--budget", "30", "--strict"])

@@ -77,3 +77,7 @@ def test_load_items_reports_json_position(tmp_path) -> None:
         load_items(p)
     p.write_text(json.dumps([{"text": "ok"}]), encoding="utf-8")
     assert load_items(p).items[0].text == "ok"
+    # deeper than the JSON decoder can follow: the same kind of error, not a RecursionError
+    p.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(HandoffError, match=r"h.json:1:1: invalid JSON: nested too deeply to decode"):
+        load_items(p)
