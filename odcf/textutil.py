@@ -105,9 +105,11 @@ _ABBREV = frozenset(
 )
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a likely sentence
-# start, or right after a CJK full stop, exclamation, question mark or semicolon.
+# start (a capital, a digit, or a CJK character: "Done. 下一步。"), or right after a CJK full stop,
+# exclamation, question mark or semicolon.
 _BOUNDARY_RE = re.compile(
-    r"(?:(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9\u00c0-\u024f])"
+    r"(?:(?<=[.!?])[\"'\u201d\u2019)\]]*\s+"
+    r"(?=[\"'\u201c\u2018(\[\u300c\u300e]?[A-Z0-9\u00c0-\u024f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af])"
     r"|(?<=[\u3002\uff01\uff1f\uff1b])[\"'\u201d\u2019\u300d\u300f)\uff09]*\s*)"
 )
 

@@ -26,6 +26,11 @@ def test_cjk_sentences_split_on_full_stops_without_spaces():
     assert [text[a:b] for a, b in spans] == ["根据第3.2.1条，合同金额为人民币120万元。", "乙方不得转让；", "违约金为5%！", "是否续约？"]
 
 
+def test_an_english_sentence_ends_before_chinese_text():
+    text = "The fee is 5%. 乙方不得转让。 See Dr. 王 today."
+    assert [text[a:b] for a, b in split_sentences(text)] == ["The fee is 5%.", "乙方不得转让。", "See Dr. 王 today."]
+
+
 def test_segments_cover_the_source_exactly():
     text = "# Title\n\nThe first sentence is here. The second one is there.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- x\n- y\n- z\n\n```\ncode here\n```\nTail."
     out = seg(text, kind="markdown")
@@ -103,3 +108,12 @@ def test_chinese_sentences_are_not_glued_together():
     text = "第三条 合同金额为人民币120万元。乙方应当在2024年3月15日前交付全部货物。逾期交付的，每日支付违约金。"
     out = seg(text)
     assert [s.text for s in out] == ["第三条 合同金额为人民币120万元。", "乙方应当在2024年3月15日前交付全部货物。", "逾期交付的，每日支付违约金。"]
+
+
+def test_the_textutil_module_example_holds():
+    import doctest
+
+    import odcf.textutil
+
+    result = doctest.testmod(odcf.textutil)
+    assert result.attempted >= 2 and result.failed == 0
