@@ -42,6 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-steps", type=int, default=0, help="stop after N steps (smoke runs)")
     p.add_argument("--qmsum-windows", type=int, default=None, metavar="N",
                    help="cap on QMSum training windows (default 1800; 0 = all)")
+    p.add_argument("--wnut-augment", type=int, default=None, metavar="N",
+                   help="mention replacement: N extra copies of each WNUT-17 train sentence with an entity, "
+                        "every entity swapped for another train entity of its type (default 0)")
     p.add_argument("--keep-target", type=float, default=d.keep_target,
                    help=f"soft target of ordinary keep words; must-keep words aim at 1.0 (default {d.keep_target})")
     p.add_argument("--must-weight", type=float, default=d.must_weight,
@@ -58,6 +61,9 @@ def register(sub: Any) -> None:
                    help="share of training rows fed without letter case (default %(default)s)")
     p.add_argument("--freeze-word-embeddings", action="store_true",
                    help="keep the pretrained word-piece embeddings fixed during fine-tuning")
+    p.add_argument("--rank-weight", type=float, default=d.rank_weight,
+                   help="weight of a pairwise loss ranking must-keep sub-tokens above all others "
+                        "in each batch (default %(default)s: off)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt")
     p.set_defaults(handler=run)
 
@@ -75,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from odcf.training.finetune import TrainConfig, train
 
     build: dict[str, Any] = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
+    if args.wnut_augment:
+        build["wnut_augment"] = args.wnut_augment
     sources = csv_list(args.sources) if args.sources is not None else ("wnut17", "qmsum")
     if args.corpus:
         build.update(corpus=corpus_paths(args), sources=(*sources, "corpus"))
@@ -89,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads, max_steps=args.max_steps, build=build, keep_target=args.keep_target,
         must_weight=args.must_weight or None, case_types=args.case_types,
         inner_weight=args.inner_weight, case_dropout=args.case_dropout,
-        freeze_word_embeddings=args.freeze_word_embeddings,
+        freeze_word_embeddings=args.freeze_word_embeddings, rank_weight=args.rank_weight,
         train_dev_sources=on_dev,
     )
     report = train(cfg, resume=args.resume)

@@ -77,6 +77,10 @@ class TrainConfig:
     #: Keep the pretrained word-piece embeddings fixed (token-type, position and all layers still
     #: train): guards what the backbone knows about words the training data never shows.
     freeze_word_embeddings: bool = False
+    #: Weight of a pairwise ranking term added to the loss: every must-keep sub-token of a batch
+    #: against every other sub-token, ``softplus(z_other - z_must)`` on the keep logit margins (an
+    #: AUC surrogate: the global rate keeps the top of one ranking, so rank entities above the rest).
+    rank_weight: float = 0.0
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def build_config(self) -> BuildConfig:
@@ -153,9 +157,10 @@ def encode_rows(rows: Any, tokenizer: Any, max_len: int, keep_target: float = 1.
         wt = [0.0] + [wt_word[w] for _, w in pairs] + [0.0]
         tgt = [0.0] + [(1.0 if r["weights"][w] > 1.0 else keep_target) if r["labels"][w] else 0.0
                        for _, w in pairs] + [0.0]
+        must = [False] + [r["weights"][w] > 1.0 for _, w in pairs] + [False]
         out.append({"ids": np.array(ids), "typ": np.array(typ, dtype=np.int64), "wid": np.array(wid), "lab": np.array(lab),
                     "wt": np.array(wt, dtype=np.float32), "tgt": np.array(tgt, dtype=np.float32),
-                    "n_words": len(words)})
+                    "must": np.array(must, dtype=bool), "n_words": len(words)})
     return out
 
 
@@ -188,6 +193,7 @@ def _collate(items: Sequence[dict[str, np.ndarray]], torch: Any) -> dict[str, An
     lab = np.full((n, width), -100, dtype=np.int64)
     wt = np.zeros((n, width), dtype=np.float32)
     tgt = np.zeros((n, width), dtype=np.float32)
+    must = np.zeros((n, width), dtype=bool)
     for r, it in enumerate(items):
         k = len(it["ids"])
         ids[r, :k], mask[r, :k], lab[r, :k], wt[r, :k] = it["ids"], 1, it["lab"], it["wt"]
@@ -195,8 +201,10 @@ def _collate(items: Sequence[dict[str, np.ndarray]], torch: Any) -> dict[str, An
             tgt[r, :k] = it["tgt"]
         if "typ" in it:
             typ[r, :k] = it["typ"]
+        if "must" in it:
+            must[r, :k] = it["must"]
     return {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(typ), "attention_mask": torch.from_numpy(mask),
-            "labels": torch.from_numpy(lab), "weights": torch.from_numpy(wt), "targets": torch.from_numpy(tgt)}
+            "labels": torch.from_numpy(lab), "weights": torch.from_numpy(wt), "targets": torch.from_numpy(tgt), "must": torch.from_numpy(must)}
 
 
 def weighted_loss(logits: Any, labels: Any, weights: Any, targets: Any = None) -> Any:
@@ -215,6 +223,19 @@ def weighted_loss(logits: Any, labels: Any, weights: Any, targets: Any = None) -
         ce = -(t * logp[:, 1] + (1.0 - t) * logp[:, 0])
     w = weights.reshape(-1) * (labels.reshape(-1) != -100)
     return (ce * w).sum() / w.sum().clamp_min(1e-6)
+
+
+def rank_loss(logits: Any, labels: Any, must: Any) -> Any:
+    """Mean ``softplus(z_n - z_m)`` over all pairs of a must-keep sub-token m and another scored
+    sub-token n of the batch, z being the keep-minus-drop logit (0 when either set is empty)."""
+    torch = _torch()
+    z = (logits[..., 1] - logits[..., 0]).reshape(-1)
+    valid = labels.reshape(-1) != -100
+    m = must.reshape(-1) & valid
+    other = valid & ~m
+    if not bool(m.any()) or not bool(other.any()):
+        return z.sum() * 0.0
+    return torch.nn.functional.softplus(z[other][None, :] - z[m][:, None]).mean()
 
 
 def predict_word_probs(model: Any, encoded: Sequence[dict[str, np.ndarray]], batch_size: int = 64) -> list[np.ndarray]:
@@ -350,6 +371,8 @@ def _train_epoch(model: Any, opt: Any, sched: Any, items: Sequence[dict[str, np.
         logits = model(input_ids=t["input_ids"], attention_mask=t["attention_mask"],
                        token_type_ids=t["token_type_ids"]).logits
         loss = weighted_loss(logits, t["labels"], t["weights"], t["targets"] if cfg.keep_target != 1.0 else None)
+        if cfg.rank_weight:
+            loss = loss + cfg.rank_weight * rank_loss(logits, t["labels"], t["must"])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

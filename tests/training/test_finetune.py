@@ -23,6 +23,35 @@ def test_weighted_loss_ignores_special_tokens_and_weights_must_keep_words() -> N
     assert float(soft) == pytest.approx(math.log(2), rel=1e-6)
 
 
+def test_rank_loss_averages_softplus_over_must_keep_against_other_pairs() -> None:
+    from odcf.training.finetune import rank_loss
+
+    # keep-minus-drop margins: special token (ignored), must 2.0, other 0.0, other 3.0
+    logits = torch.tensor([[[0.0, 9.0], [0.0, 2.0], [0.0, 0.0], [0.0, 3.0]]])
+    labels = torch.tensor([[-100, 1, 0, 1]])
+    must = torch.tensor([[True, True, False, False]])  # the special token never counts, even if marked
+    sp = lambda x: math.log1p(math.exp(x))  # noqa: E731
+    assert float(rank_loss(logits, labels, must)) == pytest.approx((sp(0 - 2) + sp(3 - 2)) / 2, rel=1e-6)
+    # ranking the must-keep word higher lowers the loss; no pair at all gives 0 (and still a graph)
+    higher = logits.clone()
+    higher[0, 1, 1] = 5.0
+    assert float(rank_loss(higher, labels, must)) < float(rank_loss(logits, labels, must))
+    none = rank_loss(logits.requires_grad_(), labels, torch.zeros_like(must))
+    assert float(none) == 0.0 and none.requires_grad
+
+
+def test_encode_rows_marks_must_keep_sub_tokens() -> None:
+    from odcf.backends.token_classifier import load_tokenizer
+    from odcf.training.data import DEFAULT_TOKENIZER
+    from odcf.training.finetune import _collate, encode_rows
+
+    row = {"doc": "d", "text": "Globex signed", "labels": [1, 1], "weights": [3.0, 1.0]}
+    (item,) = encode_rows([row], load_tokenizer(DEFAULT_TOKENIZER), 16)
+    by_word = {int(w): bool(m) for w, m in zip(item["wid"], item["must"]) if w >= 0}
+    assert by_word == {0: True, 1: False} and not item["must"][0] and not item["must"][-1]
+    assert _collate([item], torch)["must"].dtype == torch.bool
+
+
 def test_encode_rows_gives_soft_targets_by_tier() -> None:
     from odcf.backends.token_classifier import load_tokenizer
     from odcf.training.data import DEFAULT_TOKENIZER
