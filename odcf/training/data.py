@@ -76,6 +76,9 @@ class BuildConfig:
     version: int = 2  # 2: apostrophe + clitic joined ("don't")
     #: Your own JSON Lines files or folders (source ``corpus``; format in :mod:`odcf.training.corpus`).
     corpus: tuple[str, ...] = ()
+    #: Mention replacement: this many extra copies of every WNUT-17 *train* sentence that holds an
+    #: entity, each entity swapped for a random train entity of the same type (seeded). 0 = off.
+    wnut_augment: int = 0
 
     def fingerprint(self) -> str:
         d = asdict(self)
@@ -85,6 +88,8 @@ class BuildConfig:
             d["corpus_files"] = corpus_digest(self.corpus)
         else:  # the same fingerprint as before corpus files existed: earlier runs keep their data
             d.pop("corpus")
+        if not self.wnut_augment:
+            d.pop("wnut_augment")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -155,6 +160,7 @@ def wnut_examples(data_dir: Path, cfg: BuildConfig, nlp: Any, anchors: AnchorSet
     for split, name in WNUT_FILES.items():
         sents = read_conll(data_dir / "ner_wnut17" / name)
         docs = (Doc(nlp.vocab, words=[t if t.strip() else "_" for t in toks]) for toks, _ in sents)
+        labelled = []
         for i, ((toks, tags), sdoc) in enumerate(zip(sents, nlp.pipe(docs, batch_size=256))):
             labels, weights, ent = [], [], []
             for tok, tag, st in zip(toks, tags, sdoc):
@@ -163,7 +169,62 @@ def wnut_examples(data_dir: Path, cfg: BuildConfig, nlp: Any, anchors: AnchorSet
                 labels.append(int(keep))
                 weights.append(MUST_KEEP_WEIGHT if is_ent else 1.0)
                 ent.append(int(is_ent))
+            labelled.append((toks, tags, labels, weights))
             yield _finish("wnut17", f"wnut17/{split}/{i}", split, toks, labels, weights, ent, anchors)
+        if split == "train" and cfg.wnut_augment:
+            yield from _mention_swaps(labelled, cfg, anchors)
+
+
+def entity_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
+    """``(start, end, type)`` of each BIO entity; an I- tag that does not continue a span starts one."""
+    spans: list[tuple[int, int, str]] = []
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            continue
+        kind = tag[2:] if tag[:2] in ("B-", "I-") else tag
+        if tag.startswith("I-") and spans and spans[-1][1] == i and spans[-1][2] == kind:
+            spans[-1] = (spans[-1][0], i + 1, kind)
+        else:
+            spans.append((i, i + 1, kind))
+    return spans
+
+
+def _mention_swaps(labelled: Sequence[tuple[list[str], list[str], list[int], list[float]]], cfg: BuildConfig,
+                   anchors: AnchorSet) -> Iterator[Example]:
+    """``cfg.wnut_augment`` copies of each train sentence with an entity, every entity replaced by a
+    train entity of the same type picked by a generator seeded with (seed, sentence, copy); the
+    words around it keep their labels, the new entity words are must-keep."""
+    import random
+
+    pool: dict[str, list[list[str]]] = {}
+    for toks, tags, _, _ in labelled:
+        for a, z, kind in entity_spans(tags):
+            pool.setdefault(kind, []).append(toks[a:z])
+    for i, (toks, tags, labels, weights) in enumerate(labelled):
+        spans = entity_spans(tags)
+        for copy in range(cfg.wnut_augment if spans else 0):
+            rng = random.Random(f"{cfg.seed}:{i}:{copy}")
+            new_toks: list[str] = []
+            new_lab: list[int] = []
+            new_wt: list[float] = []
+            new_ent: list[int] = []
+            pos = 0
+            for a, z, kind in spans:
+                new_toks += toks[pos:a]
+                new_lab += labels[pos:a]
+                new_wt += weights[pos:a]
+                new_ent += [0] * (a - pos)
+                swap = rng.choice(pool[kind])
+                new_toks += swap
+                new_lab += [1] * len(swap)
+                new_wt += [MUST_KEEP_WEIGHT] * len(swap)
+                new_ent += [1] * len(swap)
+                pos = z
+            new_toks += toks[pos:]
+            new_lab += labels[pos:]
+            new_wt += weights[pos:]
+            new_ent += [0] * (len(toks) - pos)
+            yield _finish("wnut17", f"wnut17/train/{i}/swap{copy}", "train", new_toks, new_lab, new_wt, new_ent, anchors)
 
 
 # -- QMSum ---------------------------------------------------------------------------------------

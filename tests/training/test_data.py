@@ -74,6 +74,49 @@ def test_builder_labels_and_splits_by_document(tmp_path: Path) -> None:
     assert again["train"]["text"] == dd["train"]["text"]
 
 
+def test_entity_spans_read_bio_tags() -> None:
+    from odcf.training.data import entity_spans
+
+    tags = ["B-person", "I-person", "O", "I-location", "B-location", "I-person"]
+    assert entity_spans(tags) == [(0, 2, "person"), (3, 4, "location"), (4, 5, "location"), (5, 6, "person")]
+
+
+def test_mention_swaps_add_train_copies_with_same_type_entities(tmp_path: Path) -> None:
+    from odcf.training.data import BuildConfig, build_dataset
+
+    data = write_corpus(tmp_path / "data")
+    (data / "ner_wnut17" / "wnut17train.conll").write_text(
+        "I\tO\nmet\tO\nJohn\tB-person\ntoday\tO\n\n"
+        "Mary\tB-person\nAnn\tI-person\ncalled\tO\nfrom\tO\nBerlin\tB-location\n\n"
+        "Rome\tB-location\nis\tO\nwarm\tO\n\n"
+        "no\tO\nnames\tO\nhere\tO\n\n", encoding="utf-8")
+    base = build_dataset(BuildConfig(data_dir=str(data), out_dir=str(tmp_path / "a"), ontology_dir=None))
+    cfg = BuildConfig(data_dir=str(data), out_dir=str(tmp_path / "b"), ontology_dir=None, wnut_augment=3)
+    assert cfg.fingerprint() != BuildConfig(data_dir=str(data), out_dir="x", ontology_dir=None).fingerprint()
+    dd = build_dataset(cfg)
+    swaps = [r for r in dd["train"] if "/swap" in r["doc"]]
+    assert len(swaps) == 9  # three sentences with an entity, three copies each; none of "no names here"
+    assert [r for r in dd["train"] if "/swap" not in r["doc"]] == list(base["train"])
+    assert dd["dev"]["text"] == base["dev"]["text"] and dd["test"]["text"] == base["test"]["text"]
+    people, places = {"John", "Mary Ann"}, {"Berlin", "Rome"}
+    texts = set()
+    for r in swaps:
+        words = r["text"].split()
+        ents = " ".join(w for w, e in zip(words, r["entity"]) if e)
+        texts.add(r["text"])
+        if r["doc"].startswith("wnut17/train/0/"):
+            assert words[:2] == ["I", "met"] and words[-1] == "today" and ents in people
+        elif r["doc"].startswith("wnut17/train/1/"):
+            assert "called from" in r["text"] and any(ents == f"{p} {c}" for p in people for c in places)
+        else:
+            assert words[-2:] == ["is", "warm"] and ents in places
+        assert all(lab == 1 and wt == 3.0 for lab, wt, e in zip(r["labels"], r["weights"], r["entity"]) if e)
+    assert texts - set(base["train"]["text"])  # some copies really hold another entity
+    rebuilt = build_dataset(BuildConfig(data_dir=str(data), out_dir=str(tmp_path / "c"), ontology_dir=None,
+                                        wnut_augment=3))
+    assert list(rebuilt["train"]) == list(dd["train"])
+
+
 def test_bad_conll_line_says_where(tmp_path: Path) -> None:
     from odcf.training.data import read_conll
 
