@@ -83,8 +83,9 @@ class TokenCompressor(Stage):
 
     Options: ``model_path`` (folder or ``.onnx``; default the shipped model), ``rate`` (share of
     words to keep, 0-1), ``threshold`` (keep probability cut-off), ``min_words`` (shorter
-    segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` and
-    ``max_len`` (model window in sub-tokens, default from the model's metadata), ``relevance``
+    segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` (model
+    chunks per run; default 1, so that a segment's result never depends on the other segments:
+    see :mod:`odcf.backends.token_classifier`) and ``max_len`` (model window in sub-tokens, default from the model's metadata), ``relevance``
     (weight word probabilities by segment score under a rate or budget; default on),
     ``cost_exponent`` (0-1: how much a word's token count lowers its place under a budget; 0 =
     probability alone; default :data:`~odcf.training.metrics.COST_EXPONENT`).
@@ -103,7 +104,7 @@ class TokenCompressor(Stage):
         threshold: float | None = None,
         min_words: int = 8,
         min_rate: float = 0.2,
-        batch_size: int = 32,
+        batch_size: int = 1,
         max_len: int | None = None,
         threads: int | None = None,
         relevance: bool = True,

@@ -113,3 +113,16 @@ def test_case_aware_model_gets_letter_case_through_token_types(tmp_path: Path) -
 def test_unknown_token_types_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StageError, match="unknown token_types 'shape'"):
         TokenClassifier.load(_type_reading_model(tmp_path / "bad", "shape"), threads=1)
+
+
+def test_a_texts_probabilities_do_not_depend_on_the_texts_beside_it() -> None:
+    """The shipped int8 model quantizes activations per run: each chunk runs alone, so the same text
+    gets the same probabilities whatever else is in the call (byte-identical output per input)."""
+    clf = TokenClassifier.load(None, threads=1)
+    texts = ["Liability is capped at $5 million under clause 14.2 of the Globex agreement.",
+             "ok",
+             "We met Sarah Connor at the Cyberdyne office in Sunnyvale on 3 May 2024 to sign it. " * 12]
+    together = clf.word_probs(texts)
+    for text, p in zip(texts, together):
+        assert np.array_equal(clf.word_probs([text])[0], p)
+    assert np.array_equal(clf.word_probs(texts[::-1])[::-1][0], together[0])

@@ -34,3 +34,6 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     # the budget rows: the stage's order (p / tokens ** 0.25) and probability alone, both written out
     assert wnut["tokens_0.333"]["cost_exponent"] == 0.25 and wnut["tokens_0.333_p"]["cost_exponent"] == 0.0
     assert "order p / tokens^0.25" in md and "probability order alone" in md
+    # speed: the stage's way (each chunk alone) per thread count, and padded batches for comparison
+    assert [(s["threads"], s["batch_size"]) for s in res["speed"]] == [(1, 1), (1, 32)]
+    assert "| 1 | 32 (padded batches; not what the stage does) |" in md
