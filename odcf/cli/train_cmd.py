@@ -42,9 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-steps", type=int, default=0, help="stop after N steps (smoke runs)")
     p.add_argument("--qmsum-windows", type=int, default=None, metavar="N",
                    help="cap on QMSum training windows (default 1800; 0 = all)")
-    p.add_argument("--wnut-augment", type=int, default=None, metavar="N",
+    p.add_argument("--wnut-augment", type=int, default=d.wnut_augment, metavar="N",
                    help="mention replacement: N extra copies of each WNUT-17 train sentence with an entity, "
-                        "every entity swapped for another train entity of its type (default 0)")
+                        "every entity swapped for another train entity of its type (default %(default)s; 0 = off)")
     p.add_argument("--keep-target", type=float, default=d.keep_target,
                    help=f"soft target of ordinary keep words; must-keep words aim at 1.0 (default {d.keep_target})")
     p.add_argument("--must-weight", type=float, default=d.must_weight,
@@ -81,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
     from odcf.training.finetune import TrainConfig, train
 
     build: dict[str, Any] = {"qmsum_train_windows": args.qmsum_windows} if args.qmsum_windows is not None else {}
-    if args.wnut_augment:
-        build["wnut_augment"] = args.wnut_augment
     sources = csv_list(args.sources) if args.sources is not None else ("wnut17", "qmsum")
     if args.corpus:
         build.update(corpus=corpus_paths(args), sources=(*sources, "corpus"))
@@ -98,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         must_weight=args.must_weight or None, case_types=args.case_types,
         inner_weight=args.inner_weight, case_dropout=args.case_dropout,
         freeze_word_embeddings=args.freeze_word_embeddings, rank_weight=args.rank_weight,
+        wnut_augment=args.wnut_augment,
         train_dev_sources=on_dev,
     )
     report = train(cfg, resume=args.resume)

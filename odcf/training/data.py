@@ -88,7 +88,7 @@ class BuildConfig:
             d["corpus_files"] = corpus_digest(self.corpus)
         else:  # the same fingerprint as before corpus files existed: earlier runs keep their data
             d.pop("corpus")
-        if not self.wnut_augment:
+        if not self.wnut_augment or "wnut17" not in self.sources:  # unaugmented builds keep their data
             d.pop("wnut_augment")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -77,14 +77,33 @@ class TrainConfig:
     #: Keep the pretrained word-piece embeddings fixed (token-type, position and all layers still
     #: train): guards what the backbone knows about words the training data never shows.
     freeze_word_embeddings: bool = False
-    #: Weight of a pairwise ranking term added to the loss: every must-keep sub-token of a batch
+    #: Weight of a pairwise ranking term added to the loss (0 = off): every must-keep sub-token of a batch
     #: against every other sub-token, ``softplus(z_other - z_must)`` on the keep logit margins (an
     #: AUC surrogate: the global rate keeps the top of one ranking, so rank entities above the rest).
-    rank_weight: float = 0.0
+    rank_weight: float = 1.0
+    #: Mention replacement (``BuildConfig.wnut_augment``): extra copies of each WNUT-17 train
+    #: sentence with its entities swapped for other train entities of the same type.
+    wnut_augment: int = 2
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
+    def __post_init__(self) -> None:
+        checks = (
+            ("epochs", self.epochs >= 1, "at least 1"), ("lr", self.lr > 0, "positive"),
+            ("batch_size", self.batch_size >= 1, "at least 1"), ("max_len", self.max_len >= 8, "at least 8"),
+            ("threads", self.threads >= 1, "at least 1"), ("max_steps", self.max_steps >= 0, "0 or more"),
+            ("keep_target", 0.0 < self.keep_target <= 1.0, "in (0, 1]"),
+            ("must_weight", self.must_weight is None or self.must_weight > 0, "positive"),
+            ("inner_weight", self.inner_weight is None or self.inner_weight > 0, "positive"),
+            ("case_dropout", 0.0 <= self.case_dropout <= 1.0, "in [0, 1]"),
+            ("rank_weight", self.rank_weight >= 0, "0 or more"), ("wnut_augment", self.wnut_augment >= 0, "0 or more"),
+        )
+        bad = [f"{name} must be {what}, got {getattr(self, name)!r}" for name, ok, what in checks if not ok]
+        if bad:
+            raise OdcfError("training configuration: " + "; ".join(bad))
+
     def build_config(self) -> BuildConfig:
-        return BuildConfig(data_dir=self.data_dir, out_dir=self.out_dir, max_len=self.max_len, **self.build)
+        extra = {"wnut_augment": self.wnut_augment, **self.build}
+        return BuildConfig(data_dir=self.data_dir, out_dir=self.out_dir, max_len=self.max_len, **extra)
 
 
 def _torch() -> Any:

@@ -127,3 +127,16 @@ def test_case_dropout_drops_the_case_channel_for_a_stable_share_of_rows() -> Non
     cased = [bool(it["typ"].any()) for it in half]
     assert 70 < sum(cased) < 130  # about half, by a hash of the document id
     assert cased == [bool(it["typ"].any()) for it in encode_rows(rows, tok, 16, case_types=True, case_dropout=0.5)]
+
+
+def test_bad_training_settings_are_one_clear_error() -> None:
+    from odcf.errors import OdcfError
+    from odcf.training.finetune import TrainConfig
+
+    with pytest.raises(OdcfError, match=r"case_dropout must be in \[0, 1\], got 1.5; wnut_augment must be 0 or more, got -1"):
+        TrainConfig(data_dir="d", out_dir="o", wnut_augment=-1, case_dropout=1.5)
+    with pytest.raises(OdcfError, match="rank_weight must be 0 or more"):
+        TrainConfig(data_dir="d", out_dir="o", rank_weight=-0.5)
+    cfg = TrainConfig(data_dir="d", out_dir="o")
+    assert cfg.rank_weight == 1.0 and cfg.build_config().wnut_augment == 2
+    assert TrainConfig(data_dir="d", out_dir="o", build={"wnut_augment": 0}).build_config().wnut_augment == 0
