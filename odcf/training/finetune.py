@@ -80,10 +80,10 @@ class TrainConfig:
     #: Weight of a pairwise ranking term added to the loss (0 = off): every must-keep sub-token of a batch
     #: against every other sub-token, ``softplus(z_other - z_must)`` on the keep logit margins (an
     #: AUC surrogate: the global rate keeps the top of one ranking, so rank entities above the rest).
-    rank_weight: float = 1.0
+    rank_weight: float = 0.0
     #: Mention replacement (``BuildConfig.wnut_augment``): extra copies of each WNUT-17 train
     #: sentence with its entities swapped for other train entities of the same type.
-    wnut_augment: int = 2
+    wnut_augment: int = 0
     build: dict[str, Any] = field(default_factory=dict)  # extra BuildConfig fields
 
     def __post_init__(self) -> None:

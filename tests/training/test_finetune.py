@@ -137,6 +137,6 @@ def test_bad_training_settings_are_one_clear_error() -> None:
         TrainConfig(data_dir="d", out_dir="o", wnut_augment=-1, case_dropout=1.5)
     with pytest.raises(OdcfError, match="rank_weight must be 0 or more"):
         TrainConfig(data_dir="d", out_dir="o", rank_weight=-0.5)
-    cfg = TrainConfig(data_dir="d", out_dir="o")
-    assert cfg.rank_weight == 1.0 and cfg.build_config().wnut_augment == 2
-    assert TrainConfig(data_dir="d", out_dir="o", build={"wnut_augment": 0}).build_config().wnut_augment == 0
+    cfg = TrainConfig(data_dir="d", out_dir="o", wnut_augment=2)
+    assert cfg.build_config().wnut_augment == 2
+    assert TrainConfig(data_dir="d", out_dir="o", wnut_augment=2, build={"wnut_augment": 0}).build_config().wnut_augment == 0
