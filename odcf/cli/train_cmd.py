@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.sources is not None:
         build["sources"] = sources
     run_sources = build.get("sources", sources)
+    if args.wnut_augment and "wnut17" not in run_sources:
+        raise OdcfError(f"--wnut-augment {args.wnut_augment}: copies WNUT-17 train sentences, but wnut17 is not a "
+                        f"source of this run ({', '.join(run_sources) or 'none'})")
     on_dev = (csv_list(args.train_on_dev) if args.train_on_dev is not None
               else tuple(s for s in TrainConfig.train_dev_sources if s in run_sources))
     cfg = TrainConfig(

@@ -85,10 +85,11 @@ class TokenCompressor(Stage):
     words to keep, 0-1), ``threshold`` (keep probability cut-off), ``min_words`` (shorter
     segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` (model
     chunks per run; default 1, so that a segment's result never depends on the other segments:
-    see :mod:`odcf.backends.token_classifier`) and ``max_len`` (model window in sub-tokens, default from the model's metadata), ``relevance``
-    (weight word probabilities by segment score under a rate or budget; default on),
-    ``cost_exponent`` (0-1: how much a word's token count lowers its place under a budget; 0 =
-    probability alone; default :data:`~odcf.training.metrics.COST_EXPONENT`).
+    see :mod:`odcf.backends.token_classifier`), ``max_len`` (model window in sub-tokens, default
+    from the model's metadata), ``relevance`` (weight word probabilities by segment score under
+    a rate or budget; default on), ``cost_exponent`` (0-1: how much a word's token count lowers
+    its place under a budget; 0 = probability alone; default
+    :data:`~odcf.training.metrics.COST_EXPONENT`).
     """
 
     name = "compress"
