@@ -47,62 +47,19 @@ class Budgeter(Stage):
         budget = doc.budget if doc.budget is not None else contract.budget
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise StageError(f"budget must be a positive integer, got {budget!r}")
-        unit = doc.tokenizer or contract.unit or plan.tokenizer
-        counter = get_counter(unit)
+        counter = get_counter(doc.tokenizer or contract.unit or plan.tokenizer)
         strict = bool(doc.meta.get("strict", self.strict))
         annotate = bool(doc.meta.get("annotate", self.annotate))
-        sources = {s.id: s for s in doc.sources}
 
-        decided: dict[str, Segment] = {}
-        tiers: dict[str, tuple[int, float, int]] = {}
-        warnings: list[str] = []
-        order_index = {s.id: k for k, s in enumerate(doc.segments)}
-        for seg in doc.segments:
-            if seg.dropped:
-                continue
-            src = sources[seg.source_id]
-            tier = _tier(seg, src.mandatory, contract)
-            if tier is None:
-                why = ("forbidden" if seg.layer in contract.forbidden else "not in the contract")
-                decided[seg.id] = seg.with_reason(
-                    f"budget: layer {seg.layer} is {why} for role {contract.name}", status="dropped")
-                continue
-            tiers[seg.id] = (tier, -(seg.score if seg.score is not None else 0.0), order_index[seg.id])
-
+        decided, tiers = _classify(doc, contract)
         live = [s for s in doc.segments if s.id in tiers]
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}
-        header_cost: dict[str, int] = {}
-        for s in live:
-            if s.source_id not in header_cost:
-                header_cost[s.source_id] = (counter.count(header(doc, sources[s.source_id], [s])) + 2) if annotate else 2
+        kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate)
+        exact, rounds = self._trim(doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments)),
+                                   kept, tiers, required_ids, budget, counter, annotate)
 
-        required_tokens = sum(cost[i] for i in required_ids) + sum(
-            header_cost[sid] for sid in {s.source_id for s in live if s.id in required_ids})
-        kept: set[str] = set(required_ids)
-        opened: set[str] = {s.source_id for s in live if s.id in required_ids}
-        used = required_tokens
-        for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
-            extra = cost[seg.id] + (0 if seg.source_id in opened else header_cost[seg.source_id])
-            if used + extra <= budget:
-                kept.add(seg.id)
-                opened.add(seg.source_id)
-                used += extra
-
-        def delivered(seg: Segment) -> bool:
-            return seg.id in kept
-
-        probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
-        text, _ = render(probe, delivered, annotate=annotate)
-        exact = counter.count(text)
-        rounds = 0
-        trimmable = sorted((i for i in kept if i not in required_ids), key=lambda i: tiers[i], reverse=True)
-        while exact > budget and trimmable and rounds < self.max_trim_rounds:
-            kept.discard(trimmable.pop(0))
-            text, _ = render(probe, delivered, annotate=annotate)
-            exact = counter.count(text)
-            rounds += 1
-
+        warnings: list[str] = []
         over_by = max(0, exact - budget)
         if over_by and strict:
             raise BudgetError(
@@ -112,29 +69,10 @@ class Budgeter(Stage):
             )
         if over_by:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
-
-        dropped_by_budget = 0
-        required_layers_present: dict[str, bool] = {layer: False for layer in contract.required}
-        final: list[Segment] = []
-        for seg in doc.segments:
-            if seg.id in decided:
-                final.append(decided[seg.id])
-                continue
-            if seg.id in tiers and seg.id not in kept:
-                dropped_by_budget += 1
-                t = tiers[seg.id][0]
-                where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
-                final.append(seg.with_reason(
-                    f"budget: no room in {budget} tokens for role {contract.name} ({where} {seg.layer}, "
-                    f"score {seg.score if seg.score is not None else 0:.2f}, {cost[seg.id]} tokens)",
-                    status="dropped"))
-                continue
-            if seg.id in kept:
-                required_layers_present[seg.layer] = True
-            final.append(seg)
+        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract)
         has_layer = {s.layer for s in live}
-        for layer, present in required_layers_present.items():
-            if layer in has_layer and not present:
+        for layer, got in present.items():
+            if layer in has_layer and not got:
                 warnings.append(f"required layer {layer!r}: nothing fit in the budget")
             elif layer not in has_layer and layer != "instruction":
                 warnings.append(f"required layer {layer!r}: no input")
@@ -148,6 +86,92 @@ class Budgeter(Stage):
         meta = dict(doc.meta)
         meta["budget_info"] = info
         return doc.with_event(TraceEvent(stage=self.name, data=info), segments=tuple(final), meta=meta)
+
+    def _trim(self, probe: Document, kept: set[str], tiers: dict[str, tuple[int, float, int]],
+              required_ids: set[str], budget: int, counter: Any, annotate: bool) -> tuple[int, int]:
+        """Measure the text exactly as it will be assembled and drop kept optional segments,
+        lowest precedence first, while it is over *budget*; return (tokens, rounds). *kept* shrinks."""
+        def delivered(seg: Segment) -> bool:
+            return seg.id in kept
+
+        text, _ = render(probe, delivered, annotate=annotate)
+        exact = counter.count(text)
+        rounds = 0
+        trimmable = sorted((i for i in kept if i not in required_ids), key=lambda i: tiers[i], reverse=True)
+        while exact > budget and trimmable and rounds < self.max_trim_rounds:
+            kept.discard(trimmable.pop(0))
+            text, _ = render(probe, delivered, annotate=annotate)
+            exact = counter.count(text)
+            rounds += 1
+        return exact, rounds
+
+
+def _classify(doc: Document, contract: RoleContract) -> tuple[dict[str, Segment], dict[str, tuple[int, float, int]]]:
+    """Segments dropped for their layer (forbidden or not in the contract), and the sort key
+    (tier, -score, position) of every other live segment."""
+    sources = {s.id: s for s in doc.sources}
+    decided: dict[str, Segment] = {}
+    tiers: dict[str, tuple[int, float, int]] = {}
+    for k, seg in enumerate(doc.segments):
+        if seg.dropped:
+            continue
+        tier = _tier(seg, sources[seg.source_id].mandatory, contract)
+        if tier is None:
+            why = ("forbidden" if seg.layer in contract.forbidden else "not in the contract")
+            decided[seg.id] = seg.with_reason(
+                f"budget: layer {seg.layer} is {why} for role {contract.name}", status="dropped")
+            continue
+        tiers[seg.id] = (tier, -(seg.score if seg.score is not None else 0.0), k)
+    return decided, tiers
+
+
+def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float, int]], cost: dict[str, int],
+          required_ids: set[str], budget: int, counter: Any, annotate: bool) -> tuple[set[str], int]:
+    """Required segments, then the others in precedence order while they fit (a source's header
+    is paid with its first segment); return the kept ids and the tokens of the required ones."""
+    sources = {s.id: s for s in doc.sources}
+    header_cost: dict[str, int] = {}
+    for s in live:
+        if s.source_id not in header_cost:
+            header_cost[s.source_id] = (counter.count(header(doc, sources[s.source_id], [s])) + 2) if annotate else 2
+    required_tokens = sum(cost[i] for i in required_ids) + sum(
+        header_cost[sid] for sid in {s.source_id for s in live if s.id in required_ids})
+    kept: set[str] = set(required_ids)
+    opened: set[str] = {s.source_id for s in live if s.id in required_ids}
+    used = required_tokens
+    for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
+        extra = cost[seg.id] + (0 if seg.source_id in opened else header_cost[seg.source_id])
+        if used + extra <= budget:
+            kept.add(seg.id)
+            opened.add(seg.source_id)
+            used += extra
+    return kept, required_tokens
+
+
+def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[int, float, int]], kept: set[str],
+            cost: dict[str, int], budget: int, contract: RoleContract) -> tuple[list[Segment], int, dict[str, bool]]:
+    """Every segment with its final status (a budget drop says why), the number of budget drops,
+    and whether each required layer kept anything."""
+    dropped = 0
+    present: dict[str, bool] = {layer: False for layer in contract.required}
+    final: list[Segment] = []
+    for seg in doc.segments:
+        if seg.id in decided:
+            final.append(decided[seg.id])
+            continue
+        if seg.id in tiers and seg.id not in kept:
+            dropped += 1
+            t = tiers[seg.id][0]
+            where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
+            final.append(seg.with_reason(
+                f"budget: no room in {budget} tokens for role {contract.name} ({where} {seg.layer}, "
+                f"score {seg.score if seg.score is not None else 0:.2f}, {cost[seg.id]} tokens)",
+                status="dropped"))
+            continue
+        if seg.id in kept:
+            present[seg.layer] = True
+        final.append(seg)
+    return final, dropped, present
 
 
 def _tier(seg: Segment, mandatory: bool, contract: RoleContract) -> int | None:
