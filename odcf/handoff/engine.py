@@ -126,7 +126,108 @@ def handoff(
     unit = tokenizer or comp.tokenizer or contract.unit or plan.tokenizer
     counter = get_counter(unit)
     query = query if query is not None else plan.task_goal
+    prep = _prepare(batch, plan, contract, budget, counter, query, strict,
+                    history=(verbatim_turns, condensed_turns, turn_cap))
 
+    # 5. core pipeline within the budget left after the notes
+    notes = prep.notes(contract, counter, budget)
+    notes_cost = counter.count(notes) + 2 if notes else 0
+    core_budget = max(1, budget - notes_cost)
+    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
+    meta = dict(doc.meta)
+    meta.update({"conflicts": [c.to_dict() for c in prep.conflicts],
+                 "not_searched": [c.category for c in prep.decision.not_searched]})
+    doc = doc.replace(meta=meta)
+    out = _pipeline(comp).run(doc, plan)
+    core_text = out.meta["text"]
+    record = dict(out.meta["record"])
+
+    prep.missing += _dropped_mandatory(prep.kept, prep.decision, prep.allowed, record)
+    dropped = [m for m in prep.missing if m["status"] == "dropped"]
+    if strict and dropped:
+        raise HandoffError(f"role {contract.name}: mandatory material was dropped: "
+                           + "; ".join(m["why"] for m in dropped), missing=[_name(m) for m in prep.missing])
+    if dropped:
+        notes = prep.notes(contract, counter, budget)
+
+    text = core_text + ("\n\n" + notes if notes and core_text else notes)
+    tokens = counter.count(text)
+    over_by = max(0, tokens - budget)
+    tokens_in = sum(counter.count(it.text) for it in batch.items)
+    record.update({
+        "tokens_in": tokens_in,
+        "budget": budget,
+        "tokens_out": tokens,
+        "ratio": round(tokens_in / tokens, 3) if tokens else None,
+        "over_budget": over_by > 0,
+        "over_by": over_by,
+        "sha256": sha256(text),
+        "missing": list(record.get("missing", [])) + prep.missing,
+        "not_searched": [c.category for c in prep.decision.not_searched],
+        "searched_none_found": [c.category for c in prep.decision.searched_none_found],
+        "conflicts": [c.to_dict() for c in prep.conflicts],
+        "mandatory": [{"item": k, "why": list(v)} for k, v in sorted(prep.decision.reasons.items())],
+        "handoff": {
+            **prep.record_entries(contract, counter),
+            "notes_tokens": counter.count(notes) if notes else 0,
+            "core_budget": core_budget,
+            "core_tokens_in": out.meta["record"]["tokens_in"],
+            "core_sha256": sha256(core_text),
+            "items": len(batch.items),
+            "searched": sorted(batch.searched),
+        },
+    })
+    if over_by and strict:
+        from odcf.errors import BudgetError
+
+        raise BudgetError(f"handoff to {contract.name} needs {tokens} tokens, budget {budget}: over by {over_by}",
+                          budget=budget, required=tokens)
+    return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
+                         budget=budget, document=out)
+
+
+@dataclass
+class _Prepared:
+    """Steps 2-4 of a handoff: what was kept and flagged, what is mandatory or missing, and the
+    sources laid out for the core pipeline."""
+
+    kept: list[HandoffItem]
+    duplicates: list[Any]
+    confidence_flags: list[Any]
+    conflicts: list[Any]
+    decision: Any
+    allowed: set[str]
+    missing: list[dict[str, Any]]
+    states: dict[str, Any]
+    reasoning_cuts: dict[str, ReasoningCut]
+    layered: Any
+    caps: tuple[int, int]
+    sources: list[Any]
+
+    def notes(self, contract: RoleContract, counter: Any, budget: int) -> str:
+        return render_notes(contract, self.decision, self.missing, self.duplicates, self.confidence_flags,
+                            self.conflicts, counter=counter, max_tokens=notes_cap(budget))
+
+    def record_entries(self, contract: RoleContract, counter: Any) -> dict[str, Any]:
+        """The record's ``handoff`` entries that the preparation decides."""
+        return {
+            "role": contract.name,
+            "required_categories": list(contract.categories),
+            "categories": [_category_entry(c, self.kept, self.allowed) for c in self.decision.categories],
+            "caller_optional_overridden": list(self.decision.overridden),
+            "duplicates": [g.to_dict() for g in self.duplicates],
+            "confidence_flags": [dict(f) for f in self.confidence_flags],
+            "history": [t.to_dict() for t in self.layered.turns],
+            "history_caps": {"condensed_turn": self.caps[0], "bullet": self.caps[1]},
+            "state": _state_entries(self.states, counter),
+            "reasoning": [c.to_dict() for c in self.reasoning_cuts.values()],
+        }
+
+
+def _prepare(batch: ItemBatch, plan: Plan, contract: RoleContract, budget: int, counter: Any, query: str | None,
+             strict: bool, *, history: tuple[int, int, int]) -> _Prepared:
+    """Provenance and trust (2), mandatory material (3) and layers (4); *history* is
+    (verbatim turns, condensed turns, turn cap)."""
     # 2. provenance and trust
     kept, duplicates = merge_near_duplicates(batch.items)
     kept, confidence_flags = cap_confidence(kept)
@@ -145,76 +246,12 @@ def handoff(
     reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed)
     hist_items = [it for it in kept if it.layer == "history" and not decision.is_mandatory(it.id)]
     others = build_sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
+    verbatim, condensed, turn_cap = history
     layered, caps = fit_history(hist_items, others, plan=plan, counter=counter, budget=budget,
-                                verbatim=verbatim_turns, condensed=condensed_turns, turn_cap=turn_cap, query=query)
+                                verbatim=verbatim, condensed=condensed, turn_cap=turn_cap, query=query)
     sources = build_sources(kept, decision, states, reasoning_cuts, layered)
-
-    # 5. core pipeline within the budget left after the notes
-    notes = render_notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
-                         counter=counter, max_tokens=notes_cap(budget))
-    notes_cost = counter.count(notes) + 2 if notes else 0
-    core_budget = max(1, budget - notes_cost)
-    doc = comp.document(sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
-    meta = dict(doc.meta)
-    meta.update({"conflicts": [c.to_dict() for c in conflicts],
-                 "not_searched": [c.category for c in decision.not_searched]})
-    doc = doc.replace(meta=meta)
-    out = _pipeline(comp).run(doc, plan)
-    core_text = out.meta["text"]
-    record = dict(out.meta["record"])
-
-    missing += _dropped_mandatory(kept, decision, allowed, record)
-    if strict and any(m["status"] == "dropped" for m in missing):
-        raise HandoffError(f"role {contract.name}: mandatory material was dropped: "
-                           + "; ".join(m["why"] for m in missing if m["status"] == "dropped"),
-                           missing=[_name(m) for m in missing])
-    if any(m["status"] == "dropped" for m in missing):
-        notes = render_notes(contract, decision, missing, duplicates, confidence_flags, conflicts,
-                             counter=counter, max_tokens=notes_cap(budget))
-
-    text = core_text + ("\n\n" + notes if notes and core_text else notes)
-    tokens = counter.count(text)
-    over_by = max(0, tokens - budget)
-    tokens_in = sum(counter.count(it.text) for it in batch.items)
-    record.update({
-        "tokens_in": tokens_in,
-        "budget": budget,
-        "tokens_out": tokens,
-        "ratio": round(tokens_in / tokens, 3) if tokens else None,
-        "over_budget": over_by > 0,
-        "over_by": over_by,
-        "sha256": sha256(text),
-        "missing": list(record.get("missing", [])) + missing,
-        "not_searched": [c.category for c in decision.not_searched],
-        "searched_none_found": [c.category for c in decision.searched_none_found],
-        "conflicts": [c.to_dict() for c in conflicts],
-        "mandatory": [{"item": k, "why": list(v)} for k, v in sorted(decision.reasons.items())],
-        "handoff": {
-            "role": contract.name,
-            "required_categories": list(contract.categories),
-            "categories": [_category_entry(c, kept, allowed) for c in decision.categories],
-            "caller_optional_overridden": list(decision.overridden),
-            "duplicates": [g.to_dict() for g in duplicates],
-            "confidence_flags": [dict(f) for f in confidence_flags],
-            "history": [t.to_dict() for t in layered.turns],
-            "history_caps": {"condensed_turn": caps[0], "bullet": caps[1]},
-            "state": _state_entries(states, counter),
-            "reasoning": [c.to_dict() for c in reasoning_cuts.values()],
-            "notes_tokens": counter.count(notes) if notes else 0,
-            "core_budget": core_budget,
-            "core_tokens_in": out.meta["record"]["tokens_in"],
-            "core_sha256": sha256(core_text),
-            "items": len(batch.items),
-            "searched": sorted(batch.searched),
-        },
-    })
-    if over_by and strict:
-        from odcf.errors import BudgetError
-
-        raise BudgetError(f"handoff to {contract.name} needs {tokens} tokens, budget {budget}: over by {over_by}",
-                          budget=budget, required=tokens)
-    return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
-                         budget=budget, document=out)
+    return _Prepared(list(kept), list(duplicates), list(confidence_flags), list(conflicts), decision, allowed,
+                     missing, states, reasoning_cuts, layered, caps, sources)
 
 
 def _missing_before(kept: Sequence[HandoffItem], decision: Any, contract: Any, allowed: set[str]) -> list[dict[str, Any]]:
