@@ -300,71 +300,12 @@ def render_html(
         record = document.meta.get("record")
     if not isinstance(record, Mapping):
         raise ValueError("render_html needs a delivery record: the document has no meta['record'] (did assemble run?)")
-    rec_sources = {str(s.get("id")): s for s in record.get("sources", ())}
-    rec_segments = {
-        str(seg.get("id")): seg for s in record.get("sources", ()) for seg in s.get("segments", ())
-    }
-    counts = record_status_counts(record)
-    n_protected = record_protected_count(record)
-
-    total_cut = 0
-    source_blocks: list[str] = []
-    for src in document.sources:
-        rsrc = rec_sources.get(src.id, {})
-        parts: list[str] = []
-        for seg in document.segments_of(src.id):
-            piece, cut = _segment_html(seg, rec_segments.get(seg.id))
-            total_cut += cut
-            parts.append(piece)
-        kind = f"{src.meta['original_kind']} → {src.kind} (source rules)" if src.meta.get("original_kind") else src.kind
-        head = (
-            f'<div class="src-head">{_e(src.label)} · {_e(kind)} · layer {_e(src.layer)}'
-            f" · {_e(rsrc.get('status', ''))} · {rsrc.get('tokens_in', '?')} → {rsrc.get('tokens_out', '?')} tokens</div>"
-        )
-        source_blocks.append(
-            f'<section class="card source" data-source="{_e(src.id)}"><h2>{_e(src.id)}</h2>{head}'
-            f'<div class="text">{"".join(parts) or "<span class=muted>(no segments)</span>"}</div></section>'
-        )
-
-    legend = ['<ul class="legend" id="legend">']
-    for status in STATUSES:
-        legend.append(
-            f'<li data-status="{status}" data-count="{counts.get(status, 0)}">'
-            f'<span class="sw st-{status}"></span>{_e(STATUS_LABELS[status])}: <b>{counts.get(status, 0)}</b></li>'
-        )
-    legend.append(
-        f'<li data-kind="protected" data-count="{n_protected}"><span class="sw prot"></span>'
-        f"protected spans: <b>{n_protected}</b></li>"
-    )
-    legend.append(
-        f'<li data-kind="cut" data-count="{total_cut}"><span class="sw cut"></span>'
-        f"words/lines cut inside segments: <b>{total_cut}</b></li>"
-    )
-    legend.append("</ul>")
-
-    src_rows = [
-        (str(s.get("id")), int(s.get("tokens_in") or 0), int(s.get("tokens_out") or 0))
-        for s in record.get("sources", ())
-    ]
-    layer_tot: dict[str, list[int]] = {}
-    for s in record.get("sources", ()):
-        acc = layer_tot.setdefault(str(s.get("layer")), [0, 0])
-        acc[0] += int(s.get("tokens_in") or 0)
-        acc[1] += int(s.get("tokens_out") or 0)
-    layer_rows = [(k, v[0], v[1]) for k, v in layer_tot.items()]
+    source_blocks, total_cut = _source_blocks(document, record)
+    legend = _legend(record_status_counts(record), record_protected_count(record), total_cut)
+    src_rows, layer_rows = _token_rows(record)
     scale = max([r[1] for r in src_rows] + [r[2] for r in src_rows] + [1])
     lscale = max([r[1] for r in layer_rows] + [r[2] for r in layer_rows] + [1])
-
-    health_html = ""
-    if health:
-        lows = len(health.get("low_density", ()))
-        health_html = (
-            '<div class="card" id="health"><h2>Health</h2><p class="muted">'
-            f"{health.get('tokens_total', '?')} tokens in · {len(health.get('prefixes', ()))} repeated prefixes · "
-            f"{len(health.get('boilerplate', ()))} boilerplate lines · {len(health.get('noise', ()))} noise findings · "
-            f"{lows} low-density regions</p></div>"
-        )
-
+    health_html = _health_html(health)
     warnings = list(record.get("warnings", ())) + [f"missing: {m}" for m in record.get("missing", ())]
     warn_html = ""
     if warnings:
@@ -393,4 +334,76 @@ def render_html(
         '<div class="card" id="panel"><h2>Segment</h2><div id="panel-body" class="muted">'
         "Click a segment to see its status, score, protection and reasons.</div></div>"
         f"</aside></main>\n<script>{_JS}</script></body></html>\n"
+    )
+
+
+def _source_blocks(document: Document, record: Mapping[str, Any]) -> tuple[list[str], int]:
+    """One card per source with its segments marked up, and the words/lines cut inside segments."""
+    rec_sources = {str(s.get("id")): s for s in record.get("sources", ())}
+    rec_segments = {
+        str(seg.get("id")): seg for s in record.get("sources", ()) for seg in s.get("segments", ())
+    }
+    total_cut = 0
+    blocks: list[str] = []
+    for src in document.sources:
+        rsrc = rec_sources.get(src.id, {})
+        parts: list[str] = []
+        for seg in document.segments_of(src.id):
+            piece, cut = _segment_html(seg, rec_segments.get(seg.id))
+            total_cut += cut
+            parts.append(piece)
+        kind = f"{src.meta['original_kind']} → {src.kind} (source rules)" if src.meta.get("original_kind") else src.kind
+        head = (
+            f'<div class="src-head">{_e(src.label)} · {_e(kind)} · layer {_e(src.layer)}'
+            f" · {_e(rsrc.get('status', ''))} · {rsrc.get('tokens_in', '?')} → {rsrc.get('tokens_out', '?')} tokens</div>"
+        )
+        blocks.append(
+            f'<section class="card source" data-source="{_e(src.id)}"><h2>{_e(src.id)}</h2>{head}'
+            f'<div class="text">{"".join(parts) or "<span class=muted>(no segments)</span>"}</div></section>'
+        )
+    return blocks, total_cut
+
+
+def _legend(counts: Mapping[str, int], n_protected: int, total_cut: int) -> list[str]:
+    legend = ['<ul class="legend" id="legend">']
+    for status in STATUSES:
+        legend.append(
+            f'<li data-status="{status}" data-count="{counts.get(status, 0)}">'
+            f'<span class="sw st-{status}"></span>{_e(STATUS_LABELS[status])}: <b>{counts.get(status, 0)}</b></li>'
+        )
+    legend.append(
+        f'<li data-kind="protected" data-count="{n_protected}"><span class="sw prot"></span>'
+        f"protected spans: <b>{n_protected}</b></li>"
+    )
+    legend.append(
+        f'<li data-kind="cut" data-count="{total_cut}"><span class="sw cut"></span>'
+        f"words/lines cut inside segments: <b>{total_cut}</b></li>"
+    )
+    legend.append("</ul>")
+    return legend
+
+
+def _token_rows(record: Mapping[str, Any]) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+    """(name, tokens in, tokens out) per source and per layer."""
+    src_rows = [
+        (str(s.get("id")), int(s.get("tokens_in") or 0), int(s.get("tokens_out") or 0))
+        for s in record.get("sources", ())
+    ]
+    layer_tot: dict[str, list[int]] = {}
+    for s in record.get("sources", ()):
+        acc = layer_tot.setdefault(str(s.get("layer")), [0, 0])
+        acc[0] += int(s.get("tokens_in") or 0)
+        acc[1] += int(s.get("tokens_out") or 0)
+    return src_rows, [(k, v[0], v[1]) for k, v in layer_tot.items()]
+
+
+def _health_html(health: Mapping[str, Any] | None) -> str:
+    if not health:
+        return ""
+    lows = len(health.get("low_density", ()))
+    return (
+        '<div class="card" id="health"><h2>Health</h2><p class="muted">'
+        f"{health.get('tokens_total', '?')} tokens in · {len(health.get('prefixes', ()))} repeated prefixes · "
+        f"{len(health.get('boilerplate', ()))} boilerplate lines · {len(health.get('noise', ()))} noise findings · "
+        f"{lows} low-density regions</p></div>"
     )
