@@ -290,73 +290,98 @@ def verify_report(
     if unannotated:
         notes.append("the delivered text has no [source i/n] headers (--no-annotate): checked as a whole, "
                      "not per source")
-    unit = record.get("unit")
-    checked: list[str] = []
-    n_segments = 0
-    vocab_texts: list[str] = []
-
+    run = _Run(blocks=blocks, text=text, unannotated=unannotated, plan=plan, stages=stages,
+               base_dirs=base_dirs, unit=record.get("unit"), problems=problems, notes=notes)
     for k, src in enumerate(record["sources"]):
-        sid = str(src.get("id", f"#{k + 1}"))
+        run.check_source(str(src.get("id", f"#{k + 1}")), src)
+    if unannotated and plan is not None and text is not None \
+            and all(str(s.get("id")) in run.checked for s in delivered) and run.vocab_texts:
+        extra = foreign_words(text, *run.vocab_texts, allowed=_abbreviation_words(plan))
+        if extra:
+            problems.append(Problem("text-not-derivable", "delivered words in none of the sources: "
+                                    + ", ".join(repr(w) for w in extra[:5])))
+    return VerifyReport(tuple(problems), tuple(run.checked), run.n_segments, tuple(notes))
+
+
+@dataclass
+class _Run:
+    """One :func:`verify_report` pass: what it checks against, and what it has found so far."""
+
+    blocks: Mapping[str, str]
+    text: str | None
+    unannotated: bool
+    plan: Any
+    stages: Mapping[str, Any] | None
+    base_dirs: Sequence[str | os.PathLike[str]]
+    unit: Any
+    problems: list[Problem]
+    notes: list[str]
+    checked: list[str] = field(default_factory=list)
+    n_segments: int = 0
+    vocab_texts: list[str] = field(default_factory=list)
+
+    def check_source(self, sid: str, src: Mapping[str, Any]) -> None:
+        """The record entry of one source against its delivered block, its file and a re-run selection."""
         segs = list(src.get("segments") or ())
-        for seg in segs:
-            if seg.get("status") in ("dropped", "merged") and seg.get("sha256") not in (None, _EMPTY_SHA):
-                problems.append(Problem("record-tampered", "a dropped segment has a non-empty delivered sha256",
-                                        sid, str(seg.get("id"))))
-        if text is not None and src.get("status") != "dropped" and not unannotated:
-            body = blocks.get(sid)
-            if body is None:
-                problems.append(Problem("text-changed", "no block for this source in the delivered text", sid))
-            elif src.get("sha256") and sha256(body) != src["sha256"]:
-                problems.append(Problem("text-changed", "delivered block does not match the record's sha256 "
-                                                        "for this source", sid))
+        self._check_delivered(sid, src, segs)
         origin = src.get("origin")
         if not is_file_origin(origin):
-            notes.append(f"{sid}: origin {origin!r} is not a file; not re-read")
-            continue
-        path = resolve_origin(str(origin), base_dirs)
+            self.notes.append(f"{sid}: origin {origin!r} is not a file; not re-read")
+            return
+        path = resolve_origin(str(origin), self.base_dirs)
         try:
             selected = read_selection(path, src.get("read_range"))
         except InputError as exc:
-            problems.append(Problem("source-unreadable", str(exc), sid))
-            continue
-        checked.append(sid)
+            self.problems.append(Problem("source-unreadable", str(exc), sid))
+            return
+        self.checked.append(sid)
         want = src.get("source_sha256")
         if want is None:
-            problems.append(Problem("record-invalid", "no source_sha256 for a file source", sid))
+            self.problems.append(Problem("record-invalid", "no source_sha256 for a file source", sid))
         elif sha256(selected) != want:
-            problems.append(Problem(
+            self.problems.append(Problem(
                 "source-changed",
                 f"{path} ({src.get('read_range') or 'whole'}) now hashes to {sha256(selected)[:16]}…, "
                 f"the record says {str(want)[:16]}…", sid))
-            continue  # segment checks against a changed source would only repeat the news
-        if plan is None or not segs:
-            continue
+            return  # segment checks against a changed source would only repeat the news
+        if self.plan is None or not segs:
+            return
+        self._check_selection(sid, src, segs, selected, origin)
+
+    def _check_delivered(self, sid: str, src: Mapping[str, Any], segs: list[Any]) -> None:
+        for seg in segs:
+            if seg.get("status") in ("dropped", "merged") and seg.get("sha256") not in (None, _EMPTY_SHA):
+                self.problems.append(Problem("record-tampered", "a dropped segment has a non-empty delivered sha256",
+                                             sid, str(seg.get("id"))))
+        if self.text is not None and src.get("status") != "dropped" and not self.unannotated:
+            body = self.blocks.get(sid)
+            if body is None:
+                self.problems.append(Problem("text-changed", "no block for this source in the delivered text", sid))
+            elif src.get("sha256") and sha256(body) != src["sha256"]:
+                self.problems.append(Problem("text-changed", "delivered block does not match the record's sha256 "
+                                                             "for this source", sid))
+
+    def _check_selection(self, sid: str, src: Mapping[str, Any], segs: list[Any], selected: str, origin: Any) -> None:
+        """Re-run the selection on the re-read source and compare segments and delivered words."""
         try:
             kind = src.get("original_kind") or src.get("kind", "text")
             source = Source(id=sid, text=selected, kind=kind, layer=src.get("layer", "fact"),
                             origin=origin, read_range=src.get("read_range") or "whole")
-            again = reselect(source, plan, tokenizer=unit, stages=stages)
+            again = reselect(source, self.plan, tokenizer=self.unit, stages=self.stages)
             fresh = again.segments
         except Exception as exc:  # a stage failing here is a finding, not a crash
-            problems.append(Problem("reselect-failed", f"re-running the selection failed: {exc}", sid))
-            continue
-        n_segments += len(segs)
-        problems.extend(_check_segments(sid, segs, fresh, src))
-        vocab_texts += [selected, again.sources[0].text]
-        body = blocks.get(sid)
+            self.problems.append(Problem("reselect-failed", f"re-running the selection failed: {exc}", sid))
+            return
+        self.n_segments += len(segs)
+        self.problems.extend(_check_segments(sid, segs, fresh, src))
+        self.vocab_texts += [selected, again.sources[0].text]
+        body = self.blocks.get(sid)
         if body is not None:
             # every word delivered for this source must come from it (compression deletes, it never writes)
-            extra = foreign_words(body, selected, again.sources[0].text, allowed=_abbreviation_words(plan))
+            extra = foreign_words(body, selected, again.sources[0].text, allowed=_abbreviation_words(self.plan))
             if extra:
                 shown = ", ".join(repr(w) for w in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
-                problems.append(Problem("text-not-derivable", f"delivered words not in the source: {shown}", sid))
-    if unannotated and plan is not None and text is not None \
-            and all(str(s.get("id")) in checked for s in delivered) and vocab_texts:
-        extra = foreign_words(text, *vocab_texts, allowed=_abbreviation_words(plan))
-        if extra:
-            problems.append(Problem("text-not-derivable", "delivered words in none of the sources: "
-                                    + ", ".join(repr(w) for w in extra[:5])))
-    return VerifyReport(tuple(problems), tuple(checked), n_segments, tuple(notes))
+                self.problems.append(Problem("text-not-derivable", f"delivered words not in the source: {shown}", sid))
 
 
 def _abbreviation_words(plan: Any) -> list[str]:
