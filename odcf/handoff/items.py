@@ -243,23 +243,7 @@ class _Parser:
         if body is None and not (is_message and ("tool_calls" in entry or "content" in entry)):
             self.problem(path, "missing 'text' (or 'content')")
 
-        layer = entry.get("layer")
-        if layer is None:
-            layer = _default_layer(role, body, entry)
-        elif layer not in LAYERS:
-            self.problem(f"{path}.layer", f"unknown layer {layer!r} (expected one of {', '.join(LAYERS)})")
-
-        kind = entry.get("kind")
-        if kind is None:
-            if role == "tool":
-                kind = "tool"
-            elif is_message:
-                kind = "chat"
-            else:
-                kind = "json" if isinstance(body, (Mapping, list)) else "text"
-        elif kind not in KINDS:
-            self.problem(f"{path}.kind", f"unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
-
+        layer, kind = self.layer_and_kind(entry, path, role, body, is_message)
         text, data = self.body_text(body, entry, path, layer)
         if is_message and entry.get("tool_calls"):
             text = _with_tool_calls(text, entry["tool_calls"], f"{path}.tool_calls", self)
@@ -269,32 +253,7 @@ class _Parser:
                                  or not math.isfinite(conf) or not 0.0 <= conf <= 1.0):
             self.problem(f"{path}.confidence", f"must be a number in [0, 1], got {conf!r}")
 
-        strs: dict[str, str | None] = {}
-        for key in ("id", "category", "origin", "timestamp", "speaker", "read_range"):
-            v = entry.get(key)
-            if v is not None and not isinstance(v, str):
-                if key == "id" and isinstance(v, int) and not isinstance(v, bool):
-                    v = str(v)
-                else:
-                    self.problem(f"{path}.{key}", f"must be a string, got {type(v).__name__}")
-                    v = None
-            strs[key] = v
-        bools: dict[str, bool] = {}
-        for key in ("mandatory", "optional", "scope_claim"):
-            v = entry.get(key, False)
-            if not isinstance(v, bool):
-                self.problem(f"{path}.{key}", f"must be true or false, got {v!r}")
-                v = False
-            bools[key] = v
-        lists: dict[str, tuple[str, ...]] = {}
-        for key in ("derived_from", "cites", "searched"):
-            v = entry.get(key, ())
-            if isinstance(v, str):
-                v = (v,)
-            if not isinstance(v, (list, tuple)) or not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
-                self.problem(f"{path}.{key}", "must be a list of strings")
-                v = ()
-            lists[key] = tuple(str(x) for x in v)
+        strs, bools, lists = self.typed_fields(entry, path)
         self.searched.update(lists["searched"])
 
         cat = strs["category"] or category
@@ -324,6 +283,58 @@ class _Parser:
             derived_from=lists["derived_from"], scope_claim=bools["scope_claim"], cites=lists["cites"],
             read_range=strs["read_range"] or "whole", position=position, call_args=call_args, data=data,
         ))
+
+    def layer_and_kind(self, entry: Mapping[str, Any], path: str, role: Any, body: Any,
+                       is_message: bool) -> tuple[Any, Any]:
+        """The entry's layer and kind, defaulted from what it is (a message, a tool result, JSON)."""
+        layer = entry.get("layer")
+        if layer is None:
+            layer = _default_layer(role, body, entry)
+        elif layer not in LAYERS:
+            self.problem(f"{path}.layer", f"unknown layer {layer!r} (expected one of {', '.join(LAYERS)})")
+        kind = entry.get("kind")
+        if kind is None:
+            if role == "tool":
+                kind = "tool"
+            elif is_message:
+                kind = "chat"
+            else:
+                kind = "json" if isinstance(body, (Mapping, list)) else "text"
+        elif kind not in KINDS:
+            self.problem(f"{path}.kind", f"unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
+        return layer, kind
+
+    def typed_fields(self, entry: Mapping[str, Any], path: str) -> tuple[
+            dict[str, str | None], dict[str, bool], dict[str, tuple[str, ...]]]:
+        """The entry's string, boolean and list fields, each checked (a bad one is a problem and
+        reads as absent); an integer id reads as its string."""
+        strs: dict[str, str | None] = {}
+        for key in ("id", "category", "origin", "timestamp", "speaker", "read_range"):
+            v = entry.get(key)
+            if v is not None and not isinstance(v, str):
+                if key == "id" and isinstance(v, int) and not isinstance(v, bool):
+                    v = str(v)
+                else:
+                    self.problem(f"{path}.{key}", f"must be a string, got {type(v).__name__}")
+                    v = None
+            strs[key] = v
+        bools: dict[str, bool] = {}
+        for key in ("mandatory", "optional", "scope_claim"):
+            v = entry.get(key, False)
+            if not isinstance(v, bool):
+                self.problem(f"{path}.{key}", f"must be true or false, got {v!r}")
+                v = False
+            bools[key] = v
+        lists: dict[str, tuple[str, ...]] = {}
+        for key in ("derived_from", "cites", "searched"):
+            v = entry.get(key, ())
+            if isinstance(v, str):
+                v = (v,)
+            if not isinstance(v, (list, tuple)) or not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+                self.problem(f"{path}.{key}", "must be a list of strings")
+                v = ()
+            lists[key] = tuple(str(x) for x in v)
+        return strs, bools, lists
 
     def _remember_calls(self, calls: list[Any]) -> None:
         for call in calls:
