@@ -36,7 +36,9 @@ def loads_json(text: str | bytes, **kwargs: Any) -> Any:
         doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
         raise json.JSONDecodeError("nested too deeply to decode", doc, 0) from None
 
-_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+#: CJK ideographs, kana and hangul (a regex character-class body).
+_CJK_CHARS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK_RE = re.compile(f"[{_CJK_CHARS}]")
 #: Han characters only (no kana or hangul): the script that is written without spaces between words.
 HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LATIN_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
@@ -109,7 +111,7 @@ _ABBREV = frozenset(
 # exclamation, question mark or semicolon.
 _BOUNDARY_RE = re.compile(
     r"(?:(?<=[.!?])[\"'\u201d\u2019)\]]*\s+"
-    r"(?=[\"'\u201c\u2018(\[\u300c\u300e]?[A-Z0-9\u00c0-\u024f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af])"
+    r"(?=[\"'\u201c\u2018(\[\u300c\u300e]?[A-Z0-9\u00c0-\u024f" + _CJK_CHARS + "])"
     r"|(?<=[\u3002\uff01\uff1f\uff1b])[\"'\u201d\u2019\u300d\u300f)\uff09]*\s*)"
 )
 

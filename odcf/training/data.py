@@ -175,7 +175,7 @@ def wnut_examples(data_dir: Path, cfg: BuildConfig, nlp: Any, anchors: AnchorSet
             yield from _mention_swaps(labelled, cfg, anchors)
 
 
-def entity_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
+def bio_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     """``(start, end, type)`` of each BIO entity; an I- tag that does not continue a span starts one."""
     spans: list[tuple[int, int, str]] = []
     for i, tag in enumerate(tags):
@@ -198,10 +198,10 @@ def _mention_swaps(labelled: Sequence[tuple[list[str], list[str], list[int], lis
 
     pool: dict[str, list[list[str]]] = {}
     for toks, tags, _, _ in labelled:
-        for a, z, kind in entity_spans(tags):
+        for a, z, kind in bio_spans(tags):
             pool.setdefault(kind, []).append(toks[a:z])
     for i, (toks, tags, labels, weights) in enumerate(labelled):
-        spans = entity_spans(tags)
+        spans = bio_spans(tags)
         for copy in range(cfg.wnut_augment if spans else 0):
             rng = random.Random(f"{cfg.seed}:{i}:{copy}")
             new_toks: list[str] = []

@@ -131,10 +131,11 @@ def _forced_retention(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray
         from odcf.compressor import Compressor
 
         labels = set(Compressor.from_ontology("general").plan.protection.entities)
+        from odcf.training.corpus import touched
+
         for f, w, sdoc in zip(forced, words, pipe(texts, parse=False)):
-            for e in sdoc.ents:
-                if e.label_ in labels:
-                    f |= np.asarray([s < e.end_char and t > e.start_char for s, t in w], dtype=bool)
+            f |= np.asarray(touched(w, [(e.start_char, e.end_char) for e in sdoc.ents if e.label_ in labels]),
+                            dtype=bool)
     keep = select_global(probs, rate=rate, forced=forced)
     _, ent, num, _ = word_masks(rows)
     return {"rate": rate, "forced_share": round(float(np.concatenate(forced).mean()), 4),

@@ -363,12 +363,12 @@ def _training_data(cfg: TrainConfig) -> tuple[list[dict[str, np.ndarray]], list[
     dev rows of ``cfg.train_dev_sources``), the dev rows scored after training, and their encoding."""
     from odcf.backends.token_classifier import load_tokenizer
 
-    dd = build_dataset(cfg.build_config())
-    tok = load_tokenizer(cfg.build_config().tokenizer)
-    unknown = sorted(set(cfg.train_dev_sources) - set(cfg.build_config().sources))
+    build = cfg.build_config()
+    dd = build_dataset(build)
+    tok = load_tokenizer(build.tokenizer)
+    unknown = sorted(set(cfg.train_dev_sources) - set(build.sources))
     if unknown:
-        raise OdcfError(f"--train-on-dev {','.join(unknown)}: not a source of this build "
-                        f"({', '.join(cfg.build_config().sources)})")
+        raise OdcfError(f"--train-on-dev {','.join(unknown)}: not a source of this build ({', '.join(build.sources)})")
     train_rows = list(dd["train"]) + [r for r in dd["dev"] if r["source"] in cfg.train_dev_sources]
     train_items = encode_rows(train_rows, tok, cfg.max_len, cfg.keep_target, cfg.must_weight, cfg.case_types,
                               cfg.inner_weight, cfg.case_dropout)

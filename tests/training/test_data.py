@@ -74,11 +74,11 @@ def test_builder_labels_and_splits_by_document(tmp_path: Path) -> None:
     assert again["train"]["text"] == dd["train"]["text"]
 
 
-def test_entity_spans_read_bio_tags() -> None:
-    from odcf.training.data import entity_spans
+def test_bio_spans_read_bio_tags() -> None:
+    from odcf.training.data import bio_spans
 
     tags = ["B-person", "I-person", "O", "I-location", "B-location", "I-person"]
-    assert entity_spans(tags) == [(0, 2, "person"), (3, 4, "location"), (4, 5, "location"), (5, 6, "person")]
+    assert bio_spans(tags) == [(0, 2, "person"), (3, 4, "location"), (4, 5, "location"), (5, 6, "person")]
 
 
 def test_mention_swaps_add_train_copies_with_same_type_entities(tmp_path: Path) -> None:
