@@ -197,6 +197,7 @@ def analyze(
     *top*: how many prefixes / boilerplate lines to keep (the largest token costs first).
     """
     from odcf.compressor import Compressor, to_sources
+    from odcf.tokens import get_counter
 
     overrides = dict(stages or {})
     if entities is None:
@@ -208,38 +209,22 @@ def analyze(
     result = compressor.compress(inputs, query=query, role=role, budget=budget)
     doc = result.document
     record = result.record
-    from odcf.tokens import get_counter
-
     counter = get_counter(record.get("unit") or doc.tokenizer)
     count = counter.count
 
     in_tokens = {s.id: count(s.text) for s in inputs}
     total = sum(in_tokens.values())
-    out_tokens = {str(s["id"]): int(s.get("tokens_out") or 0) for s in record.get("sources", ())}
-    after_rules = {s.id: count(s.text) for s in doc.sources}
-    src_stats = tuple(
-        SourceStat(s.id, s.origin, s.kind, s.layer, in_tokens[s.id], _share(in_tokens[s.id], total),
-                   out_tokens.get(s.id, 0), after_rules.get(s.id, in_tokens[s.id]))
-        for s in inputs
-    )
-    layers: list[LayerStat] = []
-    for layer in LAYERS:
-        members = [s for s in src_stats if s.layer == layer]
-        if members:
-            tok = sum(s.tokens for s in members)
-            layers.append(LayerStat(layer, tok, _share(tok, total), len(members), sum(s.tokens_out for s in members)))
+    src_stats = _source_stats(inputs, in_tokens, total, record, {s.id: count(s.text) for s in doc.sources})
+    layers = _layer_stats(src_stats, total)
 
     ran = {ev.stage for ev in doc.trace}
     entity_source = "anchors+terms+numbers" + ("+spacy" if "entities" in ran else "")
     density = tuple(_density(seg, count, low_density) for seg in doc.segments)
     regions = _regions(density)
 
-    prefixes: list[RepeatedPrefix] = []
-    noise: list[Noise] = []
-    for src in inputs:
-        prefixes.extend(_prefixes(src, count))
-        noise.extend(_noise(src, count))
-    prefixes.sort(key=lambda p: (-p.tokens, p.source, p.prefix))
+    prefixes = sorted((p for src in inputs for p in _prefixes(src, count)),
+                      key=lambda p: (-p.tokens, p.source, p.prefix))
+    noise = [n for src in inputs for n in _noise(src, count)]
     stage_rows = tuple(
         StageSaving(ev.stage, ev.tokens_in, ev.tokens_out, ev.tokens_in - ev.tokens_out,
                     _share(ev.tokens_in - ev.tokens_out, total))
@@ -249,10 +234,32 @@ def analyze(
         domain=plan.domain, plan_hash=plan.hash, unit=counter.name, role=record.get("role"), query=query,
         budget=record.get("budget"), tokens_total=total, tokens_out=result.tokens_out,
         entity_source=entity_source, low_density_threshold=low_density,
-        sources=src_stats, layers=tuple(layers), density=density, low_density=regions,
+        sources=src_stats, layers=layers, density=density, low_density=regions,
         prefixes=tuple(prefixes[:top]), boilerplate=tuple(_boilerplate(inputs, count)[:top]),
         noise=tuple(noise), stages=stage_rows, result=result,
     )
+
+
+def _source_stats(inputs: Any, in_tokens: Mapping[str, int], total: int, record: Mapping[str, Any],
+                  after_rules: Mapping[str, int]) -> tuple[SourceStat, ...]:
+    """One row per input source: tokens in, share, tokens delivered, tokens left after the rule stages."""
+    out_tokens = {str(s["id"]): int(s.get("tokens_out") or 0) for s in record.get("sources", ())}
+    return tuple(
+        SourceStat(s.id, s.origin, s.kind, s.layer, in_tokens[s.id], _share(in_tokens[s.id], total),
+                   out_tokens.get(s.id, 0), after_rules.get(s.id, in_tokens[s.id]))
+        for s in inputs
+    )
+
+
+def _layer_stats(src_stats: tuple[SourceStat, ...], total: int) -> tuple[LayerStat, ...]:
+    """Per layer (in LAYERS order, present layers only): tokens, share, sources, tokens delivered."""
+    layers: list[LayerStat] = []
+    for layer in LAYERS:
+        members = [s for s in src_stats if s.layer == layer]
+        if members:
+            tok = sum(s.tokens for s in members)
+            layers.append(LayerStat(layer, tok, _share(tok, total), len(members), sum(s.tokens_out for s in members)))
+    return tuple(layers)
 
 
 def _share(part: int, total: int) -> float:

@@ -311,6 +311,44 @@ class EntityGuard(Stage):
             room -= counter.count(seg.text)
         return chosen
 
+    def _skip_reason(self, seg: Segment, plan: Plan, scope: set[str] | None) -> str | None:
+        """Why *seg* gets no spaCy pass (a ``skipped`` key; ``""``: skipped uncounted), or ``None``."""
+        if seg.dropped:
+            return ""
+        if scope is not None and seg.id not in scope:
+            return "below_budget"
+        if seg.layer not in self.layers:
+            return "layer"
+        if seg.kind in SKIP_KINDS:
+            return "kind"
+        if not seg.original.strip():
+            return ""
+        if any(sp.rule.startswith("marker:") and sp.start == 0 and sp.end >= len(seg.original)
+               for sp in seg.protected):
+            return "protected_whole"
+        if plan.language == "zh" or (plan.language != "en" and detect_language(seg.original[:400]) != "en"):
+            return "language"
+        return None
+
+    def _spans(self, jobs: list[Segment], *, parse: bool, ner: bool, labels: frozenset[str],
+               index: Any) -> dict[str, tuple[Span, ...]]:
+        """Run spaCy over *jobs*: the entity spans (labels in *labels*) and, with *parse*, the
+        dependency spans of each segment that gains any."""
+        from odcf.backends.ner import pipe
+
+        added: dict[str, tuple[Span, ...]] = {}
+        docs = pipe([s.original for s in jobs], parse=parse, ner=ner, batch_size=self.batch_size, model=self.model)
+        for seg, sdoc in zip(jobs, docs):
+            new: list[Span] = []
+            if ner:
+                new.extend(Span(e.start_char, e.end_char, e.text, f"entity:{e.label_}")
+                           for e in sdoc.ents if e.label_ in labels and e.text.strip())
+            if parse:
+                new.extend(dependency_spans(sdoc, index))
+            if new:
+                added[seg.id] = tuple(new)
+        return added
+
     def __call__(self, doc: Document, plan: Plan) -> Document:
         labels = frozenset(plan.protection.entities)
         index, conn_rx = self._index(plan)
@@ -319,57 +357,24 @@ class EntityGuard(Stage):
         skipped: Counter[str] = Counter()
         parse_jobs: list[Segment] = []
         ner_jobs: list[Segment] = []
-        scope = self._in_scope(doc, plan) if (want_ner or want_parse) else None
         if want_ner or want_parse:
+            scope = self._in_scope(doc, plan)
             for seg in doc.segments:
-                if seg.dropped:
-                    continue
-                if scope is not None and seg.id not in scope:
-                    skipped["below_budget"] += 1
-                    continue
-                if seg.layer not in self.layers:
-                    skipped["layer"] += 1
-                    continue
-                if seg.kind in SKIP_KINDS:
-                    skipped["kind"] += 1
-                    continue
-                if not seg.original.strip():
-                    continue
-                if any(sp.rule.startswith("marker:") and sp.start == 0 and sp.end >= len(seg.original)
-                       for sp in seg.protected):
-                    skipped["protected_whole"] += 1
-                    continue
-                if plan.language == "zh" or (plan.language != "en" and detect_language(seg.original[:400]) != "en"):
-                    skipped["language"] += 1
-                    continue
-                has_conn = want_parse and conn_rx is not None and conn_rx.search(seg.original) is not None
-                if has_conn:
+                reason = self._skip_reason(seg, plan, scope)
+                if reason is not None:
+                    if reason:
+                        skipped[reason] += 1
+                elif want_parse and conn_rx is not None and conn_rx.search(seg.original) is not None:
                     parse_jobs.append(seg)
                 elif want_ner and (not self.prefilter or _has_entity_cue(seg.original)):
                     ner_jobs.append(seg)
                 else:
                     skipped["no_cue"] += 1
         added: dict[str, tuple[Span, ...]] = {}
-        counts: Counter[str] = Counter()
-        if parse_jobs or ner_jobs:
-            from odcf.backends.ner import pipe
-
-            for jobs, parse in ((parse_jobs, True), (ner_jobs, False)):
-                if not jobs:
-                    continue
-                docs = pipe([s.original for s in jobs], parse=parse, ner=want_ner,
-                            batch_size=self.batch_size, model=self.model)
-                for seg, sdoc in zip(jobs, docs):
-                    new: list[Span] = []
-                    if want_ner:
-                        new.extend(Span(e.start_char, e.end_char, e.text, f"entity:{e.label_}")
-                                   for e in sdoc.ents if e.label_ in labels and e.text.strip())
-                    if parse:
-                        new.extend(dependency_spans(sdoc, index))
-                    if new:
-                        for sp in new:
-                            counts[sp.rule] += 1
-                        added[seg.id] = tuple(new)
+        for jobs, parse in ((parse_jobs, True), (ner_jobs, False)):
+            if jobs:
+                added.update(self._spans(jobs, parse=parse, ner=want_ner, labels=labels, index=index))
+        counts = Counter(sp.rule for spans in added.values() for sp in spans)
         segments = tuple(
             s.replace(protected=_merge(s.protected, added[s.id])) if s.id in added else s
             for s in doc.segments
