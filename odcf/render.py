@@ -11,9 +11,14 @@ valid JSON.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from odcf.document import Document, Segment, Source
+
+#: A character after or before which sentences join without a space: Han, kana, CJK and
+#: full-width punctuation (not hangul: Korean puts spaces between words).
+_CJK_EDGE = re.compile("[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\u3000-\u303f\uff00-\uffef]")
 
 PINNED = ("instruction",)
 
@@ -57,13 +62,24 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if prev is None:
             pass
         elif seg.index == prev.index + 1:
-            out.append(seg.sep if seg.sep else " ")
+            out.append(seg.sep)  # as in the source
         elif seg.paragraph != prev.paragraph:
-            # a gap across blocks: keep the block break even if the segment opening the
-            # next block was dropped
-            out.append(seg.sep if "\n\n" in seg.sep else "\n\n")
+            if seg.meta.get("line") and prev.meta.get("line"):
+                out.append("\n")  # lines of a transcript stay one per line
+            else:
+                # a gap across blocks: keep the block break even if the segment opening the
+                # next block was dropped
+                out.append(seg.sep if "\n\n" in seg.sep else "\n\n")
+        elif "\n" in seg.sep:
+            out.append("\n")
+        elif not seg.sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
+            pass  # Chinese and Japanese sentences are written without spaces between them
         else:
-            out.append("\n" if "\n" in seg.sep else " ")
+            out.append(" ")
+        speaker = seg.meta.get("speaker")
+        if speaker and (prev is None or prev.paragraph != seg.paragraph):
+            # the line's first sentence, which holds the speaker's label, was not delivered
+            out.append(speaker + " ")
         out.append(seg.text)
         prev = seg
     return "".join(out)

@@ -24,6 +24,12 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+#: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
+#: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word).
+_SPEAKER_RE = re.compile(
+    r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)[ \t]+\S")
+#: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
+_SPEAKER_RUN = 2
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class Segmenter(Stage):
         i = 0
         n = len(lines)
         single_until = 0  # lines before this index are one paragraph each (a run of long items)
+        speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
@@ -175,6 +182,10 @@ class Segmenter(Stage):
             j = i + 1
             if list_end - i >= 2:
                 single_until = max(single_until, list_end)
+            speaker_end = _speaker_run(lines, i)
+            if speaker_end - i >= _SPEAKER_RUN:
+                single_until = max(single_until, speaker_end)
+                speaker_until = max(speaker_until, speaker_end)
             if i < single_until:
                 j = i + 1
             else:
@@ -184,9 +195,17 @@ class Segmenter(Stage):
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and _LIST_RE.match(line):
                 kind = "list"
+            label = _SPEAKER_RE.match(line) if i < speaker_until else None
             for ss, se in _attach_short(text[ps:pe], split_sentences(text[ps:pe]), self.min_sentence_words):
                 for cs, ce in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars):
-                    pieces.append(_Piece(cs, ce, kind, paragraph))
+                    meta: dict[str, Any] | None = None
+                    if label is not None:
+                        # a line of a transcript: a later sentence delivered without the line's first
+                        # one is rendered after the speaker's label (odcf.render.join_segments)
+                        meta = {"line": True}
+                        if cs >= ps + label.end(1):
+                            meta["speaker"] = label.group(1)
+                    pieces.append(_Piece(cs, ce, kind, paragraph, meta))
             paragraph += 1
             i = j
         return pieces
@@ -289,7 +308,15 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, in
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j
-                or _prefix_run(lines, j) > j)
+                or _prefix_run(lines, j) > j or _speaker_run(lines, j) - j >= _SPEAKER_RUN)
+
+
+def _speaker_run(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End index (exclusive) of the lines from *i* on that each open with a speaker label."""
+    j = i
+    while j < len(lines) and _SPEAKER_RE.match(lines[j][2]):
+        j += 1
+    return j
 
 
 def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:

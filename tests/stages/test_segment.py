@@ -117,3 +117,42 @@ def test_the_textutil_module_example_holds():
 
     result = doctest.testmod(odcf.textutil)
     assert result.attempted >= 2 and result.failed == 0
+
+
+def _delivered(segments, keep):
+    return join_segments([s for s in segments if s.index in keep])
+
+
+def test_a_transcript_keeps_each_line_and_its_speaker_when_sentences_are_dropped():
+    text = ("Alice: We agreed to ship release 4.2 on Friday. Coffee was good today.\n"
+            "Bob: Yeah, well, the weather is nice. But I think we must not ship release 4.2 before the audit.\n"
+            "Carol: Lunch is at noon. The budget for the audit is $12,000.")
+    out = seg(text)
+    assert "".join(s.sep + s.text for s in out) == text
+    assert len({s.paragraph for s in out}) == 3  # one paragraph per speaker line
+    assert [s.meta.get("speaker") for s in out] == [None, "Alice:", None, "Bob:", None, "Carol:"]
+    # Bob's first sentence dropped: his second stays on its own line, under his name, not Alice's
+    assert _delivered(out, {0, 1, 3}) == ("Alice: We agreed to ship release 4.2 on Friday. Coffee was good today.\n"
+                                          "Bob: But I think we must not ship release 4.2 before the audit.")
+    assert _delivered(out, {3, 5}) == ("Bob: But I think we must not ship release 4.2 before the audit.\n"
+                                       "Carol: The budget for the audit is $12,000.")
+    # everything delivered: the source, unchanged
+    assert _delivered(out, set(range(len(out)))) == text
+
+
+def test_a_single_label_line_is_prose_and_a_transcript_after_prose_starts_its_own_paragraphs():
+    prose = seg("Note: the fee is due on Friday. It is payable in euros.\nThe second line continues the note.")
+    assert all(s.meta.get("speaker") is None for s in prose) and len({s.paragraph for s in prose}) == 1
+    out = seg("Minutes of the call.\nPhD C: We should freeze the data. Then we re-run.\nProfessor E: Agreed. Do it.")
+    assert [s.paragraph for s in out] == [0, 1, 1, 2]
+    assert _delivered(out, {0, 2}) == "Minutes of the call.\n\nPhD C: Then we re-run."
+
+
+def test_delivered_chinese_sentences_never_gain_spaces():
+    text = "第一条 本办法自2024年1月1日起施行。第二条 违反本办法的，处5000元以上2万元以下罚款。第三条 天气很好。第四条 不得泄露个人信息。"
+    out = seg(text)
+    assert len(out) == 4
+    assert _delivered(out, {0, 1, 3}) == "第一条 本办法自2024年1月1日起施行。第二条 违反本办法的，处5000元以上2万元以下罚款。第四条 不得泄露个人信息。"
+    assert _delivered(out, {0, 2}) == "第一条 本办法自2024年1月1日起施行。第三条 天气很好。"
+    mixed = seg("The fee is 5% of the price. Payment is due in May. 乙方不得转让。 It is final.")
+    assert _delivered(mixed, {0, 2}) == "The fee is 5% of the price. 乙方不得转让。"
