@@ -13,9 +13,12 @@ Forbidden layers, and layers the role does not list, are dropped with their reas
 Segments are taken greedily in that order while they fit ("then fill": a smaller segment
 further down may still fit after a larger one did not). The result is then measured
 exactly, as it will be assembled, and trimmed further from the lowest-precedence end if
-needed. When required material alone exceeds the budget, ``strict`` raises
-:class:`~odcf.errors.BudgetError` saying by how much; otherwise everything required is
-kept and the record says ``over_budget``.
+needed; the segments left out are then offered again, in the same order, to the room that
+exact measuring leaves (each kept only if the measured text still fits), so no segment is
+dropped "for room" that would have fitted. When required material alone exceeds the budget,
+``strict`` raises :class:`~odcf.errors.BudgetError` saying by how much; otherwise everything
+required is kept and the record says ``over_budget``. ``strict`` also raises when a layer the
+role requires has input but none of it fits.
 """
 from __future__ import annotations
 
@@ -56,8 +59,9 @@ class Budgeter(Stage):
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}
         kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate)
-        exact, rounds = self._trim(doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments)),
-                                   kept, tiers, required_ids, budget, counter, annotate)
+        probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
+        exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate)
+        exact, refilled = self._refill(probe, live, kept, tiers, exact, budget, counter, annotate)
 
         warnings: list[str] = []
         over_by = max(0, exact - budget)
@@ -73,6 +77,12 @@ class Budgeter(Stage):
         has_layer = {s.layer for s in live}
         for layer, got in present.items():
             if layer in has_layer and not got:
+                smallest = min(cost[s.id] for s in live if s.layer == layer)
+                if strict:
+                    raise BudgetError(
+                        f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
+                        f"for role {contract.name!r} ({exact} already used; its smallest segment needs {smallest})",
+                        budget=budget, required=exact + smallest)
                 warnings.append(f"required layer {layer!r}: nothing fit in the budget")
             elif layer not in has_layer and layer != "instruction":
                 warnings.append(f"required layer {layer!r}: no input")
@@ -81,6 +91,7 @@ class Budgeter(Stage):
             "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,
             "over_budget": over_by > 0, "over_by": over_by, "required_tokens": required_tokens,
             "dropped": dropped_by_budget, "forbidden_dropped": len(decided), "trim_rounds": rounds,
+            "refilled": refilled,
             "warnings": warnings,
         }
         meta = dict(doc.meta)
@@ -104,6 +115,30 @@ class Budgeter(Stage):
             exact = counter.count(text)
             rounds += 1
         return exact, rounds
+
+    def _refill(self, probe: Document, live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]],
+                exact: int, budget: int, counter: Any, annotate: bool) -> tuple[int, int]:
+        """Offer the segments left out, in precedence order, to the room that exact measuring left:
+        the fill's per-segment estimate counts a separator token that the tokenizer often merges
+        away, so a segment it refused (and one the trim took out) may fit after all. Each is kept
+        only if the text, measured exactly, stays within *budget*; return (tokens, segments added)."""
+        def delivered(seg: Segment) -> bool:
+            return seg.id in kept
+
+        added = trials = 0
+        for seg in sorted((s for s in live if s.id not in kept), key=lambda s: tiers[s.id]):
+            if exact >= budget or trials >= self.max_trim_rounds:
+                break
+            if counter.count(seg.text) - 1 > budget - exact:
+                continue  # cannot fit even if its separator merges away
+            trials += 1
+            kept.add(seg.id)
+            tokens = counter.count(render(probe, delivered, annotate=annotate)[0])
+            if tokens <= budget:
+                exact, added = tokens, added + 1
+            else:
+                kept.discard(seg.id)
+        return exact, added
 
 
 def _classify(doc: Document, contract: RoleContract) -> tuple[dict[str, Segment], dict[str, tuple[int, float, int]]]:

@@ -85,3 +85,28 @@ def test_mandatory_source_kept_before_better_scored(plan):
         query="liability cap", budget=30)
     statuses = {s["id"]: s["status"] for s in r.record["sources"]}
     assert statuses["m"] == "verbatim"
+
+
+def test_no_segment_left_out_for_room_would_have_fitted(plan, contract_text):
+    # the fill estimates a separator token per segment that the tokenizer often merges away; the
+    # exact refill must leave no segment out that fits in the room left
+    from odcf.render import render
+
+    counter = get_counter("o200k_base")
+    full = make(plan).compress(contract_text, budget=100_000).tokens_out
+    for budget in (40, 90, full - 12, full - 3, full):
+        r = make(plan).compress(contract_text, query="liability", budget=budget)
+        assert r.tokens_out <= budget
+        doc = r.document
+        left_out = [s for s in doc.segments if s.status == "dropped" and s.reasons[-1].startswith("budget: no room")]
+        for seg in left_out:
+            text, _ = render(doc, lambda s, seg=seg: not s.dropped or s.id == seg.id)
+            assert counter.count(text) > budget, (budget, seg.text)
+    assert make(plan).compress(contract_text, budget=full).text == make(plan).compress(contract_text, budget=100_000).text
+
+
+def test_strict_fails_when_a_required_layer_gets_nothing(plan, contract_text):
+    with pytest.raises(BudgetError, match=r"required layer 'fact': nothing fits in the budget of 3 o200k_base tokens"):
+        make(plan).compress(contract_text, role="writer", budget=3, strict=True)
+    r = make(plan).compress(contract_text, role="writer", budget=3)
+    assert r.text == "" and "required layer 'fact': nothing fit in the budget" in r.record["warnings"]
