@@ -25,6 +25,7 @@ import json
 import math
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +133,21 @@ def _open_binary(f: InputFile) -> IO[bytes]:
     return open(f.path, "rb")
 
 
+def _file_lines(f: InputFile, limit: int) -> Iterator[tuple[int, bytes | None, int, str]]:
+    """:func:`_lines` of a JSON Lines file; a file that cannot be read to its end (a corrupt or
+    truncated gzip, a read error) is one :class:`InputError` naming it and the last line read."""
+    lineno = 0
+    try:
+        with _open_binary(f) as fh:
+            for item in _lines(fh, limit):
+                lineno = item[0]
+                yield item
+    except (OSError, EOFError, zlib.error) as exc:
+        kind = "gzip file" if f.path.lower().endswith(".gz") else "file"
+        raise InputError(f"{f.name}: not a readable {kind} ({exc}); "
+                         + (f"it breaks after line {lineno}" if lineno else "no line could be read")) from exc
+
+
 def _lines(fh: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int, str]]:
     """Yield ``(line number, bytes or None when too long, size, sha256 of a too-long line)`` for
     every non-blank line, reading at most *limit* bytes of a line into memory."""
@@ -183,15 +199,14 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
 
 
 def _read_jsonl(f: InputFile, skip: Callable[[Key], bool], limit: int) -> Iterator[RawRecord | Key]:
-    with _open_binary(f) as fh:
-        n = 0
-        for lineno, data, size, sha in _lines(fh, limit):
-            key = (f.no, n)
-            n += 1
-            if skip(key):
-                yield key
-                continue
-            yield _parse_line(key, {"file": f.name, "line": lineno}, data, size, sha, limit)
+    n = 0
+    for lineno, data, size, sha in _file_lines(f, limit):
+        key = (f.no, n)
+        n += 1
+        if skip(key):
+            yield key
+            continue
+        yield _parse_line(key, {"file": f.name, "line": lineno}, data, size, sha, limit)
 
 
 def _read_parquet(f: InputFile, skip: Callable[[Key], bool], batch_rows: int) -> Iterator[RawRecord | Key]:
@@ -243,8 +258,7 @@ def count_records(files: Iterable[InputFile], *, max_chars: int = 2_000_000) -> 
             except Exception as exc:
                 raise InputError(f"{f.name}: not a readable Parquet file: {exc}") from exc
         else:
-            with _open_binary(f) as fh:
-                counts.append(sum(1 for _ in _lines(fh, limit)))
+            counts.append(sum(1 for _ in _file_lines(f, limit)))
     return counts
 
 

@@ -36,3 +36,16 @@ def test_user_mistakes_are_one_line(tmp_path, ontology, capsys):
     assert "nope.jsonl: no such file or directory" in capsys.readouterr().err
     assert main(["batch", str(src), str(tmp_path / "o.jsonl"), "-O", ontology, "--max-chars", "0"]) == 1
     assert "max_chars must be positive" in capsys.readouterr().err
+
+
+def test_a_truncated_gzip_input_stops_the_job_before_it_starts(tmp_path, ontology, capsys):
+    import gzip
+
+    whole = gzip.compress("".join(json.dumps(r) + "\n" for r in records(40)).encode())
+    src = tmp_path / "in.jsonl.gz"
+    src.write_bytes(whole[: len(whole) // 2])
+    out = tmp_path / "o.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "in.jsonl.gz: not a readable gzip file" in err and "Traceback" not in err
+    assert not out.exists()

@@ -129,3 +129,19 @@ def test_ordered_map_keeps_order_and_reads_lazily():
             out.append(value)
             assert consumed - len(out) <= 3  # never more than max_inflight units ahead
     assert out == [i * i for i in range(50)]
+
+
+def test_a_corrupt_or_truncated_gzip_is_one_error_naming_the_file(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"id": "a"}\n')
+    whole = gzip.compress("".join(json.dumps({"id": f"r{i}", "text": "x" * 200}) + "\n" for i in range(300)).encode())
+    (d / "t.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    files = discover_inputs(d)
+    with pytest.raises(InputError, match=r"t\.jsonl\.gz: not a readable gzip file \(.*\); it breaks after line \d+"):
+        count_records(files)
+    with pytest.raises(InputError, match=r"t\.jsonl\.gz: not a readable gzip file"):
+        list(read_records(files))
+    (d / "t.jsonl.gz").write_bytes(b"plain text, not gzip\n")
+    with pytest.raises(InputError, match=r"t\.jsonl\.gz: not a readable gzip file .*; no line could be read"):
+        count_records(discover_inputs(d))
