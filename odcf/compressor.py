@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from odcf.document import KINDS, LAYERS, Document, Source
-from odcf.errors import InputError, OdcfError
+from odcf.errors import InputError, OdcfError, StageError
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan
 from odcf.textutil import loads_json
@@ -107,6 +108,10 @@ class Compressor:
         timings: bool = True,
     ) -> Document:
         """The input document a :meth:`compress` call would run on."""
+        if budget is not None:
+            if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget <= 0:
+                raise StageError(f"budget must be a positive integer, got {budget!r}")
+            budget = int(budget)  # numpy integers too
         srcs = to_sources(sources)
         unit = tokenizer or self.tokenizer
         if unit is None and role is not None:
@@ -231,7 +236,8 @@ def guess_kind(text: str, path: str | None = None) -> str:
 
 
 def read_source_file(path: str, *, index: int = 1, layer: str = "fact", kind: str | None = None) -> Source:
-    """Read a file as a source; invalid UTF-8 is an :class:`InputError` naming the byte offset."""
+    """Read a file as a source; invalid UTF-8 or binary data (a NUL byte) is an :class:`InputError`
+    naming the byte offset."""
     if path == "-":
         import sys
 
@@ -243,6 +249,11 @@ def read_source_file(path: str, *, index: int = 1, layer: str = "fact", kind: st
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         origin = path
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError(f"{origin}: a UTF-16 file (it starts with a byte-order mark); odcf reads UTF-8: convert it")
+    if b"\x00" in raw:
+        raise InputError(f"{origin}: binary data, not text (a NUL byte at offset {raw.index(0)}); odcf reads "
+                         "UTF-8 text: extract the text first")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -63,3 +63,15 @@ def test_trace_has_one_timed_event_per_stage(plan):
     stages = [e.stage for e in out.trace]
     assert stages == [s.name for s in p.stages]
     assert all(e.ms is not None and e.tokens_in is not None for e in out.trace)
+
+
+def test_a_budget_that_is_not_a_positive_integer_is_a_stage_error_before_any_stage_runs(plan):
+    import numpy as np
+
+    from odcf.compressor import Compressor
+
+    comp = Compressor(plan, stages={"entities": True})
+    for bad in ("100", 1.5, 0, -3, True):
+        with pytest.raises(StageError, match="budget must be a positive integer"):
+            comp.compress("The fee is 5%. Payment is due in 30 days.", budget=bad)
+    assert comp.compress("The fee is 5%. Payment is due in 30 days.", budget=np.int64(200)).record["budget"] == 200

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.document import LAYERS
 
 
 def register(sub: Any) -> None:
@@ -26,7 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("--query", "-q", default=None, help="what the reader needs")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
     p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
-    p.add_argument("--layer", default="fact", help="layer of the input files (default: fact)")
+    p.add_argument("--layer", default="fact", choices=LAYERS, help="layer of the input files (default: fact)")
     p.add_argument("--no-entities", action="store_true", help="do not run spaCy NER for the density count")
     p.add_argument("--low-density", type=float, default=None, metavar="X",
                    help="flag segments under X entities per 100 tokens (default 1.0)")

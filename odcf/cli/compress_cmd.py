@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.document import LAYERS
 from odcf.errors import InputError
 
 
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
     p.add_argument("--role", "-r", default=None, help="role contract to apply (see `odcf plan`)")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
     p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
-    p.add_argument("--layer", default="fact", help="layer of the input files (default: fact)")
+    p.add_argument("--layer", default="fact", choices=LAYERS, help="layer of the input files (default: fact)")
     p.add_argument("--instruction", default=None, help="an instruction text, pinned first and never compressed")
     p.add_argument("--strict", action="store_true", help="fail when required material alone exceeds the budget")
     p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")

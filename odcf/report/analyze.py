@@ -38,7 +38,8 @@ from odcf.textutil import loads_json
 LOW_DENSITY = 1.0
 MIN_TOKENS = 8
 
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:/]\d+)*%?(?![\w])")
+#: ASCII word boundaries: a number written against Chinese characters (175公里, 11.42亿元) counts too.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:/]\d+)*%?(?![\w])", re.ASCII)
 _ENTITY_RULES = ("anchor:", "term", "entity:")
 
 _EDITOR_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (

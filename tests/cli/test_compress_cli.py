@@ -76,6 +76,31 @@ def test_invalid_utf8_names_the_byte(tmp_path, capsys):
     assert "invalid UTF-8 at byte 8" in capsys.readouterr().err
 
 
+def test_binary_and_utf16_files_are_one_clear_error(tmp_path, capsys):
+    png = tmp_path / "fake.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert main(["compress", str(png)]) == 1
+    err = capsys.readouterr().err
+    assert f"{png}: binary data, not text (a NUL byte at offset 8)" in err and len(err.splitlines()) == 1
+    nul = tmp_path / "nul.txt"
+    nul.write_bytes(b"text\x00" * 50)  # valid UTF-8, still not text
+    assert main(["compress", str(nul)]) == 1
+    assert "binary data, not text (a NUL byte at offset 4)" in capsys.readouterr().err
+    u16 = tmp_path / "u16.txt"
+    u16.write_bytes("The fee is 5%.".encode("utf-16"))
+    assert main(["compress", str(u16)]) == 1
+    assert f"{u16}: a UTF-16 file (it starts with a byte-order mark); odcf reads UTF-8" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["compress", "analyze"])
+def test_an_unknown_layer_is_a_usage_error_naming_the_layers(contract, capsys, command):
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(contract), "--layer", "facts"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --layer: invalid choice: 'facts' (choose from 'instruction', 'fact'" in err and "Traceback" not in err
+
+
 def test_an_empty_input_is_an_error_and_one_empty_file_among_others_a_warning(contract, tmp_path, capsys):
     empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
     empty.write_bytes(b"")

@@ -50,6 +50,9 @@ def test_density_counts_protected_spans_and_numbers():
     # an NER entity overlapping an anchor counts once
     both = seg.replace(protected=seg.protected + (Span(0, 10, "Pay $5,000", "entity:MONEY"),))
     assert entity_count(both) == 3
+    # numbers written against Chinese characters count; a number inside a word does not
+    zh = Segment(id="z#0", source_id="z", index=0, text="", original="全长175公里，总投资11.42亿元，编号A123。")
+    assert entity_count(zh) == 2
 
 
 def test_low_density_regions_are_flagged(plan, stage_switches, contract_text):
