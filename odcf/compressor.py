@@ -19,7 +19,7 @@ from typing import Any, Union
 from odcf.document import KINDS, LAYERS, Document, Source
 from odcf.errors import InputError, OdcfError, StageError
 from odcf.pipeline import Pipeline
-from odcf.plan.model import Plan
+from odcf.plan.model import Plan, schema_problems
 from odcf.textutil import loads_json
 from odcf.tokens import get_counter
 
@@ -150,6 +150,12 @@ class Compressor:
         """
         doc = self.document(sources, query=query, role=role, budget=budget, tokenizer=tokenizer,
                             strict=strict, annotate=annotate, timings=timings)
+        problems = self.state_problems(doc.sources)
+        if problems and strict:
+            raise InputError("the state layer does not validate against the plan's state schema:\n  "
+                             + "\n  ".join(problems))
+        if problems:
+            doc = doc.replace(meta={**doc.meta, "warnings": [*doc.meta.get("warnings", ()), *problems]})
         out = self.pipeline.run(doc, self.plan)
         record = out.meta["record"]
         result = CompressionResult(text=out.meta["text"], record=record, tokens_in=record["tokens_in"],
@@ -159,6 +165,22 @@ class Compressor:
 
             write_trace(result, trace, inputs=sources, compressor=self)
         return result
+
+    def state_problems(self, sources: Iterable[Source]) -> list[str]:
+        """What is wrong with the state-layer sources among *sources*: state is compact JSON that
+        validates against the plan's ``state_schema``. One line per problem, naming the source;
+        :meth:`compress` puts them in the record's warnings (``strict``: raises them all)."""
+        out: list[str] = []
+        for src in sources:
+            if src.layer != "state" or not src.text.strip():
+                continue
+            try:
+                data = loads_json(src.text)
+            except ValueError as exc:
+                out.append(f"state source {src.id}: not JSON ({exc})")
+                continue
+            out.extend(f"state source {src.id}: {p}" for p in schema_problems(data, self.plan.state_schema))
+        return out
 
     def handoff(self, role: str, items: Sequence[Any], **kwargs: Any) -> Any:
         """Prepare a multi-agent handoff for *role* (see :mod:`odcf.handoff`)."""

@@ -75,3 +75,33 @@ def test_a_budget_that_is_not_a_positive_integer_is_a_stage_error_before_any_sta
         with pytest.raises(StageError, match="budget must be a positive integer"):
             comp.compress("The fee is 5%. Payment is due in 30 days.", budget=bad)
     assert comp.compress("The fee is 5%. Payment is due in 30 days.", budget=np.int64(200)).record["budget"] == 200
+
+
+def test_the_state_layer_is_checked_against_the_plan_schema(plan):
+    from odcf.compressor import Compressor
+    from odcf.errors import InputError
+
+    import dataclasses
+
+    plan = dataclasses.replace(plan, state_schema={
+        "type": "object", "additionalProperties": False,
+        "properties": {"task_progress": {"type": "string", "pattern": "^step_\\d+_of_\\d+$"},
+                       "user_preferences": {"type": "array", "items": {"type": "string"}}}})
+    comp = Compressor(plan, stages={"entities": False})
+    facts = {"id": "f", "text": "Liability is capped at $10,000."}
+    bad = {"id": "s", "layer": "state", "text": '{"task_progress": "halfway", "user_preferences": "none", "x": 1}'}
+    r = comp.compress([facts, bad], role="planner", budget=200)
+    state_warnings = [w for w in r.record["warnings"] if w.startswith("state source s:")]
+    assert state_warnings == [
+        "state source s: /: Additional properties are not allowed ('x' was unexpected)",
+        "state source s: /task_progress: 'halfway' does not match '^step_\\\\d+_of_\\\\d+$'",
+        "state source s: /user_preferences: 'none' is not of type 'array'",
+    ]
+    with pytest.raises(InputError, match=r"(?s)does not validate.*'x' was unexpected.*halfway.*'none'"):
+        comp.compress([facts, bad], role="planner", budget=200, strict=True)
+    not_json = {"id": "s", "layer": "state", "text": "step 2 of 5"}
+    assert any(w.startswith("state source s: not JSON") for w in
+               comp.compress([facts, not_json], role="planner", budget=200).record["warnings"])
+    good = {"id": "s", "layer": "state", "text": '{"task_progress": "step_2_of_5", "user_preferences": ["short"]}'}
+    r = comp.compress([facts, good], role="planner", budget=200, strict=True)
+    assert not any(w.startswith("state source") for w in r.record["warnings"])

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import to_plain
 from odcf.handoff.errors import HandoffError
+from odcf.plan.model import schema_problems
 
 
 @dataclass(frozen=True)
@@ -43,16 +43,10 @@ class CompactState:
 
 def validate_state(data: Any, schema: Mapping[str, Any], *, where: str = "state") -> None:
     """Raise :class:`HandoffError` listing every schema violation as ``WHERE: /json/pointer: message``."""
-    if not schema:
-        return
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(to_plain(schema))
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    if errors:
-        lines = [f"{where}: /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+    problems = schema_problems(data, schema)
+    if problems:
+        lines = [f"{where}: {p}" for p in problems]
         raise HandoffError("state does not validate against the plan's state schema:\n  " + "\n  ".join(lines))
-
 
 
 def _word(s: str) -> re.Pattern[str]:

@@ -109,6 +109,19 @@ class RoleContract:
 DEFAULT_ROLE = RoleContract(name="default", budget=4000)
 
 
+def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
+    """Every violation of *schema* (JSON Schema draft 2020-12, e.g. a plan's ``state_schema``) by
+    *data*, as ``/json/pointer: message``, in a stable order; ``[]`` when it validates or when
+    *schema* is empty."""
+    if not schema:
+        return []
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(to_plain(schema))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything the stages need to know about a domain, compiled once."""

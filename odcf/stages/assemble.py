@@ -65,7 +65,7 @@ class Assembler(Stage):
             "segments": dict(sorted(status_counts.items())),
             "sources": sources,
             "stages": _stage_events(doc),
-            "warnings": list(info.get("warnings", [])) + [
+            "warnings": list(doc.meta.get("warnings", ())) + list(info.get("warnings", [])) + [
                 f"source {e['id']}: {e['reason']}" for e in sources if e.get("reason")],
         }
         for key in ("missing", "conflicts", "not_searched"):
