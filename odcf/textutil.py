@@ -161,3 +161,76 @@ def iter_lines_with_offsets(text: str) -> Iterator[tuple[int, int, str]]:
     for line in text.split("\n"):
         yield pos, pos + len(line), line
         pos += len(line) + 1
+
+
+# -- regular expressions from users: a time limit ------------------------------------------
+
+class RegexTimeout(Exception):
+    """A regular expression ran past its time limit (:func:`regex_time_limit`)."""
+
+
+class regex_time_limit:  # noqa: N801 - used as a context manager, like a function
+    """Raise :class:`RegexTimeout` in the body once it has run *seconds*, by a timer signal.
+
+    Python's ``re`` checks for signals while it backtracks, so a pattern with catastrophic
+    backtracking (``(a+)+b`` on a run of ``a``) is stopped instead of hanging the process. The
+    limit needs POSIX timers and the main thread, and is not nested: elsewhere (a worker thread,
+    Windows, a timer already running) the body runs without a limit.
+
+    >>> import re
+    >>> with regex_time_limit(5.0):
+    ...     re.search(r"\\d+", "clause 12") is not None
+    True
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._old: Any = None
+        self._armed = False
+
+    def __enter__(self) -> regex_time_limit:
+        import signal
+        import threading
+
+        if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
+                or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+            return self
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            raise RegexTimeout(f"ran past {self.seconds:g} s")
+
+        self._old = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        self._armed = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._old)
+            self._armed = False
+
+
+#: Characters repeated to probe a pattern for catastrophic backtracking, beside its own literals.
+_PROBE_CHARS = "aA0 _.-/,:x1"
+
+
+def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: int = 26) -> str | None:
+    """A short text on which *regex* runs past *seconds* (catastrophic backtracking), or ``None``.
+
+    Each probe is one character repeated *length* times and a character that ends no match, for
+    the characters a pattern usually repeats and the letters written in the pattern itself. An
+    exponential pattern needs about 2**length steps on its probe; a sound one, microseconds. Only
+    where :class:`regex_time_limit` can arm (POSIX, main thread); elsewhere ``None``.
+    """
+    chars = dict.fromkeys(_PROBE_CHARS + "".join(c for c in regex.pattern if c.isalnum()))
+    for c in chars:
+        probe = c * length + "\x00"
+        try:
+            with regex_time_limit(seconds):
+                regex.search(probe)
+        except RegexTimeout:
+            return probe
+    return None

@@ -39,6 +39,7 @@ from odcf.ontology.schema import (
     format_path,
     known_keys_at,
 )
+from odcf.textutil import backtracking_probe
 
 logger = logging.getLogger(__name__)
 
@@ -372,6 +373,12 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
         if regex.fullmatch("") is not None or any(m.end() == m.start() for m in regex.finditer(_EMPTY_MATCH_PROBE)):
             report(("protect", "anchors", i, "pattern"),
                    "pattern can match the empty string; an anchor must match the text to keep")
+            continue
+        probe = backtracking_probe(regex)
+        if probe is not None:
+            report(("protect", "anchors", i, "pattern"),
+                   f"pattern backtracks catastrophically: searching {len(probe) - 1} × {probe[0]!r} took over "
+                   "0.5 s (a repetition inside a repetition, as in '(a+)+'); rewrite it (e.g. '(a+)+' as 'a+')")
 
 
 def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:

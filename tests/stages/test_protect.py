@@ -53,3 +53,19 @@ def test_switching_rules_off(plan, contract_text):
     doc = protect(contract_text, plan, terms=False, connectives=False, markers=False)
     rules = {sp.rule.split(":")[0] for s in doc.segments for sp in s.protected}
     assert rules == {"anchor"}
+
+
+def test_an_anchor_that_backtracks_catastrophically_is_a_stage_error_not_a_hang(plan):
+    import dataclasses
+
+    import pytest
+
+    from odcf.errors import StageError
+    from odcf.plan.model import Anchor
+
+    # a plan built without the loader (which would have refused the pattern)
+    bad = dataclasses.replace(plan, protection=dataclasses.replace(
+        plan.protection, anchors=plan.protection.anchors + (Anchor("redos", "(a+)+b"),)))
+    with pytest.raises(StageError, match=r"anchor 'redos' ran past 0.2 s on a text of 59 characters .* backtracks"):
+        protect("Ref 12345 is fine. " + "a" * 40, bad, anchor_seconds=0.2)
+    assert protect("Ref 12345 is fine. aab", bad, anchor_seconds=0.2).segments[0].protected
