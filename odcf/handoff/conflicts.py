@@ -11,7 +11,8 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   before it in its clause (sentence, line or ``;`` part), or after it when none is before,
   and only within ``MAX_DISTANCE`` characters.
 - **JSON** (tool output, state): every object with an id field (``order_id``, ``reservation_id``,
-  ``flight_number``, ``id``…) is an entity, qualified by its parents' ids and its ``date``;
+  ``flight_number``, ``id``…, or any key ending in ``_id``, ``_number``, ``_no``, ``_ref``, ``Id``,
+  ``Number``: ``claim_id``, ``policyNumber``) is an entity, qualified by its parents' ids and its ``date``;
   each scalar leaf under it is an attribute (its key path, ``_`` read as a space).
 
 Values are normalized (``$1,200.00`` → ``1200``, ``canceled`` → ``cancelled``) before comparing.
@@ -79,6 +80,13 @@ _DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "
 MAX_DISTANCE = 60
 _JSON_ID_KEYS = ("order_id", "reservation_id", "flight_number", "ticket_id", "user_id", "payment_id",
                  "item_id", "product_id", "id")
+#: Other keys that name an identifier in any domain: ``claim_id``, ``policyNumber``, ``case_no``,
+#: ``invoice_ref`` (not a phone, fax or mobile number: those are attributes of an entity).
+_JSON_ID_KEY_RE = re.compile(r"^(?!(?:phone|fax|mobile|tel)[_A-Z]).+(?:_(?:id|number|no|ref)|(?<=[a-z])(?:Id|ID|Number|No|Ref))$")
+
+
+def _is_id_key(key: str) -> bool:
+    return key in _JSON_ID_KEYS or _JSON_ID_KEY_RE.match(key) is not None
 
 
 @dataclass(frozen=True)
@@ -218,7 +226,9 @@ def json_facts(item_id: str, data: Any, *, context_date: str | None = None) -> l
     out: list[Fact] = []
 
     def entity_of(obj: Mapping[str, Any]) -> str | None:
-        for key in _JSON_ID_KEYS:
+        # the known keys first (in their order), then any other key that names an identifier
+        keys = [k for k in _JSON_ID_KEYS if k in obj] + [k for k in obj if k not in _JSON_ID_KEYS and _is_id_key(str(k))]
+        for key in keys:
             v = obj.get(key)
             if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
                 name = str(v)
@@ -243,7 +253,9 @@ def json_facts(item_id: str, data: Any, *, context_date: str | None = None) -> l
             norm = _scalar(value)
             if norm is None:
                 return
-            if path[-1] in _JSON_ID_KEYS or path[-1] == "date":
+            # the id (or date) that names the entity is not an attribute of it
+            names_entity = len(path) == 1 and _is_id_key(path[0]) and str(value) in entity
+            if path[-1] in _JSON_ID_KEYS or path[-1] == "date" or names_entity:
                 return
             attr = " ".join(p.replace("_", " ") for p in path).replace(" [", "[")
             raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -103,6 +103,19 @@ def test_json_tool_output_and_text_are_compared() -> None:
     assert (c.entity, c.attribute, [v.value for v in c.values]) == ("#W777", "status", ["pending", "cancelled"])
 
 
+def test_json_ids_of_any_domain_name_entities() -> None:
+    def item(i: str, obj: dict) -> HandoffItem:
+        return HandoffItem(id=i, text=json.dumps(obj), kind="json", origin=f"tool:{i}")
+
+    items = (item("a", {"claim_id": "CLM-204817", "status": "denied", "adjuster_id": "A1", "phone_number": "555-0100"}),
+             item("b", {"claim_id": "CLM-204817", "status": "open", "adjuster_id": "A1", "phone_number": "555-0199"}),
+             item("c", {"policyNumber": "P-9", "premium": 120}), item("d", {"policyNumber": "P-9", "premium": 125}))
+    got = sorted((c.entity, c.attribute, tuple(v.value for v in c.values)) for c in find_conflicts(items))
+    assert got == [("CLM-204817", "phone number", ("555-0100", "555-0199")),
+                   ("CLM-204817", "status", ("denied", "open")),
+                   ("P-9", "premium", ("120", "125"))]
+
+
 def test_reasoning_drafts_are_not_compared() -> None:
     items = (HandoffItem(id="a", text="Order #W9 total $10."),
              HandoffItem(id="b", text="Order #W9 total $99.", layer="reasoning"))
