@@ -214,10 +214,15 @@ def _guard(before: Document, after: Document, stage: str) -> Document:
             fixed.append(seg)
             continue
         missing = protected_intact(seg)
+        old = prev.get(seg.id)
+        if missing and old is not None and old.text != old.original:
+            # a span already absent before this stage (an earlier stage folded it away, or a later
+            # one marked it in the original) was not altered by this stage
+            gone = set(protected_intact(old.replace(protected=seg.protected)))
+            missing = [m for m in missing if m not in gone]
         if not missing:
             fixed.append(seg)
             continue
-        old = prev.get(seg.id)
         back = old if old is not None else seg.replace(text=seg.original, status="reverted")
         back = back.with_reason(f"guard: {stage} altered protected span {missing[0]!r}; restored")
         if back.status == "verbatim" and back.text != back.original:

@@ -54,28 +54,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
     out: list[str] = []
     prev: Segment | None = None
     for seg in segments:
+        if prev is not None:
+            out.append(_gap(prev, seg))
         header = seg.meta.get("table_header") if seg.meta.get("table_part") else None
         if header and (prev is None or prev.index != seg.index - 1):
             # a later part of a long table, delivered without the part before it: repeat the header
-            out.append(("\n" if prev is not None else "") + header + "\n")
-            prev = None
-        if prev is None:
-            pass
-        elif seg.index == prev.index + 1:
-            out.append(seg.sep)  # as in the source
-        elif seg.paragraph != prev.paragraph:
-            if seg.meta.get("line") and prev.meta.get("line"):
-                out.append("\n")  # lines of a transcript stay one per line
-            else:
-                # a gap across blocks: keep the block break even if the segment opening the
-                # next block was dropped
-                out.append(seg.sep if "\n\n" in seg.sep else "\n\n")
-        elif "\n" in seg.sep:
-            out.append("\n")
-        elif not seg.sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
-            pass  # Chinese and Japanese sentences are written without spaces between them
-        else:
-            out.append(" ")
+            out.append(header + "\n")
         speaker = seg.meta.get("speaker")
         if speaker and (prev is None or prev.paragraph != seg.paragraph):
             # the line's first sentence, which holds the speaker's label, was not delivered
@@ -83,6 +67,22 @@ def join_segments(segments: Sequence[Segment]) -> str:
         out.append(seg.text)
         prev = seg
     return "".join(out)
+
+
+def _gap(prev: Segment, seg: Segment) -> str:
+    """What goes between two delivered segments of a source, *prev* before *seg*."""
+    if seg.index == prev.index + 1:
+        return seg.sep  # as in the source
+    if seg.paragraph != prev.paragraph:
+        if seg.meta.get("line") and prev.meta.get("line"):
+            return "\n"  # lines of a transcript stay one per line
+        # a gap across blocks: keep the block break even if the segment opening the next block was dropped
+        return seg.sep if "\n\n" in seg.sep else "\n\n"
+    if "\n" in seg.sep or seg.meta.get("table_part"):
+        return "\n"
+    if not seg.sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
+        return ""  # Chinese and Japanese sentences are written without spaces between them
+    return " "
 
 
 def render(

@@ -29,6 +29,28 @@ class Vandal(Stage):
         return doc.with_event(TraceEvent(stage=self.name), segments=segs)
 
 
+class Folder(Stage):
+    """A lossy stage that folds the amount away before protection marks it (as fold runs before the
+    entities stage adds spans), then a harmless lossy stage runs."""
+
+    name = "folder"
+    requires = frozenset({"segments"})
+    lossy = True
+
+    def __call__(self, doc, plan):
+        segs = tuple(s.replace(text=s.text.replace("$5,000", "[...]"), status="folded") for s in doc.segments)
+        return doc.with_event(TraceEvent(stage=self.name), segments=segs)
+
+
+class Idle(Stage):
+    name = "idle"
+    requires = frozenset({"protected"})
+    lossy = True
+
+    def __call__(self, doc, plan):
+        return doc.with_event(TraceEvent(stage=self.name))
+
+
 def test_contracts_checked_before_running():
     with pytest.raises(StageError, match="'needs' requires scores"):
         Pipeline([Segmenter(), NeedsScores()])
@@ -43,6 +65,19 @@ def test_guard_restores_segments_whose_protected_span_was_altered(plan):
     assert second.status == "compressed"  # nothing protected there: the stage's change stands
     guard = [e for e in out.trace if e.stage == "guard"]
     assert guard and guard[0].data["restored"][0]["segment"] == "a#0"
+
+
+def test_the_guard_does_not_blame_a_stage_for_a_span_already_gone_before_it(plan):
+    doc = Document.from_sources([Source(id="a", text="The cap is $5,000. Nothing else here.")])
+    out = Pipeline([Segmenter(), Folder(), Protector(), Idle()]).run(doc, plan)
+    first = out.segments[0]
+    assert first.text == "The cap is [...]." and first.status == "folded"
+    assert not any(e.stage == "guard" for e in out.trace) and not any("guard:" in r for r in first.reasons)
+    # the same order with a stage that does alter a span still present is still caught
+    doc2 = Document.from_sources([Source(id="a", text="The cap is $5,000 and $7,000. Nothing else.")])
+    out2 = Pipeline([Segmenter(), Folder(), Protector(), Vandal()]).run(doc2, plan)
+    assert out2.segments[0].text == "The cap is [...] and $7,000."
+    assert any(r.startswith("guard: vandal altered protected span '$7,000'") for r in out2.segments[0].reasons)
 
 
 def test_stage_switches_from_ontology_and_api():

@@ -49,17 +49,22 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def split_table(text: str) -> tuple[int, list[_Item]] | None:
-    """(end offset of the header part, body items), or None when *text* is not a table."""
+def split_table(text: str, *, header: bool = True) -> tuple[int, list[_Item]] | None:
+    """(end offset of the header part, body items), or None when *text* is not a table.
+    ``header=False``: *text* is a later part of a long table, data rows only (header end 0)."""
     lines = _lines(text)
-    if len(lines) < 2:
+    if len(lines) < (2 if header else 1):
         return None
-    body_from = 2 if _SEP.match(text[lines[1][0]:lines[1][1]]) else 1
-    header_end = lines[body_from - 1][1]
+    if header:
+        body_from = 2 if _SEP.match(text[lines[1][0]:lines[1][1]]) else 1
+        header_end = lines[body_from - 1][1]
+        csv = body_from == 1
+    else:
+        body_from, header_end = 0, 0
+        csv = not text.lstrip().startswith("|")
     items: list[_Item] = []
     open_start: int | None = None
     quotes = 0
-    csv = body_from == 1
     for start, end in lines[body_from:]:
         line = text[start:end]
         if open_start is None:
@@ -86,13 +91,15 @@ def fold_table(
     max_rows: int = 8,
     head_rows: int = 2,
     tail_rows: int = 1,
+    header: bool = True,
 ) -> tuple[str, dict[str, int]] | None:
     """Fold *text* when it has more than *max_rows* data rows; None when nothing changes.
+    ``header=False``: *text* holds data rows only (a later part of a long table).
 
     Stats: ``rows`` (data rows, counting those behind existing markers), ``kept``,
     ``omitted`` and ``gaps`` (markers in the output).
     """
-    parsed = split_table(text)
+    parsed = split_table(text, header=header)
     if parsed is None:
         return None
     header_end, items = parsed
@@ -106,7 +113,7 @@ def fold_table(
             keep_ids.add(id(it))
     if len(keep_ids) == len(rows):
         return None  # nothing new to omit (e.g. already folded)
-    out = [text[:header_end]]
+    out = [text[:header_end]] if header_end else []
     pending = 0
     gaps = 0
     for it in items:

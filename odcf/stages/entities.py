@@ -345,6 +345,10 @@ class EntityGuard(Stage):
                            for e in sdoc.ents if e.label_ in labels and e.text.strip())
             if parse:
                 new.extend(dependency_spans(sdoc, index))
+            if seg.text != seg.original:
+                # spaCy reads the original; a span an earlier stage removed (a folded table row) is
+                # not in the text delivered and is not protected there
+                new = [sp for sp in new if sp.text in seg.text]
             if new:
                 added[seg.id] = tuple(new)
         return added

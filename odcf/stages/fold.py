@@ -184,7 +184,7 @@ class FoldStage(Stage):
             return False
 
         result = fold_table(seg.text, keep, max_rows=self.max_rows, head_rows=self.head_rows,
-                            tail_rows=self.tail_rows)
+                            tail_rows=self.tail_rows, header=not seg.meta.get("table_part"))
         if result is None:
             return None
         text, st = result

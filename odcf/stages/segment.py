@@ -24,6 +24,7 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
 #: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word).
 _SPEAKER_RE = re.compile(
@@ -223,7 +224,10 @@ class Segmenter(Stage):
         out: list[_Piece] = []
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
-        header = lines[0][2] if table else None
+        header = None
+        if table:
+            # the header line, with the |---| line under it when there is one
+            header = lines[0][2] + ("\n" + lines[1][2] if len(lines) > 1 and _TABLE_SEP_RE.match(lines[1][2]) else "")
         limit = self.max_table_tokens if table else self.max_block_tokens
         max_lines = 10**9 if table else self.max_block_lines
         for line in lines:

@@ -53,6 +53,29 @@ def test_table_keeps_header_head_tail_protected_and_query_rows(plan):
     assert data["segments"][0]["kept_protected"] == 1 and data["segments"][0]["kept_query"] == 1
 
 
+def test_a_later_part_of_a_long_table_is_all_data_rows_and_its_counts_match_the_text(plan):
+    rows = [(f"item{i}", "north" if i != 47 else "Lisbon", f"{i * 10}") for i in range(1, 121)]
+    doc = Document.from_sources([Source(id="s", text=_table(rows), kind="markdown")], query="What was sold in Lisbon?")
+    doc = Protector()(Segmenter(max_table_tokens=300)(doc, plan), plan)
+    parts = [s for s in doc.segments if s.kind == "table"]
+    assert len(parts) >= 3 and parts[1].meta["table_part"] == 1 and not parts[1].text.startswith("| item |")
+    out = FoldStage()(doc, plan)
+    for seg in (s for s in out.segments if s.kind == "table"):
+        lines = seg.text.split("\n")
+        shown = sum(1 for line in lines if line.startswith("| item") and not line.startswith("| item |"))
+        omitted = sum(int(m.group(1)) for line in lines if (m := _MARK.match(line)))
+        total = sum(1 for line in seg.original.split("\n") if line.startswith("| item") and not line.startswith("| item |"))
+        # every data row is either shown or counted behind a marker; the reason says the same
+        assert shown + omitted == total
+        if seg.status == "folded":
+            assert seg.reasons[-1].startswith(f"fold: table {total} rows → {shown} kept, [DATA_ROWS: {omitted}]")
+        else:
+            assert omitted == 0 and seg.text == seg.original
+    assert sum(s.status == "folded" for s in out.segments) >= 3
+    lisbon = next(s for s in out.segments if "Lisbon" in s.original)
+    assert lisbon.meta["table_part"] >= 1 and "| item47 | Lisbon | 470 |" in lisbon.text
+
+
 def test_small_tables_and_other_kinds_are_left_alone(plan):
     doc = _prepare(_table(ROWS[:8]) + "\n\nA sentence about item1.", plan)
     out = FoldStage()(doc, plan)

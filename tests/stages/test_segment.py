@@ -94,7 +94,10 @@ def test_long_tables_are_cut_into_parts_that_render_under_their_header():
     assert "".join(s.sep + s.text for s in out) == text
     later = out[2]
     rendered = join_segments([later])
-    assert rendered.startswith("| id | name | qty |\n| ") and later.text in rendered
+    assert rendered.startswith("| id | name | qty |\n|---|---|---|\n| ") and later.text in rendered
+    # after a paragraph that came before the table, the block break stays too
+    lead = seg("The stock list follows.\n\n" + text, kind="markdown", max_table_tokens=300)
+    assert join_segments([lead[0], lead[3]]).startswith("The stock list follows.\n\n| id | name | qty |\n|---|---|---|\n")
 
 
 def test_runs_of_long_lines_with_a_shared_prefix_stay_separate_passages():
