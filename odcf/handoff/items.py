@@ -152,6 +152,20 @@ def parse_items(obj: Any, *, where: str = "items", searched: Iterable[str] = ())
     return ItemBatch(tuple(parser.items), frozenset(parser.searched))
 
 
+def _iso_time(value: str) -> bool:
+    """Whether *value* is an ISO 8601 date or date-time (``Z`` allowed) or a time of day."""
+    import datetime
+
+    text = value.strip()
+    for parse in (datetime.datetime.fromisoformat, datetime.time.fromisoformat):
+        try:
+            parse(text[:-1] + "+00:00" if text.endswith(("Z", "z")) and len(text) > 10 else text)
+            return True
+        except ValueError:
+            continue
+    return False
+
+
 class _Parser:
     def __init__(self, where: str) -> None:
         self.where = where
@@ -199,6 +213,9 @@ class _Parser:
             p = f"{path}[{i}]"
             if not isinstance(entry, Mapping):
                 self.problem(p, f"expected an object, got {type(entry).__name__}")
+            elif path == "messages" and "role" not in entry:
+                self.problem(p, "a message needs 'role' (user, assistant, tool, system, developer); "
+                                "put plain items in 'items'")
             elif "items" in entry:
                 self.group(entry, p)
             else:
@@ -259,12 +276,17 @@ class _Parser:
         cat = strs["category"] or category
         if category is not None and strs["category"] not in (None, category):
             self.problem(f"{path}.category", f"{strs['category']!r} inside the result of category {category!r}")
+        if strs["timestamp"] is not None and not _iso_time(strs["timestamp"]):
+            self.problem(f"{path}.timestamp", f"not an ISO 8601 date or time: {strs['timestamp']!r} "
+                                              "(e.g. 2024-05-20T09:05:00Z; timestamps order statements by age)")
         item_id = strs["id"] or (f"m{position + 1}" if is_message else f"i{position + 1}")
-        if item_id in self._ids:
-            self.problem(f"{path}.id", f"duplicate id {item_id!r}")
+        if strs["id"] is not None or len(self.problems) == n_before:
+            # a written id is claimed even by an entry with problems, so a later duplicate is named too
+            if item_id in self._ids:
+                self.problem(f"{path}.id", f"duplicate id {item_id!r}")
+            self._ids.add(item_id)
         if len(self.problems) > n_before:
             return
-        self._ids.add(item_id)
         speaker = strs["speaker"]
         if speaker is None and role is not None:
             speaker = f"tool:{entry['name']}" if role == "tool" and isinstance(entry.get("name"), str) else role

@@ -81,3 +81,25 @@ def test_load_items_reports_json_position(tmp_path) -> None:
     p.write_text("[" * 100_000, encoding="utf-8")
     with pytest.raises(HandoffError, match=r"h.json:1:1: invalid JSON: nested too deeply to decode"):
         load_items(p)
+
+
+def test_a_duplicate_id_is_named_even_when_its_first_entry_has_problems_and_timestamps_are_iso() -> None:
+    with pytest.raises(HandoffError) as info:
+        parse_items({
+            "items": [{"id": "x", "text": "A", "confidence": 1.5}, {"id": "x", "text": "B"},
+                      {"id": "t", "text": "C", "timestamp": "yesterday"},
+                      {"id": "ok", "text": "D", "timestamp": "2024-05-20T09:05:00Z"}, {"text": "E", "kind": "pdf"}],
+            "messages": [{"role": "robot", "content": "hi"}, {"content": "no role"}, {"role": "user", "content": "fine"}],
+        })
+    lines = str(info.value).splitlines()[1:]
+    assert [line.strip() for line in lines] == [
+        "items[0].confidence: must be a number in [0, 1], got 1.5",
+        "items[1].id: duplicate id 'x'",
+        "items[2].timestamp: not an ISO 8601 date or time: 'yesterday' "
+        "(e.g. 2024-05-20T09:05:00Z; timestamps order statements by age)",
+        "items[4].kind: unknown kind 'pdf' (expected one of text, markdown, html, json, chat, tool)",
+        "messages[0].role: unknown message role 'robot' (expected one of user, assistant, tool, system, developer)",
+        "messages[1]: a message needs 'role' (user, assistant, tool, system, developer); put plain items in 'items'",
+    ]
+    batch = parse_items([{"text": "a", "timestamp": "2024-05-20"}, {"text": "b", "timestamp": "09:05"}])
+    assert [it.timestamp for it in batch.items] == ["2024-05-20", "09:05"]
