@@ -53,18 +53,30 @@ def join_segments(segments: Sequence[Segment]) -> str:
         return container[0] + ",".join(s.text for s in segments) + container[1]
     out: list[str] = []
     prev: Segment | None = None
-    for seg in segments:
+    for k, seg in enumerate(segments):
         if prev is not None:
             out.append(_gap(prev, seg))
-        header = seg.meta.get("table_header") if seg.meta.get("table_part") else None
-        if header and (prev is None or prev.index != seg.index - 1):
-            # a later part of a long table, delivered without the part before it: repeat the header
-            out.append(header + "\n")
+        rows = seg.meta.get("table_rows")
+        if rows and (prev is None or prev.index != seg.index - 1):
+            # a part of a long table delivered without the part before it
+            if prev is not None and prev.meta.get("table_rows") and prev.paragraph == seg.paragraph:
+                omitted = rows[0] - sum(prev.meta["table_rows"])  # rows between two parts of one table
+            else:
+                if seg.meta.get("table_part"):
+                    out.append(seg.meta["table_header"] + "\n")  # repeat the header
+                omitted = rows[0]
+            if omitted > 0:
+                out.append(f"[DATA_ROWS: {omitted}]\n")
         speaker = seg.meta.get("speaker")
         if speaker and (prev is None or prev.paragraph != seg.paragraph):
             # the line's first sentence, which holds the speaker's label, was not delivered
             out.append(speaker + " ")
         out.append(seg.text)
+        nxt = segments[k + 1] if k + 1 < len(segments) else None
+        if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
+            rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
+            if rest > 0:
+                out.append(f"\n[DATA_ROWS: {rest}]")
         prev = seg
     return "".join(out)
 
@@ -78,7 +90,7 @@ def _gap(prev: Segment, seg: Segment) -> str:
             return "\n"  # lines of a transcript stay one per line
         # a gap across blocks: keep the block break even if the segment opening the next block was dropped
         return seg.sep if "\n\n" in seg.sep else "\n\n"
-    if "\n" in seg.sep or seg.meta.get("table_part"):
+    if "\n" in seg.sep or seg.meta.get("table_rows"):
         return "\n"
     if not seg.sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
         return ""  # Chinese and Japanese sentences are written without spaces between them

@@ -142,16 +142,29 @@ def test_a_substituted_folded_table_fails(plan, tmp_path):
     rows = "\n".join(f"| W{k:03d} | {k * 7} units | shipped |" for k in range(40))
     f = tmp_path / "orders.md"
     f.write_text("Orders this week.\n\n| order | amount | status |\n|---|---|---|\n" + rows + "\n", encoding="utf-8")
-    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(f))], budget=400)
+    whole = {**SWITCHES, "segment": {"max_table_tokens": 2000}}  # one table segment, folded
+    result = Compressor(plan, stages=whole).compress([read_source_file(str(f))], budget=400)
     assert "folded" in result.record["segments"], result.record["segments"]
-    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+    assert verify_record(result.record, result.text, plan=plan, stages=whole) == []
     forged = result.text.replace("shipped", "refunded", 1)
     record = copy.deepcopy(dict(result.record))
     record["sha256"] = sha256(forged)
     for sid, body in split_blocks(forged, record).items():
         next(s for s in record["sources"] if s["id"] == sid)["sha256"] = sha256(body)
-    problems = verify_record(record, forged, plan=plan, stages=SWITCHES)
+    problems = verify_record(record, forged, plan=plan, stages=whole)
     assert [p.code for p in problems] == ["text-not-derivable"] and "'refunded'" in problems[0].message
+
+
+def test_a_table_delivered_in_parts_with_row_markers_verifies(plan, tmp_path):
+    rows = "\n".join(f"| W{k:03d} | {k * 7} units | {'held' if k == 23 else 'shipped'} |" for k in range(40))
+    f = tmp_path / "orders.md"
+    f.write_text("Orders this week.\n\n| order | amount | status |\n|---|---|---|\n" + rows + "\n", encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(f))], query="which order is held?",
+                                                        budget=160)
+    assert "[DATA_ROWS:" in result.text and "| W023 | 161 units | held |" in result.text
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+    forged = result.text.replace("[DATA_ROWS: ", "[DATA_ROWS: 1", 1)
+    assert verify_record(result.record, forged, plan=plan, stages=SWITCHES) != []
 
 
 @pytest.mark.skipif("rules" in SWITCHES, reason="this build has no rules stage")

@@ -61,7 +61,7 @@ class Segmenter(Stage):
         *,
         max_block_lines: int = 40,
         max_block_tokens: int = 400,
-        max_table_tokens: int = 600,
+        max_table_tokens: int = 60,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
         min_sentence_words: int = 4,
@@ -220,31 +220,59 @@ class Segmenter(Stage):
         *,
         table: bool = False,
     ) -> list[_Piece]:
-        """One piece for a run of lines, or several when it is long (tables keep their header in meta)."""
+        """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`)."""
+        if table:
+            return self._table_parts(lines, kind, paragraph, counter)
         out: list[_Piece] = []
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
-        header = None
-        if table:
-            # the header line, with the |---| line under it when there is one
-            header = lines[0][2] + ("\n" + lines[1][2] if len(lines) > 1 and _TABLE_SEP_RE.match(lines[1][2]) else "")
-        limit = self.max_table_tokens if table else self.max_block_tokens
-        max_lines = 10**9 if table else self.max_block_lines
         for line in lines:
             t = counter.count(line[2]) + 1
-            if chunk and (len(chunk) >= max_lines or tokens + t > limit):
-                out.append(_line_piece(chunk, kind, paragraph, self._table_meta(header, len(out)) if table else None))
+            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > self.max_block_tokens):
+                out.append(_line_piece(chunk, kind, paragraph))
                 chunk, tokens = [], 0
             chunk.append(line)
             tokens += t
         if chunk:
-            out.append(_line_piece(chunk, kind, paragraph, self._table_meta(header, len(out)) if table else None))
+            out.append(_line_piece(chunk, kind, paragraph))
         return out
 
-    @staticmethod
-    def _table_meta(header: str | None, part: int) -> dict[str, Any]:
-        # Later parts of a long table are rendered under a repeated header line (see odcf.render).
-        return {"table_header": header, "table_part": part}
+    def _table_parts(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int, counter: Any) -> list[_Piece]:
+        """A table cut into parts of whole rows, each about ``max_table_tokens`` (the first holds the
+        header): small enough that the budget can keep the rows a query needs and drop the rest. A
+        quoted CSV field may run over lines; a part never ends inside one. Each part's meta holds the
+        header (with its ``|---|`` line), its number, its rows (first index, count) and the table's
+        row count, so that assembly repeats the header and marks omitted rows (odcf.render)."""
+        quoted = not lines[0][2].lstrip().startswith("|")  # CSV / TSV: a quoted field may hold newlines
+        records: list[list[tuple[int, int, str]]] = []
+        open_field = False
+        for line in lines:
+            if open_field:
+                records[-1].append(line)
+            else:
+                records.append([line])
+            if quoted and line[2].count('"') % 2:
+                open_field = not open_field
+        head_n = 2 if not quoted and len(records) > 1 and _TABLE_SEP_RE.match(records[1][0][2]) else 1
+        head_lines = [line for rec in records[:head_n] for line in rec]
+        header = "\n".join(line[2] for line in head_lines)
+        rows = records[head_n:]
+        chunks: list[tuple[list[tuple[int, int, str]], int, int]] = []  # (lines, first row, rows)
+        chunk, first, n = list(head_lines), 0, 0
+        tokens = sum(counter.count(line[2]) + 1 for line in chunk)
+        for k, row in enumerate(rows):
+            t = sum(counter.count(line[2]) + 1 for line in row)
+            if n and tokens + t > self.max_table_tokens:
+                chunks.append((chunk, first, n))
+                chunk, first, n, tokens = [], k, 0, 0
+            chunk.extend(row)
+            n += 1
+            tokens += t
+        if chunk:
+            chunks.append((chunk, first, n))
+        return [_line_piece(c, kind, paragraph, {"table_header": header, "table_part": i,
+                                                 "table_rows": [f, m], "table_total": len(rows)})
+                for i, (c, f, m) in enumerate(chunks)]
 
 
 def _word_count(sentence: str) -> int:
@@ -332,15 +360,30 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
             j += 1
         return j if j - i >= 2 else i
     for delim in ("\t", ","):
-        cols = _delimited_cols(lines[i][2], delim)
+        j, cols = _delimited_record(lines, i, delim)
         if cols < 2:
             continue
-        j = i + 1
-        while j < n and lines[j][2].strip() and _delimited_cols(lines[j][2], delim) == cols:
-            j += 1
-        if j - i >= 3:
+        records = 1
+        while j < n and lines[j][2].strip():
+            k, c = _delimited_record(lines, j, delim)
+            if c != cols:
+                break
+            j, records = k, records + 1
+        if records >= 3:
             return j
     return i
+
+
+def _delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str) -> tuple[int, int]:
+    """(end line index, columns) of the delimited record starting at line *i*: a quoted field may
+    hold newlines ("LOA\n(Metres)"), so a record runs over lines while a quote is open (at most 10)."""
+    text, j = lines[i][2], i + 1
+    while text.count('"') % 2 and j < len(lines) and j - i < 10:
+        text += "\n" + lines[j][2]
+        j += 1
+    if text.count('"') % 2:
+        return i + 1, _delimited_cols(lines[i][2], delim)
+    return j, _delimited_cols(text, delim)
 
 
 def _delimited_cols(line: str, delim: str) -> int:

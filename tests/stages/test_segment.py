@@ -86,18 +86,37 @@ def test_short_lead_in_sentences_stay_with_the_next_one():
                                      "Late fees apply to all overdue invoices."]
 
 
-def test_long_tables_are_cut_into_parts_that_render_under_their_header():
+def test_long_tables_are_cut_into_parts_that_render_under_their_header_with_omitted_rows_marked():
     rows = "\n".join(f"| {i} | item number {i} | {i * 3} |" for i in range(200))
     text = "| id | name | qty |\n|---|---|---|\n" + rows
     out = seg(text, kind="markdown", max_table_tokens=300)
     assert len(out) > 2 and all(s.kind == "table" for s in out)
     assert "".join(s.sep + s.text for s in out) == text
+    # every data row is in exactly one part, and the parts say which
+    assert [s.meta["table_rows"][0] for s in out][0] == 0 and sum(s.meta["table_rows"][1] for s in out) == 200
+    assert all(a.meta["table_rows"][0] + a.meta["table_rows"][1] == b.meta["table_rows"][0] for a, b in zip(out, out[1:]))
     later = out[2]
+    first, n = later.meta["table_rows"]
     rendered = join_segments([later])
-    assert rendered.startswith("| id | name | qty |\n|---|---|---|\n| ") and later.text in rendered
+    assert rendered == (f"| id | name | qty |\n|---|---|---|\n[DATA_ROWS: {first}]\n" + later.text
+                        + f"\n[DATA_ROWS: {200 - first - n}]")
+    # two parts with a gap: one header, the rows between them counted
+    gap = join_segments([out[0], out[2]])
+    assert gap == out[0].text + f"\n[DATA_ROWS: {out[1].meta['table_rows'][1]}]\n" + out[2].text + \
+        f"\n[DATA_ROWS: {200 - first - n}]"
+    assert join_segments(list(out)) == text  # all parts: the table as it was
     # after a paragraph that came before the table, the block break stays too
     lead = seg("The stock list follows.\n\n" + text, kind="markdown", max_table_tokens=300)
-    assert join_segments([lead[0], lead[3]]).startswith("The stock list follows.\n\n| id | name | qty |\n|---|---|---|\n")
+    assert join_segments([lead[0], lead[3]]).startswith("The stock list follows.\n\n| id | name | qty |\n|---|---|---|\n[DATA_ROWS: ")
+
+
+def test_a_csv_part_never_ends_inside_a_quoted_field():
+    rows = "\n".join(f'"{i}","line one of note {i}\nline two of note {i}","{i * 3}"' for i in range(60))
+    out = seg('"id","note","qty"\n' + rows, kind="text", max_table_tokens=60)
+    assert len(out) > 3 and all(s.kind == "table" for s in out)
+    for s in out:
+        assert s.text.count('"') % 2 == 0  # every quoted field closes inside its part
+    assert sum(s.meta["table_rows"][1] for s in out) == 60
 
 
 def test_runs_of_long_lines_with_a_shared_prefix_stay_separate_passages():
