@@ -68,8 +68,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if omitted > 0:
                 out.append(f"[DATA_ROWS: {omitted}]\n")
         speaker = seg.meta.get("speaker")
-        if speaker and (prev is None or prev.paragraph != seg.paragraph):
-            # the line's first sentence, which holds the speaker's label, was not delivered
+        if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
+                and (prev is None or prev.meta.get("speaker") != speaker)):
+            # the line's first sentence, which holds the speaker's label, was not delivered, and the
+            # line above is another speaker's: say who speaks
             out.append(speaker + " ")
         out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None

@@ -203,9 +203,9 @@ class Segmenter(Stage):
                     if label is not None:
                         # a line of a transcript: a later sentence delivered without the line's first
                         # one is rendered after the speaker's label (odcf.render.join_segments)
-                        meta = {"line": True}
-                        if cs >= ps + label.end(1):
-                            meta["speaker"] = label.group(1)
+                        meta = {"line": True, "speaker": label.group(1)}
+                        if cs < ps + label.end(1):
+                            meta["opens_line"] = True  # holds the label itself
                     pieces.append(_Piece(cs, ce, kind, paragraph, meta))
             paragraph += 1
             i = j

@@ -152,7 +152,8 @@ def test_a_transcript_keeps_each_line_and_its_speaker_when_sentences_are_dropped
     out = seg(text)
     assert "".join(s.sep + s.text for s in out) == text
     assert len({s.paragraph for s in out}) == 3  # one paragraph per speaker line
-    assert [s.meta.get("speaker") for s in out] == [None, "Alice:", None, "Bob:", None, "Carol:"]
+    assert [s.meta.get("speaker") for s in out] == ["Alice:", "Alice:", "Bob:", "Bob:", "Carol:", "Carol:"]
+    assert [bool(s.meta.get("opens_line")) for s in out] == [True, False] * 3
     # Bob's first sentence dropped: his second stays on its own line, under his name, not Alice's
     assert _delivered(out, {0, 1, 3}) == ("Alice: We agreed to ship release 4.2 on Friday. Coffee was good today.\n"
                                           "Bob: But I think we must not ship release 4.2 before the audit.")
@@ -160,6 +161,12 @@ def test_a_transcript_keeps_each_line_and_its_speaker_when_sentences_are_dropped
                                        "Carol: The budget for the audit is $12,000.")
     # everything delivered: the source, unchanged
     assert _delivered(out, set(range(len(out)))) == text
+    # the line above is the same speaker's: no label is repeated (the reader already knows who speaks)
+    same = seg("Bob: The audit is due. It starts Monday.\nAlice: Fine.\nBob: Weather is nice. We ship after it.")
+    assert [s.text for s in same] == ["Bob: The audit is due.", "It starts Monday.", "Alice: Fine.",
+                                      "Bob: Weather is nice.", "We ship after it."]
+    assert _delivered(same, {0, 4}) == "Bob: The audit is due.\nWe ship after it."
+    assert _delivered(same, {1, 2, 4}) == "Bob: It starts Monday.\nAlice: Fine.\nBob: We ship after it."
 
 
 def test_a_single_label_line_is_prose_and_a_transcript_after_prose_starts_its_own_paragraphs():
