@@ -183,10 +183,11 @@ class Segmenter(Stage):
             j = i + 1
             if list_end - i >= 2:
                 single_until = max(single_until, list_end)
-            speaker_end = _speaker_run(lines, i)
-            if speaker_end - i >= _SPEAKER_RUN:
-                single_until = max(single_until, speaker_end)
-                speaker_until = max(speaker_until, speaker_end)
+            if i >= speaker_until:  # inside a known run, its end is known (no rescan: O(n) per transcript)
+                speaker_end = _speaker_run(lines, i)
+                if speaker_end - i >= _SPEAKER_RUN:
+                    single_until = max(single_until, speaker_end)
+                    speaker_until = speaker_end
             if i < single_until:
                 j = i + 1
             else:
@@ -340,13 +341,15 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, in
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j
-                or _prefix_run(lines, j) > j or _speaker_run(lines, j) - j >= _SPEAKER_RUN)
+                or _prefix_run(lines, j) > j or _speaker_run(lines, j, limit=_SPEAKER_RUN) - j >= _SPEAKER_RUN)
 
 
-def _speaker_run(lines: list[tuple[int, int, str]], i: int) -> int:
-    """End index (exclusive) of the lines from *i* on that each open with a speaker label."""
+def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:
+    """End index (exclusive) of the lines from *i* on that each open with a speaker label (looking
+    at no more than *limit* lines)."""
+    end = len(lines) if limit is None else min(len(lines), i + limit)
     j = i
-    while j < len(lines) and _SPEAKER_RE.match(lines[j][2]):
+    while j < end and _SPEAKER_RE.match(lines[j][2]):
         j += 1
     return j
 
