@@ -220,14 +220,18 @@ _PROBE_CHARS = "aA0 _.-/,:x1"
 def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: int = 26) -> str | None:
     """A short text on which *regex* runs past *seconds* (catastrophic backtracking), or ``None``.
 
-    Each probe is one character repeated *length* times and a character that ends no match, for
-    the characters a pattern usually repeats and the letters written in the pattern itself. An
-    exponential pattern needs about 2**length steps on its probe; a sound one, microseconds. Only
-    where :class:`regex_time_limit` can arm (POSIX, main thread); elsewhere ``None``.
+    Each probe is one unit repeated *length* times and a character that ends no match;
+    the units are the characters a pattern usually repeats, the letters and digits written in the
+    pattern, and each pair of them written side by side (``(?:ab|a|b)+c`` needs ``abab…``). An
+    exponential pattern needs about 2**length steps on its probe; a sound one, microseconds. A
+    heuristic: it finds the common shapes, not every one. Only where :class:`regex_time_limit` can
+    arm (POSIX, main thread); elsewhere ``None``.
     """
-    chars = dict.fromkeys(_PROBE_CHARS + "".join(c for c in regex.pattern if c.isalnum()))
-    for c in chars:
-        probe = c * length + "\x00"
+    written = regex.pattern
+    units = dict.fromkeys(list(_PROBE_CHARS) + [c for c in written if c.isalnum()]
+                          + [written[k:k + 2] for k in range(len(written) - 1) if written[k:k + 2].isalnum()])
+    for unit in units:
+        probe = unit * length + "\x00"
         try:
             with regex_time_limit(seconds):
                 regex.search(probe)

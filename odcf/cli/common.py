@@ -47,7 +47,7 @@ def write_text(path: str, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(prefix=".odcf-", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:  # the text's line endings, as they are
             fh.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     text = None
     if args.text:
         try:
-            text = Path(args.text).read_text(encoding="utf-8")
+            # bytes as written: a CRLF source's line endings are part of the delivered text
+            text = Path(args.text).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{args.text}: cannot read: {exc}") from exc
         if text.endswith("\n"):

@@ -81,12 +81,21 @@ MAX_DISTANCE = 60
 _JSON_ID_KEYS = ("order_id", "reservation_id", "flight_number", "ticket_id", "user_id", "payment_id",
                  "item_id", "product_id", "id")
 #: Other keys that name an identifier in any domain: ``claim_id``, ``policyNumber``, ``case_no``,
-#: ``invoice_ref`` (not a phone, fax or mobile number: those are attributes of an entity).
-_JSON_ID_KEY_RE = re.compile(r"^(?!(?:phone|fax|mobile|tel)[_A-Z]).+(?:_(?:id|number|no|ref)|(?<=[a-z])(?:Id|ID|Number|No|Ref))$")
+#: ``invoice_ref``.
+_JSON_ID_KEY_RE = re.compile(r"^.+(?:_(?:id|number|no|ref)|(?<=[a-z])(?:Id|ID|Number|No|Ref))$")
+#: ... but not numbers that many entities share or that are an attribute of one: a phone, fax or
+#: mobile number, a seat, room, gate, page, line, row or version number.
+_NOT_ID_WORDS = frozenset({"phone", "telephone", "tel", "fax", "mobile", "cell", "seat", "room", "gate", "page",
+                           "line", "row", "version"})
 
 
 def _is_id_key(key: str) -> bool:
-    return key in _JSON_ID_KEYS or _JSON_ID_KEY_RE.match(key) is not None
+    if key in _JSON_ID_KEYS:
+        return True
+    if _JSON_ID_KEY_RE.match(key) is None:
+        return False
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower().replace("-", "_").split("_")
+    return not _NOT_ID_WORDS.intersection(words)
 
 
 @dataclass(frozen=True)

@@ -377,8 +377,8 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
         probe = backtracking_probe(regex)
         if probe is not None:
             report(("protect", "anchors", i, "pattern"),
-                   f"pattern backtracks catastrophically: searching {len(probe) - 1} × {probe[0]!r} took over "
-                   "0.5 s (a repetition inside a repetition, as in '(a+)+'); rewrite it (e.g. '(a+)+' as 'a+')")
+                   f"pattern backtracks catastrophically: searching {probe[:-1][:12]!r}… ({len(probe) - 1} characters) "
+                   "took over 0.5 s (a repetition inside a repetition, as in '(a+)+'); rewrite it (e.g. '(a+)+' as 'a+')")
 
 
 def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:

@@ -77,11 +77,14 @@ class Budgeter(Stage):
         has_layer = {s.layer for s in live}
         for layer, got in present.items():
             if layer in has_layer and not got:
-                smallest = min(cost[s.id] for s in live if s.layer == layer)
                 if strict:
+                    sources = {s.id: s for s in doc.sources}
+                    smallest = min(cost[s.id] + (counter.count(header(doc, sources[s.source_id], [s])) + 2 if annotate else 0)
+                                   for s in live if s.layer == layer)
                     raise BudgetError(
                         f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
-                        f"for role {contract.name!r} ({exact} already used; its smallest segment needs {smallest})",
+                        f"for role {contract.name!r} ({exact} already used; its smallest segment needs {smallest}"
+                        + (" with its source header line)" if annotate else ")"),
                         budget=budget, required=exact + smallest)
                 warnings.append(f"required layer {layer!r}: nothing fit in the budget")
             elif layer not in has_layer and layer != "instruction":

@@ -136,7 +136,7 @@ class Protector(Stage):
                 raise StageError(
                     f"anchor {name!r} ran past {self.anchor_seconds:g} s on a text of {len(text):,} characters "
                     f"({text[:40]!r}...): its pattern backtracks catastrophically; rewrite it "
-                    "(`odcf ontology check` probes every pattern for this)") from None
+                    "(`odcf ontology check` probes patterns for the common cases of this)") from None
         if self.terms and m.terms is not None:
             low = text.lower()
             if len(low) == len(text):  # lower() can change lengths for a few scripts; skip then

@@ -244,7 +244,8 @@ class Segmenter(Stage):
         quoted CSV field may run over lines; a part never ends inside one. Each part's meta holds the
         header (with its ``|---|`` line), its number, its rows (first index, count) and the table's
         row count, so that assembly repeats the header and marks omitted rows (odcf.render)."""
-        quoted = not lines[0][2].lstrip().startswith("|")  # CSV / TSV: a quoted field may hold newlines
+        # CSV / TSV whose lines are not all records of one width: a quoted field may hold newlines
+        quoted = not lines[0][2].lstrip().startswith("|") and not _one_record_a_line(lines)
         records: list[list[tuple[int, int, str]]] = []
         open_field = False
         for line in lines:
@@ -363,37 +364,54 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
             j += 1
         return j if j - i >= 2 else i
     for delim in ("\t", ","):
-        j, cols = _delimited_record(lines, i, delim)
-        if cols < 2:
-            continue
-        records = 1
-        while j < n and lines[j][2].strip():
-            k, c = _delimited_record(lines, j, delim)
-            if c != cols:
-                break
-            j, records = k, records + 1
-        if records >= 3:
-            return j
+        # a record a line first ('6\'4"' is an inch mark, not an open quote); then records whose
+        # quoted fields run over lines ("LOA\n(Metres)")
+        for multiline, escape in ((False, False), (False, True), (True, False)):
+            # escape: a backslash escapes a quote inside a quoted field ("6'4\"")
+            j, cols = _delimited_record(lines, i, delim, multiline=multiline, escape=escape)
+            if cols < 2:
+                continue
+            records = 1
+            while j < n and lines[j][2].strip():
+                k, c = _delimited_record(lines, j, delim, multiline=multiline, escape=escape)
+                if c != cols:
+                    break
+                j, records = k, records + 1
+            if records >= 3:
+                return j
     return i
 
 
-def _delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str) -> tuple[int, int]:
-    """(end line index, columns) of the delimited record starting at line *i*: a quoted field may
-    hold newlines ("LOA\n(Metres)"), so a record runs over lines while a quote is open (at most 10)."""
+def _one_record_a_line(lines: list[tuple[int, int, str]]) -> bool:
+    """Whether every line of a delimited table is a record of the same width (then a stray quote,
+    as in an inch mark, never joins lines)."""
+    for delim in ("\t", ","):
+        for escape in (False, True):
+            widths = {_delimited_cols(line[2], delim, escape=escape) for line in lines}
+            if len(widths) == 1 and min(widths) >= 2:
+                return True
+    return False
+
+
+def _delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str, *, multiline: bool = True,
+                      escape: bool = False) -> tuple[int, int]:
+    """(end line index, columns) of the delimited record starting at line *i*: with *multiline*, a
+    quoted field may hold newlines ("LOA\n(Metres)"), so a record runs over lines while a quote is
+    open (at most 10)."""
     text, j = lines[i][2], i + 1
-    while text.count('"') % 2 and j < len(lines) and j - i < 10:
+    while multiline and text.count('"') % 2 and j < len(lines) and j - i < 10:
         text += "\n" + lines[j][2]
         j += 1
     if text.count('"') % 2:
-        return i + 1, _delimited_cols(lines[i][2], delim)
-    return j, _delimited_cols(text, delim)
+        return i + 1, _delimited_cols(lines[i][2], delim, escape=escape)
+    return j, _delimited_cols(text, delim, escape=escape)
 
 
-def _delimited_cols(line: str, delim: str) -> int:
+def _delimited_cols(line: str, delim: str, *, escape: bool = False) -> int:
     if not line.strip():
         return 0
     try:
-        cells = next(csv.reader([line], delimiter=delim))
+        cells = next(csv.reader([line], delimiter=delim, escapechar="\\" if escape else None))
     except (csv.Error, StopIteration):
         return 0
     if delim == ",":

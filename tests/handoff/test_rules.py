@@ -109,7 +109,11 @@ def test_json_ids_of_any_domain_name_entities() -> None:
 
     items = (item("a", {"claim_id": "CLM-204817", "status": "denied", "adjuster_id": "A1", "phone_number": "555-0100"}),
              item("b", {"claim_id": "CLM-204817", "status": "open", "adjuster_id": "A1", "phone_number": "555-0199"}),
-             item("c", {"policyNumber": "P-9", "premium": 120}), item("d", {"policyNumber": "P-9", "premium": 125}))
+             item("c", {"policyNumber": "P-9", "premium": 120}), item("d", {"policyNumber": "P-9", "premium": 125}),
+             # numbers that are not identifiers: two customers sharing a phone, one seat on two flights
+             item("e", {"contact_phone_number": "+1-555-0100", "name": "Lena"}),
+             item("f", {"contact_phone_number": "+1-555-0100", "name": "Ravi"}),
+             item("g", {"seatNumber": "12A", "flight": "UA100"}), item("h", {"seatNumber": "12A", "flight": "DL200"}))
     got = sorted((c.entity, c.attribute, tuple(v.value for v in c.values)) for c in find_conflicts(items))
     assert got == [("CLM-204817", "phone number", ("555-0100", "555-0199")),
                    ("CLM-204817", "status", ("denied", "open")),

@@ -399,8 +399,11 @@ def test_a_pattern_that_backtracks_catastrophically_is_reported_and_sound_ones_p
             "protect:\n  anchors:\n"
             "    - {name: clause, pattern: '(?:Section|Clause|Article|§)\\s*\\d+(?:\\.\\d+)*'}\n"
             "    - {name: redos, pattern: '(a+)+b'}\n"
-            "    - {name: words, pattern: '^(\\w+\\s?)+$'}\n"))
+            "    - {name: words, pattern: '^(\\w+\\s?)+$'}\n"
+            "    - {name: pairs, pattern: '(?:ab|a|b)+c!'}\n"))
     got = [str(p) for p in info.value.problems]
-    assert len(got) == 2, got
-    assert "protect.anchors[1].pattern: pattern backtracks catastrophically: searching 26 × 'a' took over 0.5 s" in got[0]
+    assert len(got) == 3, got
+    assert ("protect.anchors[1].pattern: pattern backtracks catastrophically: searching 'aaaaaaaaaaaa'… "
+            "(26 characters) took over 0.5 s") in got[0]
     assert "protect.anchors[2].pattern: pattern backtracks catastrophically" in got[1]
+    assert "protect.anchors[3].pattern: pattern backtracks catastrophically: searching 'abababababab'… (52" in got[2]

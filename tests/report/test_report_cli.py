@@ -89,3 +89,16 @@ def test_user_mistakes_are_one_line(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "missing.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot read" in err[0]
+
+
+def test_verify_passes_on_untouched_output_of_a_crlf_source(tmp_path, ontology_file, capsys):
+    rows = "".join(f"| CLM-{1000 + k} | {'denied' if k == 27 else 'paid'} | ${k * 13},00 |\r\n" for k in range(40))
+    src = tmp_path / "claims.md"
+    src.write_bytes(("Claims this week.\r\n\r\n| claim | status | amount |\r\n|---|---|---|\r\n" + rows).encode())
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    assert main(["compress", str(src), "--ontology", str(ontology_file), "--budget", "120", "-q", "denied claim",
+                 "--out", str(out), "--record", str(rec), *_disable()]) == 0
+    assert b"\r\n" in out.read_bytes()  # the source's line endings are delivered as they are
+    capsys.readouterr()
+    assert main(["verify", str(rec), "--text", str(out), "--ontology", str(ontology_file), *_disable()]) == 0
+    assert capsys.readouterr().out.startswith("ok: 1 source(s) re-read")

@@ -185,3 +185,14 @@ def test_delivered_chinese_sentences_never_gain_spaces():
     assert _delivered(out, {0, 2}) == "第一条 本办法自2024年1月1日起施行。第三条 天气很好。"
     mixed = seg("The fee is 5% of the price. Payment is due in May. 乙方不得转让。 It is final.")
     assert _delivered(mixed, {0, 2}) == "The fee is 5% of the price. 乙方不得转让。"
+
+
+def test_an_inch_mark_in_a_csv_row_does_not_open_a_quoted_field():
+    rows = "\n".join(f'"{i}","Player {i:02d}","6\'{i % 12}\\"","{170 + i}"' for i in range(40))
+    text = '"#","Name","Height","Weight"\n' + rows
+    out = seg(text, kind="text")
+    assert all(s.kind == "table" for s in out) and len(out) > 3
+    assert sum(s.meta["table_rows"][1] for s in out) == 40  # one record a line
+    assert "".join(s.sep + s.text for s in out) == text
+    tsv = "part\tsize\tqty\n" + "\n".join(f'PIPE-{i:03d}\t{i % 3 + 1}" steel\t{i}' for i in range(30))
+    assert all(s.kind == "table" for s in seg(tsv, kind="text"))
