@@ -213,11 +213,11 @@ class _Parser:
             p = f"{path}[{i}]"
             if not isinstance(entry, Mapping):
                 self.problem(p, f"expected an object, got {type(entry).__name__}")
+            elif "items" in entry:
+                self.group(entry, p)
             elif path == "messages" and "role" not in entry:
                 self.problem(p, "a message needs 'role' (user, assistant, tool, system, developer); "
                                 "put plain items in 'items'")
-            elif "items" in entry:
-                self.group(entry, p)
             else:
                 self.add(entry, p, category=category)
 

@@ -32,6 +32,10 @@ from odcf.stages.base import Stage
 from odcf.tokens import get_counter
 
 
+#: The refill stops after this many segments in a row that did not fit when measured.
+_REFILL_MISSES = 64
+
+
 class Budgeter(Stage):
     """Drop what does not fit, recording each drop and its reason."""
 
@@ -128,9 +132,10 @@ class Budgeter(Stage):
         def delivered(seg: Segment) -> bool:
             return seg.id in kept
 
-        added = trials = 0
+        added = trials = misses = 0
         for seg in sorted((s for s in live if s.id not in kept), key=lambda s: tiers[s.id]):
-            if exact >= budget or trials >= self.max_trim_rounds:
+            # each trial renders the delivered text: bounded, and given up after a run of misses
+            if exact >= budget or trials >= self.max_trim_rounds or misses >= _REFILL_MISSES:
                 break
             if counter.count(seg.text) - 1 > budget - exact:
                 continue  # cannot fit even if its separator merges away
@@ -138,9 +143,10 @@ class Budgeter(Stage):
             kept.add(seg.id)
             tokens = counter.count(render(probe, delivered, annotate=annotate)[0])
             if tokens <= budget:
-                exact, added = tokens, added + 1
+                exact, added, misses = tokens, added + 1, 0
             else:
                 kept.discard(seg.id)
+                misses += 1
         return exact, added
 
 

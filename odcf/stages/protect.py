@@ -87,7 +87,9 @@ class Protector(Stage):
     def __init__(self, *, anchors: bool = True, terms: bool = True, connectives: bool = True,
                  markers: bool = True, clause_words: int = 4, anchor_seconds: float = 5.0) -> None:
         self.anchors = anchors
-        self.anchor_seconds = anchor_seconds  # per text, all anchors: past it a pattern is backtracking
+        # per text, all anchors: past it a pattern is backtracking (a timer signal: the main thread
+        # only; called from another thread the matching runs without a limit)
+        self.anchor_seconds = anchor_seconds
         self.terms = terms
         self.connectives = connectives
         self.markers = markers
