@@ -305,10 +305,21 @@ def word_costs(text: str, words: Sequence[tuple[int, int]], counter: Any,
     return costs
 
 
+#: Words that are a comparison or tolerance sign: "eGFR < 30" must not become "eGFR 30".
+OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=", "==", "≠", "!=", "±", "+/-", "≈", "~"})
+
+
 def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
-    """Words of ``seg.original`` that overlap a protected span (and so must be kept)."""
+    """Words of ``seg.original`` that overlap a protected span or are a comparison sign (and so
+    must be kept)."""
     forced = np.zeros(len(words), dtype=bool)
-    if not seg.protected or not words:
+    if not words:
+        return forced
+    text = seg.original
+    for i, (s, e) in enumerate(words):
+        if e - s <= 3 and text[s:e] in OPERATOR_WORDS:
+            forced[i] = True
+    if not seg.protected:
         return forced
     starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
     ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))

@@ -53,6 +53,16 @@ def test_protected_words_survive_even_at_a_tiny_rate() -> None:
     assert out.trace[-1].data["forced"] == 3
 
 
+def test_comparison_signs_are_kept_with_their_numbers() -> None:
+    text = ("Patients with eGFR < 30 mL/min and a dose >= 5 mg are excluded from the second arm of the study, "
+            "the weight is 70 ± 2 kg in every group that took part in it.")
+    s = stage(rate=0.1)(make_doc(seg("a#0", text)), PLAN).segments[0]
+    assert s.status == "compressed"
+    kept = s.text.split()
+    for sign in ("<", ">=", "±"):
+        assert sign in kept, s.text
+
+
 def test_rate_is_global_across_segments_not_per_segment() -> None:
     doc = make_doc(seg("a#0", LONG), seg("b#0", STOPS))
     out = stage(rate=0.3)(doc, PLAN)
