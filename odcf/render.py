@@ -51,11 +51,14 @@ def join_segments(segments: Sequence[Segment]) -> str:
     container = segments[0].meta.get("json_container")
     if container and all("json_member" in s.meta for s in segments):
         return container[0] + ",".join(s.text for s in segments) + container[1]
+    # a CRLF source gets CRLF wherever assembly adds a line break
+    nl = "\r\n" if any("\r\n" in s.sep or "\r\n" in s.text for s in segments) else "\n"
     out: list[str] = []
     prev: Segment | None = None
     for k, seg in enumerate(segments):
         if prev is not None:
-            out.append(_gap(prev, seg))
+            gap = _gap(prev, seg)
+            out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
         rows = seg.meta.get("table_rows")
         if rows and (prev is None or prev.index != seg.index - 1):
             # a part of a long table delivered without the part before it
@@ -63,10 +66,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = rows[0] - sum(prev.meta["table_rows"])  # rows between two parts of one table
             else:
                 if seg.meta.get("table_part"):
-                    out.append(seg.meta["table_header"] + "\n")  # repeat the header
+                    out.append(seg.meta["table_header"].replace("\n", nl) + nl)  # repeat the header
                 omitted = rows[0]
             if omitted > 0:
-                out.append(f"[DATA_ROWS: {omitted}]\n")
+                out.append(f"[DATA_ROWS: {omitted}]{nl}")
         speaker = seg.meta.get("speaker")
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
                 and (prev is None or prev.meta.get("speaker") != speaker)):
@@ -78,7 +81,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
             rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
             if rest > 0:
-                out.append(f"\n[DATA_ROWS: {rest}]")
+                out.append(f"{nl}[DATA_ROWS: {rest}]")
         prev = seg
     return "".join(out)
 

@@ -79,17 +79,27 @@ class Budgeter(Stage):
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract)
         has_layer = {s.layer for s in live}
+        sources = {s.id: s for s in doc.sources}
+
+        def smallest(segs: list[Segment]) -> int:  # the least a segment needs, with its source header
+            return min(cost[s.id] + (counter.count(header(doc, sources[s.source_id], [s])) + 2 if annotate else 0)
+                       for s in segs)
+
+        if live and not kept:
+            # measured as assembled (header line, table header and row markers) for the likeliest few
+            alone = min(counter.count(render(probe, lambda s, c=c: s.id == c.id, annotate=annotate)[0])
+                        for c in sorted(live, key=lambda s: cost[s.id])[:20])
+            warnings.append(f"nothing fit in the budget of {budget} {counter.name} tokens: the delivered text is "
+                            f"empty (the smallest segment, as assembled alone, needs {alone})")
         for layer, got in present.items():
             if layer in has_layer and not got:
                 if strict:
-                    sources = {s.id: s for s in doc.sources}
-                    smallest = min(cost[s.id] + (counter.count(header(doc, sources[s.source_id], [s])) + 2 if annotate else 0)
-                                   for s in live if s.layer == layer)
+                    need = smallest([s for s in live if s.layer == layer])
                     raise BudgetError(
                         f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
-                        f"for role {contract.name!r} ({exact} already used; its smallest segment needs {smallest}"
+                        f"for role {contract.name!r} ({exact} already used; its smallest segment needs {need}"
                         + (" with its source header line)" if annotate else ")"),
-                        budget=budget, required=exact + smallest)
+                        budget=budget, required=exact + need)
                 warnings.append(f"required layer {layer!r}: nothing fit in the budget")
             elif layer not in has_layer and layer != "instruction":
                 warnings.append(f"required layer {layer!r}: no input")

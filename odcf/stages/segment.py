@@ -257,13 +257,14 @@ class Segmenter(Stage):
                 open_field = not open_field
         head_n = 2 if not quoted and len(records) > 1 and _TABLE_SEP_RE.match(records[1][0][2]) else 1
         head_lines = [line for rec in records[:head_n] for line in rec]
-        header = "\n".join(line[2] for line in head_lines)
+        header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
         chunks: list[tuple[list[tuple[int, int, str]], int, int]] = []  # (lines, first row, rows)
         chunk, first, n = list(head_lines), 0, 0
-        tokens = sum(counter.count(line[2]) + 1 for line in chunk)
+        # counted without a CRLF's \r, so that a table cuts the same whatever its line endings
+        tokens = sum(counter.count(line[2].rstrip("\r")) + 1 for line in chunk)
         for k, row in enumerate(rows):
-            t = sum(counter.count(line[2]) + 1 for line in row)
+            t = sum(counter.count(line[2].rstrip("\r")) + 1 for line in row)
             if n and tokens + t > self.max_table_tokens:
                 chunks.append((chunk, first, n))
                 chunk, first, n, tokens = [], k, 0, 0

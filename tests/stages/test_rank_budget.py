@@ -110,3 +110,12 @@ def test_strict_fails_when_a_required_layer_gets_nothing(plan, contract_text):
         make(plan).compress(contract_text, role="writer", budget=3, strict=True)
     r = make(plan).compress(contract_text, role="writer", budget=3)
     assert r.text == "" and "required layer 'fact': nothing fit in the budget" in r.record["warnings"]
+
+
+def test_an_empty_delivery_says_so_and_what_the_smallest_segment_needs(plan, contract_text):
+    r = make(plan).compress(contract_text, budget=12)
+    assert r.text == ""
+    (warning,) = [w for w in r.record["warnings"] if w.startswith("nothing fit")]
+    need = int(warning.rsplit(" ", 1)[1].rstrip(")"))
+    assert warning.startswith("nothing fit in the budget of 12 o200k_base tokens: the delivered text is empty")
+    assert need > 12 and make(plan).compress(contract_text, budget=need).text != ""

@@ -196,3 +196,17 @@ def test_an_inch_mark_in_a_csv_row_does_not_open_a_quoted_field():
     assert "".join(s.sep + s.text for s in out) == text
     tsv = "part\tsize\tqty\n" + "\n".join(f'PIPE-{i:03d}\t{i % 3 + 1}" steel\t{i}' for i in range(30))
     assert all(s.kind == "table" for s in seg(tsv, kind="text"))
+
+
+def test_a_crlf_source_gets_crlf_wherever_assembly_adds_a_line_break():
+    rows = "".join(f"| {i} | item {i} | {i * 3} |\r\n" for i in range(60))
+    text = "Stock list.\r\n\r\n| id | name | qty |\r\n|---|---|---|\r\n" + rows + "\r\nAlice: We ship. It is late.\r\nBob: Fine. Go."
+    out = seg(text, kind="markdown")
+    lf = seg(text.replace("\r\n", "\n"), kind="markdown")
+    assert len(out) == len(lf)  # the table cuts the same whatever its line endings
+    assert [s.meta.get("table_rows") for s in out] == [s.meta.get("table_rows") for s in lf]
+    tables = [s for s in out if s.kind == "table"]
+    delivered = join_segments([out[0], tables[2], tables[4], out[-3], out[-1]])
+    assert "\n" not in delivered.replace("\r\n", "")  # no bare line feed
+    assert "[DATA_ROWS: " in delivered and "|---|---|---|\r\n" in delivered
+    assert join_segments(list(out)) == text.rstrip()
