@@ -52,7 +52,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
     if container and all("json_member" in s.meta for s in segments):
         return container[0] + ",".join(s.text for s in segments) + container[1]
     # a CRLF source gets CRLF wherever assembly adds a line break
-    nl = "\r\n" if any("\r\n" in s.sep or "\r\n" in s.text for s in segments) else "\n"
+    nl = "\r\n" if any(s.meta.get("crlf") or "\r\n" in s.sep or "\r\n" in s.text for s in segments) else "\n"
     out: list[str] = []
     prev: Segment | None = None
     for k, seg in enumerate(segments):

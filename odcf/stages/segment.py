@@ -79,6 +79,7 @@ class Segmenter(Stage):
         kinds: dict[str, int] = {}
         for source in doc.sources:
             pieces = self._pieces(source, counter)
+            crlf = "\r\n" in source.text  # assembly writes CRLF where it adds a line break (odcf.render)
             prev_end = 0
             for i, p in enumerate(pieces):
                 text = source.text[p.start:p.end]
@@ -92,7 +93,7 @@ class Segmenter(Stage):
                     kind=p.kind,
                     sep=source.text[prev_end:p.start],
                     paragraph=p.paragraph,
-                    meta=p.meta or {},
+                    meta={**(p.meta or {}), "crlf": True} if crlf else (p.meta or {}),
                 )
                 prev_end = p.end
                 segments.append(seg)

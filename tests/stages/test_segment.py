@@ -200,7 +200,7 @@ def test_an_inch_mark_in_a_csv_row_does_not_open_a_quoted_field():
 
 def test_a_crlf_source_gets_crlf_wherever_assembly_adds_a_line_break():
     rows = "".join(f"| {i} | item {i} | {i * 3} |\r\n" for i in range(60))
-    text = "Stock list.\r\n\r\n| id | name | qty |\r\n|---|---|---|\r\n" + rows + "\r\nAlice: We ship. It is late.\r\nBob: Fine. Go."
+    text = "Stock list.\r\n\r\n| id | name | qty |\r\n|---|---|---|\r\n" + rows + "\r\nAlice: We ship the order today. It is three days late.\r\nBob: That is fine with me. Go ahead with it."
     out = seg(text, kind="markdown")
     lf = seg(text.replace("\r\n", "\n"), kind="markdown")
     assert len(out) == len(lf)  # the table cuts the same whatever its line endings
@@ -210,3 +210,6 @@ def test_a_crlf_source_gets_crlf_wherever_assembly_adds_a_line_break():
     assert "\n" not in delivered.replace("\r\n", "")  # no bare line feed
     assert "[DATA_ROWS: " in delivered and "|---|---|---|\r\n" in delivered
     assert join_segments(list(out)) == text.rstrip()
+    # two sentences from the middle of two lines: nothing delivered holds a CRLF, the break is still one
+    mid = [s for s in out if s.meta.get("speaker") and not s.meta.get("opens_line")]
+    assert join_segments(mid) == "Alice: It is three days late.\r\nBob: Go ahead with it."
