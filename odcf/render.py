@@ -52,7 +52,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
     if container and all("json_member" in s.meta for s in segments):
         return container[0] + ",".join(s.text for s in segments) + container[1]
     # a CRLF source gets CRLF wherever assembly adds a line break
-    nl = "\r\n" if any(s.meta.get("crlf") or "\r\n" in s.sep or "\r\n" in s.text for s in segments) else "\n"
+    nl = "\r\n" if segments[0].meta.get("crlf") else "\n"  # the segmenter marks every segment of a CRLF source
     out: list[str] = []
     prev: Segment | None = None
     for k, seg in enumerate(segments):
@@ -91,7 +91,7 @@ def _gap(prev: Segment, seg: Segment) -> str:
     if seg.index == prev.index + 1:
         return seg.sep  # as in the source
     if seg.paragraph != prev.paragraph:
-        if seg.meta.get("line") and prev.meta.get("line"):
+        if seg.meta.get("speaker") and prev.meta.get("speaker"):
             return "\n"  # lines of a transcript stay one per line
         # a gap across blocks: keep the block break even if the segment opening the next block was dropped
         return seg.sep if "\n\n" in seg.sep else "\n\n"

@@ -26,7 +26,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+#: The |---| line under a markdown table header (also used by segmentation).
+TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _MARKER = re.compile(r"^\s*\[DATA_ROWS: (\d+)\]\s*$")
 
 #: ``keep(start, end, row_text)``: offsets of the row in the table text.
@@ -56,7 +57,7 @@ def split_table(text: str, *, header: bool = True) -> tuple[int, list[_Item]] | 
     if len(lines) < (2 if header else 1):
         return None
     if header:
-        body_from = 2 if _SEP.match(text[lines[1][0]:lines[1][1]]) else 1
+        body_from = 2 if TABLE_SEP_RE.match(text[lines[1][0]:lines[1][1]]) else 1
         header_end = lines[body_from - 1][1]
         csv = body_from == 1
     else:

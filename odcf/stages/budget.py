@@ -78,31 +78,8 @@ class Budgeter(Stage):
         if over_by:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract)
-        has_layer = {s.layer for s in live}
-        sources = {s.id: s for s in doc.sources}
-
-        def smallest(segs: list[Segment]) -> int:  # the least a segment needs, with its source header
-            return min(cost[s.id] + (counter.count(header(doc, sources[s.source_id], [s])) + 2 if annotate else 0)
-                       for s in segs)
-
-        if live and not kept:
-            # measured as assembled (header line, table header and row markers) for the likeliest few
-            alone = min(counter.count(render(probe, lambda s, c=c: s.id == c.id, annotate=annotate)[0])
-                        for c in sorted(live, key=lambda s: cost[s.id])[:20])
-            warnings.append(f"nothing fit in the budget of {budget} {counter.name} tokens: the delivered text is "
-                            f"empty (the smallest segment, as assembled alone, needs {alone})")
-        for layer, got in present.items():
-            if layer in has_layer and not got:
-                if strict:
-                    need = smallest([s for s in live if s.layer == layer])
-                    raise BudgetError(
-                        f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
-                        f"for role {contract.name!r} ({exact} already used; its smallest segment needs {need}"
-                        + (" with its source header line)" if annotate else ")"),
-                        budget=budget, required=exact + need)
-                warnings.append(f"required layer {layer!r}: nothing fit in the budget")
-            elif layer not in has_layer and layer != "instruction":
-                warnings.append(f"required layer {layer!r}: no input")
+        warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate,
+                                strict=strict, role=contract.name)
 
         info: dict[str, Any] = {
             "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,
@@ -158,6 +135,37 @@ class Budgeter(Stage):
                 kept.discard(seg.id)
                 misses += 1
         return exact, added
+
+
+def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: dict[str, bool], cost: dict[str, int],
+                exact: int, budget: int, counter: Any, annotate: bool, *, strict: bool, role: str) -> list[str]:
+    """Warnings for an empty delivery and for required layers that got nothing or had no input;
+    with *strict*, a required layer that had input but got nothing is a :class:`BudgetError`."""
+    out: list[str] = []
+    if live and not kept:
+        out.append(f"nothing fit in the budget of {budget} {counter.name} tokens: the delivered text is "
+                   f"empty (the smallest segment, as assembled alone, needs "
+                   f"{_smallest_alone(probe, live, cost, counter, annotate)})")
+    has_layer = {s.layer for s in live}
+    for layer, got in present.items():
+        if layer in has_layer and not got:
+            if strict:
+                need = _smallest_alone(probe, [s for s in live if s.layer == layer], cost, counter, annotate)
+                raise BudgetError(
+                    f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
+                    f"for role {role!r} ({exact} already used; its smallest segment, as assembled alone, "
+                    f"needs {need})", budget=budget, required=exact + need)
+            out.append(f"required layer {layer!r}: nothing fit in the budget")
+        elif layer not in has_layer and layer != "instruction":
+            out.append(f"required layer {layer!r}: no input")
+    return out
+
+
+def _smallest_alone(probe: Document, segs: list[Segment], cost: dict[str, int], counter: Any, annotate: bool) -> int:
+    """Tokens the cheapest of *segs* needs when delivered alone, measured as assembled (source header
+    line, repeated table header, row markers); the 20 cheapest by the fill's estimate are measured."""
+    return min(counter.count(render(probe, lambda s, c=c: s.id == c.id, annotate=annotate)[0])
+               for c in sorted(segs, key=lambda s: cost[s.id])[:20])
 
 
 def _classify(doc: Document, contract: RoleContract) -> tuple[dict[str, Segment], dict[str, tuple[int, float, int]]]:

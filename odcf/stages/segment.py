@@ -16,6 +16,7 @@ from typing import Any
 
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
+from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage
 from odcf.textutil import HAN_RE, iter_lines_with_offsets, loads_json, split_sentences
 from odcf.tokens import get_counter
@@ -24,7 +25,6 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
 #: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word).
 _SPEAKER_RE = re.compile(
@@ -205,7 +205,7 @@ class Segmenter(Stage):
                     if label is not None:
                         # a line of a transcript: a later sentence delivered without the line's first
                         # one is rendered after the speaker's label (odcf.render.join_segments)
-                        meta = {"line": True, "speaker": label.group(1)}
+                        meta = {"speaker": label.group(1)}
                         if cs < ps + label.end(1):
                             meta["opens_line"] = True  # holds the label itself
                     pieces.append(_Piece(cs, ce, kind, paragraph, meta))
@@ -256,7 +256,7 @@ class Segmenter(Stage):
                 records.append([line])
             if quoted and line[2].count('"') % 2:
                 open_field = not open_field
-        head_n = 2 if not quoted and len(records) > 1 and _TABLE_SEP_RE.match(records[1][0][2]) else 1
+        head_n = 2 if not quoted and len(records) > 1 and TABLE_SEP_RE.match(records[1][0][2]) else 1
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
