@@ -201,14 +201,7 @@ class Segmenter(Stage):
             label = _SPEAKER_RE.match(line) if i < speaker_until else None
             for ss, se in _attach_short(text[ps:pe], split_sentences(text[ps:pe]), self.min_sentence_words):
                 for cs, ce in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars):
-                    meta: dict[str, Any] | None = None
-                    if label is not None:
-                        # a line of a transcript: a later sentence delivered without the line's first
-                        # one is rendered after the speaker's label (odcf.render.join_segments)
-                        meta = {"speaker": label.group(1)}
-                        if cs < ps + label.end(1):
-                            meta["opens_line"] = True  # holds the label itself
-                    pieces.append(_Piece(cs, ce, kind, paragraph, meta))
+                    pieces.append(_Piece(cs, ce, kind, paragraph, _speaker_meta(label, cs - ps)))
             paragraph += 1
             i = j
         return pieces
@@ -345,6 +338,18 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j
                 or _prefix_run(lines, j) > j or _speaker_run(lines, j, limit=_SPEAKER_RUN) - j >= _SPEAKER_RUN)
+
+
+def _speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | None:
+    """Meta of a piece *offset* characters into a transcript line opened by *label*: its speaker, so
+    that a sentence delivered without the line's first one is rendered after the label
+    (odcf.render.join_segments), and ``opens_line`` for the piece that holds the label itself."""
+    if label is None:
+        return None
+    meta: dict[str, Any] = {"speaker": label.group(1)}
+    if offset < label.end(1):
+        meta["opens_line"] = True
+    return meta
 
 
 def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:
