@@ -155,6 +155,32 @@ def _ends_with_abbreviation(sentence: str) -> bool:
     return len(word) == 1 and word.isalpha() or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", word))
 
 
+#: Sentence openers that point back to the sentence before ("However, this obligation does not
+#: apply …"): delivered without that sentence, such a sentence qualifies whatever precedes it in
+#: the compressed text instead. Cause, contrast and exception words only; "and", "so" and "also"
+#: open too many self-contained sentences (speech above all) to count.
+_BACK_REFERENCE_RE = re.compile(
+    r"^[\"'\u201c\u2018(\[]*(?:(?:however|but|yet|nevertheless|nonetheless|notwithstanding|"
+    r"therefore|thus|hence|consequently|accordingly|otherwise|instead|conversely|"
+    r"in contrast|by contrast|on the other hand|even so|as a result|despite (?:this|that|these)|"
+    r"in (?:that|this|such) case|in addition|moreover|furthermore|additionally)\b"
+    r"|(?:但是|但|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外))",
+    re.IGNORECASE,
+)
+
+
+def back_reference(sentence: str) -> str | None:
+    """The opener of *sentence* that points back to the sentence before it, or None.
+
+    >>> back_reference("However, this obligation does not apply.")
+    'However'
+    >>> back_reference("但是，法律另有规定的除外。"), back_reference("Butter is cheap."), back_reference("But")
+    ('但是', None, 'But')
+    """
+    m = _BACK_REFERENCE_RE.match(sentence.lstrip())
+    return m.group(0).lstrip("\"'\u201c\u2018([") if m else None
+
+
 def iter_lines_with_offsets(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, line)`` for each line, end excluding the newline."""
     pos = 0

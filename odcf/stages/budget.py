@@ -19,6 +19,12 @@ dropped "for room" that would have fitted. When required material alone exceeds 
 ``strict`` raises :class:`~odcf.errors.BudgetError` saying by how much; otherwise everything
 required is kept and the record says ``over_budget``. ``strict`` also raises when a layer the
 role requires has input but none of it fits.
+
+A sentence that opens by pointing back ("However, …", "Therefore …", "但是，…") goes only with the
+sentence before it in its source: taking it takes that sentence too (both must fit), leaving the
+earlier one out leaves it out, and when an earlier stage dropped the sentence before it, it is
+dropped with that reason. Delivered alone, "However, this obligation does not apply" would read
+as an exception to whatever the compressed text happens to hold above it.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
+from odcf.textutil import back_reference
 from odcf.tokens import get_counter
 
 
@@ -61,11 +68,13 @@ class Budgeter(Stage):
         decided, tiers = _classify(doc, contract)
         live = [s for s in doc.segments if s.id in tiers]
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
-        required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}
-        kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate)
+        before = _antecedents(doc)
+        required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
+        groups = _Groups(before, tiers)
+        kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
-        exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate)
-        exact, refilled = self._refill(probe, live, kept, tiers, exact, budget, counter, annotate)
+        exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
+        exact, refilled = self._refill(probe, live, kept, tiers, exact, budget, counter, annotate, groups)
 
         warnings: list[str] = []
         over_by = max(0, exact - budget)
@@ -77,7 +86,7 @@ class Budgeter(Stage):
             )
         if over_by:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
-        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract)
+        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate,
                                 strict=strict, role=contract.name)
 
@@ -85,7 +94,7 @@ class Budgeter(Stage):
             "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,
             "over_budget": over_by > 0, "over_by": over_by, "required_tokens": required_tokens,
             "dropped": dropped_by_budget, "forbidden_dropped": len(decided), "trim_rounds": rounds,
-            "refilled": refilled,
+            "refilled": refilled, "kept_with_sentence_before": sum(1 for i in kept if i in before),
             "warnings": warnings,
         }
         meta = dict(doc.meta)
@@ -93,9 +102,10 @@ class Budgeter(Stage):
         return doc.with_event(TraceEvent(stage=self.name, data=info), segments=tuple(final), meta=meta)
 
     def _trim(self, probe: Document, kept: set[str], tiers: dict[str, tuple[int, float, int]],
-              required_ids: set[str], budget: int, counter: Any, annotate: bool) -> tuple[int, int]:
+              required_ids: set[str], budget: int, counter: Any, annotate: bool, groups: _Groups) -> tuple[int, int]:
         """Measure the text exactly as it will be assembled and drop kept optional segments,
-        lowest precedence first, while it is over *budget*; return (tokens, rounds). *kept* shrinks."""
+        lowest precedence first (with the sentences that point back to them), while it is over
+        *budget*; return (tokens, rounds). *kept* shrinks."""
         def delivered(seg: Segment) -> bool:
             return seg.id in kept
 
@@ -104,14 +114,17 @@ class Budgeter(Stage):
         rounds = 0
         trimmable = sorted((i for i in kept if i not in required_ids), key=lambda i: tiers[i], reverse=True)
         while exact > budget and trimmable and rounds < self.max_trim_rounds:
-            kept.discard(trimmable.pop(0))
+            out = trimmable.pop(0)
+            if out not in kept:
+                continue  # went out with the sentence it points back to
+            kept.difference_update(groups.dependents(out) - required_ids)
             text, _ = render(probe, delivered, annotate=annotate)
             exact = counter.count(text)
             rounds += 1
         return exact, rounds
 
     def _refill(self, probe: Document, live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]],
-                exact: int, budget: int, counter: Any, annotate: bool) -> tuple[int, int]:
+                exact: int, budget: int, counter: Any, annotate: bool, groups: _Groups) -> tuple[int, int]:
         """Offer the segments left out, in precedence order, to the room that exact measuring left:
         the fill's per-segment estimate counts a separator token that the tokenizer often merges
         away, so a segment it refused (and one the trim took out) may fit after all. Each is kept
@@ -124,15 +137,16 @@ class Budgeter(Stage):
             # each trial renders the delivered text: bounded, and given up after a run of misses
             if exact >= budget or trials >= self.max_trim_rounds or misses >= _REFILL_MISSES:
                 break
-            if counter.count(seg.text) - 1 > budget - exact:
+            group = groups.to_add(seg.id, kept)
+            if not group or sum(counter.count(s.text) for s in live if s.id in group) - 1 > budget - exact:
                 continue  # cannot fit even if its separator merges away
             trials += 1
-            kept.add(seg.id)
+            kept.update(group)
             tokens = counter.count(render(probe, delivered, annotate=annotate)[0])
             if tokens <= budget:
-                exact, added, misses = tokens, added + 1, 0
+                exact, added, misses = tokens, added + len(group), 0
             else:
-                kept.discard(seg.id)
+                kept.difference_update(group)
                 misses += 1
         return exact, added
 
@@ -188,9 +202,10 @@ def _classify(doc: Document, contract: RoleContract) -> tuple[dict[str, Segment]
 
 
 def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float, int]], cost: dict[str, int],
-          required_ids: set[str], budget: int, counter: Any, annotate: bool) -> tuple[set[str], int]:
+          required_ids: set[str], budget: int, counter: Any, annotate: bool, groups: _Groups) -> tuple[set[str], int]:
     """Required segments, then the others in precedence order while they fit (a source's header
-    is paid with its first segment); return the kept ids and the tokens of the required ones."""
+    is paid with its first segment; a sentence that points back, together with the sentences it
+    needs); return the kept ids and the tokens of the required ones."""
     sources = {s.id: s for s in doc.sources}
     header_cost: dict[str, int] = {}
     for s in live:
@@ -202,18 +217,23 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
     opened: set[str] = {s.source_id for s in live if s.id in required_ids}
     used = required_tokens
     for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
-        extra = cost[seg.id] + (0 if seg.source_id in opened else header_cost[seg.source_id])
+        group = groups.to_add(seg.id, kept)
+        if not group:
+            continue
+        extra = sum(cost[i] for i in group) + (0 if seg.source_id in opened else header_cost[seg.source_id])
         if used + extra <= budget:
-            kept.add(seg.id)
+            kept.update(group)
             opened.add(seg.source_id)
             used += extra
     return kept, required_tokens
 
 
 def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[int, float, int]], kept: set[str],
-            cost: dict[str, int], budget: int, contract: RoleContract) -> tuple[list[Segment], int, dict[str, bool]]:
+            cost: dict[str, int], budget: int, contract: RoleContract,
+            before: dict[str, str]) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
+    by_id = {s.id: s for s in doc.segments}
     dropped = 0
     present: dict[str, bool] = {layer: False for layer in contract.required}
     final: list[Segment] = []
@@ -225,15 +245,69 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             dropped += 1
             t = tiers[seg.id][0]
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
+            why = f"no room in {budget} tokens for role {contract.name}"
+            prior = by_id.get(before.get(seg.id, ""))
+            if prior is not None and prior.id not in kept:
+                gone = "was dropped earlier" if prior.dropped else "was not delivered"
+                why = (f"opens with {back_reference(seg.original)!r} and goes only with the sentence "
+                       f"before it ({prior.id}), which {gone}; {why}")
             final.append(seg.with_reason(
-                f"budget: no room in {budget} tokens for role {contract.name} ({where} {seg.layer}, "
-                f"score {seg.score if seg.score is not None else 0:.2f}, {cost[seg.id]} tokens)",
-                status="dropped"))
+                f"budget: {why} ({where} {seg.layer}, score {seg.score if seg.score is not None else 0:.2f}, "
+                f"{cost[seg.id]} tokens)", status="dropped"))
             continue
         if seg.id in kept:
             present[seg.layer] = True
         final.append(seg)
     return final, dropped, present
+
+
+def _antecedents(doc: Document) -> dict[str, str]:
+    """Id of each sentence that opens by pointing back -> id of the segment before it in its
+    source, when that one is a sentence too (a heading or a table row is not what "However" answers)."""
+    out: dict[str, str] = {}
+    prev: Segment | None = None
+    for seg in doc.segments:
+        if (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
+                and prev.kind == "sentence" and back_reference(seg.original)):
+            out[seg.id] = prev.id
+        prev = seg
+    return out
+
+
+def _chain(sid: str, before: dict[str, str], kept: set[str]) -> list[str]:
+    """*sid* and the sentences before it that it needs (back to the first one already kept or
+    that does not point back), in text order."""
+    out = [sid]
+    while out[-1] in before and before[out[-1]] not in kept:
+        out.append(before[out[-1]])
+    return out[::-1]
+
+
+class _Groups:
+    """Which segments go in and out together: a sentence that points back needs the one before it."""
+
+    def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]]) -> None:
+        self.before = before
+        self.tiers = tiers
+        self.after: dict[str, list[str]] = {}
+        for sid, prior in before.items():
+            self.after.setdefault(prior, []).append(sid)
+
+    def to_add(self, sid: str, kept: set[str]) -> list[str]:
+        """What taking *sid* takes: it and the sentences it needs, or [] when one of those cannot
+        be delivered (dropped earlier, or a layer the role does not take)."""
+        chain = _chain(sid, self.before, kept)
+        return chain if all(i in self.tiers for i in chain) else []
+
+    def dependents(self, sid: str) -> set[str]:
+        """*sid* and every sentence that, directly or through others, points back to it."""
+        out, todo = {sid}, [sid]
+        while todo:
+            for nxt in self.after.get(todo.pop(), ()):
+                if nxt not in out:
+                    out.add(nxt)
+                    todo.append(nxt)
+        return out
 
 
 def _tier(seg: Segment, mandatory: bool, contract: RoleContract) -> int | None:

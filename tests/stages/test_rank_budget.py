@@ -119,3 +119,43 @@ def test_an_empty_delivery_says_so_and_what_the_smallest_segment_needs(plan, con
     need = int(warning.rsplit(" ", 1)[1].rstrip(")"))
     assert warning.startswith("nothing fit in the budget of 12 o200k_base tokens: the delivered text is empty")
     assert need > 12 and make(plan).compress(contract_text, budget=need).text != ""
+
+
+ORPHAN = (
+    "Section 9 Liability. Each party's liability shall not exceed $250,000 in any year.\n\n"
+    "Section 14 Confidentiality. Employees must keep all customer data confidential at all times and under "
+    "every circumstance described in the data handling annex, including backups, logs and archives kept by "
+    "subcontractors. However, this obligation does not apply where a court orders disclosure.\n\n"
+    "Section 15 Office. The cafeteria serves lunch on Wednesdays and the gym opens at 7am for staff of both parties.\n"
+)
+
+
+def test_a_sentence_that_points_back_never_goes_without_the_one_before_it(plan):
+    counter = get_counter("o200k_base")
+    seen_with = seen_without = 0
+    for budget in range(30, 130, 6):
+        r = make(plan).compress(ORPHAN, query="liability cap and court disclosure", budget=budget)
+        assert r.tokens_out <= budget
+        if "However, this obligation" in r.text:
+            seen_with += 1
+            assert "Employees must keep all customer data confidential" in r.text, (budget, r.text)
+        else:
+            seen_without += 1
+            seg = next(s for s in r.document.segments if s.original.startswith("However"))
+            assert seg.status == "dropped"
+            if "Employees must keep" not in r.text:
+                assert "opens with 'However' and goes only with the sentence before it" in seg.reasons[-1]
+    assert seen_with and seen_without  # both sides of the rule were exercised
+    assert counter.count(ORPHAN) > 60
+
+
+def test_chinese_exception_goes_with_its_article(plan):
+    text = ("第十二条 违反本办法规定的，处人民币500万元以下罚款。\n\n"
+            "第二十条 工作人员对知悉的个人信息应当依法予以保密，不得泄露或者非法向他人提供、非法使用。"
+            "但是，法律、行政法规另有规定的除外。\n")
+    outcomes = set()
+    for budget in range(20, 120, 5):
+        r = make(plan).compress(text, query="罚款", budget=budget)
+        assert "但是" not in r.text or "不得泄露" in r.text, (budget, r.text)
+        outcomes.add(("但是" in r.text, "不得泄露" in r.text))
+    assert (True, True) in outcomes and (False, False) in outcomes
