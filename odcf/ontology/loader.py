@@ -17,6 +17,7 @@ are booleans.
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 import logging
 import os
@@ -69,12 +70,23 @@ class _Seq(list):
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def mark_line(text: str, mark: Any) -> int:
-    """1-based line of a YAML mark in *text*, counting ``\\n`` only (as editors and ``FILE:LINE`` do)."""
+def mark_line(text: str, mark: Any, newlines: list[int] | None = None) -> int:
+    """1-based line of a YAML mark in *text*, counting ``\\n`` only (as editors and ``FILE:LINE`` do).
+
+    *newlines*, the offsets of every ``\\n`` in *text* (:func:`newline_offsets`), makes each call
+    a binary search instead of a count from the start (a loader asks for every node's line).
+    """
     index = getattr(mark, "index", None)
     if isinstance(index, int) and 0 <= index <= len(text):
+        if newlines is not None:
+            return bisect.bisect_left(newlines, index) + 1
         return text.count("\n", 0, index) + 1
     return int(mark.line) + 1
+
+
+def newline_offsets(text: str) -> list[int]:
+    """Offsets of every ``\\n`` in *text*, ascending."""
+    return [m.start() for m in re.finditer("\n", text)]
 
 
 class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
@@ -83,13 +95,14 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._text = stream
+        self._newlines = newline_offsets(stream)
         #: (mapping, key, line of the repeat, line of the first)
         self.duplicates: list[tuple[_Map, Any, int, int]] = []
 
     def line_of(self, mark: Any) -> int:
         """1-based line of *mark*, counting only ``\\n``: YAML also breaks lines at NEL, LS and PS
         (U+0085, U+2028, U+2029), which an editor shows inside one line."""
-        return mark_line(self._text, mark)
+        return mark_line(self._text, mark, self._newlines)
 
     def construct_line_map(self, node: yaml.MappingNode):  # type: ignore[no-untyped-def]
         data = _Map()

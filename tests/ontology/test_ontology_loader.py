@@ -407,3 +407,15 @@ def test_a_pattern_that_backtracks_catastrophically_is_reported_and_sound_ones_p
             "(26 characters) took over 0.5 s") in got[0]
     assert "protect.anchors[2].pattern: pattern backtracks catastrophically" in got[1]
     assert "protect.anchors[3].pattern: pattern backtracks catastrophically: searching 'abababababab'… (52" in got[2]
+
+
+def test_mark_line_by_binary_search_agrees_with_counting():
+    from types import SimpleNamespace
+
+    from odcf.ontology.loader import mark_line, newline_offsets
+
+    text = "odcf: 1\n\ndomain: x\r\nroles:\n  a:\n    budget: 5\n\u2028tail"
+    offsets = newline_offsets(text)
+    for i in range(len(text) + 1):
+        mark = SimpleNamespace(index=i, line=0)
+        assert mark_line(text, mark, offsets) == mark_line(text, mark) == text.count("\n", 0, i) + 1
