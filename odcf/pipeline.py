@@ -12,8 +12,12 @@ the ontology's ``pipeline:`` section, and :data:`DEFAULT_ENABLED`.
 """
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 import logging
+import types
+import typing
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -103,6 +107,68 @@ def resolve_stage_options(plan: Plan, overrides: Mapping[str, Any] | None = None
     return out
 
 
+def stage_option_problems(sections: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """``(key path, message)`` for every stage option in *sections* (an ontology's ``pipeline:``
+    mapping, or ``stages=``) that its stage does not take, or whose value is not of the type the
+    stage declares (``int``, ``float``, ``bool``, ``str``, optionally ``None``): all of them, so that
+    ``odcf ontology check`` reports them before a run instead of one at a time when it starts.
+
+    >>> for path, message in stage_option_problems({"compress": {"rate": "high", "tresh": 1}, "fold": False}):
+    ...     print(".".join(path), "-", message[:62])
+    compress.rate - expected a number or null, got str 'high'
+    compress.tresh - unknown option 'tresh' (did you mean 'threshold'?); TokenCompr
+    """
+    specs = dict(STAGE_ORDER)
+    out: list[tuple[tuple[str, ...], str]] = []
+    for name, section in sections.items():
+        if name not in specs or not isinstance(section, Mapping):
+            continue
+        klass = _load_class(specs[name])
+        params = {k: v for k, v in inspect.signature(klass.__init__).parameters.items() if k != "self"}
+        if any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
+            continue
+        try:
+            hints = typing.get_type_hints(klass.__init__)
+        except Exception:  # an annotation that does not resolve: names are still checked
+            hints = {}
+        for key, value in section.items():
+            if key == "enabled":
+                continue
+            if key not in params:
+                close = difflib.get_close_matches(str(key), list(params), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                out.append(((name, str(key)),
+                            f"unknown option {key!r}{hint}; {klass.__name__} takes: {', '.join(sorted(params))}"))
+                continue
+            problem = _type_problem(hints.get(key), value)
+            if problem:
+                out.append(((name, str(key)), problem))
+    return out
+
+
+_TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _type_problem(hint: Any, value: Any) -> str | None:
+    """Why *value* does not fit a simple declared type, or None (also for types not checked here)."""
+    args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    allows_none = type(None) in args
+    simple = [a for a in args if a in _TYPE_WORDS]
+    if not simple or len(simple) + allows_none != len(args):
+        return None  # a richer type (sequence, mapping, literal): the stage checks it
+    if value is None and allows_none:
+        return None
+    for t in simple:
+        if t is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return None
+        if t is int and isinstance(value, int) and not isinstance(value, bool):
+            return None
+        if t in (bool, str) and isinstance(value, t):
+            return None
+    want = " or ".join(_TYPE_WORDS[t] for t in simple) + (" or null" if allows_none else "")
+    return f"expected {want}, got {type(value).__name__} {value!r}"
+
+
 class Pipeline:
     """An ordered list of stages with checked contracts.
 
@@ -119,6 +185,10 @@ class Pipeline:
     @classmethod
     def from_plan(cls, plan: Plan, stages: Mapping[str, Any] | None = None) -> Pipeline:
         chosen = resolve_stage_options(plan, stages)
+        problems = stage_option_problems(plan.pipeline) + stage_option_problems(dict(stages or {}))
+        if problems:
+            raise StageError("bad stage option(s): " + "; ".join(
+                f"{'.'.join(path)}: {message}" for path, message in problems))
         built: list[Stage] = []
         for name, spec in STAGE_ORDER:
             options = chosen[name]

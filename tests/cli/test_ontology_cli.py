@@ -97,3 +97,23 @@ def test_plan_of_an_unknown_name_is_one_error_line(capsys):
     code, out, err = run(capsys, "plan", "no_such_thing")
     assert code == 1 and out == ""
     assert err.startswith("odcf plan: error: no_such_thing: no such ontology file")
+
+
+def test_check_names_every_stage_option_no_stage_takes_with_its_line(capsys, tmp_path):
+    bad = tmp_path / "pipe.yaml"
+    bad.write_text(
+        "odcf: 1\ndomain: pipe\nconcepts:\n  - name: a\npipeline:\n"
+        "  compress: {cost_exponent: high, bogus_option: 1}\n"
+        "  rerank:\n    enabled: false\n    modle: x\n",
+        encoding="utf-8")
+    assert main(["ontology", "check", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert f"{bad}:6: pipeline.compress.cost_exponent: expected a number, got str 'high'" in err
+    assert any(line.startswith(f"{bad}:6: pipeline.compress.bogus_option: unknown option 'bogus_option'") for line in err)
+    assert any(line.startswith(f"{bad}:9: pipeline.rerank.modle: unknown option 'modle'") for line in err)
+    # and a run refuses the plan with all of them in one error
+    doc = tmp_path / "d.txt"
+    doc.write_text("Liability is capped at 5%.\n", encoding="utf-8")
+    assert main(["compress", str(doc), "-O", str(bad)]) != 0
+    msg = capsys.readouterr().err
+    assert "cost_exponent" in msg and "bogus_option" in msg and "modle" in msg
