@@ -48,8 +48,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
     """Join a source's delivered segments (already in index order)."""
     if not segments:
         return ""
+    if all("json_levels" in s.meta for s in segments):
+        return _join_json(segments)
     container = segments[0].meta.get("json_container")
-    if container and all("json_member" in s.meta for s in segments):
+    if container and all("json_member" in s.meta for s in segments):  # records written before json_levels
         return container[0] + ",".join(s.text for s in segments) + container[1]
     # a CRLF source gets CRLF wherever assembly adds a line break
     nl = "\r\n" if segments[0].meta.get("crlf") else "\n"  # the segmenter marks every segment of a CRLF source
@@ -83,6 +85,34 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if rest > 0:
                 out.append(f"{nl}[DATA_ROWS: {rest}]")
         prev = seg
+    return "".join(out)
+
+
+def _join_json(segments: Sequence[Segment]) -> str:
+    """Valid JSON from delivered members of a cut JSON source: each container around a delivered
+    member is opened with its own text (``{``, ``"results": [``) and closed, members joined by
+    commas; a container none of whose members is delivered is left out whole."""
+    out: list[str] = []
+    stack: list[Sequence[str]] = []  # open levels: (key, opening text, closing text)
+    filled: list[bool] = []  # whether each open level holds a member yet
+    for seg in segments:
+        levels = seg.meta["json_levels"]
+        common = 0
+        while common < min(len(stack), len(levels)) and stack[common][0] == levels[common][0]:
+            common += 1
+        while len(stack) > common:
+            out.append(stack.pop()[2])
+            filled.pop()
+        for level in levels[len(stack):]:
+            if filled:
+                out.append("," if filled[-1] else "")
+                filled[-1] = True
+            out.append(level[1])
+            stack.append(level)
+            filled.append(False)
+        out.append(("," if filled[-1] else "") + seg.text)
+        filled[-1] = True
+    out.extend(level[2] for level in reversed(stack))
     return "".join(out)
 
 

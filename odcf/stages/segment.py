@@ -9,8 +9,10 @@ whitespace.
 """
 from __future__ import annotations
 
+import bisect
 import csv
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,16 +130,38 @@ class Segmenter(Stage):
         end = start + len(stripped)
         if counter.count(stripped) <= self.json_split_tokens or not isinstance(value, (list, dict)) or not value:
             return [_Piece(start, end, "json", 0)]
+        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),))
+        return out or [_Piece(start, end, "json", 0)]
+
+    def _json_members(self, text: str, start: int, end: int, counter: Any,
+                      levels: tuple[tuple[str, str, str], ...]) -> list[_Piece] | None:
+        """The members of the JSON container text[start:end], each a piece; a member over
+        ``json_split_tokens`` whose value is itself a container of two or more members (the
+        ``"results": [...]`` of a tool's answer) is cut into its own members, down to three levels
+        (an object that is an item of an array, a record, only when over ``max_block_tokens``).
+        Each piece's ``json_levels`` holds (key, text that opens, text that closes) of every
+        container around it, so that assembly rebuilds valid JSON from any subset of the pieces."""
         members = _top_level_members(text, start, end)
-        if members is None or len(members) < 2:
-            return [_Piece(start, end, "json", 0)]
-        open_ch, close_ch = text[start], text[end - 1]
+        if not members:
+            return None
         out: list[_Piece] = []
         for j, (ms, me) in enumerate(members):
-            meta = {"json_container": open_ch + close_ch, "json_member": j,
-                    "json_members": len(members)}
+            inner = None
+            opens = _value_container(text, ms, me)
+            # a record (an object in an array) is cut only when very large: its fields apart from
+            # its id are of little use
+            limit = self.max_block_tokens if opens is not None and text[opens] == "{" and levels[-1][1].endswith("[") \
+                else self.json_split_tokens
+            if opens is not None and len(levels) < 4 and counter.count(text[ms:me]) > limit:
+                level = (f"{levels[-1][0]}/{j}", text[ms:opens + 1], text[me - 1])
+                inner = self._json_members(text, opens, me, counter, levels + (level,))
+            if inner:
+                out.extend(inner)
+                continue
+            meta = {"json_container": levels[0][1] + levels[0][2], "json_member": j, "json_members": len(members),
+                    "json_levels": [list(lv) for lv in levels]}
             out.append(_Piece(ms, me, "json", 0, meta))
-        return out
+        return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
     def _text_pieces(self, text: str, counter: Any, *, turn: bool) -> list[_Piece]:
         pieces: list[_Piece] = []
@@ -199,7 +223,7 @@ class Segmenter(Stage):
             if list_end - i >= 1 and _LIST_RE.match(line):
                 kind = "list"
             label = _SPEAKER_RE.match(line) if i < speaker_until else None
-            for ss, se in _attach_short(text[ps:pe], split_sentences(text[ps:pe]), self.min_sentence_words):
+            for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words):
                 for cs, ce in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars):
                     pieces.append(_Piece(cs, ce, kind, paragraph, _speaker_meta(label, cs - ps)))
             paragraph += 1
@@ -272,6 +296,25 @@ class Segmenter(Stage):
                 for i, (c, f, m) in enumerate(chunks)]
 
 
+def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """Sentence spans of a prose block, relative to its first line. Three or more lines that each
+    open with a capital letter or a digit and end without punctuation that continues (a comma, a
+    hyphen, a conjunction) are items written one a line ("The insurer shall acknowledge the claim
+    within 5 days, unless the claim is incomplete (Clause 7.3)"): each line ends a sentence. In
+    hard-wrapped prose some line opens lower-case, so it is read across lines as before."""
+    ps, pe = block[0][0], block[-1][1]
+    if len(block) < 3 or not all(_ITEM_LINE_RE.match(line) for _, _, line in block):
+        return split_sentences(text[ps:pe])
+    out: list[tuple[int, int]] = []
+    for ls, le, _ in block:
+        out.extend((ls - ps + a, ls - ps + b) for a, b in split_sentences(text[ls:le]))
+    return out
+
+
+#: A line that could be a whole item: opens with a capital or a digit, does not end by continuing.
+_ITEM_LINE_RE = re.compile(r"^\s*[\"'(\[]?[A-Z0-9\u00c0-\u00de].*(?<![,;\-–—&/])(?<!\band)(?<!\bor)(?<!\bthe)(?<!\bof)\s*$")
+
+
 def _word_count(sentence: str) -> int:
     """Words of a sentence; CJK text has no spaces, so two CJK characters count as a word."""
     return len(sentence.split()) + len(HAN_RE.findall(sentence)) // 2
@@ -309,22 +352,36 @@ def _rstrip(text: str, start: int, end: int) -> int:
     return end
 
 
+#: Value phrases a cut must not split: an amount with its currency ("EUR 1,250,000.00"), a number
+#: with its unit ("25 %", "30 days"), a clause reference ("Clause 7.2(b)", "第6.4条").
+_NO_CUT_RE = re.compile(
+    r"(?:\b[A-Z]{2,4}|[$€£¥₹])\s?\d[\d,.]*(?:\s?(?:%|percent|million|billion|thousand)\b)?"
+    r"|\d[\d,.]*\s?(?:%|percent|per cent|million|billion|thousand|days?|weeks?|months?|years?|hours?)"
+    r"|\b(?:Clause|Section|Article|Art\.|Schedule|Annex|§)\s?\d[\w.()]*"
+    r"|第[\d.一二三四五六七八九十百千]+[条章节款项]"
+    r"|(?:人民币|美元|欧元)?\d[\d,.]*\s?(?:万元|亿元|元|万|亿|%|％)"
+)
+#: Where a very long sentence may be cut, best first: after a clause mark, after a comma, at a space.
+_CUT_TIERS = (("; ", "\n", "；", "。", "！", "？"), (", ", "，", "、", ": ", "："), (" ",))
+
+
 def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
-    """Very long 'sentences' (no punctuation, e.g. a dump) are cut at ; , or spaces."""
+    """Very long 'sentences' (no sentence punctuation, e.g. a dump) are cut at most *limit*
+    characters apart: after ; or a CJK full stop, else after a comma (also ， and 、), else at a
+    space, and never inside a value phrase (:data:`_NO_CUT_RE`: "EUR 1,250,000.00", "第6.4条")."""
     if end - start <= limit:
         return [(start, end)]
+    blocked = [(m.start(), m.end()) for m in _NO_CUT_RE.finditer(text, start, end) if m.end() - m.start() < limit // 2]
+    starts = [a for a, _ in blocked]
+
+    def free(pos: int) -> bool:  # a cut at pos ends a piece at pos; matches do not overlap
+        k = bisect.bisect_left(starts, pos) - 1
+        return k < 0 or blocked[k][1] <= pos
+
     out: list[tuple[int, int]] = []
     s = start
     while end - s > limit:
-        window = text[s:s + limit]
-        cut = max(window.rfind("; "), window.rfind("\n"))
-        if cut < limit // 3:
-            cut = window.rfind(", ")
-        if cut < limit // 3:
-            cut = window.rfind(" ")
-        if cut <= 0:
-            cut = limit - 1
-        e = s + cut + 1
+        e = _cut_point(text, s, limit, free)
         out.append((s, _rstrip(text, s, e)))
         s = e
         while s < end and text[s].isspace():
@@ -332,6 +389,28 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, in
     if s < end:
         out.append((s, end))
     return [(a, b) for a, b in out if b > a]
+
+
+def _cut_point(text: str, s: int, limit: int, free: Callable[[int], bool]) -> int:
+    """End of the piece that starts at *s*: the best cut in the next *limit* characters."""
+    window = text[s:s + limit]
+    for seps in _CUT_TIERS:
+        best = max((i for sep in seps for i in _find_all(window, sep)
+                    if i >= limit // 3 and free(s + i + 1)), default=-1)
+        if best >= 0:
+            return s + best + 1
+    for e in range(s + limit - 1, s + limit // 3, -1):  # no separator at all: any free position
+        if free(e):
+            return e
+    return s + limit - 1
+
+
+def _find_all(text: str, sep: str) -> list[int]:
+    out, i = [], text.find(sep)
+    while i >= 0:
+        out.append(i)
+        i = text.find(sep, i + 1)
+    return out
 
 
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
@@ -384,9 +463,17 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
                 if c != cols:
                     break
                 j, records = k, records + 1
-            if records >= 3:
+            if records >= 3 and not (delim == "," and cols <= 3 and _wordy(lines[i:j])):
                 return j
     return i
+
+
+def _wordy(lines: list[tuple[int, int, str]]) -> bool:
+    """Whether comma-separated lines read as prose: more than 5 words a cell on average. Clause
+    lines such as "The insurer shall acknowledge the claim within 5 days, unless … (Clause 7.3)"
+    have two or three such "cells"; no table of WikiTableQuestions with at most 3 columns does."""
+    cells = [c for line in lines for c in line[2].split(",")]
+    return sum(len(c.split()) for c in cells) > 5 * len(cells)
 
 
 def _one_record_a_line(lines: list[tuple[int, int, str]]) -> bool:
@@ -468,6 +555,25 @@ def _list_run(lines: list[tuple[int, int, str]], i: int) -> int:
             continue
         break
     return j
+
+
+def _value_container(text: str, ms: int, me: int) -> int | None:
+    """Where the container that is the value of the JSON member text[ms:me] opens (the member
+    itself for an array item, after ``"key":`` for an object member), or None for a scalar."""
+    k = ms
+    if text[k] == '"':  # an object member: skip its key
+        k += 1
+        while k < me and text[k] != '"':
+            k += 2 if text[k] == "\\" else 1
+        k += 1
+        while k < me and text[k].isspace():
+            k += 1
+        if k >= me or text[k] != ":":
+            return None
+        k += 1
+        while k < me and text[k].isspace():
+            k += 1
+    return k if k < me and text[k] in "[{" and text[me - 1] == {"[": "]", "{": "}"}[text[k]] else None
 
 
 def _top_level_members(text: str, start: int, end: int) -> list[tuple[int, int]] | None:

@@ -213,3 +213,76 @@ def test_a_crlf_source_gets_crlf_wherever_assembly_adds_a_line_break():
     # two sentences from the middle of two lines: nothing delivered holds a CRLF, the break is still one
     mid = [s for s in out if s.meta.get("speaker") and not s.meta.get("opens_line")]
     assert join_segments(mid) == "Alice: It is three days late.\r\nBob: Go ahead with it."
+
+
+def test_a_very_long_sentence_is_never_cut_inside_an_amount_or_a_clause_number():
+    filler = "the insured shall pay the agreed amount to the loss adjuster in full settlement "
+    for shift in range(0, 40, 3):
+        text = (filler * 15)[: 1180 + shift] + " EUR 1,250,000.00 under Clause 7.2(b) within 30 days " + filler * 3
+        pieces = [s.text for s in seg(text, max_sentence_chars=1200)]
+        assert len(pieces) > 1
+        assert any("EUR 1,250,000.00" in p for p in pieces), shift
+        assert any("Clause 7.2(b)" in p for p in pieces) and any("30 days" in p for p in pieces), shift
+        assert all(len(p) <= 1200 for p in pieces)
+
+
+def test_a_very_long_chinese_sentence_is_cut_after_a_comma_not_inside_an_article_number():
+    unit = "研究者应当在受试者出现任何可疑反应时立即记录并报告给申办方，"
+    for off in range(1190, 1200):
+        text = (unit * 60)[:off] + "依据第6.4条判定严重不良事件，并处人民币500万元以下罚款，" + unit * 3 + "否则不得继续给药。"
+        pieces = [s.text for s in seg(text, max_sentence_chars=1200)]
+        assert len(pieces) > 1
+        assert all(p.endswith("，") for p in pieces[:-1]), off
+        assert any("第6.4条" in p for p in pieces) and any("人民币500万元" in p for p in pieces)
+
+
+def test_a_tool_answer_with_a_large_results_array_is_cut_into_its_items():
+    import random
+
+    data = {"tool": "claims_db.search", "query": "CLM-2024",
+            "results": [{"claim": f"CLM-2024-{i:04d}", "amount": f"EUR {i * 1000:,}.00", "status": "rejected" if i % 7 == 0 else "paid",
+                         "lines": [{"code": f"L{i}-{k}", "note": "per Clause 6.1(a) " * 3} for k in range(4)]}
+                        for i in range(60)],
+            "total": 60}
+    for text in (json.dumps(data), json.dumps(data, indent=2)):
+        out = seg(text, kind="json")
+        assert len(out) > 60  # every result (and the large ones' line items) is its own segment
+        assert sum(1 for s in out if '"tool"' in s.text) == 1 and sum(1 for s in out if '"total"' in s.text) == 1
+        assert json.loads(join_segments(list(out))) == data
+        rng = random.Random(7)
+        for _ in range(40):  # any subset of the members is valid JSON holding exactly those members
+            kept = [s for s in out if rng.random() < 0.3]
+            if not kept:
+                continue
+            value = json.loads(join_segments(kept))
+            assert set(value) <= set(data)
+            for r in value.get("results", []):
+                assert r in data["results"]  # a record is delivered whole
+    big = {"results": [{"claim": "C-1", "lines": [{"code": f"L{k}", "note": "per Clause 6.1(a) " * 5} for k in range(80)]},
+                       {"claim": "C-2", "lines": []}]}
+    out = seg(json.dumps(big), kind="json")
+    assert len(out) > 80  # a record over the block size is cut after all, down to its line items
+    assert json.loads(join_segments([s for s in out if "\"L7\"" in s.text or "C-2" in s.text])) == {
+        "results": [{"lines": [big["results"][0]["lines"][7]]}, {"claim": "C-2", "lines": []}]}
+
+
+OBLIGATIONS = """The insured shall notify the insurer within 7 days, failing which cover may be reduced (Clause 7.2(b))
+The insurer shall acknowledge the claim within 5 days, unless the claim is incomplete (Clause 7.3)
+Proof of loss is due no later than 60 days after the loss, except with written consent (Clause 7.4)
+Subrogation rights pass to the insurer on payment, except against affiliated companies (Clause 9.1)"""
+
+
+def test_clause_lines_with_commas_are_prose_items_not_a_csv_table():
+    out = seg(OBLIGATIONS)
+    assert [s.kind for s in out] == ["sentence"] * 4  # not a "table" (same comma count on each line)
+    assert [s.text for s in out] == OBLIGATIONS.split("\n")  # one item a line, not one 600-character sentence
+
+
+def test_hard_wrapped_prose_is_still_read_across_lines():
+    text = ("Section 12.1 Term. This Agreement starts on March 1, 2025 and runs for 36 months (the\n"
+            "Initial Term). It renews automatically for successive 12-month periods unless either party\n"
+            "gives at least 90 days' written notice of non-renewal.")
+    assert [s.text.replace("\n", " ") for s in seg(text)] == [
+        "Section 12.1 Term. This Agreement starts on March 1, 2025 and runs for 36 months (the Initial Term).",
+        "It renews automatically for successive 12-month periods unless either party gives at least 90 days' "
+        "written notice of non-renewal."]
