@@ -162,8 +162,9 @@ def _pointer(doc: Any, pointer: str, where: str) -> Any:
 
 
 def is_file_origin(origin: str | None) -> bool:
-    """True when *origin* names a local file (not ``tool:...``, a URL, ``<stdin>`` or nothing)."""
-    if not origin or origin in ("-", "<stdin>"):
+    """True when *origin* names a local file (not ``tool:...``, a URL, ``<stdin>``, the text of a
+    command-line option such as ``--instruction``, or nothing)."""
+    if not origin or origin in ("-", "<stdin>") or origin.startswith("--"):
         return False
     return not _SCHEME.match(origin) or origin.startswith("file://")
 

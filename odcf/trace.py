@@ -34,6 +34,7 @@ from typing import Any
 from odcf import __version__
 from odcf.document import Source, sha256
 from odcf.errors import InputError
+from odcf.fileio import write_text
 from odcf.textutil import loads_json
 
 logger = logging.getLogger(__name__)
@@ -239,7 +240,7 @@ def write_trace(result: Any, path: str | os.PathLike[str], *, inputs: Any, compr
     """Write the JSONL trace of *result* (from ``compressor.compress(inputs, ...)``) to *path*; returns the id."""
     lines = trace_lines(result, inputs=inputs, compressor=compressor)
     body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    Path(path).write_text(body, encoding="utf-8")
+    write_text(path, body)
     logger.info("trace %s written to %s (%d events)", lines[0]["trace_id"], path, len(lines) - 2)
     return str(lines[0]["trace_id"])
 

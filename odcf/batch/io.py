@@ -24,7 +24,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -309,61 +308,6 @@ def dumps(obj: Any) -> str:
 
 
 # --------------------------------------------------------------------------- atomic writing
-
-
-class AtomicFile:
-    """A file written under a temporary name in the target's folder, fsynced, then renamed over
-    the target with :func:`os.replace`: readers see the old file or the complete new one.
-
-    >>> with AtomicFile("out.jsonl") as fh:     # doctest: +SKIP
-    ...     fh.write(b'{"id":"a"}\\n')
-    """
-
-    def __init__(self, target: str | os.PathLike[str]) -> None:
-        self.target = Path(target)
-        self._fh: IO[bytes] | None = None
-        self._tmp: str | None = None
-
-    def __enter__(self) -> IO[bytes]:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
-                                         dir=self.target.parent)
-        self._fh = os.fdopen(fd, "wb")
-        return self._fh
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        assert self._fh is not None and self._tmp is not None
-        try:
-            if exc_type is None:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-            self._fh.close()
-            if exc_type is None:
-                os.replace(self._tmp, self.target)
-                fsync_dir(self.target.parent)
-                return
-        finally:
-            if exc_type is not None and os.path.exists(self._tmp):
-                os.unlink(self._tmp)
-
-    @property
-    def temp_path(self) -> str:
-        assert self._tmp is not None
-        return self._tmp
-
-
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """Make a rename in *path* durable (no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
 #: Columns of a Parquet output file (``record`` is the delivery record as a JSON string).

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from odcf.batch.io import AtomicFile, Key, ParquetRowsWriter, dumps
+from odcf.batch.io import Key, ParquetRowsWriter, dumps
 from odcf.errors import OdcfError
+from odcf.fileio import AtomicFile
 
 logger = logging.getLogger(__name__)
 

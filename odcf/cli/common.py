@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +41,7 @@ def csv_list(text: str) -> tuple[str, ...]:
 
 
 def write_text(path: str, text: str) -> None:
-    """Write atomically: a temp file in the same folder, then rename."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".odcf-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:  # the text's line endings, as they are
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write atomically (:func:`odcf.fileio.write_text`): one clear error when it cannot."""
+    from odcf.fileio import write_text as _write
+
+    _write(path, text)

@@ -45,8 +45,49 @@ def test_stdin_and_out_file(contract, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TEXT.encode())))
     out = tmp_path / "out.txt"
     assert main(["compress", "-", "--budget", "1000", "--out", str(out), "--no-annotate"]) == 0
-    assert out.read_text() == TEXT.rstrip("\n") + "\n"
+    assert out.read_text() == TEXT.rstrip("\n")  # exactly the delivered text, no newline added
     assert capsys.readouterr().out == ""
+
+
+def test_out_file_is_exactly_the_measured_text_and_verifies(contract, tmp_path, capsys):
+    import hashlib
+
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    assert main(["compress", str(contract), "--budget", "50", "--out", str(out), "--record", str(rec)]) == 0
+    record = json.loads(rec.read_text())
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == record["sha256"]
+    assert get_counter("o200k_base").count(out.read_text()) == record["tokens_out"] <= 50
+    assert main(["verify", str(rec), "--text", str(out)]) == 0
+    out.write_bytes(out.read_bytes() + b"\n")  # a file from before: the old trailing newline is still accepted
+    assert main(["verify", str(rec), "--text", str(out)]) == 0
+    out.write_bytes(out.read_bytes() + b"x")
+    assert main(["verify", str(rec), "--text", str(out)]) != 0
+
+
+def test_a_record_with_an_instruction_verifies(contract, tmp_path, capsys):
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    assert main(["compress", str(contract), "--budget", "60", "--instruction", "Report the liability cap.",
+                 "--out", str(out), "--record", str(rec)]) == 0
+    assert main(["verify", str(rec), "--text", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "origin '--instruction' is not a file" in err
+
+
+@pytest.mark.parametrize("flag", ["--out", "--record", "--trace", "--html"])
+def test_an_output_naming_an_input_file_is_refused_and_the_input_kept(contract, tmp_path, capsys, flag):
+    link = tmp_path / "alias.md"
+    link.symlink_to(contract)
+    for target in (contract, link):
+        assert main(["compress", str(contract), "--budget", "40", flag, str(target)]) == 1
+        assert "is an input file" in capsys.readouterr().err
+        assert contract.read_text(encoding="utf-8") == TEXT
+
+
+def test_outputs_into_a_missing_folder_are_written(contract, tmp_path, capsys):
+    out = tmp_path / "new" / "dir" / "out.txt"
+    rec = tmp_path / "new" / "rec.json"
+    assert main(["compress", str(contract), "--budget", "40", "--out", str(out), "--record", str(rec)]) == 0
+    assert out.exists() and json.loads(rec.read_text())["tokens_out"] <= 40
 
 
 def test_bundled_ontology_by_name(contract, capsys):

@@ -1,0 +1,102 @@
+"""Writing files safely: atomic replacement that respects links, devices and permissions.
+
+Imports nothing from odcf but its errors, so the CLI, the batch runner and the report writers
+can all use it.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from odcf.errors import InputError
+
+
+class AtomicFile:
+    """A file written under a temporary name in the target's folder, fsynced, then renamed over
+    the target with :func:`os.replace`: readers see the old file or the complete new one.
+
+    A symbolic link is written through (the file it names is replaced, the link stays); a target
+    that exists and is not a regular file (``/dev/stdout``, a FIFO) is written directly, as there
+    is nothing to rename over. A new file gets the permissions the umask allows (not the 0600 of a
+    temporary file); a replaced one keeps its own. Missing folders are created.
+
+    >>> with AtomicFile("out.jsonl") as fh:     # doctest: +SKIP
+    ...     fh.write(b'{"id":"a"}\\n')
+    """
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        self.target = Path(target)
+        self._fh: IO[bytes] | None = None
+        self._tmp: str | None = None
+        self._real = self.target
+
+    def __enter__(self) -> IO[bytes]:
+        self._real = Path(os.path.realpath(self.target))
+        if self._real.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(self.target))
+        if self._real.exists() and not self._real.is_file():
+            self._fh = open(self._real, "wb")  # noqa: SIM115 - closed in __exit__
+            return self._fh
+        self._real.parent.mkdir(parents=True, exist_ok=True)
+        mode = stat.S_IMODE(self._real.stat().st_mode) if self._real.exists() else 0o666 & ~_umask()
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{self._real.name}.", suffix=".tmp", dir=self._real.parent)
+        os.chmod(self._tmp, mode)
+        self._fh = os.fdopen(fd, "wb")
+        return self._fh
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        assert self._fh is not None
+        if self._tmp is None:  # written directly
+            self._fh.close()
+            return
+        try:
+            if exc_type is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            if exc_type is None:
+                os.replace(self._tmp, self._real)
+                fsync_dir(self._real.parent)
+                return
+        finally:
+            if exc_type is not None and os.path.exists(self._tmp):
+                os.unlink(self._tmp)
+
+    @property
+    def temp_path(self) -> str:
+        assert self._tmp is not None
+        return self._tmp
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write *text* as UTF-8, atomically (:class:`AtomicFile`), line endings as they are; an
+    :class:`OSError` becomes one :class:`~odcf.errors.InputError` naming the path."""
+    try:
+        with AtomicFile(path) as fh:
+            fh.write(text.encode("utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a rename in *path* durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
