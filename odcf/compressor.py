@@ -228,8 +228,9 @@ def _one_source(item: SourceLike, k: int) -> Source:
             raise InputError(f"source {data['id']!r}: unknown layer {data['layer']!r} (known: {', '.join(LAYERS)})")
         try:
             return Source(**data)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"source {data['id']!r}: {exc}") from exc
+        except (TypeError, ValueError) as exc:  # Source's own messages name the source
+            message = str(exc)
+            raise InputError(message if message.startswith("source ") else f"source {data['id']!r}: {message}") from exc
     raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
 
 

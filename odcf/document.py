@@ -71,6 +71,16 @@ class Source:
             raise ValueError(f"source {self.id!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
         if self.layer not in LAYERS:
             raise ValueError(f"source {self.id!r}: unknown layer {self.layer!r} (expected one of {', '.join(LAYERS)})")
+        for name in ("text", "read_range"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+        for name in ("origin", "timestamp", "category", "speaker"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.mandatory, bool):  # "false" would be true
+            raise ValueError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
+        if self.confidence is not None and (isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float))):
+            raise ValueError(f"source {self.id!r}: confidence must be a number within [0, 1], got {self.confidence!r}")
         if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
             raise ValueError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
         object.__setattr__(self, "meta", _freeze(self.meta))

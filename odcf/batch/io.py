@@ -187,14 +187,53 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
             "raw": body.decode("utf-8", errors="replace"),
             "raw_base64": base64.b64encode(body).decode("ascii"),
         })
+    if key[1] == 0 and text.startswith("\ufeff"):
+        text = text[1:]  # a byte order mark that a Windows tool put before the first record
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         return RawRecord(key, where, error=f"invalid JSON: {exc.msg} at column {exc.colno}",
                          detail={"raw": text})
     except RecursionError:
         return RawRecord(key, where, error="invalid JSON: nested too deeply", detail={"raw": text})
+    except ValueError as exc:  # NaN / Infinity, an integer of over 4,300 digits
+        return RawRecord(key, where, error=f"invalid JSON: {exc}", detail={"raw": text})
+    depth = nesting_depth(value)
+    if depth > MAX_DEPTH:
+        return RawRecord(key, where, error=(
+            f"record nested {depth} levels deep, above the limit of {MAX_DEPTH} (it could not be "
+            "handed to a worker process)"), detail={"raw": text})
     return RawRecord(key, where, record=value)
+
+
+#: Deepest record structure accepted: deeper ones cannot be pickled to worker processes (nor
+#: sent to Ray), so a job's result would depend on its worker count.
+MAX_DEPTH = 100
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Levels of lists and objects in *value* (a scalar is 0), counted up to ``limit + 1``.
+
+    >>> nesting_depth({"a": [1, {"b": []}]}), nesting_depth("x")
+    (4, 0)
+    """
+    depth, level = 0, [value]
+    while level and depth <= limit:
+        nxt: list[Any] = []
+        for v in level:
+            if isinstance(v, dict):
+                nxt.extend(v.values())
+            elif isinstance(v, list):
+                nxt.extend(v)
+        if not any(isinstance(v, (dict, list)) for v in level):
+            break
+        depth += 1
+        level = nxt
+    return depth
 
 
 def _read_jsonl(f: InputFile, skip: Callable[[Key], bool], limit: int) -> Iterator[RawRecord | Key]:
@@ -274,11 +313,12 @@ def _pyarrow_parquet() -> Any:
 
 def jsonable(value: Any) -> Any:
     """A JSON-ready copy of a Parquet row value: bytes become base64 text, dates ISO strings,
-    decimals strings, non-finite floats strings (JSON has no NaN)."""
+    decimals strings, non-finite floats ``{"float": "nan"}`` (JSON has no NaN; an object, so that
+    a NaN where text is expected is refused as not a string instead of read as the text "nan")."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
+        return value if math.isfinite(value) else {"float": str(value)}
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -74,6 +74,8 @@ def run_batch(
         raise OdcfError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
     if chunk_size < 1:
         raise OdcfError(f"chunk size must be at least 1, got {chunk_size}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise OdcfError(f"workers must be 0 (in this process) or more, got {workers!r}")
     fmt = output_format(output, output_fmt)
     files = discover_inputs(input)
     _check_paths(input, output, files)
@@ -198,12 +200,20 @@ def _write_parts(store: PartStore, outcomes: Iterable[Outcome], counts: list[int
 def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], files: list[InputFile]) -> None:
     out = Path(output).resolve()
     inp = Path(input).resolve()
-    if any(Path(f.path) == out for f in files):
-        raise InputError(f"{output}: the output is also an input file")
+    written = {out: "the output", out.with_name(out.name + ".errors.jsonl"): "the error file",
+               out.with_name(out.name + ".parts"): "the parts folder"}
+    for f in files:
+        what = written.get(Path(f.path).resolve())
+        if what is not None:
+            raise InputError(f"{output}: {what} ({Path(f.path).name}) is also an input file; it would be replaced")
+    if out.is_dir():
+        raise InputError(f"{output}: is a folder; the output is a file")
     if inp.is_dir() and (inp == out.parent or inp in out.parents):
         raise InputError(f"{output}: the output (and its parts folder) must not be inside the input folder {input}")
     if not out.parent.exists():
         raise InputError(f"{output}: folder {out.parent} does not exist")
+    if not out.parent.is_dir():
+        raise InputError(f"{output}: {out.parent} is a file, not a folder")
 
 
 def _check_config(config: BatchConfig) -> Any:

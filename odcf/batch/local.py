@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -42,10 +44,24 @@ def _init_worker(config: BatchConfig) -> None:
     # One worker per core: keep native thread pools from oversubscribing (unless the user chose).
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    exit_with_parent(os.getppid())
     try:
         _WORKER = Worker(config).warm_up()
     except Exception as exc:  # reported to the driver with the first chunk, as one clear error
         _INIT_ERROR = f"{type(exc).__name__}: {exc}"
+
+
+def exit_with_parent(parent: int, *, poll: float = 1.0) -> threading.Thread:
+    """End this process when *parent* is gone (a driver killed with SIGKILL cannot stop its pool:
+    its workers, 600 MB each, would run on under init). A daemon thread checks every *poll* s."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="odcf-exit-with-parent", daemon=True)
+    thread.start()
+    return thread
 
 
 def _run_unit(items: list[WorkItem]) -> list[Outcome]:

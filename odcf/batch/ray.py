@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pickle
+import re
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -125,6 +126,33 @@ def build_dataset(ray: Any, source: Any, actor: type, actor_kwargs: dict[str, An
     )
 
 
+def ray_cause(exc: BaseException) -> str:
+    """What went wrong inside a Ray job: the innermost cause (Ray wraps a task's exception, and
+    its message ends with advice on retries, not with the error), else the last ``…Error: …`` line.
+
+    >>> class Wrapped(Exception): pass
+    >>> outer = Wrapped("Task failed\\nValueError: bad row\\nTo change retry attempts, configure …")
+    >>> ray_cause(outer)
+    'ValueError: bad row'
+    >>> outer.__cause__ = KeyError("k"); ray_cause(outer)
+    "KeyError: 'k'"
+    """
+    inner, seen = exc, {id(exc)}
+    while True:
+        nxt = getattr(inner, "cause", None) or inner.__cause__
+        if not isinstance(nxt, BaseException) or id(nxt) in seen:
+            break
+        inner = nxt
+        seen.add(id(nxt))
+    if inner is not exc and "ray" not in type(inner).__module__:
+        return f"{type(inner).__name__}: {inner}"
+    lines = [ln.strip() for ln in str(exc).splitlines() if _ERROR_LINE.match(ln.strip())]
+    return lines[-1] if lines else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b:? ")
+
+
 def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str], *,
             workers: int, chunk_size: int, address: str | None = None) -> Iterator[Outcome]:
     """Outcomes of every unfinished record, in input order, computed by ``workers`` Ray actors.
@@ -151,8 +179,7 @@ def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_
                     for outcomes in batch["outcomes"]:
                         yield from pickle.loads(outcomes)
             except ray.exceptions.RayError as exc:
-                first = str(exc).strip().splitlines()
-                raise OdcfError(f"the Ray job failed: {first[-1] if first else type(exc).__name__}") from exc
+                raise OdcfError(f"the Ray job failed: {ray_cause(exc)}") from exc
     finally:
         if started:
             ray.shutdown()

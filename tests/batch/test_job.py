@@ -100,6 +100,19 @@ def test_parquet_in_and_out(tmp_path, ontology):
     assert [(r["text"], r["record"]) for r in as_jsonl] == [(r["text"], json.loads(r["record"])) for r in out]
 
 
+def test_a_parquet_nan_where_the_query_goes_is_refused_not_read_as_text(tmp_path, ontology):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    recs = records(2)
+    pq.write_table(pa.table({"id": [r["id"] for r in recs], "context": [r["context"] for r in recs],
+                             "question": [float("nan"), None]}), tmp_path / "in.parquet")
+    s = run_batch(tmp_path / "in.parquet", tmp_path / "out.jsonl", config(ontology, query_field="question"), workers=0)
+    assert (s.records_out, s.records_failed) == (1, 1)
+    error = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")[0]
+    assert error["row"] == 0 and "must be a string, got a JSON object" in error["error"]
+    assert error["record"]["question"] == {"float": "nan"}  # and the error file stays valid JSON
+
+
 def test_directory_input_keeps_file_then_line_order(tmp_path, ontology):
     d = tmp_path / "in"
     d.mkdir()
@@ -206,4 +219,45 @@ def test_bad_job_settings_fail_before_any_work(tmp_path, ontology):
         run_batch(src, tmp_path / "o.txt", config(ontology), workers=0)
     with pytest.raises(OdcfError, match="inside the input folder"):
         run_batch(tmp_path, tmp_path / "o.jsonl", config(ontology), workers=0)
+    assert not (tmp_path / "o.jsonl.parts").exists()
+
+
+def test_records_that_broke_the_job_are_error_rows_with_any_worker_count(tmp_path, ontology):
+    good = records(3)
+    src = tmp_path / "in.jsonl"
+    with open(src, "wb") as fh:
+        fh.write(b"\xef\xbb\xbf" + json.dumps(good[0]).encode() + b"\n")  # a BOM before the first record
+        fh.write(b'{"id": "big", "context": "x", "n": ' + b"9" * 5000 + b"}\n")  # int past Python's 4,300 digits
+        fh.write(b'{"id": "deep", "context": "Pay $5.", "x": ' + b"[" * 900 + b"]" * 900 + b"}\n")
+        fh.write(b'{"id": "nan", "context": "Pay $5.", "score": NaN}\n')
+        fh.write(json.dumps({"id": "mand", "sources": [{"text": context_for(1), "mandatory": "false"}]}).encode() + b"\n")
+        fh.write(json.dumps(good[1]).encode() + b"\n")
+    outputs = []
+    for workers in (0, 1):
+        out = tmp_path / f"out{workers}.jsonl"
+        s = run_batch(src, out, config(ontology), workers=workers, chunk_size=2)
+        assert (s.records_in, s.records_out, s.records_failed) == (6, 2, 4)
+        errors = {e["line"]: e["error"] for e in read_jsonl(tmp_path / f"out{workers}.jsonl.errors.jsonl")}
+        assert errors[2].startswith("invalid JSON: Exceeds the limit") and "NaN is not valid JSON" in errors[4]
+        assert errors[3].startswith("record nested 101 levels deep, above the limit of 100")
+        assert "mandatory must be true or false, got 'false'" in errors[5]
+        outputs.append((out.read_bytes(), (tmp_path / f"out{workers}.jsonl.errors.jsonl").read_bytes()))
+        assert [r["id"] for r in read_jsonl(out)] == ["r0000", "r0001"]
+    assert outputs[0] == outputs[1]
+
+
+def test_the_error_file_or_a_bad_place_for_the_output_is_refused_before_any_work(tmp_path, ontology):
+    src = write_jsonl(tmp_path / "x.jsonl.errors.jsonl", records(2))
+    before = src.read_bytes()
+    with pytest.raises(OdcfError, match="the error file .* is also an input file"):
+        run_batch(src, tmp_path / "x.jsonl", config(ontology), workers=0)
+    assert src.read_bytes() == before
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    with pytest.raises(OdcfError, match="is a file, not a folder"):
+        run_batch(src, tmp_path / "afile" / "o.jsonl", config(ontology), workers=0)
+    (tmp_path / "adir.jsonl").mkdir()
+    with pytest.raises(OdcfError, match="is a folder"):
+        run_batch(src, tmp_path / "adir.jsonl", config(ontology), workers=0, overwrite=True)
+    with pytest.raises(OdcfError, match="workers must be 0"):
+        run_batch(src, tmp_path / "o.jsonl", config(ontology), workers=-3)
     assert not (tmp_path / "o.jsonl.parts").exists()
