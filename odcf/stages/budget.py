@@ -133,12 +133,13 @@ class Budgeter(Stage):
             return seg.id in kept
 
         added = trials = misses = 0
+        by_id = {s.id: s for s in live}
         for seg in sorted((s for s in live if s.id not in kept), key=lambda s: tiers[s.id]):
             # each trial renders the delivered text: bounded, and given up after a run of misses
             if exact >= budget or trials >= self.max_trim_rounds or misses >= _REFILL_MISSES:
                 break
             group = groups.to_add(seg.id, kept)
-            if not group or sum(counter.count(s.text) for s in live if s.id in group) - 1 > budget - exact:
+            if not group or sum(counter.count(by_id[i].text) for i in group) - 1 > budget - exact:
                 continue  # cannot fit even if its separator merges away
             trials += 1
             kept.update(group)

@@ -134,10 +134,16 @@ class SemanticDedup(Stage):
         for s in live:
             by_text.setdefault((s.layer, _norm(s.text)), []).append(s)
         for group in by_text.values():
-            for a in range(len(group)):
-                for b in range(a + 1, len(group)):
-                    if self.within_source or group[a].source_id != group[b].source_id:
-                        pairs[(group[a].id, group[b].id)] = 1.0
+            if len(group) < 2:
+                continue
+            # identical texts: link each copy to the group's keeper only (linear; every pair of a
+            # group of thousands of repeated lines was quadratic), which the grouping below
+            # resolves exactly as it would the full clique
+            best = min(group, key=lambda s: _keeper_key(s, sources[s.source_id], position[s.id]))
+            for other in group:
+                if other is not best and (self.within_source or other.source_id != best.source_id):
+                    a, b = sorted((best, other), key=lambda s: position[s.id])
+                    pairs[(a.id, b.id)] = 1.0
 
         # Near duplicates among the best-scored candidates.
         cands = live
