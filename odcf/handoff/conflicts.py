@@ -4,7 +4,7 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
 
 - **text**: an entity is an identifier (an order id ``#W2611340``, a flight ``HAT136``, a
   reservation ``UM3OG5``, a user id ``mia_li_3668``, or any match of a plan anchor whose name
-  says id/number/code/ref); a value is an amount (``$50``), a date (``2024-05-20``,
+  says id/number/code/ref); a value is an amount (``$50``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
   ``May 20, 2024``), a status word (``cancelled``, ``delivered``…) or a quantity (``3 bags``).
   The attribute is the value's type, refined by a keyword before it in the sentence
   ("refund amount", "price", "departure date"…). A value belongs to the nearest identifier
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,8 @@ _ID_PATTERNS = (
     r"\b[a-z]+_[a-z]+_\d{3,}\b",                      # user ids (mia_li_3668)
     r"\b(?:[a-z]+_)+\d{5,}\b",                        # payment ids (credit_card_4421486)
 )
-_MONEY = r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?))"
+_MONEY = (r"(?:[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?)"
+          r"|(?:人民币|美元|欧元)?\d[\d,]*(?:\.\d+)?\s?(?:亿元|万元|元)|(?:人民币|美元|欧元)\d[\d,]*(?:\.\d+)?)")
 _MONTHS = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|Jun(?:e)?|Jul(?:y)?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
 _DATE = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTHS}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|\d{{1,2}} {_MONTHS}(?: \d{{4}})?)"
 STATUSES = (
@@ -65,7 +66,8 @@ _VALUE_RE = re.compile(
 
 #: keyword stem before a value -> attribute name, per value type
 _ATTR_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "money": (("refund", "refund amount"), ("price", "price"), ("total", "total"), ("balance", "balance"),
+    "money": (("refund", "refund amount"), ("退款", "refund amount"), ("价格", "price"), ("总额", "total"),
+              ("费用", "fee"), ("price", "price"), ("total", "total"), ("balance", "balance"),
               ("fee", "fee"), ("cost", "cost"), ("charge", "charge"), ("paid", "payment"), ("payment", "payment"),
               ("deposit", "deposit"), ("compensation", "compensation"), ("budget", "budget")),
     "date": (("depart", "departure date"), ("arriv", "arrival date"), ("deliver", "delivery date"),
@@ -75,6 +77,8 @@ _ATTR_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
                ("exchange", "exchange status"), ("ticket", "ticket status")),
     "qty": (),
 }
+#: A value right after a negation ("is not $1,200", "was never delivered", "不是500元") is denied, not stated.
+_NEGATED = re.compile(r"(?:\b(?:not|never|no longer)|n't|不是|并非|不)\s*(?:\w+\s+){0,2}$", re.IGNORECASE)
 _DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "quantity"}
 #: A value further than this (in characters) from every identifier in its clause is not attributed.
 MAX_DISTANCE = 60
@@ -132,12 +136,15 @@ class Conflict:
     def to_dict(self) -> dict[str, Any]:
         return {"entity": self.entity, "attribute": self.attribute, "values": [v.to_dict() for v in self.values]}
 
-    def render(self) -> str:
+    def render(self, delivered: Collection[str] | None = None) -> str:
+        """One line; with *delivered* (the item ids the handoff text holds), each item it lacks is
+        marked "not delivered", so the line never implies both sides are there to read."""
         parts = []
         for v in self.values:
             where = ", ".join(
                 " ".join(x for x in (f"item {i}", f"({o})" if o != i else "", t or "",
-                                     f"confidence {c:g}" if c is not None else "") if x)
+                                     f"confidence {c:g}" if c is not None else "",
+                                     "not delivered" if delivered is not None and i not in delivered else "") if x)
                 for i, o, t, c in zip(v.items, v.origins, v.timestamps, v.confidences))
             parts.append(f"{v.raw} [{where}]")
         return f"- {self.entity} {self.attribute}: " + " vs ".join(parts)
@@ -162,7 +169,7 @@ def normalize_value(kind: str, raw: str) -> str:
     if kind == "money":
         num = re.sub(r"[^\d.]", "", r.replace(",", ""))
         try:
-            f = float(num)
+            f = float(num) * (1e8 if "亿" in r else 1e4 if "万" in r else 1)
         except ValueError:
             return r.lower()
         return f"{f:.2f}".rstrip("0").rstrip(".")
@@ -295,6 +302,8 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) 
                 continue
             if kind == "status" and not _STATUS_LEAD.search(sent[:m.start()]):
                 continue  # "wants it refunded" is a wish, not a status
+            if _NEGATED.search(sent[:m.start()]):
+                continue  # "is not $1,200" denies the value: it supports no side
             before = [i for i in ids if i[1] <= m.start() and m.start() - i[1] <= MAX_DISTANCE]
             after = [i for i in ids if i[0] >= m.end() and i[0] - m.end() <= MAX_DISTANCE]
             if not before and not after:

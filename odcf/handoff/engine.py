@@ -130,7 +130,7 @@ def handoff(
                     history=(verbatim_turns, condensed_turns, turn_cap))
 
     # 5. core pipeline within the budget left after the notes
-    notes = prep.notes(contract, counter, budget)
+    notes, shown = prep.notes(contract, counter, budget)
     notes_cost = counter.count(notes) + 2 if notes else 0
     core_budget = max(1, budget - notes_cost)
     doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
@@ -147,8 +147,10 @@ def handoff(
     if strict and dropped:
         raise HandoffError(f"role {contract.name}: mandatory material was dropped: "
                            + "; ".join(m["why"] for m in dropped), missing=[_name(m) for m in prep.missing])
-    if dropped:
-        notes = prep.notes(contract, counter, budget)
+    # the notes again, now that what was delivered is known (conflicting items not delivered are
+    # marked); within the room reserved for them, unless a missing mandatory item must be said
+    delivered = frozenset(s["id"] for s in record.get("sources", []) if s.get("status") != "dropped")
+    notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=None if dropped else shown)
 
     text = core_text + ("\n\n" + notes if notes and core_text else notes)
     tokens = counter.count(text)
@@ -204,9 +206,11 @@ class _Prepared:
     caps: tuple[int, int]
     sources: list[Any]
 
-    def notes(self, contract: RoleContract, counter: Any, budget: int) -> str:
+    def notes(self, contract: RoleContract, counter: Any, budget: int, *, delivered: frozenset[str] | None = None,
+              details: int | None = None) -> tuple[str, int]:
         return render_notes(contract, self.decision, self.missing, self.duplicates, self.confidence_flags,
-                            self.conflicts, counter=counter, max_tokens=notes_cap(budget))
+                            self.conflicts, counter=counter, max_tokens=notes_cap(budget),
+                            delivered=delivered, details=details)
 
     def record_entries(self, contract: RoleContract, counter: Any) -> dict[str, Any]:
         """The record's ``handoff`` entries that the preparation decides."""
@@ -245,7 +249,10 @@ def _prepare(batch: ItemBatch, plan: Plan, contract: RoleContract, budget: int, 
     states = {it.id: _state(it, plan) for it in kept if it.layer == "state"}
     reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed)
     hist_items = [it for it in kept if it.layer == "history" and not decision.is_mandatory(it.id)]
-    others = build_sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
+    # the room history gets is what the sources the role receives leave (a draft of a layer the
+    # role may not see is dropped by the core pipeline and takes no room)
+    others = [s for s in build_sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
+              if s.layer in allowed]
     verbatim, condensed, turn_cap = history
     layered, caps = fit_history(hist_items, others, plan=plan, counter=counter, budget=budget,
                                 verbatim=verbatim, condensed=condensed, turn_cap=turn_cap, query=query)

@@ -79,9 +79,9 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
         elif it.layer == "state":
             st = states[it.id]
             first.append(it.to_source(text=st.text, kind="json", mandatory=mand, meta=meta))
-            if st.legend:
+            if st.legend:  # required exactly when its state is: a legend forced in beside a dropped state
                 first.append(Source(id=f"{it.id}.legend", text=st.legend_line(), kind="text", layer="state",
-                                    origin="odcf:abbreviations", mandatory=True))
+                                    origin="odcf:abbreviations", mandatory=mand))
         elif it.layer == "reasoning":
             cut = cuts.get(it.id)
             meta.update({"handoff_order": "position", "handoff_index_last": bool(cut and cut.truncated)})

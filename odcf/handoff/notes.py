@@ -20,13 +20,20 @@ NOTES_MIN_TOKENS = 120
 
 
 def notes_cap(budget: int) -> int:
-    return max(NOTES_MIN_TOKENS, int(budget * NOTES_SHARE))
+    """Tokens the notes may use: their share of the budget, or up to NOTES_MIN_TOKENS while that
+    is at most a third of it (a 120-token handoff gave its notes 106 tokens and its facts none)."""
+    return max(min(NOTES_MIN_TOKENS, budget // 3), int(budget * NOTES_SHARE))
 
 
 def render_notes(contract: RoleContract, decision: MandatoryDecision, missing: Sequence[Mapping[str, Any]],
                  duplicates: Sequence[Any], flags: Sequence[Mapping[str, Any]], conflicts: Sequence[Conflict],
-                 *, counter: Any, max_tokens: int) -> str:
-    """The notes block ("" when there is nothing to say), within *max_tokens* (see the module docstring)."""
+                 *, counter: Any, max_tokens: int, delivered: frozenset[str] | None = None,
+                 details: int | None = None) -> tuple[str, int]:
+    """The notes block ("" when there is nothing to say), within *max_tokens* (see the module
+    docstring), and how many detail lines it shows. *delivered*: the item ids the handoff text
+    holds, once known; before, every conflicting item is marked "not delivered" (the longest the
+    block can get). *details*: show exactly this many detail lines (those a first rendering chose,
+    so that the final block, no longer than the first, fits the room reserved for it)."""
     head = f"[handoff notes] odcf | role {contract.name}"
     lines: list[str] = []
     if decision.not_searched:
@@ -37,33 +44,37 @@ def render_notes(contract: RoleContract, decision: MandatoryDecision, missing: S
     for m in missing:
         if m.get("status") != "not_searched":
             lines.append(f"Missing: {m['why']}")
-    details: list[tuple[str, str]] = []
+    detail_lines: list[tuple[str, str]] = []
     for g in duplicates:
-        details.append(("duplicates", f"Merged duplicates: item {g.kept} kept; same content from "
-                        + ", ".join(g.sources[1:]) + f" ({', '.join(g.merged)})"))
+        detail_lines.append(("duplicates", f"Merged duplicates: item {g.kept} kept; same content from "
+                             + ", ".join(g.sources[1:]) + f" ({', '.join(g.merged)})"))
     for f in flags:
         if f["kind"] == "confidence jump":
-            details.append(("confidence_flags", f"Confidence capped: item {f['item']} claimed {f['claimed']:g}, its "
-                            f"evidence ({', '.join(f['evidence'])}) supports at most {f['cap']:g}"))
+            detail_lines.append(("confidence_flags", f"Confidence capped: item {f['item']} claimed {f['claimed']:g}, "
+                                 f"its evidence ({', '.join(f['evidence'])}) supports at most {f['cap']:g}"))
         else:
-            details.append(("confidence_flags", f"Confidence unverifiable: item {f['item']} rests on "
-                            + ", ".join(f["evidence"]) + " (absent or without confidence)"))
+            detail_lines.append(("confidence_flags", f"Confidence unverifiable: item {f['item']} rests on "
+                                 + ", ".join(f["evidence"]) + " (absent or without confidence)"))
     for k, c in enumerate(conflicts):
-        if k == 0:
-            details.append(("", "Conflicts (different sources disagree; both kept, not merged):"))
-        details.append(("conflicts", c.render()))
-    if not lines and not details:
-        return ""
+        line = c.render(delivered if delivered is not None else frozenset())
+        if k == 0:  # the heading goes with the first conflict or not at all
+            line = "Conflicts (different sources disagree; not merged):\n" + line
+        detail_lines.append(("conflicts", line))
+    if not lines and not detail_lines:
+        return "", 0
     used = counter.count("\n".join([head, *lines]))
     left: dict[str, int] = {}
-    for n, (key, line) in enumerate(details):
+    shown = 0
+    for n, (key, line) in enumerate(detail_lines):
         cost = counter.count(line) + 1
-        if not left and used + cost <= max_tokens - 30:  # keep room for the closing count line
+        fits = n < details if details is not None else used + cost <= max_tokens - 30  # room for the count line
+        if not left and fits:
             lines.append(line)
             used += cost
-        elif key:
+            shown += 1
+        else:
             left[key] = left.get(key, 0) + 1
     if left:
         lines.append("Not shown here for lack of room (all listed in the record): "
                      + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in left.items()))
-    return head + "\n" + "\n".join(lines)
+    return head + "\n" + "\n".join(lines), shown

@@ -74,9 +74,9 @@ def citations(text: str, known_ids: Iterable[str] = ()) -> list[str]:
             label += ", " + _norm_range(m.group("range"))
         found.append((m.start(), label))
     for kid in known_ids:
-        if kid.isalpha():
-            continue  # a plain word ("constraint") is only a citation when written "item constraint"
-        for m in re.finditer(r"(?<![\w-])" + re.escape(kid) + r"(?![\w-])", text):
+        # a plain word ("calc", "constraint") is only a citation when written "item calc"
+        lead = r"\bitem\s+" if kid.isalpha() else r"(?<![\w-])"
+        for m in re.finditer(lead + re.escape(kid) + r"(?![\w-])", text, re.IGNORECASE if kid.isalpha() else 0):
             found.append((m.start(), f"item {kid}"))
     covered: list[str] = []
     for _, label in sorted(found):
@@ -84,6 +84,55 @@ def citations(text: str, known_ids: Iterable[str] = ()) -> list[str]:
                                             for c in covered):
             covered.append(label)
     return covered
+
+
+def merge_ranges(labels: list[str]) -> list[str]:
+    """Adjacent or overlapping ranges of one source joined: "source 2, rows 5–6", "source 2, rows
+    7–9" -> "source 2, rows 5–9" (a draft that cites 400 neighbouring row pairs has one range).
+
+    >>> merge_ranges(["source 2, rows 5–6", "source 2, rows 7–9", "item t2", "source 2, row 12"])
+    ['source 2, rows 5–9', 'item t2', 'source 2, row 12']
+    """
+    out: list[str] = []
+    spans: dict[tuple[str, str], int] = {}  # (what, unit) -> index in out of its last range
+    for label in labels:
+        m = _LABEL_RANGE_RE.match(label)
+        if m is None:
+            out.append(label)
+            continue
+        key = (m.group("what"), m.group("unit").rstrip("s"))
+        lo, hi = int(m.group("lo")), int(m.group("hi") or m.group("lo"))
+        k = spans.get(key)
+        if k is not None:
+            prev = _LABEL_RANGE_RE.match(out[k])
+            assert prev is not None
+            plo, phi = int(prev.group("lo")), int(prev.group("hi") or prev.group("lo"))
+            if lo <= phi + 1 and hi >= plo - 1:
+                a, b = min(lo, plo), max(hi, phi)
+                out[k] = f"{key[0]}, {key[1]}s {a}–{b}" if b > a else f"{key[0]}, {key[1]} {a}"
+                continue
+        spans[key] = len(out)
+        out.append(label)
+    return out
+
+
+_LABEL_RANGE_RE = re.compile(r"^(?P<what>.+), (?P<unit>rows?|lines?|pages?) (?P<lo>\d+)(?:–(?P<hi>\d+))?$")
+
+
+def _index_line(kept: int, total: int, omitted_tokens: int, evidence: list[str], counter: TokenCounter,
+                room: int) -> str:
+    """The index line, its evidence list cut to *room* tokens ("…; +37 more") so that the index
+    never crowds out the draft it stands for."""
+    head = f"[reasoning truncated: sentences {kept + 1}–{total} of {total} omitted ({omitted_tokens} tokens); "
+    if not evidence:
+        return head + "evidence: none cited in the omitted part]"
+    shown = len(evidence)
+    while True:
+        rest = len(evidence) - shown
+        line = head + f"evidence: {'; '.join(evidence[:shown])}" + (f"; +{rest} more" if rest else "") + "]"
+        if shown <= 1 or counter.count(line) <= room:
+            return line
+        shown = max(1, min(shown - 1, shown * room // max(counter.count(line), 1)))
 
 
 def _norm_range(r: str) -> str:
@@ -113,9 +162,8 @@ def truncate_reasoning(
         evidence = citations(omitted, known)
         visible = citations(head, known)
         evidence += [c for c in item.cites if c not in evidence and c not in visible]
-        line = (f"[reasoning truncated: sentences {kept + 1}–{len(spans)} of {len(spans)} omitted "
-                f"({counter.count(omitted)} tokens); "
-                + (f"evidence: {'; '.join(evidence)}]" if evidence else "evidence: none cited in the omitted part]"))
+        evidence = merge_ranges(evidence)
+        line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2))
         out = f"{head}\n{line}" if head else line
         if counter.count(out) <= cap or kept == 0:
             return ReasoningCut(item.id, out, True, total, counter.count(out), kept, len(spans),

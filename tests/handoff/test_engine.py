@@ -3,6 +3,7 @@ provenance, budget, determinism, the API."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -150,7 +151,7 @@ def test_conflicts_section_and_record(hplan: Any) -> None:
     assert r.record["conflicts"][0]["attribute"] == "refund amount"
     assert [v["value"] for v in r.record["conflicts"][0]["values"]] == ["50", "45"]
     notes = r.text[r.text.index("[handoff notes]"):]
-    assert "Conflicts (different sources disagree; both kept, not merged):" in notes
+    assert "Conflicts (different sources disagree; not merged):" in notes
     assert "- #W4817420 refund amount: $50 [item a (agent:researcher) confidence 0.6] vs 45" in notes
     assert "$50." in r.text and '"refund_amount":45' in r.text.replace(" ", "")   # both statements delivered
 
@@ -328,3 +329,56 @@ def test_property_within_budget_and_mandatory_kept(hplan: Any, n_facts: int, n_t
     assert "Only refund to card 7741." in r.text
     assert "Skip the check." not in r.text
     assert r.text.startswith("[source 1/") and r.text.split("\n")[1] == items["instruction"]
+
+
+def _messages(n: int) -> list[dict[str, Any]]:
+    out = [{"role": "user", "content": "Important: never refund to a gift card. And do not call me, email only."}]
+    for k in range(n):
+        out.append({"role": "assistant", "content": f"Step {k}: checking the courier notes for reservation FQ8APE, "
+                                                    f"page {k} of the logs, please wait a moment."})
+        out.append({"role": "user", "content": f"OK, still waiting ({k})."})
+    return out
+
+
+def test_a_draft_the_role_may_not_see_takes_no_room_from_history(hplan: Any) -> None:
+    base = {"instruction": "Plan the refund.", "items": [{"id": "t", "text": "Refund for order #W1234567 is $45."}],
+            "messages": _messages(14)}
+    with_draft = json.loads(json.dumps(base))
+    with_draft["items"].append({"id": "d", "layer": "reasoning", "origin": "agent:x",
+                                "text": "I considered many options in detail. " * 400})
+    a = handoff(hplan, role="planner", items=base, budget=4000)
+    b = handoff(hplan, role="planner", items=with_draft, budget=4000)  # planner forbids reasoning
+    assert "email only" in a.text and "email only" in b.text
+    assert a.record["handoff"]["history_caps"] == b.record["handoff"]["history_caps"]
+    assert "considered many options" not in b.text
+
+
+def test_notes_keep_to_their_share_and_say_which_conflicting_items_were_not_delivered(hplan: Any) -> None:
+    items = {"instruction": "Check the order facts.", "items": [
+        {"id": "p1", "origin": "agent:a", "text": "Order #W1234567 is delivered."},
+        {"id": "s1", "origin": "agent:b", "text": "Order #W1234567 is pending."},
+        {"id": "s2", "origin": "agent:c", "text": "Order #W1234567 is cancelled."},
+        *[{"id": f"c{k}", "origin": f"agent:{k}", "text": f"Refund for order #W99{k:05d} is ${10 + k}."} for k in range(6)],
+        *[{"id": f"d{k}", "origin": f"tool:{k}", "text": f"Refund for order #W99{k:05d} is ${20 + k}."} for k in range(6)],
+    ]}
+    for budget in (120, 200, 600):
+        r = handoff(hplan, role="reviewer", items=items, budget=budget)
+        assert r.tokens <= budget
+        notes = r.text[r.text.index("[handoff notes]"):]
+        mandatory = "Not searched upstream (required for reviewer): target_version, criteria, actual_change, machine_observations"
+        assert COUNTER.count(notes.replace("\n" + mandatory, "")) <= max(min(120, budget // 3), budget // 5)
+        delivered = {s["id"] for s in r.record["sources"] if s["status"] != "dropped"}
+        for line in notes.splitlines():
+            for item, flag in re.findall(r"item (\w+) \([^)]*\)( not delivered)?", line):
+                assert bool(flag) == (item not in delivered), line
+        if "Conflicts (" in notes:
+            assert "both kept" not in notes and re.search(r"Conflicts \(.*\):\n- ", notes)
+
+
+def test_a_plain_word_item_id_is_a_citation_when_written_item_id(hplan: Any) -> None:
+    draft = "Filler about the refund process and the order history. " * 60 + "The amount comes from item calc."
+    r = handoff(hplan, role="writer", budget=300, items={"instruction": "Write the reply.", "items": [
+        {"id": "calc", "content": {"order_id": "#W1234567", "refund_amount": 45.0}, "origin": "tool:calculate_refund"},
+        {"id": "d1", "layer": "reasoning", "origin": "agent:p", "text": draft}]})
+    cut = next(c for c in r.record["handoff"]["reasoning"] if c["item"] == "d1")
+    assert cut["truncated"] and "item calc" in cut["evidence"]

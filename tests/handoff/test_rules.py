@@ -197,3 +197,29 @@ def test_reasoning_without_citations_says_so() -> None:
     it = HandoffItem(id="r", text="I think so. " * 40, layer="reasoning")
     cut = truncate_reasoning(it, cap=40, counter=COUNTER)
     assert cut.index_line is not None and cut.index_line.endswith("evidence: none cited in the omitted part]")
+
+
+def test_a_denied_value_supports_no_side_and_chinese_amounts_are_compared() -> None:
+    items = (
+        HandoffItem(id="m1", text="Refund for order #W1234567 is $1,200.", origin="agent:a"),
+        HandoffItem(id="n1", text="Refund for order #W1234567 is not $1,200.", origin="agent:b"),
+        HandoffItem(id="z1", text="订单#W1234567的退款金额为人民币450元。", origin="agent:zh"),
+        HandoffItem(id="z2", text="订单#W7654321的退款金额为人民币5万元。", origin="agent:zh2"),
+        HandoffItem(id="z3", text="Refund amount for order #W7654321: 50,000 EUR.", origin="agent:c"),
+    )
+    conflicts = {c.entity: c for c in find_conflicts(items)}
+    assert [(v.value, v.items) for v in conflicts["#W1234567"].values] == [("1200", ("m1",)), ("450", ("z1",))]
+    assert "#W7654321" not in conflicts  # 5万元 is 50,000: no conflict
+
+
+def test_reasoning_index_merges_neighbouring_ranges_and_stays_small() -> None:
+    text = " ".join(f"Step {k}: per source 2, rows {k}-{k + 1}, the refund is $45 (item calc)." for k in range(400))
+    it = HandoffItem(id="d", layer="reasoning", text=text)
+    cut = truncate_reasoning(it, cap=120, counter=COUNTER, known_ids=["calc", "d"])
+    assert cut.truncated and COUNTER.count(cut.text) <= 120
+    assert cut.index_line is not None and COUNTER.count(cut.index_line) <= 60
+    assert "evidence: source 2, rows " in cut.index_line and "item calc" in cut.index_line
+    assert cut.text.splitlines()[-1] == cut.index_line  # the index is whole, at the end
+    many = " ".join(f"See source {k}, row {3 * k}." for k in range(300))
+    cut = truncate_reasoning(HandoffItem(id="e", layer="reasoning", text="Start. " + many), cap=80, counter=COUNTER)
+    assert COUNTER.count(cut.text) <= 80 and re.search(r"; \+\d+ more\]$", cut.index_line or "")
