@@ -240,7 +240,7 @@ class regex_time_limit:  # noqa: N801 - used as a context manager, like a functi
 
 
 #: Characters repeated to probe a pattern for catastrophic backtracking, beside its own literals.
-_PROBE_CHARS = "aA0 _.-/,:x1"
+_PROBE_CHARS = "aA0 _.-/,:x1中é"  # one Han and one accented letter too: classes written as \u escapes
 
 
 def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: int = 26) -> str | None:

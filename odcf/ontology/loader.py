@@ -35,6 +35,7 @@ from odcf.errors import OntologyError, Problem
 from odcf.ontology.schema import (
     ESSENTIAL_STAGES,
     LAYERS,
+    PRESET_ROLES,
     REGEX_FLAGS,
     Ontology,
     format_path,
@@ -401,6 +402,9 @@ def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKe
     for role_name, role in roles.items():
         if not isinstance(role, dict):
             continue
+        if role_name not in PRESET_ROLES and role.get("budget") is None:
+            report(("roles", role_name, "budget"), f"required key 'budget' is missing: {role_name!r} is not a preset role "
+                                         f"(presets: {', '.join(r for r in PRESET_ROLES if r != 'default')})")
         first: dict[str, tuple[str, int]] = {}
         for list_name in ("required", "optional", "forbidden"):
             layers = role.get(list_name)

@@ -37,6 +37,9 @@ FORMAT_VERSION = 1
 #: The five layers every segment belongs to (see DESIGN.md).
 LAYERS: tuple[str, ...] = ("instruction", "fact", "reasoning", "state", "history")
 LANGUAGES: tuple[str, ...] = ("en", "zh", "auto")
+#: Roles whose contract odcf presets (odcf.plan.presets, which must agree): an ontology may set
+#: any field of these and leave the rest to the preset; any other role needs its own budget.
+PRESET_ROLES: tuple[str, ...] = ("researcher", "planner", "writer", "reviewer", "executor", "fixer", "default")
 #: Names accepted by ``flags:`` on an anchor, mapped to :mod:`re` flags.
 REGEX_FLAGS: dict[str, int] = {"IGNORECASE": re.IGNORECASE, "MULTILINE": re.MULTILINE, "DOTALL": re.DOTALL}
 TOKENIZERS: tuple[str, ...] = ("o200k_base", "cl100k_base", "bytes")

@@ -117,3 +117,24 @@ def test_check_names_every_stage_option_no_stage_takes_with_its_line(capsys, tmp
     assert main(["compress", str(doc), "-O", str(bad)]) != 0
     msg = capsys.readouterr().err
     assert "cost_exponent" in msg and "bogus_option" in msg and "modle" in msg
+
+
+def test_a_missing_role_budget_is_reported_with_the_other_problems_at_once(capsys, tmp_path):
+    f = tmp_path / "both.yaml"
+    f.write_text("odcf: 1\ndomain: d\nlanguage: fr\nconcepts: [{name: a}]\nroles:\n"
+                 "  custom: {required: [instruction, fact]}\n  writer: {budget: 0}\n", encoding="utf-8")
+    code, _, err = run(capsys, "ontology", "check", str(f))
+    assert code == 2
+    assert err.splitlines() == [
+        f"{f}:3: language: unknown language 'fr'; use one of en, zh, auto",
+        f"{f}:6: roles.custom.budget: required key 'budget' is missing: 'custom' is not a preset role "
+        "(presets: researcher, planner, writer, reviewer, executor, fixer)",
+        f"{f}:7: roles.writer.budget: budget must be a positive integer, got 0",
+    ]
+
+
+def test_the_loaders_preset_role_names_are_the_presets():
+    from odcf.ontology.schema import PRESET_ROLES
+    from odcf.plan.presets import ROLE_PRESETS
+
+    assert set(PRESET_ROLES) == set(ROLE_PRESETS) | {"default"}

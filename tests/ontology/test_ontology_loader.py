@@ -400,9 +400,11 @@ def test_a_pattern_that_backtracks_catastrophically_is_reported_and_sound_ones_p
             "    - {name: clause, pattern: '(?:Section|Clause|Article|§)\\s*\\d+(?:\\.\\d+)*'}\n"
             "    - {name: redos, pattern: '(a+)+b'}\n"
             "    - {name: words, pattern: '^(\\w+\\s?)+$'}\n"
-            "    - {name: pairs, pattern: '(?:ab|a|b)+c!'}\n"))
+            "    - {name: pairs, pattern: '(?:ab|a|b)+c!'}\n"
+            "    - {name: han, pattern: '(?:[\\u4e00-\\u9fa5]+)+元'}\n"))
     got = [str(p) for p in info.value.problems]
-    assert len(got) == 3, got
+    assert len(got) == 4, got
+    assert "protect.anchors[4].pattern: pattern backtracks catastrophically: searching '中中中" in got[3]
     assert ("protect.anchors[1].pattern: pattern backtracks catastrophically: searching 'aaaaaaaaaaaa'… "
             "(26 characters) took over 0.5 s") in got[0]
     assert "protect.anchors[2].pattern: pattern backtracks catastrophically" in got[1]
