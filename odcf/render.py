@@ -72,6 +72,16 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = rows[0]
             if omitted > 0:
                 out.append(f"[DATA_ROWS: {omitted}]{nl}")
+        code = seg.meta.get("code_lines")
+        if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
+            # a part of a long code block delivered without the part before it: inside the fences
+            if prev is None or prev.paragraph != seg.paragraph or not prev.meta.get("code_lines"):
+                out.append(seg.meta["code_open"] + nl)
+                omitted = code[0] - 1  # lines after the opening fence
+            else:
+                omitted = code[0] - sum(prev.meta["code_lines"])
+            if omitted > 0:
+                out.append(f"[CODE_LINES: {omitted}]{nl}")
         speaker = seg.meta.get("speaker")
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
                 and (prev is None or prev.meta.get("speaker") != speaker)):
@@ -84,6 +94,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
             rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
             if rest > 0:
                 out.append(f"{nl}[DATA_ROWS: {rest}]")
+        if code and seg.meta["code_part"] < seg.meta["code_parts"] - 1 and (
+                nxt is None or nxt.index != seg.index + 1):
+            # the part after this one was not delivered: say how many lines, and close the fence
+            if nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("code_lines"):
+                rest = seg.meta["code_total"] - sum(code) - (1 if seg.meta["code_closed"] else 0)
+                out.append((f"{nl}[CODE_LINES: {rest}]" if rest > 0 else "") + nl + seg.meta["code_close"])
         prev = seg
     return "".join(out)
 

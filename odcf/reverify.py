@@ -284,6 +284,7 @@ def verify_report(
         elif sha256(text) != want:
             problems.append(Problem("text-changed", f"delivered text sha256 {sha256(text)[:16]}… "
                                                     f"does not match the record's {str(want)[:16]}…"))
+    problems += _figure_problems(record, text)
     plan = plan if plan is not None else _plan_for(record, notes)
     blocks = split_blocks(text, record) if text is not None else {}
     delivered = [s for s in record["sources"] if s.get("status") != "dropped"]
@@ -439,6 +440,42 @@ def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Seg
         if sha256(body) != src["sha256"]:
             out.append(Problem("text-substituted", "the source's delivered verbatim segments do not re-assemble "
                                                    "to the record's sha256 for it", sid))
+    return out
+
+
+def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Problem]:
+    """The record's own figures against each other (and the text): tokens out, the budget flags
+    and the segment counts. An edited figure that no hash covers is caught here."""
+    out: list[Problem] = []
+
+    def bad(message: str) -> None:
+        out.append(Problem("record-inconsistent", message))
+
+    tokens_out, budget = record.get("tokens_out"), record.get("budget")
+    if text is not None and isinstance(tokens_out, int) and record.get("unit"):
+        try:
+            from odcf.tokens import get_counter
+
+            counted = get_counter(str(record["unit"])).count(text)
+        except Exception:  # an hf:PATH tokenizer that is not here: nothing to count with
+            counted = None
+        if counted is not None and counted != tokens_out:
+            bad(f"tokens_out is {tokens_out} but the delivered text counts {counted} {record['unit']} tokens")
+    if isinstance(tokens_out, int) and isinstance(budget, int):
+        over = max(0, tokens_out - budget)
+        if record.get("over_budget") is not None and bool(record["over_budget"]) != (over > 0):
+            bad(f"over_budget is {record['over_budget']} but tokens_out {tokens_out} against budget {budget}")
+        if isinstance(record.get("over_by"), int) and record["over_by"] != over:
+            bad(f"over_by is {record['over_by']} but tokens_out {tokens_out} - budget {budget} gives {over}")
+    counts = record.get("segments")
+    if isinstance(counts, Mapping):
+        seen: dict[str, int] = {}
+        for src in record["sources"]:
+            for seg in src.get("segments") or ():
+                if isinstance(seg, Mapping) and seg.get("status"):
+                    seen[str(seg["status"])] = seen.get(str(seg["status"]), 0) + 1
+        if {k: v for k, v in counts.items() if v} != seen:
+            bad(f"segment counts {dict(counts)} do not match the segments listed {dict(sorted(seen.items()))}")
     return out
 
 

@@ -94,6 +94,20 @@ def test_delivered_text_is_checked_against_the_record(plan, run):
     assert any(p.source is None for p in problems) and any(p.source is not None for p in problems)
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.update(tokens_out=r["tokens_out"] - 3), "tokens_out is"),
+    (lambda r: r.update(over_budget=True), "over_budget is True"),
+    (lambda r: r.update(over_by=7), "over_by is 7"),
+    (lambda r: r["segments"].update(dropped=r["segments"].get("dropped", 0) + 1), "segment counts"),
+])
+def test_edited_figures_that_no_hash_covers_are_caught(plan, run, edit, message):
+    _, _, result = run
+    record = copy.deepcopy(result.record)
+    edit(record)
+    problems = verify_record(record, result.text, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["record-inconsistent"] and message in problems[0].message
+
+
 def test_a_dropped_segment_may_not_claim_text(plan, run):
     _, _, result = run
     record = copy.deepcopy(dict(result.record))

@@ -254,6 +254,8 @@ class Segmenter(Stage):
             tokens += t
         if chunk:
             out.append(_line_piece(chunk, kind, paragraph))
+        if kind == "code" and len(out) > 1 and _FENCE_RE.match(lines[0][2]):
+            out = _code_parts(out, lines)
         return out
 
     def _table_parts(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int, counter: Any) -> list[_Piece]:
@@ -335,6 +337,24 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> li
             continue
         out.append((start, b))
         pending = None
+    return out
+
+
+def _code_parts(parts: list[_Piece], lines: list[tuple[int, int, str]]) -> list[_Piece]:
+    """Parts of a long fenced code block, each told the block's fences and its lines, so that a
+    part delivered without its neighbours is written inside the fences with ``[CODE_LINES: n]``
+    for the lines left out (render), instead of as loose lines that read as prose."""
+    opening = lines[0][2].strip()
+    closing = lines[-1][2].strip() if len(lines) > 1 and _FENCE_RE.match(lines[-1][2]) else ""
+    fence = _FENCE_RE.match(opening).group(1)  # type: ignore[union-attr]
+    starts = [ln[0] for ln in lines]
+    out: list[_Piece] = []
+    for k, p in enumerate(parts):
+        first = bisect.bisect_right(starts, p.start) - 1
+        last = bisect.bisect_right(starts, p.end - 1) - 1
+        meta = {"code_open": opening, "code_close": closing or fence, "code_part": k, "code_parts": len(parts),
+                "code_lines": [first, last - first + 1], "code_total": len(lines), "code_closed": bool(closing)}
+        out.append(_Piece(p.start, p.end, p.kind, p.paragraph, meta))
     return out
 
 

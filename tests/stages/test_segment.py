@@ -286,3 +286,21 @@ def test_hard_wrapped_prose_is_still_read_across_lines():
         "Section 12.1 Term. This Agreement starts on March 1, 2025 and runs for 36 months (the Initial Term).",
         "It renews automatically for successive 12-month periods unless either party gives at least 90 days' "
         "written notice of non-renewal."]
+
+
+def test_a_long_code_block_delivered_in_parts_stays_fenced_with_its_omitted_lines_counted():
+    lines = [f"2024-05-01 12:00:{k:02d} INFO worker-{k} processed batch {k} of the nightly job without errors"
+             for k in range(120)]
+    text = "Intro line.\n\n```log\n" + "\n".join(lines) + "\n```\n\nAfter."
+    out = seg(text)
+    code = [s for s in out if s.kind == "code"]
+    assert len(code) > 3 and join_segments(list(out)) == text
+    middle = join_segments([code[1]])
+    first, count = code[1].meta["code_lines"]
+    assert middle.startswith(f"```log\n[CODE_LINES: {first - 1}]\n") and middle.endswith(
+        f"\n[CODE_LINES: {122 - first - count - 1}]\n```")
+    gap = join_segments([code[0], code[2]])
+    assert f"\n[CODE_LINES: {code[2].meta['code_lines'][0] - sum(code[0].meta['code_lines'])}]\n" in gap
+    assert gap.startswith("```log\n") and gap.endswith("```") and gap.count("```") == 2
+    tail = join_segments([code[-1]])  # the last part holds the closing fence itself
+    assert tail.startswith("```log\n[CODE_LINES: ") and tail.count("```") == 2
