@@ -264,12 +264,16 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
 
 def _antecedents(doc: Document) -> dict[str, str]:
     """Id of each sentence that opens by pointing back -> id of the segment before it in its
-    source, when that one is a sentence too (a heading or a table row is not what "However" answers)."""
+    source, when that one is a sentence too (a heading or a table row is not what "However" answers).
+
+    Lines of a transcript are left out: a delivered sentence there is written after its speaker's
+    label, and speech opens many sentences with "But" that answer nothing in particular (pairing
+    them cost QMSum evidence recall 0.619 -> 0.584 at 4x)."""
     out: dict[str, str] = {}
     prev: Segment | None = None
     for seg in doc.segments:
         if (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
-                and prev.kind == "sentence" and back_reference(seg.original)):
+                and prev.kind == "sentence" and "speaker" not in seg.meta and back_reference(seg.original)):
             out[seg.id] = prev.id
         prev = seg
     return out

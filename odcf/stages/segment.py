@@ -138,7 +138,7 @@ class Segmenter(Stage):
         """The members of the JSON container text[start:end], each a piece; a member over
         ``json_split_tokens`` whose value is itself a container of two or more members (the
         ``"results": [...]`` of a tool's answer) is cut into its own members, down to three levels
-        (an object that is an item of an array, a record, only when over ``max_block_tokens``).
+        (an object, a record, only when over four times ``max_block_tokens``).
         Each piece's ``json_levels`` holds (key, text that opens, text that closes) of every
         container around it, so that assembly rebuilds valid JSON from any subset of the pieces."""
         members = _top_level_members(text, start, end)
@@ -148,10 +148,9 @@ class Segmenter(Stage):
         for j, (ms, me) in enumerate(members):
             inner = None
             opens = _value_container(text, ms, me)
-            # a record (an object in an array) is cut only when very large: its fields apart from
-            # its id are of little use
-            limit = self.max_block_tokens if opens is not None and text[opens] == "{" and levels[-1][1].endswith("[") \
-                else self.json_split_tokens
+            # an object is a record (an order, a claim): its fields apart from its id are of little
+            # use, so it is cut only when too large to deliver whole; a list is cut into its items
+            limit = 4 * self.max_block_tokens if opens is not None and text[opens] == "{" else self.json_split_tokens
             if opens is not None and len(levels) < 4 and counter.count(text[ms:me]) > limit:
                 level = (f"{levels[-1][0]}/{j}", text[ms:opens + 1], text[me - 1])
                 inner = self._json_members(text, opens, me, counter, levels + (level,))

@@ -159,3 +159,20 @@ def test_chinese_exception_goes_with_its_article(plan):
         assert "但是" not in r.text or "不得泄露" in r.text, (budget, r.text)
         outcomes.add(("但是" in r.text, "不得泄露" in r.text))
     assert (True, True) in outcomes and (False, False) in outcomes
+
+
+def test_transcript_lines_are_not_paired_but_prose_is():
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.budget import _antecedents
+    from odcf.stages.segment import Segmenter
+
+    def pairs(text):
+        doc = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t"))
+        return {doc.segments[int(k.split("#")[1])].text: v for k, v in _antecedents(doc).items()}
+
+    speech = ("Alice: We will ship the release on May 1 as planned. But the tests must pass first, all of them.\n"
+              "Bob: Fine with me, I will tell the team today.\nCarol: Agreed, see you all on Monday then.\n")
+    assert pairs(speech) == {}
+    prose = "We will ship the release on May 1 as planned. But the tests must pass first, all of them."
+    assert list(pairs(prose)) == ["But the tests must pass first, all of them."]

@@ -261,7 +261,7 @@ def test_a_tool_answer_with_a_large_results_array_is_cut_into_its_items():
     big = {"results": [{"claim": "C-1", "lines": [{"code": f"L{k}", "note": "per Clause 6.1(a) " * 5} for k in range(80)]},
                        {"claim": "C-2", "lines": []}]}
     out = seg(json.dumps(big), kind="json")
-    assert len(out) > 80  # a record over the block size is cut after all, down to its line items
+    assert len(out) > 80  # a record over four block sizes is cut after all, down to its line items
     assert json.loads(join_segments([s for s in out if "\"L7\"" in s.text or "C-2" in s.text])) == {
         "results": [{"lines": [big["results"][0]["lines"][7]]}, {"claim": "C-2", "lines": []}]}
 
