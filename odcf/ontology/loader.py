@@ -384,6 +384,11 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
             regex = re.compile(pattern, flags)
         except re.error:
             continue  # reported by the schema
+        if _max_width(pattern, flags) == 0:  # lookarounds alone: '(?=EUR)' marks a place, keeps nothing
+            report(("protect", "anchors", i, "pattern"),
+                   "pattern matches only empty text (lookarounds or anchors alone); an anchor must match the "
+                   "text to keep")
+            continue
         if regex.fullmatch("") is not None or any(m.end() == m.start() for m in regex.finditer(_EMPTY_MATCH_PROBE)):
             report(("protect", "anchors", i, "pattern"),
                    "pattern can match the empty string; an anchor must match the text to keep")
@@ -393,6 +398,18 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
             report(("protect", "anchors", i, "pattern"),
                    f"pattern backtracks catastrophically: searching {probe[:-1][:12]!r}… ({len(probe) - 1} characters) "
                    "took over 0.5 s (a repetition inside a repetition, as in '(a+)+'); rewrite it (e.g. '(a+)+' as 'a+')")
+
+
+def _max_width(pattern: str, flags: int) -> int | None:
+    """The most characters a match of *pattern* can span (None when the parser is unavailable)."""
+    try:
+        import re._parser as sre_parse  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        return int(sre_parse.parse(pattern, flags).getwidth()[1])
+    except Exception:  # pragma: no cover - a private API: never fail a check on it
+        return None
 
 
 def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:

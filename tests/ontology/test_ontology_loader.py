@@ -421,3 +421,11 @@ def test_mark_line_by_binary_search_agrees_with_counting():
     for i in range(len(text) + 1):
         mark = SimpleNamespace(index=i, line=0)
         assert mark_line(text, mark, offsets) == mark_line(text, mark) == text.count("\n", 0, i) + 1
+
+
+def test_a_pattern_of_lookarounds_alone_is_reported():
+    with pytest.raises(OntologyError) as info:
+        loads_ontology(with_minimal("protect:\n  anchors:\n    - {name: eur, pattern: '(?=EUR)'}\n"
+                                    "    - {name: ok, pattern: 'EUR(?=\\s?\\d)'}\n"))
+    got = [str(p) for p in info.value.problems]
+    assert len(got) == 1 and "protect.anchors[0].pattern: pattern matches only empty text" in got[0]
