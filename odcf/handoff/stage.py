@@ -8,6 +8,10 @@ budget stage, trimming lowest score first, cuts the right things. Sources say wh
 longest) or ``handoff_order: "ascending"`` (later segments first: history bullets, oldest
 dropped first). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is
 read in its own order — instruction, state, facts, drafts, then history oldest to newest.
+
+Recent history turns are linked oldest to newest (segment meta ``budget_needs``, honoured by the
+budget stage): a turn is delivered only when the turn after it is, so the history the next agent
+reads has no gap — a newer turn left out for room while an older, shorter one got in.
 """
 from __future__ import annotations
 
@@ -46,9 +50,27 @@ class HandoffPriority(Stage):
                     continue
                 segments[k] = seg.replace(score=score)
                 changed += 1
+        linked = _link_turns(doc, segments, by_source)
         meta = dict(doc.meta)
-        data: dict[str, object] = {"rescored": changed}
+        data: dict[str, object] = {"rescored": changed, "turns_linked": linked}
         if "order" in meta:  # a reranker's placement would shuffle the turns; the handoff keeps reading order
             del meta["order"]
             data["kept_reading_order"] = True
         return doc.with_event(TraceEvent(stage=self.name, data=data), segments=tuple(segments), meta=meta)
+
+
+def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:
+    """Each live segment of a recent history turn needs the first live segment of the next turn."""
+    turns = [src for src in doc.sources if src.layer == "history" and src.meta.get("handoff_score") is not None]
+    firsts = [next((segments[k].id for k in by_source.get(src.id, []) if not segments[k].dropped), None)
+              for src in turns]
+    linked = 0
+    for src, newer in zip(turns, firsts[1:]):
+        if newer is None:
+            continue
+        for k in by_source.get(src.id, []):
+            seg = segments[k]
+            if not seg.dropped:
+                segments[k] = seg.replace(meta={**seg.meta, "budget_needs": newer})
+                linked += 1
+    return linked

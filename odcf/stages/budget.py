@@ -21,7 +21,8 @@ required is kept and the record says ``over_budget``. ``strict`` also raises whe
 role requires has input but none of it fits.
 
 A sentence that opens by pointing back ("However, …", "Therefore …", "但是，…") goes only with the
-sentence before it in its source: taking it takes that sentence too (both must fit), leaving the
+sentence before it in its source (and a segment whose meta names another in ``budget_needs`` goes
+only with that one: a handoff links its history turns so): taking it takes that sentence too (both must fit), leaving the
 earlier one out leaves it out, and when an earlier stage dropped the sentence before it, it is
 dropped with that reason. Delivered alone, "However, this obligation does not apply" would read
 as an exception to whatever the compressed text happens to hold above it.
@@ -250,8 +251,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             prior = by_id.get(before.get(seg.id, ""))
             if prior is not None and prior.id not in kept:
                 gone = "was dropped earlier" if prior.dropped else "was not delivered"
-                why = (f"opens with {back_reference(seg.original)!r} and goes only with the sentence "
-                       f"before it ({prior.id}), which {gone}; {why}")
+                opener = back_reference(seg.original) if not seg.meta.get("budget_needs") else None
+                link = (f"opens with {opener!r} and goes only with the sentence before it" if opener
+                        else "goes only with a newer history turn")
+                why = f"{link} ({prior.id}), which {gone}; {why}"
             final.append(seg.with_reason(
                 f"budget: {why} ({where} {seg.layer}, score {seg.score if seg.score is not None else 0:.2f}, "
                 f"{cost[seg.id]} tokens)", status="dropped"))
@@ -272,7 +275,9 @@ def _antecedents(doc: Document) -> dict[str, str]:
     out: dict[str, str] = {}
     prev: Segment | None = None
     for seg in doc.segments:
-        if (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
+        if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
+            out[seg.id] = str(seg.meta["budget_needs"])
+        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and "speaker" not in seg.meta and back_reference(seg.original)):
             out[seg.id] = prev.id
         prev = seg

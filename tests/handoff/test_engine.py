@@ -382,3 +382,24 @@ def test_a_plain_word_item_id_is_a_citation_when_written_item_id(hplan: Any) -> 
         {"id": "d1", "layer": "reasoning", "origin": "agent:p", "text": draft}]})
     cut = next(c for c in r.record["handoff"]["reasoning"] if c["item"] == "d1")
     assert cut["truncated"] and "item calc" in cut["evidence"]
+
+
+def test_delivered_history_turns_have_no_gap(hplan: Any) -> None:
+    import random
+
+    rng = random.Random(5)
+    messages = []
+    for k in range(16):
+        words = " ".join(f"detail{j}" for j in range(rng.choice([3, 40, 120])))
+        messages.append({"role": "user" if k % 2 else "assistant", "content": f"Turn {k} about reservation FQ8APE: {words}."})
+    items = {"instruction": "Continue the booking change.", "items": [], "messages": messages}
+    linked_drops = 0
+    for budget in range(150, 1300, 50):
+        r = handoff(hplan, role="executor", items=items, budget=budget, condensed_turns=12, verbatim_turns=6)
+        assert r.tokens <= budget
+        turns = [s for s in r.record["sources"] if s["layer"] == "history" and s["id"] != "history-earlier"]
+        kept = [s["status"] != "dropped" for s in turns]
+        assert kept == sorted(kept), (budget, kept)  # dropped ones first (oldest), then only delivered ones
+        linked_drops += any(s["status"] == "dropped" and "newer history turn" in s["segments"][0].get("reason", "")
+                           for s in turns)
+    assert linked_drops  # the link did decide some drops
