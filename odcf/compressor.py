@@ -193,6 +193,8 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
     """Coerce API input into sources with unique ids (``source-1``, ``source-2`` … by default)."""
     if isinstance(sources, (str, Source, Mapping)):
         items: list[SourceLike] = [sources]
+    elif isinstance(sources, (bytes, bytearray, memoryview)):
+        raise InputError("sources are bytes: decode them first (odcf reads text; files through read_source_file)")
     else:
         items = list(sources)
     out: list[Source] = []

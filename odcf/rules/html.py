@@ -147,6 +147,17 @@ class _Renderer:
             inner = "\n\n".join(self.sub(el, article))
             if inner:
                 self.blocks.append("\n".join(("> " + line) if line else ">" for line in inner.split("\n")))
+        elif tag in ("sup", "sub"):
+            # written out, a superscript would run into the number before it: "Section 4.2<sup>3</sup>"
+            # read "Section 4.23", "10<sup>-6</sup>" read "10-6"
+            raw = raw_text(el)
+            inner = _WS.sub(" ", raw).strip()
+            if inner.startswith("[") and inner.endswith("]"):
+                self._inline.append(inner)  # a footnote mark "[3]" reads as one already
+            elif inner:
+                self._inline.append(("^" if tag == "sup" else "_") + (inner if len(inner) == 1 else f"({inner})"))
+            elif raw:
+                self._inline.append(" ")
         elif tag in ("img", "hr", "wbr"):
             if tag == "hr":
                 self.flush()

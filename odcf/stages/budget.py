@@ -90,6 +90,10 @@ class Budgeter(Stage):
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate,
                                 strict=strict, role=contract.name)
+        if decided and not live:
+            layers = sorted({s.layer for s in decided.values()})
+            warnings.append(f"nothing delivered: role {contract.name} takes no segment of layer(s) "
+                            f"{', '.join(layers)} (forbidden or not in its contract)")
 
         info: dict[str, Any] = {
             "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,

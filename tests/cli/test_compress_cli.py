@@ -176,3 +176,20 @@ def test_strict_budget_error(contract, capsys):
     code = main(["compress", str(contract), "--instruction", "Read everything carefully. " * 20,
                  "--budget", "30", "--strict"])
     assert code == 1 and "over by" in capsys.readouterr().err
+
+
+def test_a_layer_the_role_takes_nothing_of_is_said_on_stderr_and_in_the_record(contract, tmp_path, capsys):
+    rec = tmp_path / "rec.json"
+    assert main(["compress", str(contract), "--layer", "reasoning", "--budget", "200", "--record", str(rec)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "nothing delivered: role default takes no segment of layer(s) reasoning" in captured.err
+    assert any("nothing delivered" in w for w in json.loads(rec.read_text())["warnings"])
+
+
+def test_bytes_given_to_the_api_are_one_clear_error(plan):
+    from odcf.compressor import Compressor
+    from odcf.errors import InputError
+
+    with pytest.raises(InputError, match="sources are bytes: decode them first"):
+        Compressor(plan).compress(b"hello world", budget=50)

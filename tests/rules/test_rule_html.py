@@ -167,3 +167,9 @@ def test_story_card_lists_are_dropped():
     text, report = html_to_text(f"<p>Body.</p><ul>{cards}</ul><ul><li><h4>Only one heading</h4></li><li>a</li><li>b</li></ul>")
     assert "Headline" not in text and "#### Only one heading" in text
     assert report["dropped"] == {"text:teaser_list": 1}
+
+
+def test_superscripts_and_subscripts_do_not_run_into_the_number_before_them():
+    text, _ = html_to_text("<html><body><p>See Section 4.2<sup>3</sup>, a rate of 10<sup>-6</sup> per m<sup>2</sup>, "
+                           "H<sub>2</sub>O, a note<sup>[7]</sup> and x<sup> </sup>y.</p></body></html>")
+    assert text == "See Section 4.2^3, a rate of 10^(-6) per m^2, H_2O, a note[7] and x y."
