@@ -26,12 +26,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from odcf.document import LAYERS, Segment, Source
+from odcf.rules.noise import INVISIBLE, TODO_LINE
 from odcf.textutil import loads_json
 
 #: A segment is low-density below this many entities per 100 tokens (and at least MIN_TOKENS long).
@@ -43,11 +45,11 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:/]\d+)*%?(?![\w])", re.ASCII)
 _ENTITY_RULES = ("anchor:", "term", "entity:")
 
 _EDITOR_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("todo", re.compile(r"\b(?:TODO|FIXME|XXX|TBD)\b:?")),
+    ("todo", TODO_LINE),  # the lines the rules stage removes, not every "TBD" in a sentence
     ("wiki_mark", re.compile(r"\[(?:edit|citation needed|clarification needed|when\?|who\?|update)\]", re.I)),
     ("html_comment", re.compile(r"<!--.*?-->", re.S)),
     ("track_change", re.compile(r"\{\+\+.*?\+\+\}|\{--.*?--\}|\{~~.*?~~\}|\{>>.*?<<\}|\{==.*?==\}", re.S)),
-    ("invisible_char", re.compile(r"[\u200b-\u200f\u00ad\u2060\ufeff]+")),
+    ("invisible_char", INVISIBLE),  # not ZWJ in emoji or ZWNJ in Persian, nor RLM: they carry meaning
     ("control_char", re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")),
     ("separator_line", re.compile(r"^[ \t]*([-=_*~#+.])\1{7,}[ \t]*$", re.M)),
 )
@@ -376,23 +378,29 @@ def _boilerplate(sources: Sequence[Source], count: Any) -> list[Boilerplate]:
 
 # -- noise -----------------------------------------------------------------------------------
 
+def _wordish(ch: str) -> bool:
+    """A letter, digit, combining mark (Devanagari, Thai and Tamil vowel signs), emoji or joiner:
+    what a word of real text is made of in some script."""
+    return ch.isalnum() or unicodedata.category(ch) in ("Mn", "Mc", "Me", "So", "Cf")
+
+
 def _ocr_garbage_word(word: str) -> bool:
     if "\ufffd" in word:
         return True
     core = word.strip(".,;:!?\"'()[]")
     if len(core) < 4:
         return False
-    odd = sum(1 for ch in core if not ch.isalnum() and ch not in _PLAIN_PUNCT)
-    symbols = sum(1 for ch in core if not ch.isalnum())
+    odd = sum(1 for ch in core if not _wordish(ch) and ch not in _PLAIN_PUNCT)
+    symbols = sum(1 for ch in core if not _wordish(ch))
     if odd >= 2 and odd / len(core) >= 0.3:
         return True
     # symbol soup: mostly symbols of many kinds ("~#;l|^~"), but not table rules or ellipses ("|---|", "....")
-    if symbols / len(core) >= 0.6 and len({ch for ch in core if not ch.isalnum()}) >= 4 \
+    if symbols / len(core) >= 0.6 and len({ch for ch in core if not _wordish(ch)}) >= 4 \
             and not re.fullmatch(r"[|:\-+=_. ]+", core):
         return True
     # letters and symbols interleaved, e.g. "t#e;r~" (URLs, paths and code are mostly excluded by needing 3 switches)
     if symbols / len(core) >= 0.5 and sum(ch.isalpha() for ch in core) >= 2:
-        switches = sum(1 for a, b in zip(core, core[1:]) if a.isalnum() != b.isalnum())
+        switches = sum(1 for a, b in zip(core, core[1:]) if _wordish(a) != _wordish(b))
         return switches >= 4 and not re.search(r"[/\\]|\.\w{2,4}$|^[<{\[]|[>}\]]$", core)
     return False
 

@@ -38,6 +38,8 @@ from odcf.rules.guard import ProtectionGuard
 _ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff\u00ad]")
 # ZWJ/ZWNJ only where both neighbours are ASCII (judged after the others are gone)
 _JOINERS = re.compile(r"(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])")
+#: What this module removes as invisible, in one pattern (odcf analyze counts with it).
+INVISIBLE = re.compile(f"(?:{_ZERO_WIDTH.pattern}|{_JOINERS.pattern})+")
 # A comment alone on its line takes the line with it; any other comment goes alone.
 _COMMENT = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*(?:\n|$)|<!--.*?-->", re.DOTALL | re.MULTILINE)
 _DRAFT = re.compile(r"[ \t]?\[draft\][ \t]?", re.IGNORECASE)
@@ -47,6 +49,8 @@ _CRITIC = re.compile(
     re.DOTALL,
 )
 _TODO = re.compile(r"^\s*(?:(?://|#+|--|;|\*|-|>|<!--)\s*)?(?:TODO|FIXME)\b\s*(?:\([^)]*\))?\s*:")
+#: A whole TODO/FIXME line, as this module removes it (odcf analyze counts with it).
+TODO_LINE = re.compile(_TODO.pattern + r".*$", re.MULTILINE)
 _DECOR = re.compile(r"^[ \t]*(?:[=\-*_~#+.][ \t]*){3,}$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _VOWELS = set("aeiouyAEIOUY")

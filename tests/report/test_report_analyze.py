@@ -12,7 +12,7 @@ from odcf.tokens import get_counter
 LOG = "\n".join(f"2024-05-15 INFO worker: processed batch number {i} ok" for i in range(12))
 CHATTY = ("We talked about many things at length. Everyone agreed that it was a very pleasant meeting. "
           "The room was comfortable and the coffee was good. Nobody had any strong feelings about it.")
-NOISY = "Draft TODO: check this.\nThe val\u200bue is sho-\nwn here. <!-- remove me -->\nGarbage ~#;l|^~ text.\n"
+NOISY = "Draft.\nTODO: check this.\nThe val\u200bue is sho-\nwn here. <!-- remove me -->\nGarbage ~#;l|^~ text.\n"
 JSON_SRC = '{\n  "order": "W123",\n  "items": [\n    1,\n    2,\n    3\n  ]\n}'
 FOOTER = "Subscribe to our newsletter for weekly updates"
 
@@ -121,3 +121,10 @@ def test_spacy_entities_raise_the_density(plan, stage_switches):
     with_ner = analyze([text], plan, stages=stage_switches, entities=True, budget=100)
     assert with_ner.entity_source.endswith("+spacy") and not without.entity_source.endswith("+spacy")
     assert sum(d.entities for d in with_ner.density) > sum(d.entities for d in without.density)
+
+
+def test_noise_is_what_the_rules_stage_removes_not_meaningful_script(plan, stage_switches):
+    text = ("नमस्ते दुनिया, यह एक परीक्षण है। สวัสดีครับ ทดสอบภาษาไทย வணக்கம் உலகம்\n"
+            "Family 👨\u200d👩\u200d👧 and می\u200cخواهم with \u200fRLM; the value is TBD in this sentence.\n")
+    rep = _report(plan, stage_switches, [{"id": "u", "text": text}], budget=500)
+    assert not [n for n in rep.noise if n.source == "u"], rep.noise
