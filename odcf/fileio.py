@@ -41,6 +41,11 @@ class AtomicFile:
         if self._real.exists() and not self._real.is_file():
             self._fh = open(self._real, "wb")  # noqa: SIM115 - closed in __exit__
             return self._fh
+        for folder in (self._real.parent, *self._real.parent.parents):
+            if folder.exists():
+                if not folder.is_dir():
+                    raise NotADirectoryError(errno.ENOTDIR, f"{folder} is a file, not a folder", str(self.target))
+                break
         self._real.parent.mkdir(parents=True, exist_ok=True)
         mode = stat.S_IMODE(self._real.stat().st_mode) if self._real.exists() else 0o666 & ~_umask()
         fd, self._tmp = tempfile.mkstemp(prefix=f".{self._real.name}.", suffix=".tmp", dir=self._real.parent)

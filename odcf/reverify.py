@@ -468,7 +468,8 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
         if isinstance(record.get("over_by"), int) and record["over_by"] != over:
             bad(f"over_by is {record['over_by']} but tokens_out {tokens_out} - budget {budget} gives {over}")
     counts = record.get("segments")
-    if isinstance(counts, Mapping):
+    listed = any(src.get("segments") for src in record["sources"] if isinstance(src, Mapping))
+    if isinstance(counts, Mapping) and listed:  # a record without segment details lists none to count
         seen: dict[str, int] = {}
         for src in record["sources"]:
             for seg in src.get("segments") or ():

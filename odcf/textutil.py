@@ -160,11 +160,12 @@ def _ends_with_abbreviation(sentence: str) -> bool:
 #: the compressed text instead. Cause, contrast and exception words only; "and", "so" and "also"
 #: open too many self-contained sentences (speech above all) to count.
 _BACK_REFERENCE_RE = re.compile(
-    r"^[\"'\u201c\u2018(\[]*(?:(?:however|but|yet|nevertheless|nonetheless|notwithstanding|"
-    r"therefore|thus|hence|consequently|accordingly|otherwise|instead|conversely|"
-    r"in contrast|by contrast|on the other hand|even so|as a result|despite (?:this|that|these)|"
-    r"in (?:that|this|such) case|in addition|moreover|furthermore|additionally)\b"
-    r"|(?:但是|但|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外))",
+    r"^[\"'\u201c\u2018(\[]*(?:(?:however|but|yet(?! another)|nevertheless|nonetheless|therefore|thus|hence|"
+    r"consequently|accordingly|conversely|as a result|even so|by contrast|in contrast|on the other hand|"
+    r"despite (?:this|that|these)|notwithstanding (?:the foregoing|this|that|the above)|moreover|furthermore|"
+    r"additionally)(?![\w-])"
+    r"|(?:instead|otherwise|in addition|in (?:that|this|such) case)(?=\s*,)"  # "Instead of …" looks ahead
+    r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外))",
     re.IGNORECASE,
 )
 
@@ -176,6 +177,9 @@ def back_reference(sentence: str) -> str | None:
     'However'
     >>> back_reference("但是，法律另有规定的除外。"), back_reference("Butter is cheap."), back_reference("But")
     ('但是', None, 'But')
+    >>> [back_reference(s) for s in ("Instead of cash, pay by card.", "Instead, pay by card.",
+    ...  "Notwithstanding anything to the contrary, X.", "In this case study we", "Otherwise-unused", "但丁说")]
+    [None, 'Instead', None, None, None, None]
     """
     m = _BACK_REFERENCE_RE.match(sentence.lstrip())
     return m.group(0).lstrip("\"'\u201c\u2018([") if m else None

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides, write_text
 from odcf.document import LAYERS
 
 
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from odcf.compressor import read_source_file
     from odcf.report.analyze import LOW_DENSITY, analyze
 
+    refuse_overwrites([*args.files, args.ontology, args.plan], {"--html": args.html})
     plan = load_plan(args)
     sources = [read_source_file(path, index=k, layer=args.layer) for k, path in enumerate(args.files, start=1)]
     report = analyze(sources, plan, role=args.role, query=args.query, budget=args.budget, tokenizer=args.tokenizer,

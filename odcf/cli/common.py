@@ -45,3 +45,24 @@ def write_text(path: str, text: str) -> None:
     from odcf.fileio import write_text as _write
 
     _write(path, text)
+
+
+def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) -> None:
+    """Refuse, before anything runs, an output (``{"--out": path, ...}``) that names a file the run
+    reads (an input, the ontology, an items file) or the same file as another output: it would
+    replace the source, or one output would silently replace the other."""
+    import os
+
+    from odcf.errors import InputError
+
+    read = {os.path.realpath(p): p for p in inputs if p and p != "-" and os.path.isfile(p)}
+    seen: dict[str, str] = {}
+    for flag, target in outputs.items():
+        if not target:
+            continue
+        real = os.path.realpath(target)
+        if real in read:
+            raise InputError(f"{flag} {target}: is a file this run reads ({read[real]}); writing there would replace it")
+        if real in seen:
+            raise InputError(f"{flag} {target}: is also the {seen[real]} file; one output would replace the other")
+        seen[real] = flag

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides, write_text
 from odcf.document import LAYERS
 from odcf.errors import InputError
 
@@ -40,24 +40,12 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
-    """--out, --record, --html or --trace naming an input file would replace the source with its
-    compression: refuse before reading anything."""
-    import os
-
-    inputs = {os.path.realpath(f): f for f in args.files if f != "-" and os.path.exists(f)}
-    for flag in ("out", "record", "html", "trace"):
-        target = getattr(args, flag, None)
-        if target and os.path.realpath(target) in inputs:
-            raise InputError(f"--{flag} {target}: is an input file ({inputs[os.path.realpath(target)]}); "
-                             f"writing there would replace the source")
-
-
 def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor, read_source_file
     from odcf.document import Source
 
-    _refuse_overwriting_inputs(args)
+    refuse_overwrites([*args.files, args.ontology],
+                      {f"--{flag}": getattr(args, flag, None) for flag in ("out", "record", "html", "trace")})
     sources = [read_source_file(path, index=k, layer=args.layer) for k, path in enumerate(args.files, start=1)]
     empty = [s.origin or s.id for s in sources if not s.text.strip()]
     if len(empty) == len(sources):

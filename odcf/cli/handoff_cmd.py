@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, stage_overrides, write_text
+from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides, write_text
 from odcf.textutil import loads_json
 
 
@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor
     from odcf.handoff.engine import handoff
     from odcf.handoff.items import load_items, parse_items
+
+    refuse_overwrites([args.items, args.ontology], {"--out": args.out, "--record": args.record})
 
     if args.items == "-":
         from odcf.handoff.errors import HandoffError

@@ -71,7 +71,7 @@ class Budgeter(Stage):
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
         before = _antecedents(doc)
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
-        groups = _Groups(before, tiers)
+        groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"})
         kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
         exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
@@ -143,6 +143,8 @@ class Budgeter(Stage):
             # each trial renders the delivered text: bounded, and given up after a run of misses
             if exact >= budget or trials >= self.max_trim_rounds or misses >= _REFILL_MISSES:
                 break
+            if seg.id in kept:
+                continue  # added already, with a sentence that points back to it
             group = groups.to_add(seg.id, kept)
             if not group or sum(counter.count(by_id[i].text) for i in group) - 1 > budget - exact:
                 continue  # cannot fit even if its separator merges away
@@ -223,6 +225,8 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
     opened: set[str] = {s.source_id for s in live if s.id in required_ids}
     used = required_tokens
     for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
+        if seg.id in kept:
+            continue  # taken already, as the sentence another one points back to
         group = groups.to_add(seg.id, kept)
         if not group:
             continue
@@ -253,12 +257,12 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
             why = f"no room in {budget} tokens for role {contract.name}"
             prior = by_id.get(before.get(seg.id, ""))
-            if prior is not None and prior.id not in kept:
-                gone = "was dropped earlier" if prior.dropped else "was not delivered"
+            if prior is not None and prior.id not in kept and prior.status != "merged":
                 opener = back_reference(seg.original) if not seg.meta.get("budget_needs") else None
                 link = (f"opens with {opener!r} and goes only with the sentence before it" if opener
                         else "goes only with a newer history turn")
-                why = f"{link} ({prior.id}), which {gone}; {why}"
+                why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
+                       else f"{link} ({prior.id}), which was not delivered; {why}")
             final.append(seg.with_reason(
                 f"budget: {why} ({where} {seg.layer}, score {seg.score if seg.score is not None else 0:.2f}, "
                 f"{cost[seg.id]} tokens)", status="dropped"))
@@ -300,18 +304,21 @@ def _chain(sid: str, before: dict[str, str], kept: set[str]) -> list[str]:
 class _Groups:
     """Which segments go in and out together: a sentence that points back needs the one before it."""
 
-    def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]]) -> None:
+    def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]],
+                 merged: set[str] | None = None) -> None:
         self.before = before
         self.tiers = tiers
+        self.merged = merged or set()
         self.after: dict[str, list[str]] = {}
         for sid, prior in before.items():
             self.after.setdefault(prior, []).append(sid)
 
     def to_add(self, sid: str, kept: set[str]) -> list[str]:
         """What taking *sid* takes: it and the sentences it needs, or [] when one of those cannot
-        be delivered (dropped earlier, or a layer the role does not take)."""
-        chain = _chain(sid, self.before, kept)
-        return chain if all(i in self.tiers for i in chain) else []
+        be delivered (dropped earlier, or a layer the role does not take). A sentence merged into
+        its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
+        chain = _chain(sid, self.before, kept | self.merged)
+        return [i for i in chain if i not in self.merged] if all(i in self.tiers or i in self.merged for i in chain) else []
 
     def dependents(self, sid: str) -> set[str]:
         """*sid* and every sentence that, directly or through others, points back to it."""

@@ -300,11 +300,13 @@ class Segmenter(Stage):
 def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
     """Sentence spans of a prose block, relative to its first line. Three or more lines that each
     open with a capital letter or a digit and end without punctuation that continues (a comma, a
-    hyphen, a conjunction) are items written one a line ("The insurer shall acknowledge the claim
+    hyphen, a conjunction) or a lower-case word are items written one a line ("The insurer shall acknowledge the claim
     within 5 days, unless the claim is incomplete (Clause 7.3)"): each line ends a sentence. In
     hard-wrapped prose some line opens lower-case, so it is read across lines as before."""
     ps, pe = block[0][0], block[-1][1]
-    if len(block) < 3 or not all(_ITEM_LINE_RE.match(line) for _, _, line in block):
+    if len(block) < 3 or not all(_ITEM_LINE_RE.match(line) for _, _, line in block) \
+            or any(line.rstrip()[-1:].islower() for _, _, line in block[:-1]):
+        # a line ending in a lower-case word ("… a penalty of EUR 10,000 to") runs on
         return split_sentences(text[ps:pe])
     out: list[tuple[int, int]] = []
     for ls, le, _ in block:
@@ -492,7 +494,8 @@ def _wordy(lines: list[tuple[int, int, str]]) -> bool:
     lines such as "The insurer shall acknowledge the claim within 5 days, unless … (Clause 7.3)"
     have two or three such "cells"; no table of WikiTableQuestions with at most 3 columns does."""
     cells = [c for line in lines for c in line[2].split(",")]
-    return sum(len(c.split()) for c in cells) > 5 * len(cells)
+    head = lines[0][2].split(",")  # a CSV opens with a header of short names ("term,definition")
+    return sum(len(c.split()) for c in cells) > 5 * len(cells) and sum(len(c.split()) for c in head) > 3 * len(head)
 
 
 def _one_record_a_line(lines: list[tuple[int, int, str]]) -> bool:

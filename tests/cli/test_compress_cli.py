@@ -79,7 +79,7 @@ def test_an_output_naming_an_input_file_is_refused_and_the_input_kept(contract, 
     link.symlink_to(contract)
     for target in (contract, link):
         assert main(["compress", str(contract), "--budget", "40", flag, str(target)]) == 1
-        assert "is an input file" in capsys.readouterr().err
+        assert "is a file this run reads" in capsys.readouterr().err
         assert contract.read_text(encoding="utf-8") == TEXT
 
 
@@ -193,3 +193,22 @@ def test_bytes_given_to_the_api_are_one_clear_error(plan):
 
     with pytest.raises(InputError, match="sources are bytes: decode them first"):
         Compressor(plan).compress(b"hello world", budget=50)
+
+
+def test_outputs_never_replace_the_ontology_the_items_or_each_other(contract, tmp_path, capsys):
+    ont = tmp_path / "o.yaml"
+    ont.write_text("odcf: 1\ndomain: t\nconcepts: [{name: a}]\n", encoding="utf-8")
+    before = ont.read_text(encoding="utf-8")
+    assert main(["compress", str(contract), "-O", str(ont), "--out", str(ont)]) == 1
+    assert "is a file this run reads" in capsys.readouterr().err and ont.read_text(encoding="utf-8") == before
+    same = tmp_path / "same.txt"
+    assert main(["compress", str(contract), "--out", str(same), "--record", str(same)]) == 1
+    assert "one output would replace the other" in capsys.readouterr().err and not same.exists()
+    items = tmp_path / "items.json"
+    items.write_text(json.dumps({"instruction": "Reply.", "items": [{"id": "a", "text": "Refund is $5."}]}),
+                     encoding="utf-8")
+    assert main(["handoff", str(items), "--role", "writer", "--record", str(items)]) == 1
+    assert "is a file this run reads" in capsys.readouterr().err and json.loads(items.read_text())["items"]
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    assert main(["compress", str(contract), "--out", str(tmp_path / "afile" / "x.txt")]) == 1
+    assert "is a file, not a folder" in capsys.readouterr().err

@@ -176,3 +176,25 @@ def test_transcript_lines_are_not_paired_but_prose_is():
     assert pairs(speech) == {}
     prose = "We will ship the release on May 1 as planned. But the tests must pass first, all of them."
     assert list(pairs(prose)) == ["But the tests must pass first, all of them."]
+
+
+def test_a_sentence_whose_predecessor_was_merged_into_a_duplicate_is_still_delivered(plan):
+    a = "Payment is due within 30 days of the invoice date. However, late fees of 2% per month apply after that."
+    b = "Payment is due within 30 days of the invoice date. However, the customer may dispute an invoice within 10 days."
+    r = Compressor(plan, stages={"rules": False, "fold": False, "dedup": {"embedder": "hash"}}).compress(
+        [{"id": "m1", "text": a}, {"id": "m2", "text": b}], budget=2000)
+    assert "dispute an invoice within 10 days" in r.text and "late fees of 2%" in r.text
+    assert r.text.count("Payment is due within 30 days") == 1
+
+
+def test_openers_that_look_ahead_are_not_back_references():
+    from odcf.textutil import back_reference
+
+    ahead = ["Notwithstanding anything to the contrary in this Agreement, liability is capped.",
+             "Instead of cash, pay by card.", "In addition to the fees in Section 4, VAT applies.",
+             "In this case study we look at churn.", "Otherwise-unused capacity is released.", "但丁写了神曲。",
+             "但凡有争议，提交仲裁。", "Yet another clause follows."]
+    assert [back_reference(s) for s in ahead] == [None] * len(ahead)
+    assert [back_reference(s) for s in ("Notwithstanding the foregoing, X.", "Instead, pay by card.",
+                                        "In that case, the fee doubles.", "但是，除外。")] == [
+        "Notwithstanding the foregoing", "Instead", "In that case", "但是"]

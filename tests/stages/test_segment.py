@@ -304,3 +304,13 @@ def test_a_long_code_block_delivered_in_parts_stays_fenced_with_its_omitted_line
     assert gap.startswith("```log\n") and gap.endswith("```") and gap.count("```") == 2
     tail = join_segments([code[-1]])  # the last part holds the closing fence itself
     assert tail.startswith("```log\n[CODE_LINES: ") and tail.count("```") == 2
+
+
+def test_a_two_column_glossary_csv_is_a_table_and_wrapped_prose_runs_on():
+    gloss = ("term,definition\nInvoice,a document the supplier sends to request payment for delivered goods\n"
+             "Credit note,a document that reduces the amount the customer owes to the supplier\n"
+             "Net 30,payment is due thirty days after the date of the invoice\n")
+    assert [s.kind for s in seg(gloss)] == ["table"]
+    wrapped = ("The Supplier shall pay a penalty of EUR 10,000 to\nAcme Logistics GmbH if delivery is later than "
+               "30 days after the Effective\nDate of this Agreement or any Order placed under it.")
+    assert [s.text for s in seg(wrapped)] == [wrapped]
