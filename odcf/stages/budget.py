@@ -21,14 +21,16 @@ required is kept and the record says ``over_budget``. ``strict`` also raises whe
 role requires has input but none of it fits.
 
 A sentence that opens by pointing back ("However, …", "Therefore …", "但是，…") goes only with the
-sentence before it in its source (and a segment whose meta names another in ``budget_needs`` goes
-only with that one: a handoff links its history turns so): taking it takes that sentence too (both must fit), leaving the
+sentence before it in its source: taking it takes that sentence too (both must fit), leaving the
 earlier one out leaves it out, and when an earlier stage dropped the sentence before it, it is
-dropped with that reason. Delivered alone, "However, this obligation does not apply" would read
-as an exception to whatever the compressed text happens to hold above it.
+dropped with that reason (one merged into its duplicate elsewhere counts as delivered). Delivered
+alone, "However, this obligation does not apply" would read as an exception to whatever the
+compressed text happens to hold above it. A segment whose meta names another in
+``budget_needs`` goes only with that one the same way (a handoff links its history turns so).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from odcf.document import Document, Segment, TraceEvent
@@ -38,7 +40,6 @@ from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.textutil import back_reference
 from odcf.tokens import get_counter
-
 
 #: The refill stops after this many segments in a row that did not fit when measured.
 _REFILL_MISSES = 64
@@ -99,7 +100,7 @@ class Budgeter(Stage):
             "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,
             "over_budget": over_by > 0, "over_by": over_by, "required_tokens": required_tokens,
             "dropped": dropped_by_budget, "forbidden_dropped": len(decided), "trim_rounds": rounds,
-            "refilled": refilled, "kept_with_sentence_before": sum(1 for i in kept if i in before),
+            "refilled": refilled, "kept_linked": sum(1 for i in kept if i in before),  # with what they need
             "warnings": warnings,
         }
         meta = dict(doc.meta)
@@ -292,11 +293,11 @@ def _antecedents(doc: Document) -> dict[str, str]:
     return out
 
 
-def _chain(sid: str, before: dict[str, str], kept: set[str]) -> list[str]:
-    """*sid* and the sentences before it that it needs (back to the first one already kept or
-    that does not point back), in text order."""
+def _chain(sid: str, before: dict[str, str], present: Callable[[str], bool]) -> list[str]:
+    """*sid* and the segments it needs (back to the first one *present* or that needs none), the
+    needed ones first. A link back to a segment already in the chain ends it."""
     out = [sid]
-    while out[-1] in before and before[out[-1]] not in kept:
+    while out[-1] in before and not present(before[out[-1]]) and before[out[-1]] not in out:
         out.append(before[out[-1]])
     return out[::-1]
 
@@ -317,7 +318,7 @@ class _Groups:
         """What taking *sid* takes: it and the sentences it needs, or [] when one of those cannot
         be delivered (dropped earlier, or a layer the role does not take). A sentence merged into
         its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
-        chain = _chain(sid, self.before, kept | self.merged)
+        chain = _chain(sid, self.before, lambda i: i in kept or i in self.merged)
         return [i for i in chain if i not in self.merged] if all(i in self.tiers or i in self.merged for i in chain) else []
 
     def dependents(self, sid: str) -> set[str]:

@@ -299,10 +299,10 @@ class Segmenter(Stage):
 
 def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
     """Sentence spans of a prose block, relative to its first line. Three or more lines that each
-    open with a capital letter or a digit and end without punctuation that continues (a comma, a
-    hyphen, a conjunction) or a lower-case word are items written one a line ("The insurer shall acknowledge the claim
+    open with a capital letter or a digit and end without a mark that continues (a comma, a dash,
+    a lower-case word) are items written one a line ("The insurer shall acknowledge the claim
     within 5 days, unless the claim is incomplete (Clause 7.3)"): each line ends a sentence. In
-    hard-wrapped prose some line opens lower-case, so it is read across lines as before."""
+    hard-wrapped prose some line opens or ends lower-case, so it is read across lines as before."""
     ps, pe = block[0][0], block[-1][1]
     if len(block) < 3 or not all(_ITEM_LINE_RE.match(line) for _, _, line in block) \
             or any(line.rstrip()[-1:].islower() for _, _, line in block[:-1]):
@@ -314,8 +314,9 @@ def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple
     return out
 
 
-#: A line that could be a whole item: opens with a capital or a digit, does not end by continuing.
-_ITEM_LINE_RE = re.compile(r"^\s*[\"'(\[]?[A-Z0-9\u00c0-\u00de].*(?<![,;\-–—&/])(?<!\band)(?<!\bor)(?<!\bthe)(?<!\bof)\s*$")
+#: A line that could be a whole item: opens with a capital or a digit, does not end with a mark
+#: that continues (the lower-case word case is checked beside it).
+_ITEM_LINE_RE = re.compile(r"^\s*[\"'(\[]?[A-Z0-9\u00c0-\u00de].*(?<![,;\-–—&/])\s*$")
 
 
 def _word_count(sentence: str) -> int:
