@@ -107,9 +107,13 @@ def load_inputs(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[s
     """Rebuild the inputs of a trace; file inputs are re-read. Returns (inputs, changes)."""
     from odcf.reverify import read_selection
 
+    if not isinstance(entries, list):
+        raise InputError(f"trace header: 'inputs' must be a list of input entries, got {type(entries).__name__}")
     inputs: list[Any] = []
     changes: list[str] = []
     for k, entry in enumerate(entries, start=1):
+        if not isinstance(entry, Mapping):
+            raise InputError(f"input {k}: trace entry must be an object, got {type(entry).__name__}")
         fields = {key: v for key, v in entry.items() if key not in ("form", "text", "file", "sha256")}
         if "file" in entry:
             try:

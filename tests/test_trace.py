@@ -118,3 +118,12 @@ def test_compress_trace_keyword_writes_a_replayable_trace(plan, tmp_path, contra
     rep = replay(trace)
     assert rep.identical and read_trace(trace).header["budget"] == 100
     assert json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["output"] == result.text
+
+
+def test_a_trace_whose_inputs_are_not_a_list_is_one_clear_error():
+    from odcf.trace import load_inputs
+
+    with pytest.raises(InputError, match="'inputs' must be a list"):
+        load_inputs("abc")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="input 1: trace entry must be an object"):
+        load_inputs(["abc"])  # type: ignore[list-item]

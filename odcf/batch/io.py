@@ -70,6 +70,8 @@ class RawRecord:
     where: dict[str, Any]
     record: Any = None
     error: str | None = None
+    #: the id of a record refused after it parsed (nested too deep): its error row names it
+    rid: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
 
@@ -200,9 +202,11 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
         return RawRecord(key, where, error=f"invalid JSON: {exc}", detail={"raw": text})
     depth = nesting_depth(value)
     if depth > MAX_DEPTH:
+        rid = value.get("id") if isinstance(value, dict) else None
         return RawRecord(key, where, error=(
             f"record nested {depth} levels deep, above the limit of {MAX_DEPTH} (it could not be "
-            "handed to a worker process)"), detail={"raw": text})
+            "handed to a worker process)"), detail={"raw": text},
+            rid=str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid).strip() else None)
     return RawRecord(key, where, record=value)
 
 

@@ -81,7 +81,9 @@ def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int
             yield raw
             continue
         if raw.error is not None:
-            yield Done(raw.key, error_row(raw.key, None, raw.where, raw.error, detail=raw.detail))
+            if raw.rid is not None:
+                seen_ids.add(raw.rid)  # it parsed and has an id: it claims it, as a refused record does
+            yield Done(raw.key, error_row(raw.key, raw.rid, raw.where, raw.error, detail=raw.detail))
             continue
         rid = record_id(raw.record)
         if rid is not None:

@@ -347,8 +347,9 @@ def _code_parts(parts: list[_Piece], lines: list[tuple[int, int, str]]) -> list[
     part delivered without its neighbours is written inside the fences with ``[CODE_LINES: n]``
     for the lines left out (render), instead of as loose lines that read as prose."""
     opening = lines[0][2].strip()
-    closing = lines[-1][2].strip() if len(lines) > 1 and _FENCE_RE.match(lines[-1][2]) else ""
     fence = _FENCE_RE.match(opening).group(1)  # type: ignore[union-attr]
+    # closed only by its own fence: a ``` block that runs to a ~~~ line at the end is unterminated
+    closing = lines[-1][2].strip() if len(lines) > 1 and lines[-1][2].strip().startswith(fence) else ""
     starts = [ln[0] for ln in lines]
     out: list[_Piece] = []
     for k, p in enumerate(parts):

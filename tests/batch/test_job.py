@@ -240,6 +240,7 @@ def test_records_that_broke_the_job_are_error_rows_with_any_worker_count(tmp_pat
         errors = {e["line"]: e["error"] for e in read_jsonl(tmp_path / f"out{workers}.jsonl.errors.jsonl")}
         assert errors[2].startswith("invalid JSON: Exceeds the limit") and "NaN is not valid JSON" in errors[4]
         assert errors[3].startswith("record nested 101 levels deep, above the limit of 100")
+        assert {e["line"]: e["id"] for e in read_jsonl(tmp_path / f"out{workers}.jsonl.errors.jsonl")}[3] == "deep"
         assert "mandatory must be true or false, got 'false'" in errors[5]
         outputs.append((out.read_bytes(), (tmp_path / f"out{workers}.jsonl.errors.jsonl").read_bytes()))
         assert [r["id"] for r in read_jsonl(out)] == ["r0000", "r0001"]

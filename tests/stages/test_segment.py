@@ -314,3 +314,13 @@ def test_a_two_column_glossary_csv_is_a_table_and_wrapped_prose_runs_on():
     wrapped = ("The Supplier shall pay a penalty of EUR 10,000 to\nAcme Logistics GmbH if delivery is later than "
                "30 days after the Effective\nDate of this Agreement or any Order placed under it.")
     assert [s.text for s in seg(wrapped)] == [wrapped]
+
+
+def test_a_code_block_run_to_the_end_counts_a_last_line_of_the_other_fence_as_code():
+    body = "\n".join(f"line {k} of a long unterminated block with some words in it" for k in range(80))
+    text = "```\n" + body + "\n~~~"
+    code = [s for s in seg(text) if s.kind == "code"]
+    assert len(code) > 2 and not code[0].meta["code_closed"]
+    first, count = code[0].meta["code_lines"]
+    # everything after the first part is left out: the 80 lines + the ~~~ line, less the ones shown
+    assert join_segments([code[0]]).endswith(f"\n[CODE_LINES: {82 - first - count}]\n```")
