@@ -231,22 +231,31 @@ class _Renderer:
         layout = not rows or any(holds(cell, "table") for cells, _ in rows for cell in cells)
         rendered: list[list[str]] = []
         if not layout:
+            # a cell with rowspan="n" fills its column in the n-1 rows below (its value repeated),
+            # so that their own cells land under the right headers
+            pending: dict[int, list[Any]] = {}  # column -> [text, rows left]
             for cells, _ in rows:
                 out: list[str] = []
                 for cell in cells:
+                    _take_spanned(out, pending)
                     blocks = self.sub(cell)
                     if len(blocks) > 2 and sum(map(len, blocks)) > 200:
                         layout = True
                         break
                     text = " ".join(b.replace("\n", " ") for b in blocks).replace("|", "\\|")
+                    colspan, rowspan = _span(cell, "colspan"), _span(cell, "rowspan")
+                    for c in range(len(out), len(out) + colspan):
+                        if rowspan > 1:
+                            pending[c] = [text if c == len(out) else "", rowspan - 1]
                     out.append(text)
-                    try:
-                        span = int(cell.attrs.get("colspan", "1") or 1)
-                    except ValueError:
-                        span = 1
-                    out.extend([""] * max(0, min(span, 50) - 1))
+                    out.extend([""] * (colspan - 1))
                 if layout:
                     break
+                while pending and max(pending) >= len(out):  # spanned columns right of the row's cells
+                    if len(out) in pending:
+                        _take_spanned(out, pending)
+                    else:
+                        out.append("")
                 rendered.append(out)
         width = max((len(r) for r in rendered), default=0)
         if not layout and (width < 2 and len(rendered) < 2):
@@ -284,6 +293,24 @@ class _Renderer:
             fence += "`"
         self.blocks.append(f"{fence}{lang}\n{code}\n{fence}")
         self.report["code_blocks"] += 1
+
+
+def _span(cell: Element, attr: str) -> int:
+    """A cell's colspan or rowspan: 1 when absent or not a number, at most 50."""
+    try:
+        return max(1, min(int(cell.attrs.get(attr, "1") or 1), 50))
+    except ValueError:
+        return 1
+
+
+def _take_spanned(out: list[str], pending: dict[int, list[Any]]) -> None:
+    """Append the values that cells spanning from rows above hold at the next columns of *out*."""
+    while len(out) in pending:
+        entry = pending[len(out)]
+        out.append(entry[0])
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del pending[len(out) - 1]
 
 
 def looks_like_html(text: str) -> bool:

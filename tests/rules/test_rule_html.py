@@ -173,3 +173,12 @@ def test_superscripts_and_subscripts_do_not_run_into_the_number_before_them():
     text, _ = html_to_text("<html><body><p>See Section 4.2<sup>3</sup>, a rate of 10<sup>-6</sup> per m<sup>2</sup>, "
                            "H<sub>2</sub>O, a note<sup>[7]</sup> and x<sup> </sup>y.</p></body></html>")
     assert text == "See Section 4.2^3, a rate of 10^(-6) per m^2, H_2O, a note[7] and x y."
+
+
+def test_rowspan_cells_fill_their_column_below_so_values_stay_under_their_header():
+    text, _ = html_to_text(
+        "<html><body><table><tr><th>Param</th><th>Value</th><th>Unit</th></tr>"
+        "<tr><td rowspan=2>Temp</td><td>-20</td><td>°C</td></tr><tr><td>+60</td><td>°C</td></tr>"
+        "<tr><td>A</td><td>1</td><td rowspan='3'>kg</td></tr><tr><td>B</td><td>2</td></tr>"
+        "</table></body></html>")
+    assert text.splitlines()[2:] == ["| Temp | -20 | °C |", "| Temp | +60 | °C |", "| A | 1 | kg |", "| B | 2 | kg |"]
