@@ -3,7 +3,8 @@
 What is missing is always written: required categories not searched, searched with nothing
 found, mandatory items that cannot be delivered. Merged duplicates, confidence caps and conflicts
 follow while the block stays within its share of the budget; the rest is counted in a last line
-that points at the record, which lists them all.
+that points at the record, which lists them all. When not even the heading and that line fit the
+share (a budget of a few dozen tokens) and nothing is missing, there is no block: the record has it all.
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def render_notes(contract: RoleContract, decision: MandatoryDecision, missing: S
         detail_lines.append(("conflicts", line))
     if not lines and not detail_lines:
         return "", 0
+    essential = bool(lines)  # what is missing is always written
     used = counter.count("\n".join([head, *lines]))
     left: dict[str, int] = {}
     shown = 0
@@ -77,4 +79,9 @@ def render_notes(contract: RoleContract, decision: MandatoryDecision, missing: S
     if left:
         lines.append("Not shown here for lack of room (all listed in the record): "
                      + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in left.items()))
-    return head + "\n" + "\n".join(lines), shown
+    text = head + "\n" + "\n".join(lines)
+    if not essential and counter.count(text) > max_tokens:
+        # not even the heading and the count fit the notes' share (a tiny budget): the record
+        # lists every duplicate, cap and conflict, and the budget goes to the material
+        return "", 0
+    return text, shown

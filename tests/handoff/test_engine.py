@@ -403,3 +403,14 @@ def test_delivered_history_turns_have_no_gap(hplan: Any) -> None:
         linked_drops += any(s["status"] == "dropped" and "newer history turn" in s["segments"][0].get("reason", "")
                            for s in turns)
     assert linked_drops  # the link did decide some drops
+
+
+def test_at_a_tiny_budget_notes_that_cannot_fit_their_share_give_the_room_to_the_material(hplan: Any) -> None:
+    items = {"instruction": "Refund order #W4817420.", "items": [
+        {"id": "a", "origin": "agent:a", "text": "Refund for order #W4817420 is $50."},
+        {"id": "b", "origin": "agent:b", "text": "Refund for order #W4817420 is $45."}]}
+    r = handoff(hplan, role="writer", items=items, budget=40)
+    assert r.tokens <= 40 and "Refund order #W4817420." in r.text
+    assert "[handoff notes]" not in r.text and r.record["conflicts"]  # the record still lists the conflict
+    roomy = handoff(hplan, role="writer", items=items, budget=900)
+    assert "Conflicts (different sources disagree; not merged):" in roomy.text
