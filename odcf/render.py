@@ -145,6 +145,8 @@ def _gap(prev: Segment, seg: Segment) -> str:
         return "\n"
     if not seg.sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
         return ""  # Chinese and Japanese sentences are written without spaces between them
+    if not seg.sep:
+        return " … "  # pieces of one very long word (a blob) with its middle left out: not one word
     return " "
 
 

@@ -324,3 +324,11 @@ def test_a_code_block_run_to_the_end_counts_a_last_line_of_the_other_fence_as_co
     first, count = code[0].meta["code_lines"]
     # everything after the first part is left out: the 80 lines + the ~~~ line, less the ones shown
     assert join_segments([code[0]]).endswith(f"\n[CODE_LINES: {82 - first - count}]\n```")
+
+
+def test_pieces_of_one_long_word_with_the_middle_left_out_are_not_joined_as_one_word():
+    blob = "".join(chr(65 + (k * 7) % 26) for k in range(3000))
+    out = seg("Data: " + blob)
+    assert len(out) > 2 and join_segments(list(out)) == "Data: " + blob
+    assert join_segments([out[0], out[-1]]) == out[0].text + " … " + out[-1].text
+    assert join_segments([out[0], out[1]]) == out[0].text + out[1].text  # adjacent pieces join as written
