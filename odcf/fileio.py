@@ -58,6 +58,7 @@ class AtomicFile:
         if self._tmp is None:  # written directly
             self._fh.close()
             return
+        done = False
         try:
             if exc_type is None:
                 self._fh.flush()
@@ -65,10 +66,10 @@ class AtomicFile:
             self._fh.close()
             if exc_type is None:
                 os.replace(self._tmp, self._real)
+                done = True
                 fsync_dir(self._real.parent)
-                return
         finally:
-            if exc_type is not None and os.path.exists(self._tmp):
+            if not done and os.path.exists(self._tmp):  # failed, here or in the with-block
                 os.unlink(self._tmp)
 
     @property
