@@ -55,6 +55,11 @@ def _build_automaton(terms: Iterable[str]) -> Any:
     return auto
 
 
+#: One-character Chinese negations that also open words that negate nothing: 没收 (confiscate),
+#: 非常 (very), 未来 (future), 无线 (wireless) and 不断 (continually) are not "not".
+_CJK_NOT_BEFORE = {"没": "(?!收)", "非": "(?!常)", "未": "(?!来)", "无": "(?!线)", "不": "(?!断)"}
+
+
 def _connective_regex(connectives: Iterable[str]) -> re.Pattern[str] | None:
     latin = sorted({c for c in connectives if c and not _CJK.search(c)}, key=len, reverse=True)
     cjk = sorted({c for c in connectives if c and _CJK.search(c)}, key=len, reverse=True)
@@ -62,7 +67,7 @@ def _connective_regex(connectives: Iterable[str]) -> re.Pattern[str] | None:
     if latin:
         parts.append(r"(?<![\w'])(?:" + "|".join(re.escape(c) for c in latin) + r")(?![\w'])")
     if cjk:
-        parts.append("(?:" + "|".join(re.escape(c) for c in cjk) + ")")
+        parts.append("(?:" + "|".join(re.escape(c) + _CJK_NOT_BEFORE.get(c, "") for c in cjk) + ")")
     if not parts:
         return None
     return re.compile("|".join(parts), re.IGNORECASE)

@@ -69,3 +69,12 @@ def test_an_anchor_that_backtracks_catastrophically_is_a_stage_error_not_a_hang(
     with pytest.raises(StageError, match=r"anchor 'redos' ran past 0.2 s on a text of 59 characters .* backtracks"):
         protect("Ref 12345 is fine. " + "a" * 40, bad, anchor_seconds=0.2)
     assert protect("Ref 12345 is fine. aab", bad, anchor_seconds=0.2).segments[0].protected
+
+
+def test_one_character_chinese_negations_do_not_match_inside_words_that_negate_nothing():
+    from odcf.plan.protection import DEFAULT_CONNECTIVES
+    from odcf.stages.protect import _connective_regex
+
+    rx = _connective_regex(DEFAULT_CONNECTIVES)
+    assert [m.group(0) for m in rx.finditer("没收违法所得，非常重要，未来三年，无线网络，不断增长")] == []
+    assert [m.group(0) for m in rx.finditer("不得泄露，没有完成，非法使用，未经评估，无需批准")] == ["不得", "没有", "非", "未", "无需"]
