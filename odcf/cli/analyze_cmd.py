@@ -8,8 +8,9 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides, write_text
+from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.document import LAYERS
+from odcf.fileio import write_text
 
 
 def register(sub: Any) -> None:

@@ -40,13 +40,6 @@ def csv_list(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def write_text(path: str, text: str) -> None:
-    """Write atomically (:func:`odcf.fileio.write_text`): one clear error when it cannot."""
-    from odcf.fileio import write_text as _write
-
-    _write(path, text)
-
-
 def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) -> None:
     """Refuse, before anything runs, an output (``{"--out": path, ...}``) that names a file the run
     reads (an input, the ontology, an items file) or the same file as another output: it would

@@ -11,7 +11,8 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides, write_text
+from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.fileio import write_text
 from odcf.textutil import loads_json
 
 

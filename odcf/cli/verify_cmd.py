@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from odcf.document import sha256
 from odcf.errors import InputError
 
 EXIT_PROBLEMS = 1
@@ -63,12 +64,6 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Any]:
     return None, None
 
 
-def _sha256(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def run(args: argparse.Namespace) -> int:
     from odcf.reverify import verify_report
 
@@ -82,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             text = Path(args.text).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{args.text}: cannot read: {exc}") from exc
-        if text.endswith("\n") and isinstance(record, dict) and record.get("sha256") == _sha256(text[:-1]):
+        if text.endswith("\n") and isinstance(record, dict) and record.get("sha256") == sha256(text[:-1]):
             text = text[:-1]  # a file written before `--out` held exactly the text ended it with a newline
     bases = list(args.base) + [os.path.dirname(os.path.abspath(args.record))]
     plan, stages = _plan(args)
