@@ -164,14 +164,17 @@ def render(
             by_source.setdefault(seg.source_id, []).append(seg)
     blocks: list[str] = []
     bodies: dict[str, str] = {}
+    crlf = True  # whether every delivered source is a CRLF one: then assembly's own breaks are CRLF too
     for source in source_order(doc):
         segs = sorted(by_source.get(source.id, ()), key=lambda s: s.index)
         if not segs:
             continue
         body = join_segments(segs)
         bodies[source.id] = body
-        blocks.append(f"{header(doc, source, segs)}\n{body}" if annotate else body)
-    return "\n\n".join(blocks), bodies
+        nl = "\r\n" if segs[0].meta.get("crlf") else "\n"
+        crlf = crlf and nl == "\r\n"
+        blocks.append(f"{header(doc, source, segs)}{nl}{body}" if annotate else body)
+    return ("\r\n\r\n" if blocks and crlf else "\n\n").join(blocks), bodies
 
 
 def block_cost(count: Callable[[str], int], doc: Document, source: Source, segs: Iterable[Segment]) -> int:

@@ -244,15 +244,19 @@ def split_blocks(text: str, record: Mapping[str, Any]) -> dict[str, str]:
         label = src.get("origin") or src.get("id")
         head = f"[source {src.get('n')}/{total}] {label} | {src.get('layer')}"
         pos = -1
-        for m in re.finditer(re.escape(head) + r"[^\n]*\n", text):
-            if m.start() == 0 or text[m.start() - 2:m.start()] == "\n\n":
+        for m in re.finditer(re.escape(head) + r"[^\r\n]*\r?\n", text):
+            if m.start() == 0 or text[m.start() - 2:m.start()] == "\n\n" or text[m.start() - 4:m.start()] == "\r\n\r\n":
                 pos = m.start()
                 heads.append((pos, m.end(), str(src.get("id"))))
                 break
     heads.sort()
     out: dict[str, str] = {}
     for k, (_, body_start, sid) in enumerate(heads):
-        end = heads[k + 1][0] - 2 if k + 1 < len(heads) else len(text)
+        if k + 1 < len(heads):  # the blank line between blocks (CRLF when every block is CRLF)
+            end = heads[k + 1][0]
+            end -= 4 if text[end - 4:end] == "\r\n\r\n" else 2
+        else:
+            end = len(text)
         out[sid] = text[body_start:end]
     return out
 

@@ -140,3 +140,19 @@ def test_the_state_layer_is_checked_against_the_plan_schema(plan):
     good = {"id": "s", "layer": "state", "text": '{"task_progress": "step_2_of_5", "user_preferences": ["short"]}'}
     r = comp.compress([facts, good], role="planner", budget=200, strict=True)
     assert not any(w.startswith("state source") for w in r.record["warnings"])
+
+
+def test_crlf_sources_give_crlf_output_headers_and_block_breaks_included(plan):
+    from odcf.compressor import Compressor
+
+    comp = Compressor(plan, stages={"entities": False})
+    body = "\r\n\r\n".join(f"Clause {i}. The supplier shall deliver lot {i} within {i + 3} days.\r\n"
+                           f"Late delivery costs $ {i * 100} a day." for i in range(1, 30))
+    docs = [{"id": "a", "text": body}, {"id": "b", "text": "Payment is due in 30 days.\r\nNo refunds after delivery."}]
+    r = comp.compress(docs, role="planner", budget=200)
+    assert r.record["sources"] and r.text.count("[source ") == 2
+    assert "\n" not in r.text.replace("\r\n", "")  # no bare line feed anywhere, headers included
+    assert "\r\n\r\n[source 2/2]" in r.text
+    mixed = comp.compress([docs[0], {"id": "c", "text": "Payment is due in 30 days.\nNo refunds after delivery."}],
+                          role="planner", budget=200)
+    assert "\n\n[source 2/2]" in mixed.text and "\r\n\r\n[source" not in mixed.text  # mixed: LF between blocks

@@ -210,3 +210,16 @@ def test_a_record_without_segment_details_verifies(plan, run):
         src["segments"] = []
     assert not [p for p in verify_record(record, result.text, plan=plan, stages=SWITCHES)
                 if p.code == "record-inconsistent"]
+
+
+def test_crlf_files_verify_with_their_crlf_blocks(plan, tmp_path, contract_text):
+    a, b = tmp_path / "msa.md", tmp_path / "notes.txt"
+    a.write_bytes(contract_text.replace("\n", "\r\n").encode("utf-8"))
+    b.write_bytes(NOTES.replace("\n", "\r\n").encode("utf-8"))
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a)), read_source_file(str(b))],
+                                                        budget=150)
+    assert result.text.count("[source ") == 2 and "\r\n\r\n[source 2/2]" in result.text
+    assert set(split_blocks(result.text, result.record)) == {s["id"] for s in result.record["sources"]}
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+    forged = result.text.replace("W2", "W9")
+    assert verify_record(result.record, forged, plan=plan, stages=SWITCHES) != []
