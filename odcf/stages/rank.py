@@ -10,6 +10,7 @@ always score 1.0. Chinese text is tokenized with jieba.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -49,6 +50,59 @@ class BM25:
                 s += qn * self.idf.get(term, 0.0) * f * (self.k1 + 1) / (f + norm)
             out.append(s)
         return out
+
+
+#: A word of a query that names one thing exactly: letters mixed with digits (``k8s-node-117``,
+#: ``W4817420``, ``v2.3.1``), ``snake_case`` or a path, a camelCase name, or a number of five
+#: digits or more (an order number; years and small counts are not identifiers).
+_QUERY_WORD_RE = re.compile(r"[^\s,;()\[\]{}<>'\"`?!]+")
+_CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_QUOTED_RE = re.compile(r'"([^"\n]{2,80})"|“([^”\n]{2,80})”|`([^`\n]{2,80})`')
+
+
+def _identifier(word: str) -> bool:
+    word = word.strip(".:#*")
+    if len(word) < 4:
+        return False
+    letters = any(c.isalpha() for c in word)
+    digits = any(c.isdigit() for c in word)
+    return ((letters and digits) or (letters and ("_" in word or "/" in word)) or bool(_CAMEL_RE.search(word))
+            or (word.isdigit() and len(word) >= 5))
+
+
+def query_identifiers(query: str | None) -> list[str]:
+    """What *query* names exactly: identifier-like words and quoted phrases, in query order.
+
+    >>> query_identifiers('pods waiting on k8s-node-117 in 2024, error "connection refused"?')
+    ['connection refused', 'k8s-node-117']
+    """
+    if not query:
+        return []
+    found = [next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(query)]
+    for m in _QUERY_WORD_RE.finditer(_QUOTED_RE.sub(" ", query)):
+        word = m.group().strip(".:#*")
+        if _identifier(word) and word not in found:
+            found.append(word)
+    return found
+
+
+def identifier_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
+    """One case-insensitive pattern for *names*, each matched as a whole: not inside a longer word
+    or a longer identifier (``k8s-node-117`` does not match ``k8s-node-1170`` nor ``k8s-node-117-b``,
+    but matches the host name ``k8s-node-117.prod.internal``)."""
+    if not names:
+        return None
+    alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w])(?:{alts})(?![\w]|[-_]\w|\.\d)", re.IGNORECASE)
+
+
+def exact_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
+    """The identifiers *query* names and the ids of the segments whose text holds one of them."""
+    names = query_identifiers(query)
+    pattern = identifier_pattern(names)
+    if pattern is None:
+        return names, set()
+    return names, {s.id for s in segments if pattern.search(s.text)}
 
 
 def density(seg: Segment) -> float:
@@ -110,8 +164,10 @@ class LexicalRanker(Stage):
             relevance = (r / top_rel) if top_rel > 0 else 0.0
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
         top_raw = max(raw) if raw else 0.0
+        names, hits = exact_hits(live, doc.query)
         for seg, v in zip(live, raw):
-            new[seg.id] = seg.replace(score=round(v / top_raw, 6) if top_raw > 0 else 0.0)
+            score = 1.0 if seg.id in hits else (round(v / top_raw, 6) if top_raw > 0 else 0.0)
+            new[seg.id] = seg.replace(score=score)
         for seg in doc.segments:
             if seg.layer in PINNED_LAYERS and not seg.dropped:
                 new[seg.id] = seg.replace(score=1.0)
@@ -123,5 +179,6 @@ class LexicalRanker(Stage):
         event = TraceEvent(stage=self.name, data={
             "scorer": scorer, "segments": len(live), "queries": used_queries,
             "languages": dict(sorted(langs.items())),
+            **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
         })
         return doc.with_event(event, segments=segments, meta=meta)

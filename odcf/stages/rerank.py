@@ -44,6 +44,7 @@ import numpy as np
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.stages.rank import exact_hits
 from odcf.textutil import detect_language
 from odcf.tokens import get_counter
 
@@ -193,6 +194,12 @@ class EmbeddingReranker(Stage):
                     new_scores[seg.id] = round(0.99 * floor * (1.0 - pos / len(rest)), 6)
         elif english:
             data["note"] = "no query: lexical scores kept"
+        names, hits = exact_hits(english, task)
+        if names:
+            # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes first
+            for sid in hits:
+                new_scores[sid] = 1.0
+            data.update({"query_identifiers": names, "exact_matches": len(hits)})
 
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)
         counts = Counter(langs.values())

@@ -137,3 +137,25 @@ def test_static_first_pass_picks_candidates_by_meaning_and_words():
 def test_bad_first_pass_is_clear():
     with pytest.raises(ValueError, match="first_pass"):
         EmbeddingReranker(first_pass="magic")
+
+
+def test_a_segment_holding_what_the_query_names_exactly_comes_first():
+    from odcf.stages.rank import query_identifiers
+
+    hosts = [Source(id=f"h{i}", text=f"Pod api-{i} on k8s-node-{i}.prod.internal has {i} waiting connections.")
+             for i in range(100, 140)]
+    near = [Source(id="near", text="Waiting connections pile up on the pods when the pool leaks.")]
+    for ranker in ({"embedder": "hash"}, {"embedder": "hash", "min_candidates": 2, "safety": 1.0}):
+        out = run(hosts + near, query="pods with waiting connections on k8s-node-117", budget=30, **ranker)
+        scores = {s.source_id: s.score for s in out.segments}
+        assert scores["h117"] == 1.0 and all(v < 1.0 for k, v in scores.items() if k != "h117")
+        ev = {e.stage: e.data for e in out.trace}
+        assert ev["rank"]["exact_matches"] == ev["rerank"]["exact_matches"] == 1
+        assert ev["rerank"]["query_identifiers"] == ["k8s-node-117"]
+    # a longer id, or the id with another suffix, is not the one named
+    out = run([Source(id="a", text="Host k8s-node-1170 is up."), Source(id="b", text="Host k8s-node-117-b is up.")],
+              query="k8s-node-117", embedder="hash")
+    assert next(e for e in out.trace if e.stage == "rerank").data["exact_matches"] == 0
+    assert query_identifiers('order #W4817420, "connection refused" in src/app/db.py since 2024') == [
+        "connection refused", "W4817420", "src/app/db.py"]
+    assert query_identifiers("who won the 2010 world cup after the U.S. team lost?") == []
