@@ -170,6 +170,16 @@ _BACK_REFERENCE_RE = re.compile(
 )
 
 
+#: A short sentence whose subject is a pronoun ("It has been stopped.", "This must not be
+#: restarted.", "该药不得恢复使用。") names what it speaks of only in the sentence before it; a long one
+#: carries enough of its own. A capitalised word after the pronoun is a name ("This Agreement").
+_PRONOUN_OPENER_RE = re.compile(
+    r"^[\"'\u201c\u2018(\[]*(?:(?i:it|this|that|these|those|they|such)(?=\s+[a-z])|(?:它|其|该|此|这)(?![些里样么种])"
+    r"(?=[\u4e00-\u9fff]))")
+_PRONOUN_MAX_WORDS = 12
+_PRONOUN_MAX_CJK = 24
+
+
 def back_reference(sentence: str) -> str | None:
     """The opener of *sentence* that points back to the sentence before it, or None.
 
@@ -180,8 +190,17 @@ def back_reference(sentence: str) -> str | None:
     >>> [back_reference(s) for s in ("Instead of cash, pay by card.", "Instead, pay by card.",
     ...  "Notwithstanding anything to the contrary, X.", "In this case study we", "Otherwise-unused", "但丁说")]
     [None, 'Instead', None, None, None, None]
+    >>> [back_reference(s) for s in ("This must not be restarted.", "This Agreement is governed by English law.",
+    ...  "It was a long meeting where many people said many things about many other things.", "该药不得恢复使用。")]
+    ['This', None, None, '该']
     """
-    m = _BACK_REFERENCE_RE.match(sentence.lstrip())
+    text = sentence.lstrip()
+    m = _BACK_REFERENCE_RE.match(text)
+    if m is None:
+        m = _PRONOUN_OPENER_RE.match(text)
+        if m is not None and not (len(HAN_RE.findall(text)) <= _PRONOUN_MAX_CJK if HAN_RE.search(m.group(0))
+                                  else len(text.split()) <= _PRONOUN_MAX_WORDS):
+            m = None
     return m.group(0).lstrip("\"'\u201c\u2018([") if m else None
 
 

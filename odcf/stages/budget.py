@@ -27,6 +27,12 @@ dropped with that reason (one merged into its duplicate elsewhere counts as deli
 alone, "However, this obligation does not apply" would read as an exception to whatever the
 compressed text happens to hold above it. A segment whose meta names another in
 ``budget_needs`` goes only with that one the same way (a handoff links its history turns so).
+
+A markdown section's segments go only with its heading (and a sub-heading with the heading above
+it), and the rows, items or lines of a block go only with the sentence that introduces it (one
+ending in ":" right before the block): a heading or such a lead-in is never delivered on its own,
+and leaves when the last of what it heads leaves. Delivered without them, "Do not drive for two
+weeks" under the heading of another section, or an empty "## Allergies", would mislead.
 """
 from __future__ import annotations
 
@@ -70,9 +76,9 @@ class Budgeter(Stage):
         decided, tiers = _classify(doc, contract)
         live = [s for s in doc.segments if s.id in tiers]
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
-        before = _antecedents(doc)
+        before, heads = _antecedents(doc)
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
-        groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"})
+        groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads)
         kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
         exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
@@ -88,8 +94,8 @@ class Budgeter(Stage):
             )
         if over_by:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
-        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before)
-        warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate,
+        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads)
+        warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate, groups,
                                 strict=strict, role=contract.name)
         if decided and not live:
             layers = sorted({s.layer for s in decided.values()})
@@ -100,7 +106,9 @@ class Budgeter(Stage):
             "role": contract.name, "budget": budget, "unit": counter.name, "tokens": exact,
             "over_budget": over_by > 0, "over_by": over_by, "required_tokens": required_tokens,
             "dropped": dropped_by_budget, "forbidden_dropped": len(decided), "trim_rounds": rounds,
-            "refilled": refilled, "kept_linked": sum(1 for i in kept if i in before),  # with what they need
+            "refilled": refilled,
+            "kept_linked": sum(1 for i in kept if i in before and before[i] not in heads),  # with what they need
+            "heads_kept": sum(1 for i in kept if i in heads),  # headings and lead-ins, with what they head
             "warnings": warnings,
         }
         meta = dict(doc.meta)
@@ -118,12 +126,15 @@ class Budgeter(Stage):
         text, _ = render(probe, delivered, annotate=annotate)
         exact = counter.count(text)
         rounds = 0
-        trimmable = sorted((i for i in kept if i not in required_ids), key=lambda i: tiers[i], reverse=True)
+        trimmable = sorted((i for i in kept if i not in required_ids and i not in groups.heads),
+                           key=lambda i: tiers[i], reverse=True)
         while exact > budget and trimmable and rounds < self.max_trim_rounds:
             out = trimmable.pop(0)
             if out not in kept:
                 continue  # went out with the sentence it points back to
-            kept.difference_update(groups.dependents(out) - required_ids)
+            gone = groups.dependents(out) - required_ids
+            kept.difference_update(gone)
+            groups.prune(gone, kept, required_ids)
             text, _ = render(probe, delivered, annotate=annotate)
             exact = counter.count(text)
             rounds += 1
@@ -144,8 +155,8 @@ class Budgeter(Stage):
             # each trial renders the delivered text: bounded, and given up after a run of misses
             if exact >= budget or trials >= self.max_trim_rounds or misses >= _REFILL_MISSES:
                 break
-            if seg.id in kept:
-                continue  # added already, with a sentence that points back to it
+            if seg.id in kept or seg.id in groups.heads:
+                continue  # added already, with a sentence that points back to it; a head goes only with what it heads
             group = groups.to_add(seg.id, kept)
             if not group or sum(counter.count(by_id[i].text) for i in group) - 1 > budget - exact:
                 continue  # cannot fit even if its separator merges away
@@ -161,19 +172,20 @@ class Budgeter(Stage):
 
 
 def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: dict[str, bool], cost: dict[str, int],
-                exact: int, budget: int, counter: Any, annotate: bool, *, strict: bool, role: str) -> list[str]:
+                exact: int, budget: int, counter: Any, annotate: bool, groups: _Groups, *, strict: bool,
+                role: str) -> list[str]:
     """Warnings for an empty delivery and for required layers that got nothing or had no input;
     with *strict*, a required layer that had input but got nothing is a :class:`BudgetError`."""
     out: list[str] = []
     if live and not kept:
         out.append(f"nothing fit in the budget of {budget} {counter.name} tokens: the delivered text is "
                    f"empty (the smallest segment, as assembled alone, needs "
-                   f"{_smallest_alone(probe, live, cost, counter, annotate)})")
+                   f"{_smallest_alone(probe, live, cost, counter, annotate, groups)})")
     has_layer = {s.layer for s in live}
     for layer, got in present.items():
         if layer in has_layer and not got:
             if strict:
-                need = _smallest_alone(probe, [s for s in live if s.layer == layer], cost, counter, annotate)
+                need = _smallest_alone(probe, [s for s in live if s.layer == layer], cost, counter, annotate, groups)
                 raise BudgetError(
                     f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
                     f"for role {role!r} ({exact} already used; its smallest segment, as assembled alone, "
@@ -184,11 +196,15 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
     return out
 
 
-def _smallest_alone(probe: Document, segs: list[Segment], cost: dict[str, int], counter: Any, annotate: bool) -> int:
-    """Tokens the cheapest of *segs* needs when delivered alone, measured as assembled (source header
-    line, repeated table header, row markers); the 20 cheapest by the fill's estimate are measured."""
-    return min(counter.count(render(probe, lambda s, c=c: s.id == c.id, annotate=annotate)[0])
-               for c in sorted(segs, key=lambda s: cost[s.id])[:20])
+def _smallest_alone(probe: Document, segs: list[Segment], cost: dict[str, int], counter: Any, annotate: bool,
+                    groups: _Groups) -> int:
+    """Tokens the cheapest of *segs* needs when delivered alone (with the heading or sentence it goes
+    with), measured as assembled (source header line, repeated table header, row markers); the 20
+    cheapest by the fill's estimate are measured. Heads are not delivered alone."""
+    options = [(sum(cost[i] for i in g), frozenset(g)) for g in
+               (groups.to_add(s.id, set()) for s in segs if s.id not in groups.heads) if g]
+    options = sorted(options, key=lambda o: o[0])[:20] or [(0, frozenset({s.id})) for s in segs[:1]]
+    return min(counter.count(render(probe, lambda s, g=g: s.id in g, annotate=annotate)[0]) for _, g in options)
 
 
 def _classify(doc: Document, contract: RoleContract) -> tuple[dict[str, Segment], dict[str, tuple[int, float, int]]]:
@@ -226,8 +242,8 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
     opened: set[str] = {s.source_id for s in live if s.id in required_ids}
     used = required_tokens
     for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
-        if seg.id in kept:
-            continue  # taken already, as the sentence another one points back to
+        if seg.id in kept or seg.id in groups.heads:
+            continue  # taken already, as the sentence another one points back to; a head goes only with what it heads
         group = groups.to_add(seg.id, kept)
         if not group:
             continue
@@ -241,7 +257,7 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
 
 def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[int, float, int]], kept: set[str],
             cost: dict[str, int], budget: int, contract: RoleContract,
-            before: dict[str, str]) -> tuple[list[Segment], int, dict[str, bool]]:
+            before: dict[str, str], heads: set[str]) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -258,7 +274,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
             why = f"no room in {budget} tokens for role {contract.name}"
             prior = by_id.get(before.get(seg.id, ""))
-            if prior is not None and prior.id not in kept and prior.status != "merged":
+            if seg.id in heads:
+                what = "a heading" if seg.kind == "heading" else "a line that introduces the block after it"
+                why = f"{what} is delivered only with a part of what it heads, and none was delivered"
+            elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = back_reference(seg.original) if not seg.meta.get("budget_needs") else None
                 link = (f"opens with {opener!r} and goes only with the sentence before it" if opener
                         else "goes only with a newer history turn")
@@ -274,23 +293,68 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     return final, dropped, present
 
 
-def _antecedents(doc: Document) -> dict[str, str]:
-    """Id of each sentence that opens by pointing back -> id of the segment before it in its
-    source, when that one is a sentence too (a heading or a table row is not what "However" answers).
+_BLOCK_KINDS = frozenset({"table", "code", "list"})
 
-    Lines of a transcript are left out: a delivered sentence there is written after its speaker's
-    label, and speech opens many sentences with "But" that answer nothing in particular (pairing
-    them cost QMSum evidence recall 0.619 -> 0.584 at 4x)."""
+
+def _heading_level(seg: Segment) -> int:
+    return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
+
+
+def _section_heading(seg: Segment) -> bool:
+    """A markdown heading that names a section: short, no link, no second ``#`` (a line of hashtags
+    written "# corvette # auction 2017 …" is a post, not a heading)."""
+    if seg.kind != "heading":
+        return False
+    body = seg.original.lstrip().lstrip("#")
+    return len(body.split()) <= 16 and "://" not in body and " # " not in body
+
+
+def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
+    """What each segment goes only with (id -> id), and the ids of the heads (headings and lead-ins).
+
+    - a sentence that opens by pointing back -> the segment before it in its source, when that one
+      is a sentence too (a heading or a table row is not what "However" answers). Lines of a
+      transcript are left out: a delivered sentence there is written after its speaker's label,
+      and speech opens many sentences with "But" that answer nothing in particular (pairing them
+      cost QMSum evidence recall 0.619 -> 0.584 at 4x);
+    - a segment of a table, code block or list right after a sentence ending in ":" -> that lead-in;
+    - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
+      above it of a higher level. Headings dropped by an earlier stage head nothing."""
     out: dict[str, str] = {}
+    heads: set[str] = set()
     prev: Segment | None = None
+    stack: list[tuple[int, str]] = []  # live headings of the current source: (level, id)
+    lead: tuple[int, str] | None = None  # (paragraph of the block it introduces, lead-in id)
     for seg in doc.segments:
+        if prev is None or prev.source_id != seg.source_id:
+            stack, lead = [], None
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and "speaker" not in seg.meta and back_reference(seg.original)):
             out[seg.id] = prev.id
+        elif _section_heading(seg):
+            level = _heading_level(seg)
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            if stack:
+                out[seg.id] = stack[-1][1]
+        elif lead is not None and seg.kind in _BLOCK_KINDS and seg.paragraph == lead[0]:
+            out[seg.id] = lead[1]
+            heads.add(lead[1])
+        elif stack:
+            out[seg.id] = stack[-1][1]
+        if _section_heading(seg) and not seg.dropped:
+            stack.append((_heading_level(seg), seg.id))
+            heads.add(seg.id)
+        if (prev is not None and prev.source_id == seg.source_id and seg.kind in _BLOCK_KINDS
+                and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.dropped
+                and prev.original.rstrip().endswith((":", "：")) and "speaker" not in prev.meta):
+            lead = (seg.paragraph, prev.id)
+            out[seg.id] = prev.id
+            heads.add(prev.id)
         prev = seg
-    return out
+    return out, heads
 
 
 def _chain(sid: str, before: dict[str, str], present: Callable[[str], bool]) -> list[str]:
@@ -306,10 +370,11 @@ class _Groups:
     """Which segments go in and out together: a sentence that points back needs the one before it."""
 
     def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]],
-                 merged: set[str] | None = None) -> None:
+                 merged: set[str] | None = None, heads: set[str] | None = None) -> None:
         self.before = before
         self.tiers = tiers
         self.merged = merged or set()
+        self.heads = heads or set()
         self.after: dict[str, list[str]] = {}
         for sid, prior in before.items():
             self.after.setdefault(prior, []).append(sid)
@@ -320,6 +385,18 @@ class _Groups:
         its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
         chain = _chain(sid, self.before, lambda i: i in kept or i in self.merged)
         return [i for i in chain if i not in self.merged] if all(i in self.tiers or i in self.merged for i in chain) else []
+
+    def prune(self, gone: set[str], kept: set[str], required: set[str]) -> None:
+        """After *gone* left *kept*: a head (heading, lead-in) none of whose segments is still kept
+        leaves too, and so on up its headings."""
+        todo = [self.before[g] for g in gone if g in self.before]
+        while todo:
+            head = todo.pop()
+            if (head in self.heads and head in kept and head not in required
+                    and not any(ch in kept for ch in self.after.get(head, ()))):
+                kept.discard(head)
+                if head in self.before:
+                    todo.append(self.before[head])
 
     def dependents(self, sid: str) -> set[str]:
         """*sid* and every sentence that, directly or through others, points back to it."""

@@ -169,7 +169,7 @@ def test_transcript_lines_are_not_paired_but_prose_is():
 
     def pairs(text):
         doc = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t"))
-        return {doc.segments[int(k.split("#")[1])].text: v for k, v in _antecedents(doc).items()}
+        return {doc.segments[int(k.split("#")[1])].text: v for k, v in _antecedents(doc)[0].items()}
 
     speech = ("Alice: We will ship the release on May 1 as planned. But the tests must pass first, all of them.\n"
               "Bob: Fine with me, I will tell the team today.\nCarol: Agreed, see you all on Monday then.\n")
@@ -198,3 +198,65 @@ def test_openers_that_look_ahead_are_not_back_references():
     assert [back_reference(s) for s in ("Notwithstanding the foregoing, X.", "Instead, pay by card.",
                                         "In that case, the fee doubles.", "但是，除外。")] == [
         "Notwithstanding the foregoing", "Instead", "In that case", "但是"]
+
+
+def test_a_section_goes_with_its_heading_and_a_heading_never_goes_alone(plan):
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.budget import _antecedents
+    from odcf.stages.segment import Segmenter
+
+    text = ("# Discharge summary\n\n## 3. Allergies\n\nHeparin caused thrombocytopenia in November. Never give heparin flushes to this patient.\n\n"
+            "## 8. Instructions\n\nDo not drive for two weeks after the discharge. Walk for twenty minutes every day.\n\n### 8.1 Diet\n\nLow salt.\n\n"
+            "Stack trace from pod api-7d9f at 14:29 UTC:\n\n```\nTraceback (most recent call last):\n  File a.py\n```\n")
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t"))
+    by_text = {s.text: s.id for s in doc.segments}
+    before, heads = _antecedents(doc)
+    assert {doc.segments[int(k.split("#")[1])].text: doc.segments[int(v.split("#")[1])].text
+            for k, v in before.items()} == {
+        "## 3. Allergies": "# Discharge summary", "## 8. Instructions": "# Discharge summary",
+        "Heparin caused thrombocytopenia in November.": "## 3. Allergies",
+        "Never give heparin flushes to this patient.": "## 3. Allergies",
+        "Do not drive for two weeks after the discharge.": "## 8. Instructions",
+        "Walk for twenty minutes every day.": "## 8. Instructions",
+        "### 8.1 Diet": "## 8. Instructions", "Low salt.": "### 8.1 Diet",
+        "Stack trace from pod api-7d9f at 14:29 UTC:": "### 8.1 Diet",
+        "```\nTraceback (most recent call last):\n  File a.py\n```": "Stack trace from pod api-7d9f at 14:29 UTC:"}
+    assert heads == {by_text[t] for t in ("# Discharge summary", "## 3. Allergies", "## 8. Instructions",
+                                          "### 8.1 Diet", "Stack trace from pod api-7d9f at 14:29 UTC:")}
+    for budget in range(20, 90, 7):
+        r = make(plan).compress(text, query="do not drive", budget=budget, annotate=False)
+        lines = [ln for ln in r.text.split("\n") if ln.strip()]
+        drive = [k for k, ln in enumerate(lines) if ln.startswith("Do not drive")]
+        if drive:  # under its own heading, not under Allergies
+            assert lines[drive[0] - 1] == "## 8. Instructions"
+        # no heading is delivered without anything under it, nor the lead-in without its block
+        for k, ln in enumerate(lines):
+            if ln.startswith("#"):
+                level = len(ln) - len(ln.lstrip("#"))
+                nxt = lines[k + 1] if k + 1 < len(lines) else ""
+                assert nxt and (not nxt.startswith("#") or len(nxt) - len(nxt.lstrip("#")) > level), r.text
+        assert ("Stack trace from" in r.text) == ("Traceback" in r.text)
+        for seg in r.document.segments:
+            if seg.dropped and seg.kind == "heading":
+                assert any("delivered only with a part of what it heads" in why or "no room" in why
+                           for why in seg.reasons)
+        assert r.record["budget"] == budget and r.tokens_out <= budget
+
+
+def test_a_short_sentence_opening_with_a_pronoun_goes_only_with_the_sentence_before_it(plan):
+    text = ("Warfarin 3 mg once daily was his anticoagulant before the admission, prescribed in 2019 by the "
+            "anticoagulation clinic of the county hospital for atrial fibrillation. It has been stopped "
+            "permanently. This must not be restarted.\n\nApixaban 5 mg twice daily is new. It must be continued.")
+    seen = set()
+    for budget in range(12, 90, 4):
+        r = make(plan).compress(text, query="what was stopped and must not be restarted", budget=budget, annotate=False)
+        seen.add(r.text)
+        if "This must not be restarted." in r.text or "It has been stopped" in r.text:
+            assert "Warfarin 3 mg" in r.text, r.text
+        if "It must be continued." in r.text:
+            assert "Apixaban 5 mg twice daily is new." in r.text
+        dropped = [why for s in r.document.segments if s.dropped and s.text.startswith("This must not")
+                   for why in s.reasons]
+        assert all("goes only with the sentence before it" in why or "no room" in why for why in dropped)
+    assert any("This must not be restarted." in t for t in seen) and any("It must be continued." in t for t in seen)
