@@ -159,7 +159,7 @@ def id_anchors(plan: Any) -> list[re.Pattern[str]]:
     out: list[re.Pattern[str]] = []
     for a in getattr(getattr(plan, "protection", None), "anchors", ()):
         # "code" is left out on purpose: airport, currency and error codes name kinds, not entities
-        if re.search(r"(?:^|_)(?:id|ids|number|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
+        if re.search(r"(?:^|_)(?:id|ids|no|num|nr|number|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
             out.append(a.regex)
     return out
 
@@ -312,10 +312,29 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) 
             lead = sent[(before[-1][1] if before else 0):m.start()].lower()
             if not before:
                 lead = sent[:m.start()].lower()
-            attr = _attribute(kind, lead, sent[:m.start()].lower())
+            attr = _attribute_after(kind, sent[m.end():].lower()) or _attribute(kind, lead, sent[:m.start()].lower())
             raw = m.group(0)
             out.append(Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id))
     return out
+
+
+_LINK_WORDS = frozenset({"and", "or", "after", "before", "for", "of", "to", "the", "a", "an", "per", "in", "on",
+                         "with", "plus", "minus", "less", "by", "from", "is", "was", "as", "than"})
+
+
+def _attribute_after(kind: str, after: str) -> str | None:
+    """An attribute named right after the value: "$5 restocking fee", "$20 deposit" (one word at most
+    between them, and not a linking word)."""
+    if kind != "money":
+        return None
+    m = re.match(r"[ \t]*((?:[A-Za-z-]+[ \t]+)?[A-Za-z-]+)", after)
+    for word in (m.group(1).split() if m else ()):
+        if word in _LINK_WORDS:
+            return None  # "$500 and the fee": the fee is another value
+        name = next((name for stem, name in _ATTR_WORDS["money"] if word.startswith(stem) and stem.isascii()), None)
+        if name is not None:
+            return name
+    return None
 
 
 def _attribute(kind: str, near: str, whole_before: str) -> str:

@@ -223,3 +223,22 @@ def test_reasoning_index_merges_neighbouring_ranges_and_stays_small() -> None:
     many = " ".join(f"See source {k}, row {3 * k}." for k in range(300))
     cut = truncate_reasoning(HandoffItem(id="e", layer="reasoning", text="Start. " + many), cap=80, counter=COUNTER)
     assert COUNTER.count(cut.text) <= 80 and re.search(r"; \+\d+ more\]$", cut.index_line or "")
+
+
+def test_prose_ids_from_anchors_named_no_and_a_fee_after_an_amount_is_its_own_value() -> None:
+    import types
+
+    from odcf.plan.model import Anchor
+
+    plan = types.SimpleNamespace(protection=types.SimpleNamespace(anchors=(
+        Anchor("claim_no", r"\bCLM-\d{6}\b"), Anchor("policy_nr", r"\bHP-\d{2}-\d{7}\b"))))
+    items = (HandoffItem(id="a", text="Policy HP-24-0091733 deductible is $2,500.", origin="tool:policy"),
+             HandoffItem(id="b", text="Policy HP-24-0091733 deductible is $1,000.", origin="agent:adjuster"))
+    assert [(c.entity, [v.value for v in c.values]) for c in find_conflicts(items, plan=plan)] == [
+        ("HP-24-0091733", ["2500", "1000"])]
+    assert find_conflicts(items) == ()  # without the plan's anchor it is no identifier
+    fee = (HandoffItem(id="a", text="Refund for order #W4817420 is $50 after the $5 restocking fee.", origin="x"),
+           HandoffItem(id="b", text="Refund for order #W4817420 is $45.", origin="y"),
+           HandoffItem(id="c", text="Order #W4817420: deposit of $500 and the fee $20.", origin="z"))
+    assert sorted((c.attribute, tuple(v.value for v in c.values)) for c in find_conflicts(fee)) == [
+        ("fee", ("5", "20")), ("refund amount", ("50", "45"))]  # $500 is the deposit, not a fee
