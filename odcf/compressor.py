@@ -67,6 +67,14 @@ class Compressor:
         self.tokenizer = tokenizer
         self.pipeline = Pipeline.from_plan(plan, self.stage_options)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a worker process needs to rebuild this compressor: the plan and the options (models
+        are not sent; they load again in the worker on its first call)."""
+        return {"plan": self.plan, "stages": self.stage_options, "tokenizer": self.tokenizer}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        self.__init__(state["plan"], stages=state["stages"], tokenizer=state["tokenizer"])  # type: ignore[misc]
+
     @classmethod
     def from_ontology(
         cls,

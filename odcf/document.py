@@ -14,8 +14,9 @@ import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Literal
+
+from odcf.frozen import FrozenMap
 
 Kind = Literal["text", "markdown", "html", "json", "chat", "tool"]
 Layer = Literal["instruction", "fact", "reasoning", "state", "history"]
@@ -30,7 +31,7 @@ SEGMENT_KINDS: tuple[str, ...] = (
     "sentence", "heading", "list", "table", "code", "json", "turn", "block",
 )
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = FrozenMap({})
 
 
 def sha256(text: str) -> str:
@@ -41,7 +42,7 @@ def sha256(text: str) -> str:
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not mapping:
         return _EMPTY
-    return MappingProxyType(dict(mapping))
+    return FrozenMap(dict(mapping))
 
 
 @dataclass(frozen=True)

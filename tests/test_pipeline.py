@@ -156,3 +156,24 @@ def test_crlf_sources_give_crlf_output_headers_and_block_breaks_included(plan):
     mixed = comp.compress([docs[0], {"id": "c", "text": "Payment is due in 30 days.\nNo refunds after delivery."}],
                           role="planner", budget=200)
     assert "\n\n[source 2/2]" in mixed.text and "\r\n\r\n[source" not in mixed.text  # mixed: LF between blocks
+
+
+def test_plans_results_and_compressors_pickle_for_worker_processes(plan):
+    import copy
+    import pickle
+
+    from odcf.compressor import Compressor
+
+    comp = Compressor(plan, stages={"entities": False, "rerank": {"embedder": "hash", "first_pass": "lexical"}})
+    text = "Liability is capped at $10,000. Do not ship order W12345 unless it is paid."
+    result = comp.compress(text, budget=40)
+    back = pickle.loads(pickle.dumps(plan))
+    assert back == plan and back.hash == plan.hash and copy.deepcopy(plan) == plan
+    seg = result.document.segments[0]
+    assert pickle.loads(pickle.dumps(seg)) == seg and dict(pickle.loads(pickle.dumps(seg)).meta) == dict(seg.meta)
+    again = pickle.loads(pickle.dumps(result))
+    assert again.text == result.text and again.record == result.record
+    clone = pickle.loads(pickle.dumps(comp))  # models are not sent: they load again where it runs
+    assert clone.stage_options == comp.stage_options and clone.compress(text, budget=40).text == result.text
+    with pytest.raises(TypeError):
+        seg.meta["x"] = 1  # still read-only

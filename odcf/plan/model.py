@@ -16,19 +16,19 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from odcf.document import to_plain
 from odcf.errors import PlanError
+from odcf.frozen import FrozenMap
 
 PLAN_FORMAT = 1
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = FrozenMap({})
 
 
 def _freeze(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+        return FrozenMap({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     return value
@@ -144,8 +144,8 @@ class Plan:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_schema", _freeze(dict(self.state_schema)))
-        object.__setattr__(self, "abbreviations", MappingProxyType(dict(self.abbreviations)))
-        object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+        object.__setattr__(self, "abbreviations", FrozenMap(dict(self.abbreviations)))
+        object.__setattr__(self, "roles", FrozenMap(dict(self.roles)))
         object.__setattr__(self, "pipeline", _freeze(dict(self.pipeline)))
 
     # -- use -------------------------------------------------------------
