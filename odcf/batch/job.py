@@ -23,7 +23,7 @@ from typing import Any
 
 from odcf.batch.io import InputFile, Key, count_records, discover_inputs, format_of, read_records
 from odcf.batch.items import WorkItem, prepare
-from odcf.batch.parts import BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of
+from odcf.batch.parts import BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of, output_lock
 from odcf.batch.progress import Progress
 from odcf.batch.summary import BatchSummary
 from odcf.batch.worker import BatchConfig, Outcome
@@ -72,8 +72,10 @@ def run_batch(
     t0 = time.perf_counter()
     if engine not in ENGINES:
         raise OdcfError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
-    if chunk_size < 1:
-        raise OdcfError(f"chunk size must be at least 1, got {chunk_size}")
+    if not isinstance(config, BatchConfig):
+        raise OdcfError(f"config must be a BatchConfig, got {type(config).__name__}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise OdcfError(f"chunk size must be an integer of at least 1, got {chunk_size!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise OdcfError(f"workers must be 0 (in this process) or more, got {workers!r}")
     fmt = output_format(output, output_fmt)
@@ -84,6 +86,16 @@ def run_batch(
     # Workers get the compiled plan, not the ontology path: Ray nodes need not see the file, and
     # an ontology edited during the job cannot make records disagree.
     config = dataclasses.replace(config, plan=plan.to_dict())
+    with output_lock(output):
+        return _run_locked(input, output, config, files, fmt, plan_hash, t0, engine=engine, workers=workers,
+                           chunk_size=chunk_size, resume=resume, overwrite=overwrite, ray_address=ray_address,
+                           progress=progress)
+
+
+def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], config: BatchConfig,
+                files: list[InputFile], fmt: str, plan_hash: str, t0: float, *, engine: str, workers: int,
+                chunk_size: int, resume: bool, overwrite: bool, ray_address: str | None,
+                progress: bool | None) -> BatchSummary:
     counts = count_records(files, max_chars=config.max_chars)
     store = PartStore(output)
     job = {
@@ -104,8 +116,19 @@ def run_batch(
             outcomes = _engine_outcomes(engine, files, config, done, seen_ids, workers=workers,
                                         chunk_size=chunk_size, ray_address=ray_address)
             _write_parts(store, outcomes, counts, chunk_size, bar)
+    except BatchIntegrityError as exc:
+        changed = _changed_inputs(input, files)
+        if changed:
+            raise OdcfError(f"the input changed while the job ran ({changed}); the parts written so far stay "
+                            f"in {store.dir}, but the job cannot resume on a changed input: run it again "
+                            "with --overwrite once the input is final") from exc
+        raise
     finally:
         bar.close()
+    changed = _changed_inputs(input, files)
+    if changed:
+        raise OdcfError(f"the input changed while the job ran ({changed}); the output was not written: run the "
+                        "job again with --overwrite once the input is final")
     totals = store.assemble(counts, chunk_size, fmt)
     summary = BatchSummary(
         records_in=totals.records_in, records_out=totals.records_out, records_failed=totals.records_failed,
@@ -117,6 +140,21 @@ def run_batch(
         raise BatchIntegrityError(f"counts do not reconcile: {summary.to_dict()}")
     logger.info("batch done: %s", summary.to_dict())
     return summary
+
+
+def _changed_inputs(input: str | os.PathLike[str], files: list[InputFile]) -> str:
+    """What changed in the input since *files* were listed ("" when nothing did)."""
+    try:
+        now = {f.name: f.fingerprint() for f in discover_inputs(input)}
+    except OdcfError as exc:
+        return str(exc)
+    for f in files:
+        if f.name not in now:
+            return f"{f.name} is gone"
+        if now[f.name] != f.fingerprint():
+            return f"{f.name} was modified"
+    extra = sorted(set(now) - {f.name for f in files})
+    return f"{extra[0]} appeared" if extra else ""
 
 
 def work_items(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str],

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,37 @@ class Assembled:
     records_failed: int
     tokens_in: int
     tokens_out: int
+
+
+@contextmanager
+def output_lock(output: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock on *output* (the file ``.NAME.lock`` beside it) for a job's run: a
+    second run on the same output — a scheduler's retry while the first still runs — is refused
+    at once instead of deleting the first one's parts under it. Without ``fcntl`` (Windows) there
+    is no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    out = Path(output)
+    path = out.with_name(f".{out.name}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise OdcfError(f"{output}: another batch run is writing this output (it holds {path}); "
+                        "wait for it to finish, then run again (with --resume if it was interrupted)") from exc
+    try:
+        yield
+    finally:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 class PartStore:

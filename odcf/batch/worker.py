@@ -12,6 +12,7 @@ continue a job whose config changed.
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -50,10 +51,33 @@ class BatchConfig:
     timings: bool = True
 
     def __post_init__(self) -> None:
-        if self.max_chars < 1:
-            raise ValueError(f"max_chars must be positive, got {self.max_chars}")
-        if self.budget is not None and self.budget < 1:
-            raise ValueError(f"budget must be a positive integer, got {self.budget}")
+        """Every field is checked here, once, so that a bad value is one error before any work
+        (not the same error on every record); numpy integers are taken as ints."""
+        def integer(name: str, value: Any) -> int:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            return int(value)
+
+        object.__setattr__(self, "max_chars", integer("max_chars", self.max_chars))
+        if self.budget is not None:
+            object.__setattr__(self, "budget", integer("budget", self.budget))
+        for name in ("ontology", "role", "tokenizer"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or None, got {value!r}")
+        if not isinstance(self.query_field, str) or not self.query_field:
+            raise ValueError(f"query_field must be a field name, got {self.query_field!r}")
+        for name in ("strict", "annotate", "timings"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.stages, Mapping):
+            raise ValueError(f"stages must be a mapping of stage name to switch or options, "
+                             f"got {self.stages!r}")
+        if self.plan is not None and not isinstance(self.plan, Mapping):
+            to_dict = getattr(self.plan, "to_dict", None)
+            if not callable(to_dict):
+                raise ValueError(f"plan must be a Plan or its to_dict() mapping, got {type(self.plan).__name__}")
+            object.__setattr__(self, "plan", to_dict())  # a compiled Plan: sent to workers as its mapping
 
     def build_compressor(self) -> Compressor:
         """A compressor for this config (cheap: no model loads until :meth:`Compressor.warm_up`)."""

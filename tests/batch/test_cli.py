@@ -35,7 +35,7 @@ def test_user_mistakes_are_one_line(tmp_path, ontology, capsys):
     assert main(["batch", str(tmp_path / "nope.jsonl"), str(tmp_path / "o.jsonl"), "-O", ontology]) == 1
     assert "nope.jsonl: no such file or directory" in capsys.readouterr().err
     assert main(["batch", str(src), str(tmp_path / "o.jsonl"), "-O", ontology, "--max-chars", "0"]) == 1
-    assert "max_chars must be positive" in capsys.readouterr().err
+    assert "max_chars must be a positive integer, got 0" in capsys.readouterr().err
 
 
 def test_a_truncated_gzip_input_stops_the_job_before_it_starts(tmp_path, ontology, capsys):

@@ -262,3 +262,62 @@ def test_the_error_file_or_a_bad_place_for_the_output_is_refused_before_any_work
     with pytest.raises(OdcfError, match="workers must be 0"):
         run_batch(src, tmp_path / "o.jsonl", config(ontology), workers=-3)
     assert not (tmp_path / "o.jsonl.parts").exists()
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_holds_it(tmp_path, ontology):
+    from odcf.batch.parts import output_lock
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(3))
+    out = tmp_path / "out.jsonl"
+    with output_lock(out):  # the first run, still going
+        for resume in (False, True):
+            with pytest.raises(OdcfError, match="another batch run is writing this output"):
+                run_batch(src, out, config(ontology), workers=0, resume=resume, overwrite=not resume)
+        assert not (tmp_path / "out.jsonl.parts").exists() and not out.exists()
+    s = run_batch(src, out, config(ontology), workers=0)  # once it is done, the output is free again
+    assert s.records_out == 3 and not (tmp_path / ".out.jsonl.lock").exists()
+
+
+def test_an_input_changed_while_the_job_ran_is_one_clear_error(tmp_path, ontology, monkeypatch):
+    src = write_jsonl(tmp_path / "in.jsonl", records(4))
+    real_write = PartStore.write_part
+
+    def append_during_the_run(self, chunk, rows):
+        real_write(self, chunk, rows)
+        if chunk == (0, 0):
+            with open(src, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"id": "late", "context": "appended while the job ran"}) + "\n")
+
+    monkeypatch.setattr(PartStore, "write_part", append_during_the_run)
+    with pytest.raises(OdcfError, match=r"the input changed while the job ran \(in.jsonl was modified\)"):
+        run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_batch_config_values_are_checked_once_before_any_work(ontology):
+    import numpy as np
+
+    assert BatchConfig(ontology=ontology, budget=np.int64(120)).budget == 120
+    assert type(BatchConfig(ontology=ontology, budget=np.int64(120)).budget) is int
+    for bad, match in (({"budget": 1.5}, "budget must be a positive integer, got 1.5"),
+                       ({"budget": True}, "budget must be a positive integer, got True"),
+                       ({"max_chars": "10"}, "max_chars must be a positive integer"),
+                       ({"role": 3}, "role must be a string or None"),
+                       ({"stages": ["compress"]}, "stages must be a mapping"),
+                       ({"strict": "yes"}, "strict must be true or false"),
+                       ({"plan": 42}, "plan must be a Plan or its to_dict")):
+        with pytest.raises(ValueError, match=match):
+            BatchConfig(ontology=ontology, **bad)
+    with pytest.raises(OdcfError, match="config must be a BatchConfig, got dict"):
+        run_batch("in.jsonl", "out.jsonl", {"ontology": ontology})
+    with pytest.raises(OdcfError, match="chunk size must be an integer"):
+        run_batch("in.jsonl", "out.jsonl", BatchConfig(ontology=ontology), chunk_size=2.5)
+
+
+def test_a_compiled_plan_may_be_given_as_is(tmp_path, ontology):
+    from odcf.plan.compiler import compile_file
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(2))
+    plan = compile_file(ontology)
+    s = run_batch(src, tmp_path / "out.jsonl", BatchConfig(plan=plan, role="writer", timings=False), workers=0)
+    assert s.records_out == 2
