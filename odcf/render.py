@@ -61,6 +61,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if prev is not None:
             gap = _gap(prev, seg)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
+        speaker = seg.meta.get("speaker")
+        if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
+                and (prev is None or _turn(prev) != _turn(seg))):
+            # the turn's first sentence, which holds the speaker's label, was not delivered, and what
+            # is above is another turn: say who speaks (a table or code block starts on its own line)
+            out.append(speaker + (nl if seg.kind in ("table", "code") else " "))
         rows = seg.meta.get("table_rows")
         if rows and (prev is None or prev.index != seg.index - 1):
             # a part of a long table delivered without the part before it
@@ -82,12 +88,6 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = code[0] - sum(prev.meta["code_lines"])
             if omitted > 0:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
-        speaker = seg.meta.get("speaker")
-        if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
-                and (prev is None or prev.meta.get("speaker") != speaker)):
-            # the line's first sentence, which holds the speaker's label, was not delivered, and the
-            # line above is another speaker's: say who speaks
-            out.append(speaker + " ")
         out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
         if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
@@ -102,6 +102,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 out.append((f"{nl}[CODE_LINES: {rest}]" if rest > 0 else "") + nl + seg.meta["code_close"])
         prev = seg
     return "".join(out)
+
+
+def _turn(seg: Segment) -> object:
+    """Which turn a segment is in: its chat turn's number, else (a transcript of one line a turn)
+    its speaker, so that consecutive lines of one speaker are not labelled again."""
+    return seg.meta.get("turn", seg.meta.get("speaker"))
 
 
 def _join_json(segments: Sequence[Segment]) -> str:

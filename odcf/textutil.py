@@ -157,15 +157,18 @@ def _ends_with_abbreviation(sentence: str) -> bool:
 
 #: Sentence openers that point back to the sentence before ("However, this obligation does not
 #: apply …"): delivered without that sentence, such a sentence qualifies whatever precedes it in
-#: the compressed text instead. Cause, contrast and exception words only; "and", "so" and "also"
-#: open too many self-contained sentences (speech above all) to count.
+#: the compressed text instead. Cause, contrast and exception words, and times told relative to the
+#: sentence before ("The following year", "同年": after another sentence they name another year);
+#: "and", "so" and "also" open too many self-contained sentences (speech above all) to count.
 _BACK_REFERENCE_RE = re.compile(
     r"^[\"'\u201c\u2018(\[]*(?:(?:however|but|yet(?! another)|nevertheless|nonetheless|therefore|thus|hence|"
     r"consequently|accordingly|conversely|as a result|even so|by contrast|in contrast|on the other hand|"
     r"despite (?:this|that|these)|notwithstanding (?:the foregoing|this|that|the above)|moreover|furthermore|"
-    r"additionally)(?![\w-])"
+    r"additionally|(?:in |later )?(?:that|the same|the following|the next) (?:year|month|week|day|morning|evening)"
+    r"|later that (?:year|month|week|day))(?![\w-])"
     r"|(?:instead|otherwise|in addition|in (?:that|this|such) case)(?=\s*,)"  # "Instead of …" looks ahead
-    r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外))",
+    r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外"
+    r"|同年|同月|同日|当年|当月|当日|当天|次年|翌年|次月|次日|翌日|随后))",
     re.IGNORECASE,
 )
 
@@ -193,6 +196,8 @@ def back_reference(sentence: str) -> str | None:
     >>> [back_reference(s) for s in ("This must not be restarted.", "This Agreement is governed by English law.",
     ...  "It was a long meeting where many people said many things about many other things.", "该药不得恢复使用。")]
     ['This', None, None, '该']
+    >>> [back_reference(s) for s in ("同年6月12日，蓟县旅游部门称。", "The following year, the line closed.", "The following items ship.")]
+    ['同年', 'The following year', None]
     """
     text = sentence.lstrip()
     m = _BACK_REFERENCE_RE.match(text)

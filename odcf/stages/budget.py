@@ -318,6 +318,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       and speech opens many sentences with "But" that answer nothing in particular (pairing them
       cost QMSum evidence recall 0.619 -> 0.584 at 4x);
     - a segment of a table, code block or list right after a sentence ending in ":" -> that lead-in;
+    - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
     - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
       above it of a higher level. Headings dropped by an earlier stage head nothing."""
     out: dict[str, str] = {}
@@ -325,13 +326,15 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     prev: Segment | None = None
     stack: list[tuple[int, str]] = []  # live headings of the current source: (level, id)
     lead: tuple[int, str] | None = None  # (paragraph of the block it introduces, lead-in id)
+    label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
-            stack, lead = [], None
+            stack, lead, label = [], None, None
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
-                and prev.kind == "sentence" and "speaker" not in seg.meta and back_reference(seg.original)):
+                and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
+                and back_reference(seg.original)):
             out[seg.id] = prev.id
         elif _section_heading(seg):
             level = _heading_level(seg)
@@ -342,14 +345,19 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         elif lead is not None and seg.kind in _BLOCK_KINDS and seg.paragraph == lead[0]:
             out[seg.id] = lead[1]
             heads.add(lead[1])
+        elif label is not None and seg.meta.get("turn") == label[0]:
+            out[seg.id] = label[1]
         elif stack:
             out[seg.id] = stack[-1][1]
+        if seg.meta.get("label_only") and not seg.dropped:
+            label = (seg.meta.get("turn"), seg.id)
+            heads.add(seg.id)
         if _section_heading(seg) and not seg.dropped:
             stack.append((_heading_level(seg), seg.id))
             heads.add(seg.id)
         if (prev is not None and prev.source_id == seg.source_id and seg.kind in _BLOCK_KINDS
                 and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.dropped
-                and prev.original.rstrip().endswith((":", "：")) and "speaker" not in prev.meta):
+                and prev.original.rstrip().endswith((":", "：")) and not prev.meta.get("label_only")):
             lead = (seg.paragraph, prev.id)
             out[seg.id] = prev.id
             heads.add(prev.id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,6 +117,16 @@ class Segmenter(Stage):
             pieces = self._json_pieces(text, counter)
             if pieces is not None:
                 return pieces
+        delim = _declared_delimiter(source)
+        if delim and _whole_table(text, delim):
+            # a .csv/.tsv file that parses as one table: a table, however long its cells (a cell of
+            # prose would otherwise read as sentences, and rows would run into each other)
+            lines = [ln for ln in iter_lines_with_offsets(text)]
+            while lines and not lines[-1][2].strip():
+                lines.pop()
+            while lines and not lines[0][2].strip():
+                lines.pop(0)
+            return self._block(lines, "table", 0, counter, table=True)
         return self._text_pieces(text, counter, turn=source.kind == "chat")
 
     def _json_pieces(self, text: str, counter: Any) -> list[_Piece] | None:
@@ -227,7 +238,9 @@ class Segmenter(Stage):
                     pieces.append(_Piece(cs, ce, kind, paragraph, _speaker_meta(label, cs - ps)))
             paragraph += 1
             i = j
-        return pieces
+        turns = _chat_turns(lines)
+        starts = [t[0] for t in turns]
+        return [_in_turn(p, turns, starts) for p in pieces] if turns else pieces
 
     def _block(
         self,
@@ -454,6 +467,47 @@ def _speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | 
     return meta
 
 
+#: A line that is a speaker label alone ("tool:"), its message on the lines below.
+_LABEL_ONLY_RE = re.compile(r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)[ \t]*$")
+
+
+def _chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The turns of a chat log whose messages run over paragraphs: ``(start offset, end of the label,
+    label)`` of each paragraph that opens with a speaker label, when at least three do, a label
+    comes back, and some paragraph between them opens without one (a message with a list or a
+    second paragraph). Else [] (a transcript of one line a turn is handled line by line)."""
+    turns: list[tuple[int, int, str]] = []
+    unlabelled_inside = False
+    for k, (ls, _le, line) in enumerate(lines):
+        if not line.strip() or (k and lines[k - 1][2].strip()):
+            continue  # not the first line of a paragraph
+        m = _SPEAKER_RE.match(line) or _LABEL_ONLY_RE.match(line)
+        if m:
+            turns.append((ls, ls + m.end(1), m.group(1)))
+        elif turns:
+            unlabelled_inside = True
+    labels = [t[2] for t in turns]
+    if len(turns) < 3 or len(set(labels)) == len(labels) or not unlabelled_inside:
+        return []
+    return turns
+
+
+def _in_turn(piece: _Piece, turns: list[tuple[int, int, str]], starts: list[int]) -> _Piece:
+    """*piece* with the speaker label and number of the chat turn it is in (odcf.render writes the
+    label before a piece delivered without its turn's first one)."""
+    k = bisect.bisect_right(starts, piece.start) - 1
+    if k < 0:
+        return piece
+    start, label_end, label = turns[k]
+    meta = {key: v for key, v in (piece.meta or {}).items() if key not in ("speaker", "opens_line")}
+    meta.update({"speaker": label, "turn": k})
+    if piece.start < label_end:
+        meta["opens_line"] = True
+        if piece.end <= label_end:
+            meta["label_only"] = True  # "tool:" on a line of its own: the budget delivers it only with its turn
+    return _Piece(piece.start, piece.end, piece.kind, piece.paragraph, meta)
+
+
 def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:
     """End index (exclusive) of the lines from *i* on that each open with a speaker label (looking
     at no more than *limit* lines)."""
@@ -486,7 +540,8 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
                 if c != cols:
                     break
                 j, records = k, records + 1
-            if records >= 3 and not (delim == "," and cols <= 3 and _wordy(lines[i:j])):
+            if (records >= 3 and not (delim == "," and cols <= 3 and _wordy(lines[i:j]))
+                    and not all(_LIST_RE.match(line[2]) for line in lines[i:j])):  # "1. HAT136 via ATL, $152"
                 return j
     return i
 
@@ -523,6 +578,26 @@ def _delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str, *, 
     if text.count('"') % 2:
         return i + 1, _delimited_cols(lines[i][2], delim, escape=escape)
     return j, _delimited_cols(text, delim, escape=escape)
+
+
+def _declared_delimiter(source: Source) -> str | None:
+    """The delimiter a source's file name declares: ``,`` for ``.csv``, a tab for ``.tsv``."""
+    name = (source.origin or source.id or "").lower()
+    if name.endswith(".csv"):
+        return ","
+    if name.endswith((".tsv", ".tab")):
+        return "\t"
+    return None
+
+
+def _whole_table(text: str, delim: str) -> bool:
+    """Whether *text* parses as delimited records (quoted fields may hold newlines) of one width of
+    at least two columns, three records or more."""
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text.strip("\r\n\ufeff")), delimiter=delim, strict=True) if r]
+    except csv.Error:
+        return False
+    return len(rows) >= 3 and len({len(r) for r in rows}) == 1 and len(rows[0]) >= 2
 
 
 def _delimited_cols(line: str, delim: str, *, escape: bool = False) -> int:

@@ -332,3 +332,68 @@ def test_pieces_of_one_long_word_with_the_middle_left_out_are_not_joined_as_one_
     assert len(out) > 2 and join_segments(list(out)) == "Data: " + blob
     assert join_segments([out[0], out[-1]]) == out[0].text + " … " + out[-1].text
     assert join_segments([out[0], out[1]]) == out[0].text + out[1].text  # adjacent pieces join as written
+
+
+def test_a_csv_file_whose_cells_are_prose_is_still_a_table():
+    desc = ("This park has {n} glaciers and {n}0 named lakes under tall peaks. There are historic hotels and a "
+            "landmark road in this region. Wildlife includes grizzly bears, bighorn sheep and gray wolves.")
+    rows = [f'"Park {n}","State {n}\n{n}°N {n}°W","May {n}, 19{n:02d}","{n},000 acres","{desc.format(n=n)}"'
+            for n in range(1, 25)]
+    text = '"Name","Location","Date established","Area","Description"\n' + "\n".join(rows) + "\n"
+    as_text = Segmenter()(Document.from_sources([Source(id="a", text=text)]), PLAN).segments
+    assert any(s.kind == "sentence" for s in as_text)  # without the file name: read as prose, as before
+    for name in ("parks.csv", "PARKS.CSV"):
+        out = Segmenter()(Document.from_sources([Source(id="a", text=text, origin=name)]), PLAN).segments
+        assert {s.kind for s in out} == {"table"} and len(out) > 1
+        assert sum(s.meta["table_rows"][1] for s in out) == 24  # every record whole, none split
+        assert "".join(s.sep + s.text for s in out) == text.rstrip("\n")
+    tsv = "a\tb\n" + "\n".join(f"row {n} is a long sentence of prose. It goes on.\t{n}" for n in range(5))
+    out = Segmenter()(Document.from_sources([Source(id="t", text=tsv, origin="x.tsv")]), PLAN).segments
+    assert {s.kind for s in out} == {"table"}
+    ragged = "a,b\n1,2\n3\n4,5\n"  # not one width: not declared a table
+    out = Segmenter()(Document.from_sources([Source(id="r", text=ragged, origin="x.csv")]), PLAN).segments
+    plain = Segmenter()(Document.from_sources([Source(id="r", text=ragged)]), PLAN).segments
+    assert [(s.kind, s.text) for s in out] == [(s.kind, s.text) for s in plain]
+
+
+def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_its_turn():
+    text = ("user: Book me a flight from JFK to SEA on May 20.\n\n"
+            "assistant: Here are the direct flights on May 20:\n\n1. HAT100 at 08:00, $250\n2. HAT101 at 09:00, $270\n"
+            "3. HAT102 at 10:00, $290\n\nPlease tell me which one you want.\n\n"
+            "assistant: Here are the one-stop flights on May 20:\n\n1. HAT136 via ATL, $152\n2. HAT218 via ATL, $158\n"
+            "3. HAT300 via ORD, $199\n\nuser: I will take HAT136.\n\ntool:\n\nBooked reservation ZFA04Y for $152.\n")
+    out = seg(text)
+    turns = {s.text: (s.meta.get("speaker"), s.meta.get("turn")) for s in out}
+    assert turns["Please tell me which one you want."] == ("assistant:", 1)
+    assert {s.meta.get("turn") for s in out if "HAT136 via" in s.text} == {2}
+    assert [s.text for s in out if s.meta.get("label_only")] == ["tool:"]
+    # the one-stop list delivered without its lead-in nor the turn's first line: a new "assistant:" turn
+    one_stop = next(s for s in out if "HAT136 via ATL" in s.text)
+    joined = join_segments([out[1], one_stop])
+    assert joined.endswith("\nassistant: " + one_stop.text) or joined.endswith("\n\nassistant: " + one_stop.text)
+    please = next(s for s in out if s.text.startswith("Please tell me"))
+    assert join_segments([out[1], please]) == out[1].text + "\n" + please.text  # same turn: no label again
+    # a transcript of one line a turn (no message over paragraphs) is not a chat log of turns
+    assert all("turn" not in s.meta for s in seg("Alice: We ship today.\nBob: Fine.\nAlice: Good.\nBob: Bye.\n"))
+
+
+def test_a_chat_turn_is_never_delivered_as_its_bare_label_nor_under_another_turns_lead_in(plan=None):
+    from odcf.compressor import Compressor
+    from odcf.plan.model import RoleContract
+
+    text = ("user: Book me a flight from JFK to SEA on May 20.\n\n"
+            "assistant: Here are the direct flights on May 20:\n\n1. HAT100 at 08:00, $250\n2. HAT101 at 09:00, $270\n"
+            "3. HAT102 at 10:00, $290\n\nPlease tell me which one you want.\n\n"
+            "assistant: Here are the one-stop flights on May 20:\n\n1. HAT136 via ATL, $152\n2. HAT218 via ATL, $158\n"
+            "3. HAT300 via ORD, $199\n\nuser: I will take HAT136.\n\ntool:\n\nBooked reservation ZFA04Y for $152.\n")
+    plan = Plan(domain="t", roles={"default": RoleContract("default", 400)})
+    comp = Compressor(plan, stages={"rules": False, "fold": False, "entities": False,
+                                    "rerank": {"embedder": "hash", "first_pass": "lexical"}})
+    for budget in range(15, 120, 6):
+        r = comp.compress(text, query="which one-stop flight via ATL was booked", budget=budget, annotate=False)
+        lines = r.text.split("\n")
+        assert "tool:" not in [ln.strip() for ln in lines] or "Booked reservation" in r.text, r.text
+        for k, ln in enumerate(lines):
+            if "HAT136 via ATL" in ln:  # under its own turn's lead-in or a new assistant label, never the direct list's
+                above = [x for x in lines[:k + 1] if x.startswith("assistant:") or x.startswith("user:")]
+                assert above and ("one-stop" in above[-1] or above[-1] == "assistant: " + ln.split("assistant: ")[-1]), r.text
