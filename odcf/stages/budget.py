@@ -264,9 +264,15 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     dropped = 0
     present: dict[str, bool] = {layer: False for layer in contract.required}
     final: list[Segment] = []
+    keeper_of = {m: s.id for s in doc.segments for m in s.merged_from}
     for seg in doc.segments:
         if seg.id in decided:
             final.append(decided[seg.id])
+            continue
+        if seg.status == "merged" and keeper_of.get(seg.id) in tiers and keeper_of[seg.id] not in kept:
+            # its words were to be read in its duplicate, which the budget left out: say so
+            final.append(seg.with_reason(
+                f"budget: its duplicate {keeper_of[seg.id]} was not delivered, so neither is it", status="dropped"))
             continue
         if seg.id in tiers and seg.id not in kept:
             dropped += 1

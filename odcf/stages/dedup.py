@@ -3,7 +3,8 @@
 Only the ``layers`` given are deduplicated (``fact`` by default: a sentence said again in a
 later chat turn is a second event, and history has its own layering). Two live segments of
 the same layer and of different sources (``within_source=True`` also
-compares segments of one source) are duplicates when their texts are equal after
+compares segments of one source; an exact copy of a block of ``copy_tokens`` or more inside one
+source, a log printed again, is merged regardless) are duplicates when their texts are equal after
 whitespace and case folding, or when the cosine of their embeddings is at least
 ``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
 an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
@@ -84,9 +85,11 @@ class SemanticDedup(Stage):
 
     Options: ``threshold`` (cosine), ``embedder`` (``minilm``, ``hash`` or an ONNX path),
     ``threads``, ``safety`` and ``min_candidates`` (how many segments are embedded),
-    ``min_words`` (shorter segments are never merged), ``within_source`` (also merge repeats
+    ``min_words`` (shorter segments are never merged), ``within_source`` (also merge near repeats
     inside one source: off, since a source's own repetitions are part of what it says),
-    ``layers`` (the layers deduplicated).
+    ``copy_tokens`` (an exact copy of a block at least this long inside one source — a log or
+    a file listing printed again — is merged all the same; 0 switches that off), ``layers``
+    (the layers deduplicated).
     """
 
     name = "dedup"
@@ -96,7 +99,7 @@ class SemanticDedup(Stage):
 
     def __init__(self, *, threshold: float = 0.92, embedder: str = "minilm", threads: int | None = None,
                  safety: float = 1.5, min_candidates: int = 64, min_words: int = 5,
-                 within_source: bool = False, layers: Sequence[str] = ("fact",)) -> None:
+                 within_source: bool = False, copy_tokens: int = 40, layers: Sequence[str] = ("fact",)) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"dedup: threshold must be within (0, 1], got {threshold}")
         self.threshold = float(threshold)
@@ -106,6 +109,7 @@ class SemanticDedup(Stage):
         self.min_candidates = int(min_candidates)
         self.min_words = int(min_words)
         self.within_source = bool(within_source)
+        self.copy_tokens = int(copy_tokens)
         self.layers = tuple(layers)
         self._embedder: Any = None
 
@@ -128,6 +132,7 @@ class SemanticDedup(Stage):
                 and s.layer not in PINNED_LAYERS and len(s.text.split()) >= self.min_words]
         n_live = len(live)
 
+        counter = get_counter(doc.tokenizer or plan.tokenizer)
         # Exact duplicates (after whitespace/case folding) among all live segments.
         pairs: dict[tuple[str, str], float] = {}
         by_text: dict[tuple[str, str], list[Segment]] = {}
@@ -140,8 +145,9 @@ class SemanticDedup(Stage):
             # group of thousands of repeated lines was quadratic), which the grouping below
             # resolves exactly as it would the full clique
             best = min(group, key=lambda s: _keeper_key(s, sources[s.source_id], position[s.id]))
+            copy = 0 < self.copy_tokens <= counter.count(best.text)  # a long block printed again
             for other in group:
-                if other is not best and (self.within_source or other.source_id != best.source_id):
+                if other is not best and (self.within_source or copy or other.source_id != best.source_id):
                     a, b = sorted((best, other), key=lambda s: position[s.id])
                     pairs[(a.id, b.id)] = 1.0
 
@@ -149,7 +155,6 @@ class SemanticDedup(Stage):
         cands = live
         k = None
         if live:
-            counter = get_counter(doc.tokenizer or plan.tokenizer)
             mean_tokens = sum(counter.count(s.text) for s in live) / len(live)
             budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
             k = candidate_count(budget, mean_tokens, safety=self.safety, minimum=self.min_candidates)

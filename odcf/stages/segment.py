@@ -541,7 +541,8 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
                     break
                 j, records = k, records + 1
             if (records >= 3 and not (delim == "," and cols <= 3 and _wordy(lines[i:j]))
-                    and not all(_LIST_RE.match(line[2]) for line in lines[i:j])):  # "1. HAT136 via ATL, $152"
+                    and not all(_LIST_RE.match(line[2]) for line in lines[i:j])  # "1. HAT136 via ATL, $152"
+                    and not all(line[2][:1] in " \t" for line in lines[i:j])):  # indented: a traceback, code
                 return j
     return i
 

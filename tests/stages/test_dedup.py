@@ -99,3 +99,31 @@ def test_repeats_inside_one_source_stay_unless_asked():
 def test_short_fragments_are_never_merged():
     out = run([Source(id="a", text="Yes, indeed."), Source(id="b", text="Yes, indeed.")])
     assert not any(s.dropped for s in out.segments)
+
+
+def test_a_long_block_printed_again_inside_one_source_is_merged_by_default():
+    block = "\n".join(f"  File \"/repo/src/pkg/module_{i}.py\", line {i * 7}, in handler_{i}" for i in range(8))
+    text = f"$ python run.py\n{block}\n\nEdited line 40.\n\n$ python run.py\n{block}\n"
+    out = run([Source(id="a", text=text)])
+    copies = [s for s in out.segments if "module_0" in s.text]
+    assert [s.status for s in copies] == ["verbatim", "merged"]
+    assert copies[0].merged_from == (copies[1].id,) and "near-duplicate of a#" in copies[1].reasons[-1]
+    out = run([Source(id="a", text=text)], copy_tokens=0)  # switched off: a source's repeats stay
+    assert not any(s.dropped for s in out.segments)
+    out = run([Source(id="a", text=f"{TEXT} {TEXT}")])  # a short repeat is part of what the source says
+    assert not any(s.dropped for s in out.segments)
+
+
+def test_a_copy_whose_kept_duplicate_is_not_delivered_is_dropped_saying_so():
+    from odcf.compressor import Compressor
+
+    block = "\n".join(f"  File \"/repo/src/pkg/module_{i}.py\", line {i * 7}, in handler_{i}" for i in range(8))
+    text = (f"$ python run.py\n{block}\n\nThe deploy of version 4.18.0 failed at 14:52 UTC with error E503.\n\n"
+            f"$ python run.py\n{block}\n")
+    comp = Compressor(PLAN, stages={"rules": False, "fold": False, "entities": False,
+                                    "rerank": {"embedder": "hash", "first_pass": "lexical"}, "dedup": {"embedder": "hash"}})
+    r = comp.compress(text, query="deploy failed error E503", budget=40)
+    assert "E503" in r.text and "module_3" not in r.text
+    copies = [s for s in r.document.segments if "module_0" in s.text]
+    assert copies[0].status == "dropped" and copies[1].status == "dropped"
+    assert copies[1].reasons[-1] == f"budget: its duplicate {copies[0].id} was not delivered, so neither is it"

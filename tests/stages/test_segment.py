@@ -397,3 +397,11 @@ def test_a_chat_turn_is_never_delivered_as_its_bare_label_nor_under_another_turn
             if "HAT136 via ATL" in ln:  # under its own turn's lead-in or a new assistant label, never the direct list's
                 above = [x for x in lines[:k + 1] if x.startswith("assistant:") or x.startswith("user:")]
                 assert above and ("one-stop" in above[-1] or above[-1] == "assistant: " + ln.split("assistant: ")[-1]), r.text
+
+
+def test_an_indented_traceback_with_commas_is_not_a_csv_table():
+    tb = "Traceback (most recent call last):\n" + "\n".join(
+        f'  File "/repo/pkg/mod_{i}.py", line {i * 3}, in run_{i}' for i in range(6)) + "\nValueError: bad value\n"
+    assert not any(s.kind == "table" for s in seg(tb))
+    csv_text = "name,line,function\n" + "\n".join(f"/repo/pkg/mod_{i}.py,{i * 3},run_{i}" for i in range(6))
+    assert {s.kind for s in seg(csv_text)} == {"table"}
