@@ -22,6 +22,7 @@ import decimal
 import gzip
 import hashlib
 import json
+import logging
 import math
 import os
 import zlib
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from odcf.errors import InputError
+
+logger = logging.getLogger(__name__)
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -99,11 +102,14 @@ def discover_inputs(path: str | os.PathLike[str]) -> list[InputFile]:
         st = root.stat()
         return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)]
     found: list[tuple[str, Path, str]] = []
+    skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for fn in filenames:
             fmt = format_of(fn)
             if fn.startswith(".") or fmt is None:
+                if not fn.startswith(".") and not fn.startswith("_"):  # _SUCCESS and the like are markers
+                    skipped.append((Path(dirpath) / fn).relative_to(root).as_posix())
                 continue
             full = Path(dirpath) / fn
             found.append((full.relative_to(root).as_posix(), full, fmt))
@@ -111,6 +117,11 @@ def discover_inputs(path: str | os.PathLike[str]) -> list[InputFile]:
         raise InputError(
             f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
         )
+    if skipped:
+        skipped.sort()
+        logger.warning("%s: %d file(s) are not read (not %s): %s%s", root, len(skipped),
+                       ", ".join(JSONL_SUFFIXES + PARQUET_SUFFIXES), ", ".join(skipped[:5]),
+                       f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
     found.sort(key=lambda t: t[0])
     out = []
     for no, (name, full, fmt) in enumerate(found):

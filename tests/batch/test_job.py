@@ -113,14 +113,19 @@ def test_a_parquet_nan_where_the_query_goes_is_refused_not_read_as_text(tmp_path
     assert error["record"]["question"] == {"float": "nan"}  # and the error file stays valid JSON
 
 
-def test_directory_input_keeps_file_then_line_order(tmp_path, ontology):
+def test_directory_input_keeps_file_then_line_order(tmp_path, ontology, caplog):
     d = tmp_path / "in"
     d.mkdir()
     write_jsonl(d / "b.jsonl", records(2, start=10))
     write_jsonl(d / "a.jsonl", records(3))
-    s = run_batch(d, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
+    write_jsonl(d / "part-00000.json", records(4, start=20))  # Spark's name for JSON Lines: not read, but said
+    (d / "_SUCCESS").write_text("")
+    with caplog.at_level("WARNING", logger="odcf.batch.io"):
+        s = run_batch(d, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
     assert [r["id"] for r in read_jsonl(tmp_path / "out.jsonl")] == ["r0000", "r0001", "r0002", "r0010", "r0011"]
     assert s.records_in == 5
+    assert any("1 file(s) are not read" in m and "part-00000.json" in m and "_SUCCESS" not in m
+               for m in caplog.messages)
 
 
 def test_a_huge_context_is_rejected_without_holding_it(tmp_path, ontology):
