@@ -155,8 +155,9 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return None, {}, [Problem(source, line, "", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})")]
+        at = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # utf-8-sig counts after the BOM
+        line = raw[:at].count(b"\n") + 1
+        return None, {}, [Problem(source, line, "", f"not valid UTF-8 (byte 0x{raw[at]:02x} at offset {at})")]
     loader = _LineLoader(text)
     try:
         if not loader.check_data():

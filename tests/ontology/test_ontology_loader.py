@@ -293,6 +293,8 @@ def test_documented_error_case(text: str, expected: str):
                      id="scalar"),
         pytest.param(b"odcf: 1\ndomain: demo\nconcepts:\n  - name: caf\xe9\n",
                      "t.yaml:4: <root>: not valid UTF-8 (byte 0xe9 at offset", id="bad-utf8"),
+        pytest.param(b"\xef\xbb\xbfodcf: 1\ndomain: demo\nconcepts:\n  - name: caf\xe9\n",
+                     "t.yaml:4: <root>: not valid UTF-8 (byte 0xe9 at offset 47)", id="bad-utf8-after-a-bom"),
         pytest.param(b"odcf: 1\ndomain: [demo\nconcepts: []\n", "t.yaml:3: <root>: invalid YAML:", id="yaml-syntax"),
         pytest.param(b"odcf: 1\n---\nodcf: 1\n", "t.yaml:2: <root>: more than one YAML document", id="two-documents"),
         pytest.param(b"odcf: 1\ndomain: d\nconcepts:\n\t- name: a\n",
