@@ -16,7 +16,7 @@ Each rule is counted separately in the report:
 - ``ocr_lines`` (``ocr=True``; the rules stage uses it for documents, not tool output): lines that
   look like OCR garbage: 6+ visible characters, no vowel, no non-ASCII letter, under 30% digits,
   at least half punctuation with two different marks, and not shaped like code (``}``/``)`` first,
-  ``{``/``;``/``,`` last).
+  ``{``/``;``/``,`` last); a line number opening the line (``237:``) is not counted.
 
 Fenced code blocks (``` or ~~~) are left as they are, but for invisible characters. Nothing that holds a protected
 anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected``.
@@ -56,8 +56,12 @@ _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _VOWELS = set("aeiouyAEIOUY")
 
 
+#: A line number that opens a line of a numbered listing ("237:", "12|", "  40 ").
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:[:|]|\s{2,})")
+
+
 def _is_garbage(line: str) -> bool:
-    s = line.strip()
+    s = _LINE_NUMBER.sub("", line, count=1).strip()  # "237:    ----------" is a listing's rule line
     visible = [c for c in s if not c.isspace()]
     if len(visible) < 6 or s.startswith(("|", "}", "]", ")")) or s.endswith(("{", ";", ",", "[", "(")):
         return False

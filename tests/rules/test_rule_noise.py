@@ -95,3 +95,11 @@ def test_property_noise_removal_is_idempotent_and_keeps_protected_text(text):
     twice, report = remove_noise(once, GUARD)
     assert twice == once
     assert once.count("$5,000") == text.count("$5,000")
+
+
+def test_rule_lines_of_a_numbered_listing_are_not_ocr_garbage():
+    text = "236:    Parameters\n237:    ----------\n238:    name : str\n  254:    -------\n"
+    out, report = remove_noise(text, ocr=True)
+    assert out == text.rstrip("\n") or out == text
+    assert "ocr_lines" not in report
+    assert remove_noise("Text line\n237: ~~;:'|,.;~\nmore", ocr=True)[1].get("ocr_lines") == 1  # garbage stays garbage
