@@ -72,6 +72,8 @@ class Source:
             raise ValueError(f"source {self.id!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
         if self.layer not in LAYERS:
             raise ValueError(f"source {self.id!r}: unknown layer {self.layer!r} (expected one of {', '.join(LAYERS)})")
+        if not isinstance(self.id, str):
+            raise ValueError(f"source id must be a string, got {type(self.id).__name__} {self.id!r}")
         for name in ("text", "read_range"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
@@ -84,6 +86,8 @@ class Source:
             raise ValueError(f"source {self.id!r}: confidence must be a number within [0, 1], got {self.confidence!r}")
         if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
             raise ValueError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
+        if self.meta is not None and not isinstance(self.meta, Mapping):
+            raise ValueError(f"source {self.id!r}: meta must be a mapping, got {type(self.meta).__name__}")
         object.__setattr__(self, "meta", _freeze(self.meta))
 
     @property

@@ -14,6 +14,14 @@ def test_source_validates_kind_layer_and_confidence():
         Source(id="a", text="x", confidence=1.5)
 
 
+def test_source_id_must_be_a_string_and_meta_a_mapping():
+    with pytest.raises(ValueError, match="source id must be a string, got NoneType None"):
+        Source(id=None, text="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="source 'a': meta must be a mapping, got list"):
+        Source(id="a", text="x", meta=[1])  # type: ignore[arg-type]
+    assert dict(Source(id="a", text="x", meta={"k": 1}).meta) == {"k": 1}
+
+
 def test_document_is_immutable_and_replace_appends_trace():
     doc = Document.from_sources([Source(id="a", text="Hello.")])
     with pytest.raises(dataclasses.FrozenInstanceError):
