@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from odcf.document import KINDS, LAYERS, Document, Source
+from odcf.document import KINDS, LAYERS, Document, Source, unicode_problem
 from odcf.errors import InputError, OdcfError, OntologyError, PlanError, StageError
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan, schema_problems
@@ -131,8 +131,12 @@ class Compressor:
             if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget <= 0:
                 raise StageError(f"budget must be a positive integer, got {budget!r}")
             budget = int(budget)  # numpy integers too
-        if query is not None and not isinstance(query, str):
-            raise StageError(f"query must be a string, got {type(query).__name__}")
+        if query is not None:
+            if not isinstance(query, str):
+                raise StageError(f"query must be a string, got {type(query).__name__}")
+            problem = unicode_problem(query)
+            if problem:
+                raise InputError(f"query {problem}")
         for name, flag in (("strict", strict), ("annotate", annotate), ("timings", timings)):
             if not isinstance(flag, bool):  # "no" would read as true
                 raise StageError(f"{name} must be True or False, got {flag!r}")
@@ -242,8 +246,8 @@ def _one_source(item: SourceLike, k: int) -> Source:
     if isinstance(item, Source):
         return item
     if isinstance(item, str):
-        return Source(id=f"source-{k}", text=item, kind=guess_kind(item))
-    if isinstance(item, Mapping):
+        data: dict[str, Any] = {"id": f"source-{k}", "text": item}
+    elif isinstance(item, Mapping):
         unknown = set(item) - _SOURCE_KEYS
         if unknown:
             raise InputError(f"source {k}: unknown field(s) {', '.join(sorted(unknown))}; "
@@ -253,17 +257,18 @@ def _one_source(item: SourceLike, k: int) -> Source:
         data = dict(item)
         data.setdefault("id", f"source-{k}")
         data["id"] = str(data["id"])
-        data.setdefault("kind", guess_kind(data["text"]))
-        if data["kind"] not in KINDS:
-            raise InputError(f"source {data['id']!r}: unknown kind {data['kind']!r} (known: {', '.join(KINDS)})")
-        if data.get("layer", "fact") not in LAYERS:
-            raise InputError(f"source {data['id']!r}: unknown layer {data['layer']!r} (known: {', '.join(LAYERS)})")
-        try:
-            return Source(**data)
-        except (TypeError, ValueError) as exc:  # Source's own messages name the source
-            message = str(exc)
-            raise InputError(message if message.startswith("source ") else f"source {data['id']!r}: {message}") from exc
-    raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
+    else:
+        raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
+    data.setdefault("kind", guess_kind(data["text"]))
+    if data["kind"] not in KINDS:
+        raise InputError(f"source {data['id']!r}: unknown kind {data['kind']!r} (known: {', '.join(KINDS)})")
+    if data.get("layer", "fact") not in LAYERS:
+        raise InputError(f"source {data['id']!r}: unknown layer {data['layer']!r} (known: {', '.join(LAYERS)})")
+    try:
+        return Source(**data)
+    except (TypeError, ValueError) as exc:  # Source's own messages name the source
+        message = str(exc)
+        raise InputError(message if message.startswith("source ") else f"source {data['id']!r}: {message}") from exc
 
 
 def guess_kind(text: str, path: str | None = None) -> str:

@@ -39,6 +39,25 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def unicode_problem(text: str) -> str | None:
+    """Why *text* is not valid Unicode text, worded to follow the name of what holds it; None when it is.
+
+    A string can hold a surrogate code point that is no character (JSON's ``"\\ud800"`` decodes
+    to one); it cannot be hashed, counted or written as UTF-8, so it is refused where text comes in.
+
+    >>> unicode_problem("abc\\ud800def")
+    'holds a lone surrogate (U+D800) at character 3; it is not valid Unicode text'
+    """
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # only a surrogate fails to encode as UTF-8
+        return (f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}; "
+                "it is not valid Unicode text")
+    return None
+
+
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not mapping:
         return _EMPTY
@@ -77,6 +96,9 @@ class Source:
         for name in ("text", "read_range"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+        problem = unicode_problem(self.text)
+        if problem:
+            raise ValueError(f"source {self.id!r}: text {problem}")
         for name in ("origin", "timestamp", "category", "speaker"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")

@@ -179,6 +179,20 @@ def test_plans_results_and_compressors_pickle_for_worker_processes(plan):
         seg.meta["x"] = 1  # still read-only
 
 
+def test_a_lone_surrogate_in_api_input_is_one_input_error_naming_where(plan):
+    from odcf.compressor import Compressor
+    from odcf.errors import InputError
+
+    comp = Compressor(plan, stages={"entities": False})
+    reason = r"holds a lone surrogate \(U\+D800\) at character 3; it is not valid Unicode text$"
+    with pytest.raises(InputError, match=r"^source 'source-1': text " + reason):
+        comp.compress("abc\ud800def. The fee is 5%.", budget=50)
+    with pytest.raises(InputError, match=r"^source 'mail': text " + reason):
+        comp.compress([{"id": "ok", "text": "The fee is 5%."}, {"id": "mail", "text": "abc\ud800def"}], budget=50)
+    with pytest.raises(InputError, match=r"^query " + reason):
+        comp.compress("The fee is 5%.", query="fee\ud800", budget=50)
+
+
 def test_wrong_argument_types_are_one_clear_odcf_error_naming_the_argument(plan):
     from odcf.compressor import Compressor
     from odcf.errors import InputError, OdcfError, OntologyError, PlanError
