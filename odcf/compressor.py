@@ -174,8 +174,9 @@ class Compressor:
         """Compress *sources* for *role* within *budget* tokens (the role's budget by default).
 
         *sources*: a string, a :class:`Source`, a mapping ``{"text", "id"?, "kind"?, "layer"?, ...}``
-        or a list of those. ``trace=PATH`` also writes a JSONL trace that ``odcf replay`` re-runs;
-        ``timings=False`` leaves wall-clock times out of the record so the record is byte-identical too.
+        (a null value is as if the field were not given) or a list of those. ``trace=PATH`` also
+        writes a JSONL trace that ``odcf replay`` re-runs; ``timings=False`` leaves wall-clock times
+        out of the record so the record is byte-identical too.
         """
         if trace is not None and not isinstance(trace, (str, os.PathLike)):
             raise StageError(f"trace must be a file path, got {type(trace).__name__} {trace!r}")
@@ -243,6 +244,7 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
 
 
 def _one_source(item: SourceLike, k: int) -> Source:
+    """One source from API input; a mapping's null values mean "not given" (as in a batch record)."""
     if isinstance(item, Source):
         return item
     if isinstance(item, str):
@@ -254,9 +256,8 @@ def _one_source(item: SourceLike, k: int) -> Source:
                              f"known: {', '.join(sorted(_SOURCE_KEYS))}")
         if "text" not in item or not isinstance(item["text"], str):
             raise InputError(f"source {k}: needs a string 'text'")
-        data = dict(item)
-        data.setdefault("id", f"source-{k}")
-        data["id"] = str(data["id"])
+        data = {key: value for key, value in item.items() if value is not None}
+        data["id"] = str(data.get("id", f"source-{k}"))
     else:
         raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
     data.setdefault("kind", guess_kind(data["text"]))

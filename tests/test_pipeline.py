@@ -193,6 +193,19 @@ def test_a_lone_surrogate_in_api_input_is_one_input_error_naming_where(plan):
         comp.compress("The fee is 5%.", query="fee\ud800", budget=50)
 
 
+def test_a_source_id_of_none_is_not_given_as_in_a_batch_record(plan):
+    from odcf.compressor import Compressor
+
+    comp = Compressor(plan, stages={"entities": False})
+    text = "Liability is capped at $10,000."
+    r = comp.compress([{"id": None, "text": text}], budget=100, timings=False)
+    assert r.text.startswith("[source 1/1] source-1 ") and "None" not in r.text
+    r = comp.compress([{"id": None, "text": text}, {"id": None, "text": "Payment is due in 30 days.",
+                                                    "kind": None, "layer": None, "meta": None}], budget=100)
+    assert [s.id for s in r.document.sources] == ["source-1", "source-2"]
+    assert [(s.kind, s.layer) for s in r.document.sources] == [("text", "fact"), ("text", "fact")]
+
+
 def test_wrong_argument_types_are_one_clear_odcf_error_naming_the_argument(plan):
     from odcf.compressor import Compressor
     from odcf.errors import InputError, OdcfError, OntologyError, PlanError
