@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from odcf.document import KINDS, LAYERS, Document, Source
-from odcf.errors import InputError, OdcfError, StageError
+from odcf.document import KINDS, LAYERS, Document, Source, unicode_problem
+from odcf.errors import InputError, OdcfError, OntologyError, PlanError, StageError
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan, schema_problems
 from odcf.textutil import loads_json
-from odcf.tokens import get_counter
+from odcf.tokens import check_tokenizer, get_counter
 
 SourceLike = Union[str, Source, Mapping[str, Any]]
 
@@ -62,6 +62,14 @@ class Compressor:
     """
 
     def __init__(self, plan: Plan, *, stages: Mapping[str, Any] | None = None, tokenizer: str | None = None) -> None:
+        if not isinstance(plan, Plan):
+            hint = (f": for an ontology name or YAML path use Compressor.from_ontology({plan!r})"
+                    if isinstance(plan, (str, os.PathLike)) else "")
+            raise PlanError(f"Compressor needs a compiled Plan, got {type(plan).__name__}{hint}")
+        if stages is not None and not isinstance(stages, Mapping):
+            raise StageError(f"stages must be a mapping of stage name to true/false or options, "
+                             f"got {type(stages).__name__} {stages!r}")
+        check_tokenizer(tokenizer)
         self.plan = plan
         self.stage_options = dict(stages or {})
         self.tokenizer = tokenizer
@@ -89,6 +97,9 @@ class Compressor:
         """
         if isinstance(ontology, Plan):
             return cls(ontology, stages=stages, tokenizer=tokenizer)
+        if ontology is not None and not isinstance(ontology, (str, os.PathLike)):
+            raise OntologyError(f"ontology must be a bundled ontology name, a YAML path or a compiled Plan, "
+                                f"got {type(ontology).__name__} {ontology!r}")
         from odcf.plan.compiler import compile_file
 
         return cls(compile_file(ontology if ontology is not None else "general"), stages=stages, tokenizer=tokenizer)
@@ -120,6 +131,16 @@ class Compressor:
             if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget <= 0:
                 raise StageError(f"budget must be a positive integer, got {budget!r}")
             budget = int(budget)  # numpy integers too
+        if query is not None:
+            if not isinstance(query, str):
+                raise StageError(f"query must be a string, got {type(query).__name__}")
+            problem = unicode_problem(query)
+            if problem:
+                raise InputError(f"query {problem}")
+        for name, flag in (("strict", strict), ("annotate", annotate), ("timings", timings)):
+            if not isinstance(flag, bool):  # "no" would read as true
+                raise StageError(f"{name} must be True or False, got {flag!r}")
+        check_tokenizer(tokenizer)
         srcs = to_sources(sources)
         unit = tokenizer or self.tokenizer
         if unit is None and role is not None:
@@ -153,9 +174,12 @@ class Compressor:
         """Compress *sources* for *role* within *budget* tokens (the role's budget by default).
 
         *sources*: a string, a :class:`Source`, a mapping ``{"text", "id"?, "kind"?, "layer"?, ...}``
-        or a list of those. ``trace=PATH`` also writes a JSONL trace that ``odcf replay`` re-runs;
-        ``timings=False`` leaves wall-clock times out of the record so the record is byte-identical too.
+        (a null value is as if the field were not given) or a list of those. ``trace=PATH`` also
+        writes a JSONL trace that ``odcf replay`` re-runs; ``timings=False`` leaves wall-clock times
+        out of the record so the record is byte-identical too.
         """
+        if trace is not None and not isinstance(trace, (str, os.PathLike)):
+            raise StageError(f"trace must be a file path, got {type(trace).__name__} {trace!r}")
         doc = self.document(sources, query=query, role=role, budget=budget, tokenizer=tokenizer,
                             strict=strict, annotate=annotate, timings=timings)
         problems = self.state_problems(doc.sources)
@@ -203,6 +227,9 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
         items: list[SourceLike] = [sources]
     elif isinstance(sources, (bytes, bytearray, memoryview)):
         raise InputError("sources are bytes: decode them first (odcf reads text; files through read_source_file)")
+    elif not isinstance(sources, Iterable):
+        raise InputError(f"sources must be a string, a Source, a mapping or a list of those, "
+                         f"got {type(sources).__name__}")
     else:
         items = list(sources)
     out: list[Source] = []
@@ -217,31 +244,32 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
 
 
 def _one_source(item: SourceLike, k: int) -> Source:
+    """One source from API input; a mapping's null values mean "not given" (as in a batch record)."""
     if isinstance(item, Source):
         return item
     if isinstance(item, str):
-        return Source(id=f"source-{k}", text=item, kind=guess_kind(item))
-    if isinstance(item, Mapping):
+        data: dict[str, Any] = {"id": f"source-{k}", "text": item}
+    elif isinstance(item, Mapping):
         unknown = set(item) - _SOURCE_KEYS
         if unknown:
             raise InputError(f"source {k}: unknown field(s) {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(sorted(_SOURCE_KEYS))}")
         if "text" not in item or not isinstance(item["text"], str):
             raise InputError(f"source {k}: needs a string 'text'")
-        data = dict(item)
-        data.setdefault("id", f"source-{k}")
-        data["id"] = str(data["id"])
-        data.setdefault("kind", guess_kind(data["text"]))
-        if data["kind"] not in KINDS:
-            raise InputError(f"source {data['id']!r}: unknown kind {data['kind']!r} (known: {', '.join(KINDS)})")
-        if data.get("layer", "fact") not in LAYERS:
-            raise InputError(f"source {data['id']!r}: unknown layer {data['layer']!r} (known: {', '.join(LAYERS)})")
-        try:
-            return Source(**data)
-        except (TypeError, ValueError) as exc:  # Source's own messages name the source
-            message = str(exc)
-            raise InputError(message if message.startswith("source ") else f"source {data['id']!r}: {message}") from exc
-    raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
+        data = {key: value for key, value in item.items() if value is not None}
+        data["id"] = str(data.get("id", f"source-{k}"))
+    else:
+        raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
+    data.setdefault("kind", guess_kind(data["text"]))
+    if data["kind"] not in KINDS:
+        raise InputError(f"source {data['id']!r}: unknown kind {data['kind']!r} (known: {', '.join(KINDS)})")
+    if data.get("layer", "fact") not in LAYERS:
+        raise InputError(f"source {data['id']!r}: unknown layer {data['layer']!r} (known: {', '.join(LAYERS)})")
+    try:
+        return Source(**data)
+    except (TypeError, ValueError) as exc:  # Source's own messages name the source
+        message = str(exc)
+        raise InputError(message if message.startswith("source ") else f"source {data['id']!r}: {message}") from exc
 
 
 def guess_kind(text: str, path: str | None = None) -> str:

@@ -39,6 +39,25 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def unicode_problem(text: str) -> str | None:
+    """Why *text* is not valid Unicode text, worded to follow the name of what holds it; None when it is.
+
+    A string can hold a surrogate code point that is no character (JSON's ``"\\ud800"`` decodes
+    to one); it cannot be hashed, counted or written as UTF-8, so it is refused where text comes in.
+
+    >>> unicode_problem("abc\\ud800def")
+    'holds a lone surrogate (U+D800) at character 3; it is not valid Unicode text'
+    """
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # only a surrogate fails to encode as UTF-8
+        return (f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}; "
+                "it is not valid Unicode text")
+    return None
+
+
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not mapping:
         return _EMPTY
@@ -72,9 +91,14 @@ class Source:
             raise ValueError(f"source {self.id!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
         if self.layer not in LAYERS:
             raise ValueError(f"source {self.id!r}: unknown layer {self.layer!r} (expected one of {', '.join(LAYERS)})")
+        if not isinstance(self.id, str):
+            raise ValueError(f"source id must be a string, got {type(self.id).__name__} {self.id!r}")
         for name in ("text", "read_range"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+        problem = unicode_problem(self.text)
+        if problem:
+            raise ValueError(f"source {self.id!r}: text {problem}")
         for name in ("origin", "timestamp", "category", "speaker"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
@@ -84,6 +108,8 @@ class Source:
             raise ValueError(f"source {self.id!r}: confidence must be a number within [0, 1], got {self.confidence!r}")
         if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
             raise ValueError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
+        if self.meta is not None and not isinstance(self.meta, Mapping):
+            raise ValueError(f"source {self.id!r}: meta must be a mapping, got {type(self.meta).__name__}")
         object.__setattr__(self, "meta", _freeze(self.meta))
 
     @property

@@ -122,10 +122,21 @@ class ByteCounter:
         return "<token counter bytes>"
 
 
-@functools.lru_cache(maxsize=16)
+def check_tokenizer(name: object) -> None:
+    """Raise :class:`OdcfError` unless *name* can name a tokenizer (a string, or None for the default)."""
+    if name is not None and not isinstance(name, str):
+        raise OdcfError(f"tokenizer must be a string (o200k_base, cl100k_base, bytes, or hf:PATH), "
+                        f"got {type(name).__name__} {name!r}")
+
+
 def get_counter(name: str | None = None) -> TokenCounter:
     """A shared counter by name. Unknown names raise :class:`OdcfError` with the choices."""
-    name = name or DEFAULT_TOKENIZER
+    check_tokenizer(name)  # before the cache, which cannot take a list
+    return _counter(name or DEFAULT_TOKENIZER)
+
+
+@functools.lru_cache(maxsize=16)
+def _counter(name: str) -> TokenCounter:
     if name in ("bytes", "utf-8", "utf8"):
         return ByteCounter()
     if name in ("o200k_base", "cl100k_base"):

@@ -14,6 +14,26 @@ def test_source_validates_kind_layer_and_confidence():
         Source(id="a", text="x", confidence=1.5)
 
 
+def test_a_lone_surrogate_is_refused_naming_the_source_and_the_character():
+    from odcf.document import unicode_problem
+
+    # "\ud800" is valid JSON; the string it decodes to has no UTF-8 form to hash, count or write
+    with pytest.raises(ValueError, match=r"^source 'x': text holds a lone surrogate \(U\+D800\) at character 3; "
+                                         r"it is not valid Unicode text$"):
+        Source(id="x", text="abc\ud800def")
+    assert unicode_problem("caf\u00e9 \udc00") == ("holds a lone surrogate (U+DC00) at character 5; "
+                                                 "it is not valid Unicode text")
+    assert unicode_problem("caf\u00e9 \U0001f600 \u4e2d") is None and unicode_problem("plain") is None
+
+
+def test_source_id_must_be_a_string_and_meta_a_mapping():
+    with pytest.raises(ValueError, match="source id must be a string, got NoneType None"):
+        Source(id=None, text="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="source 'a': meta must be a mapping, got list"):
+        Source(id="a", text="x", meta=[1])  # type: ignore[arg-type]
+    assert dict(Source(id="a", text="x", meta={"k": 1}).meta) == {"k": 1}
+
+
 def test_document_is_immutable_and_replace_appends_trace():
     doc = Document.from_sources([Source(id="a", text="Hello.")])
     with pytest.raises(dataclasses.FrozenInstanceError):

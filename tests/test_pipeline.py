@@ -177,3 +177,64 @@ def test_plans_results_and_compressors_pickle_for_worker_processes(plan):
     assert clone.stage_options == comp.stage_options and clone.compress(text, budget=40).text == result.text
     with pytest.raises(TypeError):
         seg.meta["x"] = 1  # still read-only
+
+
+def test_a_lone_surrogate_in_api_input_is_one_input_error_naming_where(plan):
+    from odcf.compressor import Compressor
+    from odcf.errors import InputError
+
+    comp = Compressor(plan, stages={"entities": False})
+    reason = r"holds a lone surrogate \(U\+D800\) at character 3; it is not valid Unicode text$"
+    with pytest.raises(InputError, match=r"^source 'source-1': text " + reason):
+        comp.compress("abc\ud800def. The fee is 5%.", budget=50)
+    with pytest.raises(InputError, match=r"^source 'mail': text " + reason):
+        comp.compress([{"id": "ok", "text": "The fee is 5%."}, {"id": "mail", "text": "abc\ud800def"}], budget=50)
+    with pytest.raises(InputError, match=r"^query " + reason):
+        comp.compress("The fee is 5%.", query="fee\ud800", budget=50)
+
+
+def test_a_source_id_of_none_is_not_given_as_in_a_batch_record(plan):
+    from odcf.compressor import Compressor
+
+    comp = Compressor(plan, stages={"entities": False})
+    text = "Liability is capped at $10,000."
+    r = comp.compress([{"id": None, "text": text}], budget=100, timings=False)
+    assert r.text.startswith("[source 1/1] source-1 ") and "None" not in r.text
+    r = comp.compress([{"id": None, "text": text}, {"id": None, "text": "Payment is due in 30 days.",
+                                                    "kind": None, "layer": None, "meta": None}], budget=100)
+    assert [s.id for s in r.document.sources] == ["source-1", "source-2"]
+    assert [(s.kind, s.layer) for s in r.document.sources] == [("text", "fact"), ("text", "fact")]
+
+
+def test_wrong_argument_types_are_one_clear_odcf_error_naming_the_argument(plan):
+    from odcf.compressor import Compressor
+    from odcf.errors import InputError, OdcfError, OntologyError, PlanError
+
+    comp = Compressor(plan, stages={"entities": False})
+    text = "Liability is capped at $10,000."
+    cases = [
+        (lambda: comp.compress(text, query=123), StageError, "query must be a string, got int"),
+        (lambda: comp.compress(text, query=["cap"]), StageError, "query must be a string, got list"),
+        (lambda: comp.document(text, query=b"cap"), StageError, "query must be a string, got bytes"),
+        (lambda: comp.compress(text, tokenizer=5), OdcfError, "tokenizer must be a string .*got int 5"),
+        (lambda: comp.compress(text, tokenizer=["bytes"]), OdcfError, "tokenizer must be a string .*got list"),
+        (lambda: comp.compress(text, role=["writer"]), PlanError, "role must be a role name .*got list"),
+        (lambda: comp.compress(text, strict="no"), StageError, "strict must be True or False, got 'no'"),
+        (lambda: comp.compress(text, trace=5), StageError, "trace must be a file path, got int"),
+        (lambda: comp.compress(None), InputError, "sources must be a string, a Source, a mapping or a list "
+                                                 "of those, got NoneType"),
+        (lambda: comp.compress(5), InputError, "sources must be .* got int"),
+        (lambda: comp.compress([{"text": text, "meta": [1]}]), InputError,
+         "source 'source-1': meta must be a mapping, got list"),
+        (lambda: Compressor("general"), PlanError,
+         r"Compressor needs a compiled Plan, got str: .*use Compressor.from_ontology\('general'\)"),
+        (lambda: Compressor(None), PlanError, "Compressor needs a compiled Plan, got NoneType"),
+        (lambda: Compressor(plan, stages=["compress"]), StageError, "stages must be a mapping .*got list"),
+        (lambda: Compressor(plan, tokenizer=5), OdcfError, "tokenizer must be a string"),
+        (lambda: Compressor.from_ontology(123), OntologyError,
+         "ontology must be a bundled ontology name, a YAML path or a compiled Plan, got int"),
+        (lambda: Compressor.from_ontology(plan, stages=["compress"]), StageError, "stages must be a mapping"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()

@@ -14,6 +14,8 @@ Rules (each failure is a :class:`RecordError` whose message says what is wrong):
   unknown keys are an error (a typo must not pass silently); null means "not given";
 - the query comes from the field named by ``query_field`` (default ``query``); absent or null
   means no query;
+- a text or query holding a lone surrogate (``"\\ud800"`` is valid JSON, but no character) is an
+  error naming the character offset;
 - an empty context (no non-whitespace character in any text) is an error, ``empty context``:
   there is nothing to compress and an empty output would hide an upstream data problem;
 - the total number of characters must not exceed ``max_chars`` (``--max-chars``), so that one
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from odcf.document import KINDS, LAYERS
+from odcf.document import KINDS, LAYERS, unicode_problem
 
 #: Default ``--max-chars``: the largest record (all texts together) a worker accepts.
 DEFAULT_MAX_CHARS = 2_000_000
@@ -92,6 +94,7 @@ def to_request(record: Any, *, query_field: str = "query", max_chars: int = DEFA
         _check_size(chars, max_chars)
         if not context.strip():
             raise RecordError("empty context: nothing to compress")
+        _check_unicode(context, "'context'")
         return Request(id=rid, sources=context, query=query, chars=chars)
     sources = _check_sources(record["sources"])
     chars = sum(len(s["text"]) for s in sources)
@@ -119,7 +122,14 @@ def _check_query(record: Mapping[str, Any], field: str) -> str | None:
         return None
     if not isinstance(query, str):
         raise RecordError(f"query field {field!r} must be a string, got a JSON {_json_type(query)}")
+    _check_unicode(query, f"query field {field!r}")
     return query or None
+
+
+def _check_unicode(text: str, where: str) -> None:
+    problem = unicode_problem(text)
+    if problem:
+        raise RecordError(f"{where} {problem}")
 
 
 def _check_size(chars: int, max_chars: int) -> None:
@@ -149,6 +159,7 @@ def _check_sources(value: Any) -> list[dict[str, Any]]:
         text = clean.get("text")
         if not isinstance(text, str):
             raise RecordError(f"{where}.text must be a string, got a JSON {_json_type(text)}")
+        _check_unicode(text, f"{where}.text")
         if "id" in clean:
             sid = clean["id"]
             if isinstance(sid, int) and not isinstance(sid, bool):

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import json
 import logging
+import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import Document, sha256
+from odcf.document import Document, sha256, unicode_problem
 from odcf.handoff.conflicts import find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
@@ -47,7 +48,7 @@ from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
 from odcf.handoff.trust import cap_confidence
 from odcf.plan.model import Plan, RoleContract
-from odcf.tokens import get_counter
+from odcf.tokens import check_tokenizer, get_counter
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,32 @@ def _compressor(target: Any, stages: Mapping[str, Any] | None) -> Any:
     raise TypeError(f"handoff() needs a Plan, a Compressor or an ontology name/path, got {type(target).__name__}")
 
 
+def _check_arguments(*, query: Any, tokenizer: Any, strict: Any, searched: Any,
+                     history: tuple[Any, Any, Any]) -> tuple[str, ...]:
+    """Refuse argument values of the wrong type before any work, each naming the argument;
+    returns *searched* as a tuple (a string would otherwise read as one category per letter)."""
+    if query is not None:
+        if not isinstance(query, str):
+            raise HandoffError(f"query must be a string, got {type(query).__name__}")
+        problem = unicode_problem(query)
+        if problem:
+            raise HandoffError(f"query {problem}")
+    check_tokenizer(tokenizer)
+    if not isinstance(strict, bool):  # "no" would read as true
+        raise HandoffError(f"strict must be True or False, got {strict!r}")
+    if isinstance(searched, (str, bytes)) or not isinstance(searched, Iterable):
+        raise HandoffError(f"searched must be a list of category names, got {type(searched).__name__} {searched!r}")
+    searched = tuple(searched)
+    if not all(isinstance(c, str) and c for c in searched):
+        raise HandoffError(f"searched must be a list of category names, got {list(searched)!r}")
+    for name, value, least in zip(("verbatim_turns", "condensed_turns", "turn_cap"), history, (0, 0, 1)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+            raise HandoffError(f"{name} must be an integer of at least {least}, got {value!r}")
+    if history[1] < history[0]:
+        raise HandoffError(f"condensed_turns ({history[1]}) must be at least verbatim_turns ({history[0]})")
+    return searched
+
+
 def handoff(
     target: Any,
     *,
@@ -112,12 +139,15 @@ def handoff(
     raises :class:`~odcf.errors.BudgetError`. *verbatim_turns*, *condensed_turns* and *turn_cap*
     shape the history layers (:mod:`odcf.handoff.history`).
     """
+    searched = _check_arguments(query=query, tokenizer=tokenizer, strict=strict, searched=searched,
+                                history=(verbatim_turns, condensed_turns, turn_cap))
     comp = _compressor(target, stages)
     plan: Plan = comp.plan
     contract = plan.role(role)
     budget = contract.budget if budget is None else budget
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget <= 0:
         raise HandoffError(f"budget must be a positive integer, got {budget!r}")
+    budget = int(budget)  # numpy integers too
     if isinstance(items, (str, os.PathLike)):
         batch = load_items(items)
         batch = ItemBatch(batch.items, batch.searched | frozenset(searched))

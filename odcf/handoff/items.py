@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import KINDS, LAYERS, Source
+from odcf.document import KINDS, LAYERS, Source, unicode_problem
 from odcf.handoff.errors import HandoffError, raise_problems
 from odcf.textutil import loads_json
 
@@ -264,6 +264,9 @@ class _Parser:
         text, data = self.body_text(body, entry, path, layer)
         if is_message and entry.get("tool_calls"):
             text = _with_tool_calls(text, entry["tool_calls"], f"{path}.tool_calls", self)
+        problem = unicode_problem(text)
+        if problem:  # JSON may carry one ("\ud800"); no stage could hash, count or write it
+            self.problem(path, f"text {problem}")
 
         conf = entry.get("confidence")
         if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float))

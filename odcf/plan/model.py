@@ -153,6 +153,8 @@ class Plan:
         """The contract of *name*; ``None`` gives the default contract."""
         if name is None:
             return self.roles.get("default", DEFAULT_ROLE)
+        if not isinstance(name, str):
+            raise PlanError(f"role must be a role name (a string), got {type(name).__name__} {name!r}")
         try:
             return self.roles[name]
         except KeyError:

@@ -252,6 +252,24 @@ def test_records_that_broke_the_job_are_error_rows_with_any_worker_count(tmp_pat
     assert outputs[0] == outputs[1]
 
 
+def test_a_lone_surrogate_is_an_error_row_with_a_clear_reason(tmp_path, ontology):
+    good = records(2)
+    src = tmp_path / "in.jsonl"
+    with open(src, "wb") as fh:  # "\ud800" is valid JSON: it decodes to a string no stage can encode
+        fh.write(json.dumps(good[0]).encode() + b"\n")
+        fh.write(b'{"id": "lone", "context": "abc\\ud800def Pay $5."}\n')
+        fh.write(b'{"id": "src", "sources": [{"id": "m", "text": "Pay $5.\\udc00"}]}\n')
+        fh.write(json.dumps(good[1]).encode() + b"\n")
+    out = tmp_path / "out.jsonl"
+    s = run_batch(src, out, config(ontology), workers=0, chunk_size=2)
+    assert (s.records_in, s.records_out, s.records_failed) == (4, 2, 2)
+    errors = {e["id"]: e["error"] for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl")}
+    assert errors == {
+        "lone": "'context' holds a lone surrogate (U+D800) at character 3; it is not valid Unicode text",
+        "src": "sources[0].text holds a lone surrogate (U+DC00) at character 7; it is not valid Unicode text",
+    }
+
+
 def test_the_error_file_or_a_bad_place_for_the_output_is_refused_before_any_work(tmp_path, ontology):
     src = write_jsonl(tmp_path / "x.jsonl.errors.jsonl", records(2))
     before = src.read_bytes()

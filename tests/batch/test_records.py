@@ -49,6 +49,11 @@ def test_custom_query_field():
     ({"id": "a", "sources": [{"text": "y", "layer": "facts"}]}, "sources[0].layer 'facts' is not one of"),
     ({"id": "a", "sources": [{"text": "y", "kind": "pdf"}]}, "sources[0].kind 'pdf' is not one of"),
     ({"id": "a", "context": "x", "query": 3}, "query field 'query' must be a string"),
+    ({"id": "a", "context": "abc\ud800def"},
+     "'context' holds a lone surrogate (U+D800) at character 3; it is not valid Unicode text"),
+    ({"id": "a", "sources": [{"text": "ok"}, {"text": "x\udfff"}]}, "sources[1].text holds a lone surrogate (U+DFFF) at "
+                                                                   "character 1"),
+    ({"id": "a", "context": "x", "query": "\ud800"}, "query field 'query' holds a lone surrogate (U+D800) at character 0"),
     ({"id": "a", "context": "x" * 1001}, "record too large: 1,001 characters, above the limit of 1,000"),
     ({"id": "a", "sources": [{"text": "x" * 600}, {"text": "y" * 600}]}, "record too large: 1,200 characters"),
 ])

@@ -242,6 +242,42 @@ def test_compressor_handoff(hplan: Any) -> None:
     assert set(r.to_dict()) == {"text", "tokens_in", "tokens_out", "budget", "record"}
 
 
+def test_wrong_argument_types_are_one_clear_error_naming_the_argument(hplan: Any) -> None:
+    from odcf.errors import OdcfError, StageError
+
+    items = [{"id": "f", "text": "The refund is $5."}]
+    cases = [
+        (dict(query=5), HandoffError, "query must be a string, got int"),
+        (dict(query=["refund"]), HandoffError, "query must be a string, got list"),
+        (dict(tokenizer=5), OdcfError, "tokenizer must be a string .*got int 5"),
+        (dict(strict="no"), HandoffError, "strict must be True or False, got 'no'"),
+        (dict(searched="task"), HandoffError, "searched must be a list of category names, got str 'task'"),
+        (dict(searched=5), HandoffError, "searched must be a list of category names, got int 5"),
+        (dict(verbatim_turns="3"), HandoffError, "verbatim_turns must be an integer of at least 0, got '3'"),
+        (dict(turn_cap=0), HandoffError, "turn_cap must be an integer of at least 1, got 0"),
+        (dict(verbatim_turns=5, condensed_turns=2), HandoffError, r"condensed_turns \(2\) must be at least verbatim"),
+        (dict(stages=["compress"]), StageError, "stages must be a mapping"),
+        (dict(role=["executor"]), PlanError, "role must be a role name .*got list"),
+        (dict(query="refund\ud800"), HandoffError, r"query holds a lone surrogate \(U\+D800\) at character 6"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            handoff(hplan, **{"role": "executor", "items": items, **kwargs})
+    import numpy as np
+
+    assert handoff(hplan, role="executor", items=items, budget=np.int64(300)).budget == 300
+
+
+def test_an_item_text_with_a_lone_surrogate_is_a_problem_naming_the_entry(hplan: Any) -> None:
+    items = {"items": [{"id": "ok", "text": "The refund is $5."}, {"id": "bad", "text": "abc\ud800def"},
+                       {"id": "js", "content": {"note": "x\udc00"}}]}
+    with pytest.raises(HandoffError, match=r"2 problems in items:\n"
+                                           r"  items\[1\]: text holds a lone surrogate \(U\+D800\) at character 3; "
+                                           r"it is not valid Unicode text\n"
+                                           r"  items\[2\]: text holds a lone surrogate \(U\+DC00\) at character 10"):
+        handoff(hplan, role="executor", items=items)
+
+
 def test_many_conflicts_stay_within_the_notes_share(hplan: Any) -> None:
     items = []
     for k in range(40):
