@@ -368,6 +368,17 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             out[seg.id] = prev.id
             heads.add(prev.id)
         prev = seg
+    # a head whose block was merged into its copy elsewhere (dedup) heads nothing left here: it may go
+    # on its own ("I will change reservation VA5SGQ to:" before a list delivered in an earlier turn)
+    status = {s.id: s.status for s in doc.segments}
+    live: set[str] = set()
+    merged: set[str] = set()
+    for sid, head in out.items():
+        if status.get(sid) == "merged":
+            merged.add(head)
+        elif status.get(sid) != "dropped":
+            live.add(head)
+    heads -= merged - live
     return out, heads
 
 

@@ -201,6 +201,14 @@ class Segmenter(Stage):
                 paragraph += 1
                 i += 1
                 continue
+            code_end = _code_paragraph(lines, i)
+            if code_end > i:
+                # source code or a numbered listing outside fences: whole lines, never cut at a period
+                # inside a string literal ('print("Done. Result:", r)')
+                pieces.extend(self._block(lines[i:code_end], "code", paragraph, counter))
+                paragraph += 1
+                i = code_end
+                continue
             table_end = _table_run(lines, i)
             if table_end > i:
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
@@ -579,6 +587,31 @@ def _delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str, *, 
     if text.count('"') % 2:
         return i + 1, _delimited_cols(lines[i][2], delim, escape=escape)
     return j, _delimited_cols(text, delim, escape=escape)
+
+
+#: A line of source code: a numbered listing line ("18:print(x)"), a statement or a block opener.
+_CODE_LINE_RE = re.compile(
+    r"^\s*\d{1,6}:"  # SWE-agent style numbered listing
+    r"|^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|return\b|raise \w|elif |else:|try:|except\b"
+    r"|finally:|with .+:$|for .+ in .+:$|while .+:$|if .+:$|@\w+|#include|const |let |var |function\b|public |private )"
+    r"|^\s*[\w.\[\]'\"]+\s*(?:[-+*/%|&]?=)\s*\S(?:.*[^.!?])?$"  # an assignment
+    r"|^\$ \S|^Traceback \(most recent call last\):|^\s+File \".+\", line \d+"  # a shell command, a traceback
+    r"|^\s*\^+\s*$|^[\w.]+(?:Error|Exception|Warning): "
+    r"|^\s*[\w.]+\(.*\)\s*;?$"  # a call
+    r"|^\s*[}\])]+[;,]?\s*$|[{;]\s*$")
+
+
+def _code_paragraph(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End (exclusive) of the paragraph from line *i* (up to a blank line) when it is code: two
+    code lines, or three lines or more two thirds of which are code lines; else *i*."""
+    j = i
+    while j < len(lines) and lines[j][2].strip():
+        j += 1
+    n = j - i
+    if n < 2 or _TABLE_PIPE_RE.match(lines[i][2]) or _FENCE_RE.match(lines[i][2]):
+        return i
+    code = sum(1 for k in range(i, j) if _CODE_LINE_RE.search(lines[k][2]))
+    return j if code == n or (n >= 3 and code * 3 >= 2 * n) else i
 
 
 def _declared_delimiter(source: Source) -> str | None:

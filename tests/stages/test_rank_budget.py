@@ -260,3 +260,17 @@ def test_a_short_sentence_opening_with_a_pronoun_goes_only_with_the_sentence_bef
                    for why in s.reasons]
         assert all("goes only with the sentence before it" in why or "no room" in why for why in dropped)
     assert any("This must not be restarted." in t for t in seen) and any("It must be continued." in t for t in seen)
+
+
+def test_a_lead_in_whose_block_was_merged_into_a_copy_may_go_alone():
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.budget import _antecedents
+    from odcf.stages.segment import Segmenter
+
+    text = "I will change reservation VA5SGQ to these flights:\n\n- HAT169 on May 17\n- HAT212 on May 20\n- HAT300 on May 21\n"
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t"))
+    lead = doc.segments[0].id
+    assert lead in _antecedents(doc)[1]
+    merged = doc.replace(segments=tuple(s.replace(status="merged") if s.kind == "list" else s for s in doc.segments))
+    assert lead not in _antecedents(merged)[1]

@@ -405,3 +405,22 @@ def test_an_indented_traceback_with_commas_is_not_a_csv_table():
     assert not any(s.kind == "table" for s in seg(tb))
     csv_text = "name,line,function\n" + "\n".join(f"/repo/pkg/mod_{i}.py,{i * 3},run_{i}" for i in range(6))
     assert {s.kind for s in seg(csv_text)} == {"table"}
+
+
+def test_source_code_and_numbered_listings_outside_fences_are_code_in_whole_lines():
+    listing = "\n".join(["16:", "17:result = np.array_equal(ds.pixel_array, pixel_array)",
+                         '18:print("Script completed successfully, no errors. Result:", result)'] +
+                        [f"{n}:    value_{n} = compute({n}).  # step {n}. done" for n in range(19, 30)])
+    out = seg("$ open reproduce.py\n[File: /repo/reproduce.py (18 lines total)]\n" + listing +
+              "\n\nThe script fails on the float pixel data. We fix the numpy handler in the next step.")
+    code = [s for s in out if s.kind == "code"]
+    assert code and all(line in listing.split("\n") or line.startswith(("$", "[File"))
+                        for s in code for line in s.text.split("\n"))
+    assert '18:print("Script completed successfully, no errors. Result:", result)' in "\n".join(s.text for s in code)
+    assert [s.text for s in out if s.kind == "sentence"] == ["The script fails on the float pixel data.",
+                                                             "We fix the numpy handler in the next step."]
+    tb = ('$ python run.py\nTraceback (most recent call last):\n  File "run.py", line 3, in <module>\n'
+          "    main()\nValueError: bad value. Try again.")
+    assert [s.kind for s in seg(tb)] == ["code"]
+    prose = "The committee met on Monday. It approved the budget.\nThe chair thanked everyone. The meeting ended."
+    assert all(s.kind == "sentence" for s in seg(prose))
