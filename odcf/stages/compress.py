@@ -35,7 +35,9 @@ With a rate or a budget, a word's probability is first multiplied by its segment
 so that the kept words gather in the passages that matter for the query rather than thinning
 every passage alike. Words that overlap a protected span are always kept and count towards the rate. A compressed
 segment is rebuilt from its original text: kept words verbatim, each preceded by the whitespace
-that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased.
+that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased; when the
+last word is dropped, the sentence's closing mark (``. ! ? ; :`` or ``。！？；``) ends the rebuilt
+text (in place of a comma the new last word carried), so that it never runs into the next sentence.
 """
 from __future__ import annotations
 
@@ -360,8 +362,19 @@ def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
     return forced
 
 
+#: Marks that close a sentence or clause; a compressed segment that lost its last word keeps its own.
+SENTENCE_END = ".!?;:。！？；"
+#: A trailing comma of the new last word gives way to that mark ("every day," -> "every day.").
+_TRAILING_COMMA = ",，、"
+
+
 def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -> str:
-    """The kept words of *original*, each after the whitespace that preceded it there."""
+    """The kept words of *original*, each after the whitespace that preceded it there; when the
+    last word is dropped, ended with the original's closing mark (see :data:`SENTENCE_END`).
+
+    >>> rebuild("Take 5 mg daily.", [(0, 4), (5, 6), (7, 9), (10, 16)], np.array([1, 1, 1, 0], dtype=bool))
+    'Take 5 mg.'
+    """
     parts: list[str] = []
     for i in np.flatnonzero(keep):
         s, e = words[i]
@@ -369,7 +382,11 @@ def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -
             prev_end = words[i - 1][1] if i > 0 else 0
             parts.append(original[prev_end:s] or " ")
         parts.append(original[s:e])
-    return "".join(parts)
+    text = "".join(parts)
+    end = original.rstrip()[-1:]
+    if text and words and not keep[-1] and end and end in SENTENCE_END and text[-1] not in SENTENCE_END:
+        text = (text.rstrip(_TRAILING_COMMA) or text) + end
+    return text
 
 
 def _forbidden_layers(doc: Document, plan: Plan) -> frozenset[str]:

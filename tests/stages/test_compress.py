@@ -92,12 +92,36 @@ def test_contrast_cause_and_limit_connectives_do_not_guard_a_segment() -> None:
         assert guarding_word(seg("a#0", LONG, protected=[_span(LONG, "before", rule)])) == rule.split(":", 1)[1]
 
 
+def test_a_compressed_sentence_keeps_its_closing_mark() -> None:
+    text = ("Take apixaban 5 mg twice daily with food at about the same times, every day, "
+            "and the nurse checks the dose at every single visit.")
+    out = stage(threshold=0.9)(make_doc(seg("a#0", text)), PLAN)
+    # the tiny model keeps only the number; the sentence still ends, so the next one cannot run into it
+    assert out.segments[0].status == "compressed"
+    assert out.segments[0].text == "5."
+
+
+@pytest.mark.parametrize("text, keep, expected", [
+    ("Alpha beta gamma delta.", [1, 1, 0, 0], "Alpha beta."),
+    ("Alpha beta, gamma delta!", [1, 1, 0, 0], "Alpha beta!"),          # the comma gives way to the mark
+    ("Is alpha beta gamma?", [1, 1, 0, 0], "Is alpha?"),
+    ("Alpha: beta gamma delta;", [1, 0, 0, 0], "Alpha:"),               # already closed: nothing added
+    ("Alpha beta gamma delta.", [1, 0, 1, 1], "Alpha gamma delta."),    # last word kept: as it was
+    ("Alpha beta gamma delta", [1, 1, 0, 0], "Alpha beta"),             # no closing mark to keep
+    ('He said "stop now."', [1, 1, 0, 0], "He said"),                   # a quote closes it: left alone
+    ("合同 自 签字 生效。", [1, 1, 0, 0], "合同 自。"),
+])
+def test_rebuild_keeps_the_sentence_end(text: str, keep: list[int], expected: str) -> None:
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    assert rebuild(text, spans, np.array(keep, dtype=bool)) == expected
+
+
 def test_comparison_signs_are_kept_with_their_numbers() -> None:
     text = ("Patients with eGFR < 30 mL/min and a dose >= 5 mg are excluded from the second arm of the study, "
             "the weight is 70 ± 2 kg in every group that took part in it.")
     s = stage(rate=0.1)(make_doc(seg("a#0", text)), PLAN).segments[0]
     assert s.status == "compressed"
-    kept = s.text.split()
+    kept = s.text.removesuffix(".").split()  # the sentence keeps its period
     for sign in ("<", ">=", "±"):
         assert sign in kept, s.text
 
@@ -117,9 +141,8 @@ def test_rate_is_global_across_segments_not_per_segment() -> None:
 
 def test_threshold_mode_keeps_words_at_or_above_it() -> None:
     out = stage(threshold=0.9)(make_doc(seg("a#0", LONG)), PLAN)
-    kept = words(out.segments[0].text)
-    # tiny model: only pieces with a digit reach p > 0.9 (logit +3)
-    assert kept == ["2400", "15", "2025"]
+    # tiny model: only pieces with a digit reach p > 0.9 (logit +3); the sentence keeps its period
+    assert out.segments[0].text == "2400 15 2025."
 
 
 def test_a_segment_with_nothing_kept_is_dropped_with_a_reason() -> None:
