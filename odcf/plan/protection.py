@@ -20,18 +20,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-#: English connectives and limit phrases. Multi-word phrases come before the words they contain
-#: only for readability; matching is the protect stage's business (longest match first).
-EN_CONNECTIVES: tuple[str, ...] = (
-    # negation
+#: English negations: dropping one inverts the statement it governs.
+EN_NEGATION: tuple[str, ...] = (
     "not", "no", "never", "nor", "neither", "none", "nothing", "nobody", "without", "cannot",
     "can't", "don't", "doesn't", "didn't", "won't", "isn't", "aren't", "wasn't", "weren't",
     "shouldn't", "mustn't", "shall not", "must not", "may not", "will not", "does not", "do not",
     "is not", "are not", "no longer",
-    # exception and condition
+)
+#: English exceptions and conditions: dropping one (or what it governs) makes a qualified
+#: statement absolute.
+EN_EXCEPTION_CONDITION: tuple[str, ...] = (
     "unless", "except", "except that", "other than", "excluding", "save for", "if", "only if",
     "if and only if", "provided that", "provided", "on condition that", "in case", "in the event that",
     "subject to", "notwithstanding", "regardless of",
+)
+
+#: English connectives and limit phrases. Multi-word phrases come before the words they contain
+#: only for readability; matching is the protect stage's business (longest match first).
+EN_CONNECTIVES: tuple[str, ...] = EN_NEGATION + EN_EXCEPTION_CONDITION + (
     # contrast and concession
     "but", "however", "although", "though", "even though", "even if", "despite", "in spite of",
     "whereas", "yet", "nevertheless", "nonetheless", "instead", "rather than", "otherwise",
@@ -46,14 +52,19 @@ EN_CONNECTIVES: tuple[str, ...] = (
     "only", "either", "or", "and/or",
 )
 
-#: Chinese connectives and limit phrases (Simplified).
-ZH_CONNECTIVES: tuple[str, ...] = (
-    # negation
+#: Chinese negations (Simplified).
+ZH_NEGATION: tuple[str, ...] = (
     "不", "没有", "没", "未", "无", "非", "勿", "不得", "不能", "不可", "不应", "不予", "不属于",
     "禁止", "严禁", "不准", "无需", "无须", "不必",
-    # exception and condition
+)
+#: Chinese exceptions and conditions (Simplified).
+ZH_EXCEPTION_CONDITION: tuple[str, ...] = (
     "除非", "除了", "除外", "如果", "若", "假如", "只有", "只要", "一旦", "否则", "视为", "应当", "必须",
     "前提是",
+)
+
+#: Chinese connectives and limit phrases (Simplified).
+ZH_CONNECTIVES: tuple[str, ...] = ZH_NEGATION + ZH_EXCEPTION_CONDITION + (
     # contrast and concession
     "但是", "但", "然而", "可是", "不过", "虽然", "尽管", "即使", "即便", "却", "反而",
     # cause and consequence
@@ -66,6 +77,13 @@ ZH_CONNECTIVES: tuple[str, ...] = (
 
 #: ``connectives: default`` -> English then Chinese, without repeats.
 DEFAULT_CONNECTIVES: tuple[str, ...] = tuple(dict.fromkeys(EN_CONNECTIVES + ZH_CONNECTIVES))
+
+#: Negations, exceptions and conditions (English then Chinese): a sentence holding one is kept or
+#: dropped whole, never thinned word by word, since what such a word governs reaches past the
+#: words a protected span can cover ("cash is not accepted" without "cash"; "If the versions
+#: differ," without what then prevails).
+WHOLE_CLAUSE_CONNECTIVES: tuple[str, ...] = tuple(dict.fromkeys(
+    EN_NEGATION + EN_EXCEPTION_CONDITION + ZH_NEGATION + ZH_EXCEPTION_CONDITION))
 
 #: spaCy (OntoNotes) labels protected when the ontology has no ``protect.entities`` key.
 default_entity_labels: tuple[str, ...] = (
@@ -85,5 +103,6 @@ def resolve_connectives(spec: Iterable[str]) -> tuple[str, ...]:
 
 
 __all__ = [
-    "DEFAULT_CONNECTIVES", "EN_CONNECTIVES", "ZH_CONNECTIVES", "default_entity_labels", "resolve_connectives",
+    "DEFAULT_CONNECTIVES", "EN_CONNECTIVES", "EN_EXCEPTION_CONDITION", "EN_NEGATION", "WHOLE_CLAUSE_CONNECTIVES",
+    "ZH_CONNECTIVES", "ZH_EXCEPTION_CONDITION", "ZH_NEGATION", "default_entity_labels", "resolve_connectives",
 ]

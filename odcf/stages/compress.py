@@ -9,7 +9,12 @@ What it compresses: live fact/history/reasoning segments that are still verbatim
 script, prose (not code, JSON or tables) and at least ``min_words`` words long. Instruction and
 state segments are never touched; segments in another script (Chinese, Cyrillic, ...) skip this
 stage because the model's vocabulary is English and uncased — they are left to the sentence-level
-stages (rank, budget) — and the trace says how many were skipped and why.
+stages (rank, budget) — and the trace says how many were skipped and why. A segment holding a
+negation, an exception or a condition (a ``connective:`` or ``dep:`` span of a word in
+:data:`~odcf.plan.protection.WHOLE_CLAUSE_CONNECTIVES`) is skipped too ("guarded"): what such a
+word governs reaches past any span ("cash is not accepted" must not lose "cash", "If the versions
+differ, the Chinese version prevails" must not lose its consequence), so the segment is kept or
+dropped whole by the budget stage.
 
 How much it keeps (one global decision over all the words it compresses, never per chunk):
 
@@ -30,11 +35,14 @@ With a rate or a budget, a word's probability is first multiplied by its segment
 so that the kept words gather in the passages that matter for the query rather than thinning
 every passage alike. Words that overlap a protected span are always kept and count towards the rate. A compressed
 segment is rebuilt from its original text: kept words verbatim, each preceded by the whitespace
-that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased.
+that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased; when the
+last word is dropped, the sentence's closing mark (``. ! ? ; :`` or ``。！？；``) ends the rebuilt
+text (in place of a comma the new last word carried), so that it never runs into the next sentence.
 """
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +53,7 @@ from odcf.backends.token_classifier import split_words
 from odcf.document import Document, Segment, TraceEvent
 from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
+from odcf.plan.protection import WHOLE_CLAUSE_CONNECTIVES
 from odcf.stages.base import Stage
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
@@ -55,6 +64,26 @@ logger = logging.getLogger(__name__)
 COMPRESSIBLE_LAYERS = frozenset({"fact", "history", "reasoning"})
 #: Segment kinds whose words cannot be dropped without breaking them.
 STRUCTURED_KINDS = frozenset({"code", "json", "table"})
+#: Span rules (``connective:<word>`` from protect, ``dep:<word>`` from entities) whose word keeps its
+#: segment out of this stage: a negation, exception or condition governs the whole clause.
+GUARD_RULES = frozenset({"connective", "dep"})
+_WHOLE_CLAUSE = frozenset(w.casefold() for w in WHOLE_CLAUSE_CONNECTIVES)
+
+
+def guarding_word(seg: Segment) -> str | None:
+    """The negation, exception or condition that keeps *seg* whole (None when there is none).
+
+    >>> from odcf.document import Span
+    >>> s = Segment(id="a#0", source_id="a", index=0, text="Cash is not accepted.", original="Cash is not accepted.",
+    ...             protected=(Span(8, 20, "not accepted", "connective:not"),))
+    >>> guarding_word(s)
+    'not'
+    """
+    for span in seg.protected:
+        kind, _, word = span.rule.partition(":")
+        if kind in GUARD_RULES and word.casefold() in _WHOLE_CLAUSE:
+            return word
+    return None
 
 
 #: A segment with a smaller share of Latin letters skips the token stage (and training skips such documents).
@@ -153,6 +182,9 @@ class TokenCompressor(Stage):
         if skipped.get("script"):
             data["skipped_script"] = skipped["script"][:20]
             data["skipped_script_why"] = "not mainly Latin script; the model's vocabulary is English (uncased)"
+        if skipped.get("guarded"):
+            by_id = {s.id: s for s in doc.segments}
+            data["guarded_by"] = dict(sorted(Counter(guarding_word(by_id[i]) for i in skipped["guarded"]).items()))
         if not work:
             data.update({"mode": "none", "segments": 0, "words_in": 0, "words_kept": 0})
             return doc.with_event(TraceEvent(stage=self.name, data=data))
@@ -208,7 +240,7 @@ class TokenCompressor(Stage):
         forbidden = _forbidden_layers(doc, plan)
         work: list[_Work] = []
         skipped: dict[str, list[str]] = {"instruction": [], "layer": [], "structured": [], "changed": [],
-                                         "script": [], "short": []}
+                                         "script": [], "short": [], "guarded": []}
         fixed = 0
         for i, seg in enumerate(doc.segments):
             if seg.dropped or seg.layer in forbidden:
@@ -227,6 +259,8 @@ class TokenCompressor(Stage):
             words = tuple(split_words(seg.original))
             if why is None and len(words) < self.min_words:
                 why = "short"
+            if why is None and guarding_word(seg) is not None:
+                why = "guarded"
             if why is not None:
                 skipped[why].append(seg.id)
                 fixed += counter.count(seg.text)
@@ -328,8 +362,19 @@ def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
     return forced
 
 
+#: Marks that close a sentence or clause; a compressed segment that lost its last word keeps its own.
+SENTENCE_END = ".!?;:。！？；"
+#: A trailing comma of the new last word gives way to that mark ("every day," -> "every day.").
+_TRAILING_COMMA = ",，、"
+
+
 def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -> str:
-    """The kept words of *original*, each after the whitespace that preceded it there."""
+    """The kept words of *original*, each after the whitespace that preceded it there; when the
+    last word is dropped, ended with the original's closing mark (see :data:`SENTENCE_END`).
+
+    >>> rebuild("Take 5 mg daily.", [(0, 4), (5, 6), (7, 9), (10, 16)], np.array([1, 1, 1, 0], dtype=bool))
+    'Take 5 mg.'
+    """
     parts: list[str] = []
     for i in np.flatnonzero(keep):
         s, e = words[i]
@@ -337,7 +382,11 @@ def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -
             prev_end = words[i - 1][1] if i > 0 else 0
             parts.append(original[prev_end:s] or " ")
         parts.append(original[s:e])
-    return "".join(parts)
+    text = "".join(parts)
+    end = original.rstrip()[-1:]
+    if text and words and not keep[-1] and end and end in SENTENCE_END and text[-1] not in SENTENCE_END:
+        text = (text.rstrip(_TRAILING_COMMA) or text) + end
+    return text
 
 
 def _forbidden_layers(doc: Document, plan: Plan) -> frozenset[str]:

@@ -175,3 +175,28 @@ def test_bundled_domain_equals_its_file_name():
     # a delivery record names the domain; replay and re-verification load the plan back by that name
     for name, _ in list_bundled():
         assert load_ontology(name).domain == name
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Take apixaban 5 mg twice daily", ["5 mg"]),
+    ("250 mcg, 100 µg or 100 μg", ["250 mcg", "100 µg", "100 μg"]),
+    ("5 mL of 0.9% saline in 2 L, 3 dL, 7 mmol/L, 10 IU", ["5 mL", "0.9%", "2 L", "3 dL", "7 mmol", "10 IU"]),
+    ("5 kWh from 4 kW (2 MW peak) at 50 Hz, 3.5 GHz, 800 kHz, 96 MHz",
+     ["5 kWh", "4 kW", "2 MW", "50 Hz", "3.5 GHz", "800 kHz", "96 MHz"]),
+    ("12 lbs, 1 lb, 16 oz at 60 mph", ["12 lbs", "1 lb", "16 oz", "60 mph"]),
+    ("20 °C, 68°F, 30 ℃ and 40 %", ["20 °C", "68°F", "30 ℃", "40 %"]),
+    ("20\u00a0°C and 5\u202fmg", ["20\u00a0°C", "5\u202fmg"]),  # a no-break space before the unit
+    # the unit must end there: no unit out of "in", "mins", "Lakes" or the "m" of "mètres"
+    ("put 5 in the box for 5 mins near 2 Lakes, 5 mètres", ["5", "5", "2", "5"]),
+    ("40 kg, 10 km, 5 min, 8 GB, 2 h", ["40 kg", "10 km", "5 min", "8 GB", "2 h"]),
+])
+def test_general_number_keeps_its_unit(text: str, expected: list[str]):
+    number = next(a for a in compile_file("general").protection.anchors if a.name == "number")
+    assert [m.group() for m in number.regex.finditer(text)] == expected
+
+
+def test_medical_measurements_keep_sizes_and_weights():
+    anchors = {a.name: a.regex for a in compile_file("medical_records").protection.anchors}
+    found = {m.group() for name in ("drug_dose", "measurement") for m in anchors[name].finditer(
+        "Lesion 12 mm, weight 180 lbs, temperature 38.5\u00a0°C, apixaban 5\u00a0mg.")}
+    assert {"12 mm", "180 lbs", "38.5\u00a0°C", "5\u00a0mg"} <= found

@@ -13,7 +13,7 @@ from odcf.document import Document, Segment, Source, Span
 from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.tokens import get_counter
-from odcf.stages.compress import TokenCompressor, latin_share, rebuild
+from odcf.stages.compress import TokenCompressor, guarding_word, latin_share, rebuild
 
 TINY = str(Path(__file__).resolve().parents[1] / "fixtures" / "tiny_token_classifier")
 PLAN = Plan(domain="test")
@@ -44,13 +44,76 @@ def words(text: str) -> list[str]:
 
 
 def test_protected_words_survive_even_at_a_tiny_rate() -> None:
-    start = LONG.index("unless")
-    span = Span(start, start + len("unless the purchaser"), "unless the purchaser", "connective:unless")
+    start = LONG.index("before")
+    span = Span(start, start + len("before 15 March"), "before 15 March", "connective:before")
     out = stage(rate=0.1)(make_doc(seg("a#0", LONG, protected=[span])), PLAN)
     s = out.segments[0]
     assert s.status == "compressed"
-    assert "unless the purchaser" in s.text
+    assert "before 15 March" in s.text
     assert out.trace[-1].data["forced"] == 3
+
+
+def _span(text: str, part: str, rule: str) -> Span:
+    start = text.index(part)
+    return Span(start, start + len(part), part, rule)
+
+
+NEGATED = "The bid bond is RMB 250,000, payable by bank transfer or bank guarantee; cash is not accepted."
+CONDITION = "If the Chinese and English versions of this agreement differ, the Chinese version prevails."
+
+
+@pytest.mark.parametrize("text, part, rule", [
+    (NEGATED, "not accepted", "connective:not"),       # the protect stage's lexical guard
+    (NEGATED, "not accepted", "dep:not"),              # the entities stage's dependency guard
+    (CONDITION, "If the Chinese and English", "connective:if"),
+    (LONG, "unless the purchaser cancels the", "connective:unless"),
+    ("Das Gerät darf nicht ohne Aufsicht betrieben werden, auch nicht kurz.", "nicht", "connective:nicht"),
+])
+def test_a_negation_or_condition_keeps_its_segment_whole(text: str, part: str, rule: str) -> None:
+    guarded = seg("a#0", text, protected=[_span(text, part, rule)])
+    out = stage(rate=0.1)(make_doc(guarded, seg("b#0", LONG)), PLAN)
+    ev = out.trace[-1].data
+    if rule == "connective:nicht":  # not a word of the built-in lists: an ontology's own connective
+        assert out.segments[0].status == "compressed" and "guarded" not in ev["skipped"]
+        return
+    # not thinned word by word: delivered whole or dropped whole by the budget stage
+    assert out.segments[0].status == "verbatim" and out.segments[0].text == text
+    assert out.segments[1].status == "compressed"
+    assert ev["skipped"] == {"guarded": 1}
+    assert ev["guarded_by"] == {rule.split(":", 1)[1]: 1}
+
+
+def test_contrast_cause_and_limit_connectives_do_not_guard_a_segment() -> None:
+    for rule in ("connective:but", "connective:because", "connective:before", "dep:despite", "anchor:not"):
+        s = seg("a#0", LONG, protected=[_span(LONG, "before 15 March", rule)])
+        assert guarding_word(s) is None, rule
+    for rule in ("connective:NOT", "connective:never", "connective:without", "dep:unless", "connective:除非",
+                 "connective:不得", "dep:if"):
+        assert guarding_word(seg("a#0", LONG, protected=[_span(LONG, "before", rule)])) == rule.split(":", 1)[1]
+
+
+def test_a_compressed_sentence_keeps_its_closing_mark() -> None:
+    text = ("Take apixaban 5 mg twice daily with food at about the same times, every day, "
+            "and the nurse checks the dose at every single visit.")
+    out = stage(threshold=0.9)(make_doc(seg("a#0", text)), PLAN)
+    # the tiny model keeps only the number; the sentence still ends, so the next one cannot run into it
+    assert out.segments[0].status == "compressed"
+    assert out.segments[0].text == "5."
+
+
+@pytest.mark.parametrize("text, keep, expected", [
+    ("Alpha beta gamma delta.", [1, 1, 0, 0], "Alpha beta."),
+    ("Alpha beta, gamma delta!", [1, 1, 0, 0], "Alpha beta!"),          # the comma gives way to the mark
+    ("Is alpha beta gamma?", [1, 1, 0, 0], "Is alpha?"),
+    ("Alpha: beta gamma delta;", [1, 0, 0, 0], "Alpha:"),               # already closed: nothing added
+    ("Alpha beta gamma delta.", [1, 0, 1, 1], "Alpha gamma delta."),    # last word kept: as it was
+    ("Alpha beta gamma delta", [1, 1, 0, 0], "Alpha beta"),             # no closing mark to keep
+    ('He said "stop now."', [1, 1, 0, 0], "He said"),                   # a quote closes it: left alone
+    ("合同 自 签字 生效。", [1, 1, 0, 0], "合同 自。"),
+])
+def test_rebuild_keeps_the_sentence_end(text: str, keep: list[int], expected: str) -> None:
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    assert rebuild(text, spans, np.array(keep, dtype=bool)) == expected
 
 
 def test_comparison_signs_are_kept_with_their_numbers() -> None:
@@ -58,7 +121,7 @@ def test_comparison_signs_are_kept_with_their_numbers() -> None:
             "the weight is 70 ± 2 kg in every group that took part in it.")
     s = stage(rate=0.1)(make_doc(seg("a#0", text)), PLAN).segments[0]
     assert s.status == "compressed"
-    kept = s.text.split()
+    kept = s.text.removesuffix(".").split()  # the sentence keeps its period
     for sign in ("<", ">=", "±"):
         assert sign in kept, s.text
 
@@ -78,9 +141,8 @@ def test_rate_is_global_across_segments_not_per_segment() -> None:
 
 def test_threshold_mode_keeps_words_at_or_above_it() -> None:
     out = stage(threshold=0.9)(make_doc(seg("a#0", LONG)), PLAN)
-    kept = words(out.segments[0].text)
-    # tiny model: only pieces with a digit reach p > 0.9 (logit +3)
-    assert kept == ["2400", "15", "2025"]
+    # tiny model: only pieces with a digit reach p > 0.9 (logit +3); the sentence keeps its period
+    assert out.segments[0].text == "2400 15 2025."
 
 
 def test_a_segment_with_nothing_kept_is_dropped_with_a_reason() -> None:
@@ -289,3 +351,36 @@ def test_relevance_spends_the_words_on_the_best_scored_passage() -> None:
     # the same number of words overall, but the relevant passage gets more of them
     assert sum(n_hi) == sum(n_flat)
     assert n_hi[0] > n_flat[0] and n_hi[1] < n_flat[1]
+
+
+GUARDED_DOC = """# Bid security
+
+Article 3 The bid bond is RMB 250,000, by bank transfer or bank guarantee; cash is not accepted.
+
+Article 15 If the Chinese and English versions differ, the Chinese version prevails.
+
+If the delay exceeds 30 days the purchaser may terminate the contract, without releasing the supplier from its liability.
+
+Take apixaban 5 mg twice daily, every day, at about the same times. Heparin must never be given, including heparin flushes.
+"""
+
+
+@pytest.mark.parametrize("budget", [40, 60, 90])
+def test_with_the_general_ontology_a_negated_or_conditional_sentence_is_whole_or_gone(budget: int) -> None:
+    from odcf.compressor import Compressor
+
+    c = Compressor.from_ontology("general", stages={"rerank": False, "entities": False,
+                                                    "compress": {"model_path": TINY, "threads": 1}})
+    r = c.compress([{"id": "doc", "text": GUARDED_DOC}], budget=budget)
+    ev = next(e for e in r.record["stages"] if e["stage"] == "compress")["data"]
+    assert ev["skipped"]["guarded"] == 4 and ev["guarded_by"] == {"if": 2, "is not": 1, "never": 1}
+    for sentence in ("The bid bond is RMB 250,000, by bank transfer or bank guarantee; cash is not accepted.",
+                     "If the Chinese and English versions differ, the Chinese version prevails.",
+                     ("If the delay exceeds 30 days the purchaser may terminate the contract, without releasing "
+                      "the supplier from its liability."),
+                     "Heparin must never be given, including heparin flushes."):
+        head = " ".join(sentence.split()[:3])
+        assert sentence in r.text or head not in r.text, (budget, r.text)
+    # whatever was thinned still ends its sentence
+    body = r.text.split("# Bid security\n\n", 1)[1]
+    assert all(p.endswith(".") for p in body.split("\n\n")), r.text
