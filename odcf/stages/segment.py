@@ -179,6 +179,7 @@ class Segmenter(Stage):
         lines = list(iter_lines_with_offsets(text))
         i = 0
         n = len(lines)
+        code_runs: _CodeRuns | None = None
         single_until = 0  # lines before this index are one paragraph each (a run of long items)
         speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
         while i < n:
@@ -201,7 +202,9 @@ class Segmenter(Stage):
                 paragraph += 1
                 i += 1
                 continue
-            code_end = _code_paragraph(lines, i)
+            if code_runs is None:
+                code_runs = _CodeRuns(lines)
+            code_end = code_runs.paragraph(i)
             if code_end > i:
                 # source code or a numbered listing outside fences: whole lines, never cut at a period
                 # inside a string literal ('print("Done. Result:", r)')
@@ -601,17 +604,29 @@ _CODE_LINE_RE = re.compile(
     r"|^\s*[}\])]+[;,]?\s*$|[{;]\s*$")
 
 
-def _code_paragraph(lines: list[tuple[int, int, str]], i: int) -> int:
-    """End (exclusive) of the paragraph from line *i* (up to a blank line) when it is code: two
-    code lines, or three lines or more two thirds of which are code lines; else *i*."""
-    j = i
-    while j < len(lines) and lines[j][2].strip():
-        j += 1
-    n = j - i
-    if n < 2 or _TABLE_PIPE_RE.match(lines[i][2]) or _FENCE_RE.match(lines[i][2]):
-        return i
-    code = sum(1 for k in range(i, j) if _CODE_LINE_RE.search(lines[k][2]))
-    return j if code == n or (n >= 3 and code * 3 >= 2 * n) else i
+class _CodeRuns:
+    """Where each line's paragraph ends and how many code lines come before each line, computed
+    once per text (a transcript without blank lines asks at every line)."""
+
+    def __init__(self, lines: list[tuple[int, int, str]]) -> None:
+        n = len(lines)
+        self.lines = lines
+        self.end = [n] * (n + 1)  # index of the first blank line at or after each line
+        for k in range(n - 1, -1, -1):
+            self.end[k] = k if not lines[k][2].strip() else self.end[k + 1]
+        self.before = [0] * (n + 1)  # code lines before each index
+        for k, line in enumerate(lines):
+            self.before[k + 1] = self.before[k] + (1 if line[2].strip() and _CODE_LINE_RE.search(line[2]) else 0)
+
+    def paragraph(self, i: int) -> int:
+        """End (exclusive) of the paragraph from line *i* (up to a blank line) when it is code: two
+        code lines, or three lines or more two thirds of which are code lines; else *i*."""
+        j = self.end[i]
+        n = j - i
+        if n < 2 or _TABLE_PIPE_RE.match(self.lines[i][2]) or _FENCE_RE.match(self.lines[i][2]):
+            return i
+        code = self.before[j] - self.before[i]
+        return j if code == n or (n >= 3 and code * 3 >= 2 * n) else i
 
 
 def _declared_delimiter(source: Source) -> str | None:
