@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from odcf.document import KINDS, LAYERS, Document, Source, unicode_problem
+from odcf.document import KINDS, LAYERS, Document, Source, query_problem
 from odcf.errors import InputError, OdcfError, OntologyError, PlanError, StageError
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan, schema_problems
@@ -131,12 +131,9 @@ class Compressor:
             if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget <= 0:
                 raise StageError(f"budget must be a positive integer, got {budget!r}")
             budget = int(budget)  # numpy integers too
-        if query is not None:
-            if not isinstance(query, str):
-                raise StageError(f"query must be a string, got {type(query).__name__}")
-            problem = unicode_problem(query)
-            if problem:
-                raise InputError(f"query {problem}")
+        problem = query_problem(query)
+        if problem:
+            raise (StageError if not isinstance(query, str) else InputError)(problem)
         for name, flag in (("strict", strict), ("annotate", annotate), ("timings", timings)):
             if not isinstance(flag, bool):  # "no" would read as true
                 raise StageError(f"{name} must be True or False, got {flag!r}")

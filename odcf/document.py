@@ -58,6 +58,20 @@ def unicode_problem(text: str) -> str | None:
     return None
 
 
+def query_problem(query: Any) -> str | None:
+    """Why *query* cannot be a query (not a string, or not valid Unicode text); None when it can.
+
+    >>> query_problem(["cap"]), query_problem("liability cap")
+    ('query must be a string, got list', None)
+    """
+    if query is None:
+        return None
+    if not isinstance(query, str):
+        return f"query must be a string, got {type(query).__name__}"
+    problem = unicode_problem(query)
+    return f"query {problem}" if problem else None
+
+
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not mapping:
         return _EMPTY

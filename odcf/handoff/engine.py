@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import Document, sha256, unicode_problem
+from odcf.document import Document, query_problem, sha256
 from odcf.handoff.conflicts import find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
@@ -91,12 +91,9 @@ def _check_arguments(*, query: Any, tokenizer: Any, strict: Any, searched: Any,
                      history: tuple[Any, Any, Any]) -> tuple[str, ...]:
     """Refuse argument values of the wrong type before any work, each naming the argument;
     returns *searched* as a tuple (a string would otherwise read as one category per letter)."""
-    if query is not None:
-        if not isinstance(query, str):
-            raise HandoffError(f"query must be a string, got {type(query).__name__}")
-        problem = unicode_problem(query)
-        if problem:
-            raise HandoffError(f"query {problem}")
+    problem = query_problem(query)
+    if problem:
+        raise HandoffError(problem)
     check_tokenizer(tokenizer)
     if not isinstance(strict, bool):  # "no" would read as true
         raise HandoffError(f"strict must be True or False, got {strict!r}")
