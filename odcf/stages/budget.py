@@ -36,6 +36,7 @@ weeks" under the heading of another section, or an empty "## Allergies", would m
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -281,7 +282,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             why = f"no room in {budget} tokens for role {contract.name}"
             prior = by_id.get(before.get(seg.id, ""))
             if seg.id in heads:
-                what = "a heading" if seg.kind == "heading" else "a line that introduces the block after it"
+                what = ("a heading" if seg.kind == "heading" else "a speaker's label" if seg.meta.get("label_only")
+                        else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
+                        else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = back_reference(seg.original) if not seg.meta.get("budget_needs") else None
@@ -300,6 +303,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
 
 
 _BLOCK_KINDS = frozenset({"table", "code", "list"})
+#: A clause's title written as the first sentence of its paragraph: "Section 9.3 Force majeure.",
+#: "Article 4 Payment:", "§ 12 Term."; delivered alone, it would promise a clause that is not there.
+_CLAUSE_TITLE_RE = re.compile(
+    r"^(?:Section|Sec\.|Clause|Article|Art\.|§)\s*\d+(?:\.\d+)*[.:]?(?:\s+[^\s.!?:;]+){1,6}[.:](?=\s|$)")
 
 
 def _heading_level(seg: Segment) -> int:
@@ -325,6 +332,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       cost QMSum evidence recall 0.619 -> 0.584 at 4x);
     - a segment of a table, code block or list right after a sentence ending in ":" -> that lead-in;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
+    - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
+      majeure.") -> that title;
     - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
       above it of a higher level. Headings dropped by an earlier stage head nothing."""
     out: dict[str, str] = {}
@@ -333,9 +342,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     stack: list[tuple[int, str]] = []  # live headings of the current source: (level, id)
     lead: tuple[int, str] | None = None  # (paragraph of the block it introduces, lead-in id)
     label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
+    title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
-            stack, lead, label = [], None, None
+            stack, lead, label, title = [], None, None, None
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
@@ -353,8 +363,16 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             heads.add(lead[1])
         elif label is not None and seg.meta.get("turn") == label[0]:
             out[seg.id] = label[1]
+        elif title is not None and seg.paragraph == title[0]:
+            out[seg.id] = title[1]
+            heads.add(title[1])
         elif stack:
             out[seg.id] = stack[-1][1]
+        if (seg.kind == "sentence" and not seg.dropped
+                and (prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph)):
+            m = _CLAUSE_TITLE_RE.match(seg.original.strip())
+            # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
+            title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)

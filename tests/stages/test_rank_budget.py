@@ -274,3 +274,20 @@ def test_a_lead_in_whose_block_was_merged_into_a_copy_may_go_alone():
     assert lead in _antecedents(doc)[1]
     merged = doc.replace(segments=tuple(s.replace(status="merged") if s.kind == "list" else s for s in doc.segments))
     assert lead not in _antecedents(merged)[1]
+
+
+def test_a_clause_title_alone_is_never_delivered_without_its_clause(plan):
+    text = ("Section 9.3 Force majeure. Neither party is liable for delays caused by events beyond its "
+            "reasonable control, such as floods or strikes.\n\n"
+            "Section 4.1 Fees. Customer shall pay the fees set out in Schedule B within 30 days of the invoice.")
+    seen = set()
+    for budget in range(8, 90, 4):
+        r = make(plan).compress(text, query="force majeure", budget=budget, annotate=False)
+        lines = [ln.strip() for ln in r.text.split("\n") if ln.strip()]
+        assert "Section 9.3 Force majeure." not in lines, r.text  # a title alone promises a clause not there
+        seen.add("Neither party is liable" in r.text)
+        for seg in r.document.segments:
+            if seg.dropped and seg.text == "Section 9.3 Force majeure.":
+                assert ("a clause title is delivered only with a part of what it heads" in seg.reasons[-1]
+                        or "no room" in seg.reasons[-1])
+    assert seen == {True, False}
