@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from odcf.frozen import EMPTY as _EMPTY
 from odcf.frozen import FrozenMap
 
 Kind = Literal["text", "markdown", "html", "json", "chat", "tool"]
@@ -31,7 +32,6 @@ SEGMENT_KINDS: tuple[str, ...] = (
     "sentence", "heading", "list", "table", "code", "json", "turn", "block",
 )
 
-_EMPTY: Mapping[str, Any] = FrozenMap({})
 
 
 def sha256(text: str) -> str:

@@ -20,10 +20,10 @@ from typing import Any
 
 from odcf.document import to_plain
 from odcf.errors import PlanError
+from odcf.frozen import EMPTY as _EMPTY
 from odcf.frozen import FrozenMap
 
 PLAN_FORMAT = 1
-_EMPTY: Mapping[str, Any] = FrozenMap({})
 
 
 def _freeze(value: Any) -> Any:

@@ -346,13 +346,14 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title = [], None, None, None
+        heading = _section_heading(seg)
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
                 and back_reference(seg.original)):
             out[seg.id] = prev.id
-        elif _section_heading(seg):
+        elif heading:
             level = _heading_level(seg)
             while stack and stack[-1][0] >= level:
                 stack.pop()
@@ -376,7 +377,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
-        if _section_heading(seg) and not seg.dropped:
+        if heading and not seg.dropped:
             stack.append((_heading_level(seg), seg.id))
             heads.add(seg.id)
         if (prev is not None and prev.source_id == seg.source_id and seg.kind in _BLOCK_KINDS
@@ -386,18 +387,22 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             out[seg.id] = prev.id
             heads.add(prev.id)
         prev = seg
-    # a head whose block was merged into its copy elsewhere (dedup) heads nothing left here: it may go
-    # on its own ("I will change reservation VA5SGQ to:" before a list delivered in an earlier turn)
+    return out, heads - _heads_left_by_copies(doc, out)
+
+
+def _heads_left_by_copies(doc: Document, before: dict[str, str]) -> set[str]:
+    """Heads whose segments were all merged into copies elsewhere (dedup): they head nothing left
+    here, so they may go on their own ("I will change reservation VA5SGQ to:" before a list
+    delivered in an earlier turn)."""
     status = {s.id: s.status for s in doc.segments}
     live: set[str] = set()
     merged: set[str] = set()
-    for sid, head in out.items():
+    for sid, head in before.items():
         if status.get(sid) == "merged":
             merged.add(head)
         elif status.get(sid) != "dropped":
             live.add(head)
-    heads -= merged - live
-    return out, heads
+    return merged - live
 
 
 def _chain(sid: str, before: dict[str, str], present: Callable[[str], bool]) -> list[str]:

@@ -61,7 +61,6 @@ _QUOTED_RE = re.compile(r'"([^"\n]{2,80})"|“([^”\n]{2,80})”|`([^`\n]{2,80}
 
 
 def _identifier(word: str) -> bool:
-    word = word.strip(".:#*")
     if len(word) < 4:
         return False
     letters = any(c.isalpha() for c in word)

@@ -30,8 +30,8 @@ _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
 #: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word).
-_SPEAKER_RE = re.compile(
-    r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)[ \t]+\S")
+_LABEL = r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)"
+_SPEAKER_RE = re.compile(_LABEL + r"[ \t]+\S")
 #: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
 _SPEAKER_RUN = 2
 
@@ -121,7 +121,7 @@ class Segmenter(Stage):
         if delim and _whole_table(text, delim):
             # a .csv/.tsv file that parses as one table: a table, however long its cells (a cell of
             # prose would otherwise read as sentences, and rows would run into each other)
-            lines = [ln for ln in iter_lines_with_offsets(text)]
+            lines = list(iter_lines_with_offsets(text))
             while lines and not lines[-1][2].strip():
                 lines.pop()
             while lines and not lines[0][2].strip():
@@ -479,7 +479,7 @@ def _speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | 
 
 
 #: A line that is a speaker label alone ("tool:"), its message on the lines below.
-_LABEL_ONLY_RE = re.compile(r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)[ \t]*$")
+_LABEL_ONLY_RE = re.compile(_LABEL + r"[ \t]*$")
 
 
 def _chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -509,7 +509,7 @@ def _in_turn(piece: _Piece, turns: list[tuple[int, int, str]], starts: list[int]
     k = bisect.bisect_right(starts, piece.start) - 1
     if k < 0:
         return piece
-    start, label_end, label = turns[k]
+    _, label_end, label = turns[k]
     meta = {key: v for key, v in (piece.meta or {}).items() if key not in ("speaker", "opens_line")}
     meta.update({"speaker": label, "turn": k})
     if piece.start < label_end:
