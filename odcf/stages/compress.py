@@ -41,6 +41,7 @@ text (in place of a comma the new last word carried), so that it never runs into
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -54,6 +55,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
 from odcf.plan.protection import WHOLE_CLAUSE_CONNECTIVES
+from odcf.render import render
 from odcf.stages.base import Stage
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
@@ -199,13 +201,7 @@ class TokenCompressor(Stage):
         if self.relevance and mode in ("rate", "budget"):
             probs, data["relevance"] = _relevance_weighted(work, probs)
         if mode == "budget":
-            costs = _word_costs(work, counter)
-            data["token_limit"] = int(value * budget_info["eligible_tokens"])
-            data["cost_exponent"] = self.cost_exponent
-            keep = _split(work, select_global_tokens(probs, costs, limit=data["token_limit"],
-                                                     forced=[w.forced for w in work],
-                                                     cost_exponent=self.cost_exponent))
-            data["word_tokens_kept"] = int(sum(int(c[k].sum()) for c, k in zip(costs, keep)))
+            keep = self._fit_budget(doc, plan, work, probs, counter, value, budget_info, data)
         else:
             keep = self._decide(work, probs, mode, value)
         new_segments = list(doc.segments)
@@ -285,6 +281,40 @@ class TokenCompressor(Stage):
         info["needed_rate"] = round(need, 4)
         return "budget", rate, info
 
+    def _fit_budget(self, doc: Document, plan: Plan, work: Sequence[_Work], probs: Sequence[np.ndarray], counter: Any,
+                    rate: float, info: dict[str, Any], data: dict[str, Any]) -> list[np.ndarray]:
+        """Keep masks whose words fit ``rate`` × the compressible tokens, then measured as the budget
+        stage will measure them: the live segments assembled (source headers, separators, the closing
+        marks the rebuild adds), the word limit lowered by any excess and the words chosen again, a
+        few rounds at most. Without this the assembled text ran 1-2 tokens over a tight budget and
+        the budget stage dropped a whole segment to make room."""
+        costs = _word_costs(work, counter)
+        forced = [w.forced for w in work]
+        limit = int(rate * info["eligible_tokens"])
+        floor = int(self.min_rate * info["eligible_tokens"])
+        budget = int(info["budget"])
+        annotate = bool(doc.meta.get("annotate", True))
+        forbidden = _forbidden_layers(doc, plan)
+        rounds = 0
+        while True:
+            keep = _split(work, select_global_tokens(probs, costs, limit=limit, forced=forced,
+                                                     cost_exponent=self.cost_exponent))
+            texts = {w.seg.id: rebuild(w.seg.original, w.words, k) for w, k in zip(work, keep)}
+            probe = doc.replace(segments=tuple(dataclasses.replace(s, text=texts[s.id]) if s.id in texts else s
+                                               for s in doc.segments))
+            assembled = counter.count(render(probe, lambda s: not s.dropped and s.layer not in forbidden,
+                                             annotate=annotate)[0])
+            excess = assembled - budget
+            if excess <= 0 or limit <= floor or rounds >= _FIT_ROUNDS:
+                break
+            limit = max(floor, limit - excess)
+            rounds += 1
+        data.update({"rate_token_limit": int(rate * info["eligible_tokens"]), "token_limit": limit,
+                     "cost_exponent": self.cost_exponent, "fit_rounds": rounds,
+                     "assembled_tokens": assembled,
+                     "word_tokens_kept": int(sum(int(c[k].sum()) for c, k in zip(costs, keep)))})
+        return keep
+
     def _decide(self, work: Sequence[_Work], probs: Sequence[np.ndarray], mode: str, value: float) -> list[np.ndarray]:
         if mode == "threshold":
             return [(p >= value) | w.forced for w, p in zip(work, probs)]
@@ -360,6 +390,10 @@ def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
     for span in seg.protected:
         forced |= (starts < span.end) & (ends > span.start)
     return forced
+
+
+#: Rounds of measuring the assembled text and choosing the words again under a budget.
+_FIT_ROUNDS = 4
 
 
 #: Marks that close a sentence or clause; a compressed segment that lost its last word keeps its own.

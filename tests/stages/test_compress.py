@@ -1,6 +1,7 @@
 """The token compressor stage, on the tiny fixture model (a lookup table; see its build.py)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -11,7 +12,9 @@ from hypothesis import strategies as st
 
 from odcf.document import Document, Segment, Source, Span
 from odcf.errors import StageError
-from odcf.plan.model import Plan
+from odcf.plan.model import Plan, RoleContract
+from odcf.render import render
+from odcf.stages.budget import Budgeter
 from odcf.tokens import get_counter
 from odcf.stages.compress import TokenCompressor, guarding_word, latin_share, rebuild
 
@@ -182,19 +185,40 @@ def test_budget_fits_means_no_compression() -> None:
 
 
 def test_budget_derives_a_rate_just_enough_to_fit() -> None:
-    doc = make_doc(seg("a#0", LONG, index=0), seg("b#0", LONG.replace("supplier", "vendor"), index=0), budget=40)
+    doc = make_doc(seg("a#0", LONG, index=0), seg("b#0", LONG.replace("supplier", "vendor"), index=0), budget=55)
     out = stage()(doc, PLAN)
     ev = out.trace[-1].data
     assert ev["mode"] == "budget"
-    assert ev["value"] == pytest.approx(max(0.2, 40 / ev["eligible_tokens"]))
+    assert ev["value"] == pytest.approx(max(0.2, 55 / ev["eligible_tokens"]))
     # the words are chosen by their token cost, not by a word count
-    assert ev["token_limit"] == int(ev["value"] * ev["eligible_tokens"])
+    assert ev["rate_token_limit"] == int(ev["value"] * ev["eligible_tokens"])
     assert 0 < ev["word_tokens_kept"] <= ev["token_limit"]
     counter = get_counter(PLAN.tokenizer)
     out_tokens = sum(counter.count(s.text) for s in out.segments)
     assert out_tokens <= ev["token_limit"] + len(out.segments)  # a segment's first word has no leading space
     # nothing that still fits was left out: the cheapest dropped word would overflow
     assert ev["token_limit"] - ev["word_tokens_kept"] < 3
+    # measured as assembled (two source headers, a separator) the words were chosen again to fit
+    assert ev["fit_rounds"] >= 1 and ev["token_limit"] < ev["rate_token_limit"]
+    assert ev["assembled_tokens"] == counter.count(render(out)[0]) <= 55
+
+
+def test_budget_fit_leaves_the_budget_stage_nothing_to_drop() -> None:
+    # three sentences that each lose their last word and so gain a closing mark, under headers:
+    # chosen by word costs alone they came to a few tokens over, and the budget stage then dropped
+    # a whole sentence to make room
+    texts = [LONG, LONG.replace("supplier", "vendor").replace("2400", "1800"),
+             "The vendor must restock the northern depot every Monday at 06:00 with pallets of spare parts for the line"]
+    segs = [dataclasses.replace(seg(f"s#{i}", t, index=i), sep=" " if i else "") for i, t in enumerate(texts)]
+    doc = make_doc(*segs, budget=50)
+    out = stage()(doc, PLAN)
+    ev = out.trace[-1].data
+    assert ev["mode"] == "budget" and ev["assembled_tokens"] <= 50
+    counter = get_counter(PLAN.tokenizer)
+    assert counter.count(render(out)[0]) == ev["assembled_tokens"]
+    plan = Plan(domain="test", roles={"r": RoleContract(name="r", budget=50, optional=("fact",))})
+    final = Budgeter()(out.replace(role="r"), plan)
+    assert [s.id for s in final.segments if s.dropped] == [s.id for s in out.segments if s.dropped]
 
 
 def test_budget_order_weighs_a_long_word_by_its_tokens() -> None:
@@ -203,6 +227,7 @@ def test_budget_order_weighs_a_long_word_by_its_tokens() -> None:
     text = (f"Key {long_id} covers 12 crates, 34 pallets and 56 boxes at depot 78 "
             "for the northern warehouse operations team")
     doc = make_doc(seg("a#0", text), budget=16)
+    doc = doc.replace(meta={"annotate": False})  # no source header: all 16 tokens go to the words
     by_p = stage(cost_exponent=0.0)(doc, PLAN)
     by_value = stage()(doc, PLAN)
     assert by_p.trace[-1].data["cost_exponent"] == 0.0
