@@ -181,6 +181,14 @@ _PRONOUN_OPENER_RE = re.compile(
     r"(?=[\u4e00-\u9fff]))")
 _PRONOUN_MAX_WORDS = 12
 _PRONOUN_MAX_CJK = 24
+#: "It" and "They" as a subject point back at any length ("It renews automatically for successive
+#: 12-month periods unless …" says nothing of what renews) — except "it" as a dummy subject whose
+#: real subject follows: "It is likely that …", "It took three weeks to …".
+_PERSONAL_PRONOUN_RE = re.compile(
+    r"^[\"'\u201c\u2018(\[]*(?i:it|they)(?=\s+[a-z])"
+    r"(?!\s+(?:is|was|'s|would be|will be|could be|may be|might be|has been|had been|seems|seemed|appears|appeared"
+    r"|remains|remained|takes|took|turns out|turned out|follows|followed|makes|made)\b[^.;:!?]*?"
+    r"\b(?:that|to|whether|if|how|why|when|what)\b)")
 
 
 def back_reference(sentence: str) -> str | None:
@@ -194,13 +202,17 @@ def back_reference(sentence: str) -> str | None:
     ...  "Notwithstanding anything to the contrary, X.", "In this case study we", "Otherwise-unused", "但丁说")]
     [None, 'Instead', None, None, None, None]
     >>> [back_reference(s) for s in ("This must not be restarted.", "This Agreement is governed by English law.",
-    ...  "It was a long meeting where many people said many things about many other things.", "该药不得恢复使用。")]
+    ...  "This was a long meeting where many people said many things about many other things.", "该药不得恢复使用。")]
     ['This', None, None, '该']
+    >>> [back_reference(s) for s in ("It renews automatically for successive 12-month periods unless either party objects.",
+    ...  "It is likely that the supplier will ask for a longer period of notice next year.",
+    ...  "It took three weeks for the regulator to answer the second letter from the board.")]
+    ['It', None, None]
     >>> [back_reference(s) for s in ("同年6月12日，蓟县旅游部门称。", "The following year, the line closed.", "The following items ship.")]
     ['同年', 'The following year', None]
     """
     text = sentence.lstrip()
-    m = _BACK_REFERENCE_RE.match(text)
+    m = _BACK_REFERENCE_RE.match(text) or _PERSONAL_PRONOUN_RE.match(text)
     if m is None:
         m = _PRONOUN_OPENER_RE.match(text)
         if m is not None and not (len(HAN_RE.findall(text)) <= _PRONOUN_MAX_CJK if HAN_RE.search(m.group(0))

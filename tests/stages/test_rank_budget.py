@@ -262,6 +262,22 @@ def test_a_short_sentence_opening_with_a_pronoun_goes_only_with_the_sentence_bef
     assert any("This must not be restarted." in t for t in seen) and any("It must be continued." in t for t in seen)
 
 
+def test_a_long_sentence_whose_subject_is_it_goes_only_with_the_sentence_before_it(plan):
+    # `make run` delivered "It renews automatically …" under "## Section 12" without the term it renews
+    text = ("## Section 12 Term and Termination\n\nSection 12.1 Term. This Agreement starts on March 1, 2025 and "
+            "runs for 36 months (the \"Initial Term\"). It renews automatically for successive 12-month periods "
+            "unless either party gives at least 90 days' written notice of non-renewal.\n\nSection 12.2 "
+            "Termination for cause. Either party may terminate this Agreement immediately if the other party "
+            "commits a material breach that is not cured within 30 days of written notice.")
+    seen = set()
+    for budget in range(20, 120, 5):
+        r = make(plan).compress(text, query="termination notice and renewal", budget=budget, annotate=False)
+        seen.add(r.text)
+        if "It renews automatically" in r.text:
+            assert "This Agreement starts on March 1, 2025" in r.text, r.text
+    assert any("It renews automatically" in t for t in seen)
+
+
 def test_a_lead_in_whose_block_was_merged_into_a_copy_may_go_alone():
     from odcf.document import Document, Source
     from odcf.plan.model import Plan
