@@ -18,7 +18,8 @@ Each rule is counted separately in the report:
   at least half punctuation with two different marks, and not shaped like code (``}``/``)`` first,
   ``{``/``;``/``,`` last); a line number opening the line (``237:``) is not counted.
 
-Fenced code blocks (``` or ~~~) are left as they are, but for invisible characters. Nothing that holds a protected
+Fenced code blocks (``` or ~~~) and the lines of a unified diff's hunks (after ``@@ -a,b +c,d @@``) are
+left as they are, but for invisible characters. Nothing that holds a protected
 anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected``.
 
 >>> text, rep = remove_noise("Intro [DRAFT]\\nTODO: fix\\n\\n\\n\\nBody.  ")
@@ -54,6 +55,13 @@ TODO_LINE = re.compile(_TODO.pattern + r".*$", re.MULTILINE)
 _DECOR = re.compile(r"^[ \t]*(?:[=\-*_~#+.][ \t]*){3,}$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _VOWELS = set("aeiouyAEIOUY")
+
+
+#: A unified diff's hunk header, and the first characters of the lines of a hunk: inside one, a
+#: context line of a single space is an empty line of the file, and "- TODO: x" a removed line;
+#: no line rule applies there.
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_HUNK_LINE = (" ", "+", "-", "\\")
 
 
 #: A line number that opens a line of a numbered listing ("237:", "12|", "  40 ").
@@ -123,7 +131,16 @@ class _Cleaner:
     def lines(self, lines: list[str]) -> list[str]:
         out: list[str] = []
         last_decor = False
+        in_hunk = False
         for line in lines:
+            if _HUNK.match(line):
+                in_hunk = True
+            elif in_hunk and line[:1] in _HUNK_LINE:
+                out.append(line)  # a unified diff's line: its first character is its meaning
+                last_decor = False
+                continue
+            else:
+                in_hunk = False
             trimmed = line.rstrip(" \t")
             if trimmed != line:
                 self.counts["trailing_spaces"] += 1

@@ -103,3 +103,12 @@ def test_rule_lines_of_a_numbered_listing_are_not_ocr_garbage():
     assert out == text.rstrip("\n") or out == text
     assert "ocr_lines" not in report
     assert remove_noise("Text line\n237: ~~;:'|,.;~\nmore", ocr=True)[1].get("ocr_lines") == 1  # garbage stays garbage
+
+
+def test_the_lines_of_a_diff_hunk_are_kept_as_they_are():
+    diff = ("--- a/app.py\n+++ b/app.py\n@@ -1,5 +1,5 @@\n import os\n \n \n-# TODO: remove\n"
+            "+print(os.getcwd())   \n def main():\n")
+    text, rep = remove_noise(diff + "\nAfter the diff.   \n")
+    # the two empty context lines (" ") stay, the removed TODO line stays, the added line keeps its spaces
+    assert text == diff + "\nAfter the diff."
+    assert rep["trailing_spaces"] == 1 and "todo_lines" not in rep and "blank_lines" not in rep
