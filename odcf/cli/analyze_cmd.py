@@ -83,10 +83,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def delivered_text(report: Any) -> str:
+    """"N delivered", saying how much of it is the source bodies when headers and separators add
+    to them (a short source can come out longer than it went in)."""
+    bodies = sum(s.tokens_out for s in report.sources)
+    out = f"{report.tokens_out} delivered"
+    if report.tokens_out > bodies:
+        out += f" ({bodies} in the source bodies, the rest source headers and separators)"
+    return out
+
+
 def summary_line(report: Any) -> str:
     """One line for pipes: the headline numbers (use --json or --table for the rest)."""
     d = report.to_dict()
-    return (f"{report.tokens_total} tokens in {len(report.sources)} sources -> {report.tokens_out} delivered; "
+    return (f"{report.tokens_total} tokens in {len(report.sources)} sources -> {delivered_text(report)}; "
             f"low-density {d['low_density_tokens']} tokens in {len(report.low_density)} regions; "
             f"repeated prefixes {d['prefix_tokens']} tokens; boilerplate {d['boilerplate_tokens']} tokens; "
             f"noise {d['noise_tokens']} tokens (use --table or --json for details)")

@@ -408,10 +408,14 @@ def _ocr_garbage_word(word: str) -> bool:
 def _noise(src: Source, count: Any) -> list[Noise]:
     out: list[Noise] = []
     text = src.text
+    whole: int | None = None
     for kind, rx in _EDITOR_MARKS:
         hits = [m.group(0) for m in rx.finditer(text)]
         if hits:
-            out.append(Noise(src.id, f"editor_mark:{kind}", len(hits), sum(count(h) for h in hits),
+            # measured in place: a mark counted alone is a token or more, but an invisible character
+            # inside a word often shares a token with a letter, so removing it saves less
+            whole = count(text) if whole is None else whole
+            out.append(Noise(src.id, f"editor_mark:{kind}", len(hits), max(0, whole - count(rx.sub("", text))),
                              tuple(dict.fromkeys(h[:40] for h in hits))[:3]))
     garbage = [w for w in _WORDS.findall(text) if _ocr_garbage_word(w)]
     if src.kind not in ("json", "html") and garbage:

@@ -128,3 +128,23 @@ def test_noise_is_what_the_rules_stage_removes_not_meaningful_script(plan, stage
             "Family 👨\u200d👩\u200d👧 and می\u200cخواهم with \u200fRLM; the value is TBD in this sentence.\n")
     rep = _report(plan, stage_switches, [{"id": "u", "text": text}], budget=500)
     assert not [n for n in rep.noise if n.source == "u"], rep.noise
+
+
+def test_invisible_characters_are_counted_as_the_rules_stage_saves_them(plan, stage_switches):
+    # alone each is a token; inside a word a zero-width space shares one with a letter
+    text = "Hello\ufeffworld and\u200b more text here. The fee is $5.\n"
+    rep = _report(plan, stage_switches, [{"id": "z", "text": text}], budget=500)
+    (noise,) = [n for n in rep.noise if n.kind == "editor_mark:invisible_char"]
+    counter = get_counter("o200k_base")
+    assert noise.count == 2
+    assert noise.tokens == counter.count(text) - counter.count(text.replace("\ufeff", "").replace("\u200b", "")) == 1
+
+
+def test_the_summary_line_says_what_of_the_delivery_is_headers(plan, stage_switches):
+    from odcf.cli.analyze_cmd import summary_line
+
+    rep = _report(plan, stage_switches, [{"id": "short", "text": "The fee is $5."}], budget=500)
+    line = summary_line(rep)
+    bodies = sum(s.tokens_out for s in rep.sources)
+    assert rep.tokens_out > bodies  # the source header line costs more than the sentence
+    assert f"-> {rep.tokens_out} delivered ({bodies} in the source bodies, the rest source headers" in line
