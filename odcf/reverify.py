@@ -289,7 +289,15 @@ def verify_report(
             problems.append(Problem("text-changed", f"delivered text sha256 {sha256(text)[:16]}… "
                                                     f"does not match the record's {str(want)[:16]}…"))
     problems += _figure_problems(record, text)
-    plan = plan if plan is not None else _plan_for(record, notes)
+    if plan is not None and record.get("plan_hash") is not None and plan.hash != record.get("plan_hash"):
+        # segments re-cut with another plan prove nothing about this record
+        problems.append(Problem("plan-mismatch", f"the plan given (domain {plan.domain!r}, hash {plan.hash[:12]}) "
+                                f"is not the one the record was made with (domain {record.get('domain')!r}, "
+                                f"hash {str(record.get('plan_hash'))[:12]})"))
+        plan = None
+        notes.append("segment checks skipped: the plan given is not the record's")
+    elif plan is None:
+        plan = _plan_for(record, notes)
     blocks = split_blocks(text, record) if text is not None else {}
     delivered = [s for s in record["sources"] if s.get("status") != "dropped"]
     unannotated = bool(text is not None and text and delivered and not blocks)

@@ -5,6 +5,7 @@ delivered text was substituted."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -32,6 +33,9 @@ def register(sub: Any) -> None:
     p.add_argument("--base", action="append", default=[], metavar="DIR",
                    help="look for relative source paths here (repeatable; default: the current folder, "
                         "then the record's folder)")
+    p.add_argument("--sources-only", action="store_true",
+                   help="pass when the sources and text check out even if the segments could not be re-checked "
+                        "(no plan: a record of a custom ontology verified without --ontology/--plan/--trace)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=run)
 
@@ -64,8 +68,13 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Any]:
     return None, None
 
 
+def _has_segments(record: Any) -> bool:
+    return isinstance(record, dict) and any(
+        isinstance(src, dict) and src.get("segments") for src in record.get("sources") or ())
+
+
 def run(args: argparse.Namespace) -> int:
-    from odcf.reverify import verify_report
+    from odcf.reverify import Problem, verify_report
 
     record = _read_json(args.record)
     if isinstance(record, dict) and "record" in record and "sources" not in record:
@@ -82,6 +91,11 @@ def run(args: argparse.Namespace) -> int:
     bases = list(args.base) + [os.path.dirname(os.path.abspath(args.record))]
     plan, stages = _plan(args)
     report = verify_report(record, text, plan=plan, stages=stages, base_dirs=bases)
+    if report.ok and not report.checked_segments and _has_segments(record) and not args.sources_only:
+        # nothing was re-cut: an exit 0 here would tell a CI job that the segments were checked
+        report = dataclasses.replace(report, problems=(Problem(
+            "segments-unchecked", "no segment was re-checked without the record's plan (see the notes): pass "
+            "its ontology (--ontology), --plan or --trace, or --sources-only to accept this"),))
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
         return 0 if report.ok else EXIT_PROBLEMS

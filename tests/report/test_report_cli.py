@@ -102,3 +102,23 @@ def test_verify_passes_on_untouched_output_of_a_crlf_source(tmp_path, ontology_f
     capsys.readouterr()
     assert main(["verify", str(rec), "--text", str(out), "--ontology", str(ontology_file), *_disable()]) == 0
     assert capsys.readouterr().out.startswith("ok: 1 source(s) re-read")
+
+
+def test_verify_fails_with_another_plan_and_when_no_segment_could_be_checked(tmp_path, ontology_file, capsys):
+    src = tmp_path / "contract.md"
+    src.write_text(CONTRACT, encoding="utf-8")
+    rec = tmp_path / "rec.json"
+    assert main(["compress", str(src), "--ontology", str(ontology_file), "--budget", "80",
+                 "--record", str(rec), *_disable()]) == 0
+    capsys.readouterr()
+    # the record's own plan: the segments are re-cut and checked
+    assert main(["verify", str(rec), "--ontology", str(ontology_file), *_disable()]) == 0
+    assert re.match(r"ok: 1 source\(s\) re-read, [1-9]\d* segment\(s\) re-checked", capsys.readouterr().out)
+    # another ontology's plan: it proves nothing about this record
+    assert main(["verify", str(rec), "--ontology", "legal_contract", *_disable()]) == 1
+    assert "plan-mismatch" in capsys.readouterr().out
+    # no plan at all (a custom ontology not named): not an "ok" unless asked for
+    assert main(["verify", str(rec), *_disable()]) == 1
+    assert "segments-unchecked" in capsys.readouterr().out
+    assert main(["verify", str(rec), "--sources-only", *_disable()]) == 0
+    assert "0 segment(s) re-checked" in capsys.readouterr().out
