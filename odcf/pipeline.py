@@ -102,6 +102,9 @@ def resolve_stage_options(plan: Plan, overrides: Mapping[str, Any] | None = None
         elif ov is not None:
             raise StageError(f"stage {name!r}: option must be true/false or a mapping, got {ov!r}")
         if name in ESSENTIAL:
+            if ov is not None and not enabled:
+                # as the ontology loader says it: switched off silently, the run would look as asked
+                raise StageError(f"stage {name!r} cannot be switched off (without it there is no output)")
             enabled = True
         out[name] = dict(options) if enabled else None
     return out

@@ -86,7 +86,12 @@ def test_stage_switches_from_ontology_and_api():
     assert opts["fold"] is None and opts["rank"] == {"query_weight": 3.0}
     opts = resolve_stage_options(plan, {"fold": True, "rank": False})
     assert opts["fold"] == {} and opts["rank"] is None
-    assert resolve_stage_options(plan, {"budget": False})["budget"] == {}  # essential stays on
+    assert resolve_stage_options(plan, {"budget": {"max_trim_rounds": 50}})["budget"] == {"max_trim_rounds": 50}
+    for essential in ("segment", "budget", "assemble"):  # as the ontology loader: said, not ignored
+        with pytest.raises(StageError, match=f"stage '{essential}' cannot be switched off"):
+            resolve_stage_options(plan, {essential: False})
+    with pytest.raises(StageError, match="cannot be switched off"):
+        resolve_stage_options(plan, {"budget": {"enabled": False}})
     with pytest.raises(StageError, match="unknown stage"):
         resolve_stage_options(plan, {"nope": True})
 
