@@ -104,6 +104,31 @@ def exact_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str
     return names, {s.id for s in segments if pattern.search(s.text)}
 
 
+#: Where segments holding what the query names exactly are put: at or above this score, the rest
+#: below it (scaled, so that their order stays).
+HIT_FLOOR = 0.95
+
+
+def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
+    """*scores* with the *hits* first: each hit at ``HIT_FLOOR`` plus its share of the best hit's own
+    score (so that the rest of the query still orders them: when the named host is in 70 log blocks,
+    the one that also says "PANIC" leads), every other score scaled below ``HIT_FLOOR``.
+
+    >>> lift_hits({"a": 0.2, "b": 0.4, "c": 1.0}, {"a", "b"})
+    {'a': 0.975, 'b': 1.0, 'c': 0.95}
+    """
+    if not hits:
+        return dict(scores)
+    top = max(scores.get(h, 0.0) for h in hits)
+    out: dict[str, float] = {}
+    for sid, v in scores.items():
+        if sid in hits:
+            out[sid] = round(HIT_FLOOR + (1.0 - HIT_FLOOR) * (v / top if top > 0 else 1.0), 6)
+        else:
+            out[sid] = round(v * HIT_FLOOR, 6)
+    return out
+
+
 def density(seg: Segment) -> float:
     """Share of the segment's characters covered by protected spans (markers count as 0.5)."""
     if not seg.original:
@@ -164,9 +189,9 @@ class LexicalRanker(Stage):
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
         top_raw = max(raw) if raw else 0.0
         names, hits = exact_hits(live, doc.query)
-        for seg, v in zip(live, raw):
-            score = 1.0 if seg.id in hits else (round(v / top_raw, 6) if top_raw > 0 else 0.0)
-            new[seg.id] = seg.replace(score=score)
+        scores = lift_hits({seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)}, hits)
+        for seg in live:
+            new[seg.id] = seg.replace(score=scores[seg.id])
         for seg in doc.segments:
             if seg.layer in PINNED_LAYERS and not seg.dropped:
                 new[seg.id] = seg.replace(score=1.0)

@@ -44,7 +44,7 @@ import numpy as np
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.stages.rank import exact_hits
+from odcf.stages.rank import exact_hits, lift_hits
 from odcf.textutil import detect_language
 from odcf.tokens import get_counter
 
@@ -196,9 +196,10 @@ class EmbeddingReranker(Stage):
             data["note"] = "no query: lexical scores kept"
         names, hits = exact_hits(english, task)
         if names:
-            # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes first
-            for sid in hits:
-                new_scores[sid] = 1.0
+            # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
+            # first; among those, the rest of the query orders them
+            own = {s.id: new_scores.get(s.id, s.score or 0.0) for s in english}
+            new_scores.update(lift_hits(own, hits))
             data.update({"query_identifiers": names, "exact_matches": len(hits)})
 
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)

@@ -159,3 +159,20 @@ def test_a_segment_holding_what_the_query_names_exactly_comes_first():
     assert query_identifiers('order #W4817420, "connection refused" in src/app/db.py since 2024') == [
         "connection refused", "W4817420", "src/app/db.py"]
     assert query_identifiers("who won the 2010 world cup after the U.S. team lost?") == []
+
+
+def test_among_segments_that_all_name_the_identifier_the_rest_of_the_query_decides():
+    # QA: the host was in 70 of 77 log blocks, all scored 1.0, and the one PANIC line lost to the first block
+    blocks = [Source(id=f"b{i}", text=f"2024-05-03 10:{i:02d}:00 pg-primary-03 checkpoint complete: wrote {i} buffers")
+              for i in range(30)]
+    blocks.insert(17, Source(id="panic", text="2024-05-03 10:17:30 pg-primary-03 PANIC: could not write to file "
+                                              "pg_wal/xlogtemp: No space left on device"))
+    other = [Source(id="other", text="2024-05-03 10:18:00 pg-replica-01 PANIC drill scheduled for the weekend")]
+    out = run(blocks + other, query="did pg-primary-03 PANIC")  # the shipped MiniLM embedder
+    for stage in ("rank", "rerank"):
+        scores = {s.source_id: s.score for s in out.segments} if stage == "rerank" else {
+            s.source_id: s.score for s in Pipeline([Segmenter(), Protector(), LexicalRanker()]).run(
+                Document.from_sources(blocks + other, query="did pg-primary-03 PANIC"), PLAN).segments}
+        assert scores["panic"] == 1.0 and all(v < 1.0 for k, v in scores.items() if k != "panic"), stage
+        # every block naming the host still comes before the one that does not
+        assert min(v for k, v in scores.items() if k != "other") > scores["other"], stage
