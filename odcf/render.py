@@ -90,6 +90,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
         out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
+        parts = seg.meta.get("cut_parts")
+        if parts and seg.meta["cut_part"] < parts - 1 and (nxt is None or nxt.index != seg.index + 1) and not (
+                nxt.meta.get("cut_part") and nxt.paragraph == seg.paragraph if nxt is not None else False):
+            out.append(" …")  # a sentence cut for length goes on in a part not delivered (between two: _gap)
         if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
             rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
             if rest > 0:
@@ -142,6 +146,8 @@ def _gap(prev: Segment, seg: Segment) -> str:
     """What goes between two delivered segments of a source, *prev* before *seg*."""
     if seg.index == prev.index + 1:
         return seg.sep  # as in the source
+    if seg.meta.get("cut_part") and prev.meta.get("cut_part") is not None and prev.paragraph == seg.paragraph:
+        return " … "  # parts of one sentence cut for length, with a part between them left out
     if seg.paragraph != prev.paragraph:
         if seg.meta.get("speaker") and prev.meta.get("speaker"):
             return "\n"  # lines of a transcript stay one per line

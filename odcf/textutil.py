@@ -103,8 +103,12 @@ def words(text: str, *, stop: bool = False) -> list[str]:
 
 _ABBREV = frozenset(
     """e.g i.e etc vs mr mrs ms dr prof sr jr st no nos fig figs sec art para cf al inc ltd co corp
-    jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k approx dept est""".split()
+    jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k approx dept est
+    ins assn bros cos mfg intl div govt rm apt ste bldg fl ave blvd rd hwy mt
+    vol vols ch chap pt pts pp ex exh ref nr tel ext gen col capt lt sgt rev hon eq ca""".split()
 )
+# Units ("12 ft.", "30 min.") are not listed: before a lower-case word there is no cut anyway, and
+# before a capital ("for 30 min. Then …") they usually end the sentence.
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a likely sentence
 # start (a capital, a digit, or a CJK character: "Done. 下一步。"), or right after a CJK full stop,

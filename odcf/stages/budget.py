@@ -288,7 +288,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = back_reference(seg.original) if not seg.meta.get("budget_needs") else None
-                link = (f"opens with {opener!r} and goes only with the sentence before it" if opener
+                link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
+                        "length and goes only with its first part" if seg.meta.get("cut_part")
+                        else f"opens with {opener!r} and goes only with the sentence before it" if opener
                         else "goes only with a newer history turn")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
@@ -306,7 +308,13 @@ _BLOCK_KINDS = frozenset({"table", "code", "list"})
 #: A clause's title written as the first sentence of its paragraph: "Section 9.3 Force majeure.",
 #: "Article 4 Payment:", "§ 12 Term."; delivered alone, it would promise a clause that is not there.
 _CLAUSE_TITLE_RE = re.compile(
-    r"^(?:Section|Sec\.|Clause|Article|Art\.|§)\s*\d+(?:\.\d+)*[.:]?(?:\s+[^\s.!?:;]+){1,6}[.:](?=\s|$)")
+    r"^(?:(?:Section|Sec\.|Clause|Article|Art\.|§)\s*\d+(?:\.\d+)*[.:]?(?:\s+[^\s.!?:;]+){1,6}"
+    # any other capitalised name with a number, when the title after it is capitalised too
+    # ("Exclusion 3.1 Wear and tear.", "Condition 4 Notice of loss:"; not "Payment 2 was late.")
+    r"|[A-Z][a-z]{2,15}\s+\d+(?:\.\d+)*[A-Za-z]?[.:]?\s+[A-Z][^\s.!?:;]*(?:\s+[^\s.!?:;]+){0,5}"
+    r")[.:](?=\s|$)"
+    # Chinese: 第7条 免责条款。 / 第三章 赔偿：
+    r"|^第[\d一二三四五六七八九十百千]+(?:\.\d+)*[条章节款项]\s*[^\s。！？；：:，,]{1,16}[。：:]$")
 
 
 def _heading_level(seg: Segment) -> int:
@@ -332,6 +340,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       cost QMSum evidence recall 0.619 -> 0.584 at 4x);
     - a segment of a table, code block or list right after a sentence ending in ":" -> that lead-in;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
+    - a later part of a sentence cut for length -> its first part, which holds the main clause;
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
     - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
@@ -343,12 +352,17 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     lead: tuple[int, str] | None = None  # (paragraph of the block it introduces, lead-in id)
     label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
     title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
+    first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
-            stack, lead, label, title = [], None, None, None
+            stack, lead, label, title, first_cut = [], None, None, None, None
         heading = _section_heading(seg)
+        if seg.meta.get("cut_part") == 0:
+            first_cut = seg.id
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
+        elif seg.meta.get("cut_part") and first_cut is not None:
+            out[seg.id] = first_cut
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
                 and back_reference(seg.original)):

@@ -245,8 +245,14 @@ class Segmenter(Stage):
                 kind = "list"
             label = _SPEAKER_RE.match(line) if i < speaker_until else None
             for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words):
-                for cs, ce in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars):
-                    pieces.append(_Piece(cs, ce, kind, paragraph, _speaker_meta(label, cs - ps)))
+                cuts = _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
+                for part, (cs, ce) in enumerate(cuts):
+                    meta = _speaker_meta(label, cs - ps)
+                    if len(cuts) > 1:
+                        # a part of one over-long sentence: the budget delivers a later part only with
+                        # the first (it holds the main clause: "X shall not be liable … unless …")
+                        meta = {**(meta or {}), "cut_part": part, "cut_parts": len(cuts)}
+                    pieces.append(_Piece(cs, ce, kind, paragraph, meta))
             paragraph += 1
             i = j
         turns = _chat_turns(lines)

@@ -278,6 +278,32 @@ def test_a_long_sentence_whose_subject_is_it_goes_only_with_the_sentence_before_
     assert any("It renews automatically" in t for t in seen)
 
 
+def test_a_later_part_of_a_sentence_cut_for_length_goes_only_with_its_first_part(plan):
+    # QA: only the tail "… in which case the Company will pay up to $2,500,000" was delivered; the
+    # part holding "shall not be liable" was not: an exclusion read as a promise to pay
+    perils = ", ".join(f"peril category {k} as defined in Schedule {k}.{k + 1} of the declarations with a "
+                       f"retention of ${1_000_000 + k * 500:,}" for k in range(1, 30))
+    text = ("The Company shall not be liable for any loss or damage caused by any of the following: " + perils
+            + " unless the insured has purchased Endorsement HO-208, in which case the Company will pay up to "
+            "$2,500,000 for peril category 11.\n\nThe insured did not purchase Endorsement HO-208.")
+    seen = set()
+    for budget in range(60, 800, 40):
+        r = make(plan).compress(text, query="does the company pay for peril category 11 losses", budget=budget,
+                                annotate=False)
+        parts = [s for s in r.document.segments if s.meta.get("cut_parts")]
+        assert len(parts) >= 3 and parts[0].meta["cut_part"] == 0
+        seen.add(r.text)
+        if "will pay up to $2,500,000" in r.text:
+            assert "The Company shall not be liable" in r.text, r.text
+        if "The Company shall not be liable" in r.text and "will pay up to" not in r.text:
+            assert "declarations with a retention of" in r.text and " …" in r.text  # the sentence goes on
+        for s in parts[1:]:
+            if s.dropped and parts[0].dropped:
+                assert any("goes only with its first part" in why or "no room" in why for why in s.reasons)
+    assert any("will pay up to $2,500,000" in t for t in seen)
+    assert any(" … " in t for t in seen)  # the first and the last part, a middle one left out
+
+
 def test_a_lead_in_whose_block_was_merged_into_a_copy_may_go_alone():
     from odcf.document import Document, Source
     from odcf.plan.model import Plan
@@ -307,3 +333,18 @@ def test_a_clause_title_alone_is_never_delivered_without_its_clause(plan):
                 assert ("a clause title is delivered only with a part of what it heads" in seg.reasons[-1]
                         or "no room" in seg.reasons[-1])
     assert seen == {True, False}
+
+
+@pytest.mark.parametrize("title, body, query", [
+    ("Exclusion 3.1 Wear and tear.", "Loss caused by wear and tear is excluded, unless the loss results in a "
+     "sudden and accidental discharge.", "is wear and tear covered"),
+    ("第7条 免责条款。", "因洪水、地震导致的损失，保险人不承担赔偿责任。", "免责条款"),
+])
+def test_clause_titles_other_than_section_and_in_chinese_go_only_with_their_clause(plan, title, body, query):
+    # QA: "第7条 免责条款。" and "第8条 赔付时限。" were the whole delivery at a tight budget
+    text = f"{title}{' ' if title.isascii() else ''}{body}\n\nClause 9 Subrogation. The insurer may pursue recovery."
+    for budget in range(6, 70, 3):
+        r = make(plan).compress(text, query=query, budget=budget, annotate=False)
+        lines = [ln.strip() for ln in r.text.split("\n") if ln.strip()]
+        assert title not in lines, r.text
+

@@ -20,6 +20,18 @@ def test_sentences_and_abbreviations():
                                      "See e.g. Section 4.2 below!", "Done?"]
 
 
+def test_no_cut_after_the_abbreviations_of_claims_and_addresses():
+    # "Ins." cut "Co., approved approx. 12 sq. ft." from its subject, "Rm." a room from its number
+    text = ("The adjuster, Dr. Karen O'Neil of Acme Ins. Co., approved approx. 12 sq. ft. of drywall under "
+            "Sec. 7.2 of the policy. Readings were approx. 38 pct. in Rm. 4. Payment No. 2 was sent to "
+            "1400 Main St. Apt. 5B. Claim no. CLM-2024-00317 remains open. The call took 30 min. Then it ended.")
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        "The adjuster, Dr. Karen O'Neil of Acme Ins. Co., approved approx. 12 sq. ft. of drywall under "
+        "Sec. 7.2 of the policy.", "Readings were approx. 38 pct. in Rm. 4.",
+        "Payment No. 2 was sent to 1400 Main St. Apt. 5B.", "Claim no. CLM-2024-00317 remains open.",
+        "The call took 30 min.", "Then it ended."]
+
+
 def test_cjk_sentences_split_on_full_stops_without_spaces():
     text = "根据第3.2.1条，合同金额为人民币120万元。乙方不得转让；违约金为5%！是否续约？"
     spans = split_sentences(text)
@@ -331,7 +343,8 @@ def test_pieces_of_one_long_word_with_the_middle_left_out_are_not_joined_as_one_
     out = seg("Data: " + blob)
     assert len(out) > 2 and join_segments(list(out)) == "Data: " + blob
     assert join_segments([out[0], out[-1]]) == out[0].text + " … " + out[-1].text
-    assert join_segments([out[0], out[1]]) == out[0].text + out[1].text  # adjacent pieces join as written
+    # adjacent pieces join as written; the parts after them left out are marked
+    assert join_segments([out[0], out[1]]) == out[0].text + out[1].text + " …"
 
 
 def test_a_csv_file_whose_cells_are_prose_is_still_a_table():
