@@ -231,8 +231,11 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
         items = list(sources)
     out: list[Source] = []
     seen: set[str] = set()
+    # ids the caller gave: a generated "source-k" must not take one ({"text": …}, {"id": "source-1", …})
+    given = {item.id if isinstance(item, Source) else str(item["id"]) for item in items
+             if isinstance(item, Source) or (isinstance(item, Mapping) and item.get("id") is not None)}
     for k, item in enumerate(items, start=1):
-        src = _one_source(item, k)
+        src = _one_source(item, k, given)
         if src.id in seen:
             raise InputError(f"source {k}: duplicate source id {src.id!r}")
         seen.add(src.id)
@@ -240,12 +243,21 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
     return out
 
 
-def _one_source(item: SourceLike, k: int) -> Source:
+def _generated_id(k: int, given: set[str]) -> str:
+    """``source-k``, or ``source-k-2``, ``-3``… when the caller gave that id to another source."""
+    sid, n = f"source-{k}", 1
+    while sid in given:
+        n += 1
+        sid = f"source-{k}-{n}"
+    return sid
+
+
+def _one_source(item: SourceLike, k: int, given: set[str] = frozenset()) -> Source:  # type: ignore[assignment]
     """One source from API input; a mapping's null values mean "not given" (as in a batch record)."""
     if isinstance(item, Source):
         return item
     if isinstance(item, str):
-        data: dict[str, Any] = {"id": f"source-{k}", "text": item}
+        data: dict[str, Any] = {"id": _generated_id(k, given), "text": item}
     elif isinstance(item, Mapping):
         unknown = set(item) - _SOURCE_KEYS
         if unknown:
@@ -254,7 +266,7 @@ def _one_source(item: SourceLike, k: int) -> Source:
         if "text" not in item or not isinstance(item["text"], str):
             raise InputError(f"source {k}: needs a string 'text'")
         data = {key: value for key, value in item.items() if value is not None}
-        data["id"] = str(data.get("id", f"source-{k}"))
+        data["id"] = str(data["id"]) if "id" in data else _generated_id(k, given)
     else:
         raise InputError(f"source {k}: expected a string, a Source or a mapping, got {type(item).__name__}")
     data.setdefault("kind", guess_kind(data["text"]))

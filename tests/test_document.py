@@ -50,6 +50,17 @@ def test_duplicate_source_ids_rejected():
         Document.from_sources([Source(id="a", text="1"), Source(id="a", text="2")])
 
 
+def test_a_generated_source_id_never_takes_one_the_caller_gave():
+    from odcf.compressor import to_sources
+    from odcf.errors import InputError
+
+    srcs = to_sources([{"text": "A."}, {"id": "source-1", "text": "B."}, "C.", {"id": "source-3-2", "text": "D."},
+                       {"text": "E.", "id": None}])
+    assert [s.id for s in srcs] == ["source-1-2", "source-1", "source-3", "source-3-2", "source-5"]
+    with pytest.raises(InputError, match="duplicate source id 'x'"):  # two the caller gave: still an error
+        to_sources([{"id": "x", "text": "A."}, {"id": "x", "text": "B."}])
+
+
 def test_segment_helpers():
     seg = Segment(id="a#0", source_id="a", index=0, text="x", original="x")
     seg2 = seg.with_reason("stage: why", status="dropped")
