@@ -87,9 +87,10 @@ def format_of(path: str) -> str | None:
     return None
 
 
-def discover_inputs(path: str | os.PathLike[str]) -> list[InputFile]:
+def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[InputFile]:
     """The input files of a job: *path* itself, or every JSON Lines / Parquet file under a directory
-    (recursively, hidden entries skipped), sorted by relative path so the order is deterministic."""
+    (recursively, hidden entries skipped), sorted by relative path so the order is deterministic.
+    With *warn*, the files left unread (another format, hidden ones) are named in one warning."""
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
@@ -104,11 +105,15 @@ def discover_inputs(path: str | os.PathLike[str]) -> list[InputFile]:
     found: list[tuple[str, Path, str]] = []
     skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
+        skipped.extend((Path(dirpath) / d).relative_to(root).as_posix() + "/ (hidden folder)"
+                       for d in dirnames if d.startswith("."))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for fn in filenames:
             fmt = format_of(fn)
             if fn.startswith(".") or fmt is None:
-                if not fn.startswith(".") and not fn.startswith("_"):  # _SUCCESS and the like are markers
+                if fn.startswith(".") and fmt is not None:  # a data file, hidden: say so
+                    skipped.append((Path(dirpath) / fn).relative_to(root).as_posix() + " (hidden)")
+                elif not fn.startswith(".") and not fn.startswith("_"):  # _SUCCESS and the like are markers
                     skipped.append((Path(dirpath) / fn).relative_to(root).as_posix())
                 continue
             full = Path(dirpath) / fn
@@ -117,9 +122,9 @@ def discover_inputs(path: str | os.PathLike[str]) -> list[InputFile]:
         raise InputError(
             f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
         )
-    if skipped:
+    if skipped and warn:
         skipped.sort()
-        logger.warning("%s: %d file(s) are not read (not %s): %s%s", root, len(skipped),
+        logger.warning("%s: %d file(s) or folder(s) are not read (hidden, or not %s): %s%s", root, len(skipped),
                        ", ".join(JSONL_SUFFIXES + PARQUET_SUFFIXES), ", ".join(skipped[:5]),
                        f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
     found.sort(key=lambda t: t[0])
@@ -149,8 +154,15 @@ def _file_lines(f: InputFile, limit: int) -> Iterator[tuple[int, bytes | None, i
     """:func:`_lines` of a JSON Lines file; a file that cannot be read to its end (a corrupt or
     truncated gzip, a read error) is one :class:`InputError` naming it and the last line read."""
     lineno = 0
+    if f.size == 0 and f.path.lower().endswith(".gz"):
+        # gzip.open reads an empty file as no lines: a failed upload would pass as an empty input
+        raise InputError(f"{f.name}: not a readable gzip file (it is empty: 0 bytes); no line could be read")
     try:
         with _open_binary(f) as fh:
+            if fh.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff"):  # type: ignore[attr-defined]
+                # read as UTF-8 every line would be an error of its own, none saying why
+                raise InputError(f"{f.name}: is UTF-16 (it opens with a UTF-16 byte order mark); JSON Lines "
+                                 "must be UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)")
             for item in _lines(fh, limit):
                 lineno = item[0]
                 yield item
@@ -169,6 +181,8 @@ def _lines(fh: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int, 
         if not chunk:
             return
         lineno += 1
+        if lineno == 1 and chunk.startswith(b"\xef\xbb\xbf") and not chunk[3:].strip(_WS):
+            continue  # a byte order mark alone on the first line: no record
         if len(chunk) <= limit or chunk.endswith(b"\n"):
             if chunk.strip(_WS):
                 yield lineno, chunk, len(chunk), ""

@@ -37,11 +37,16 @@ DEFAULT_CHUNK_SIZE = 64
 
 def output_format(output: str | os.PathLike[str], fmt: str | None = None) -> str:
     """``jsonl`` or ``parquet``: *fmt* when given, else from the output file's extension."""
+    guessed = format_of(str(output))
     if fmt is not None:
         if fmt not in ("jsonl", "parquet"):
             raise InputError(f"unknown output format {fmt!r} (use jsonl or parquet)")
+        if (guessed is not None and guessed != fmt) or str(output).lower().endswith(".gz"):
+            # plain JSON Lines in a .parquet or .gz file breaks every reader downstream
+            raise InputError(f"{output}: the extension says {'gzip' if str(output).lower().endswith('.gz') else guessed}"
+                             f", --format says {fmt}; the output is written uncompressed in the format given, so "
+                             "name it to match (.jsonl or .parquet)")
         return fmt
-    guessed = format_of(str(output))
     if guessed is None or str(output).lower().endswith(".gz"):
         raise InputError(f"{output}: cannot tell the output format from the extension "
                          "(use .jsonl or .parquet, or pass --format)")
@@ -79,6 +84,10 @@ def run_batch(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise OdcfError(f"workers must be 0 (in this process) or more, got {workers!r}")
     fmt = output_format(output, output_fmt)
+    if engine == "ray":
+        from odcf.batch.ray import check_ray_address
+
+        check_ray_address(ray_address)  # before any part is written: an unreachable head is one quick error
     files = discover_inputs(input)
     _check_paths(input, output, files)
     plan = _check_config(config)
@@ -145,7 +154,7 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
 def _changed_inputs(input: str | os.PathLike[str], files: list[InputFile]) -> str:
     """What changed in the input since *files* were listed ("" when nothing did)."""
     try:
-        now = {f.name: f.fingerprint() for f in discover_inputs(input)}
+        now = {f.name: f.fingerprint() for f in discover_inputs(input, warn=False)}
     except OdcfError as exc:
         return str(exc)
     for f in files:

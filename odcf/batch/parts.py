@@ -87,13 +87,23 @@ def output_lock(output: str | os.PathLike[str]) -> Iterator[None]:
         return
     out = Path(output)
     path = out.with_name(f".{out.name}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise OdcfError(f"{output}: another batch run is writing this output (it holds {path}); "
+                            "wait for it to finish, then run again (with --resume if it was interrupted)") from exc
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        # the run that held it removed the file between our open and our lock: this lock guards
+        # nothing (a third run may hold a new file), so take the lock on the file that is there now
         os.close(fd)
-        raise OdcfError(f"{output}: another batch run is writing this output (it holds {path}); "
-                        "wait for it to finish, then run again (with --resume if it was interrupted)") from exc
     try:
         yield
     finally:

@@ -153,6 +153,24 @@ def ray_cause(exc: BaseException) -> str:
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b:? ")
 
 
+def check_ray_address(address: str | None, timeout: float = 5.0) -> None:
+    """Fail at once when *address* (``HOST:PORT`` or ``ray://HOST:PORT``) takes no connection:
+    ``ray.init`` retries an unreachable head for minutes. ``auto`` and other forms are left to Ray."""
+    if not address or address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    import socket
+
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise OdcfError(f"--ray-address {address}: no Ray head answers there ({exc.strerror or exc}); start "
+                        "one (ray start --head) or fix the address") from exc
+
+
 def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str], *,
             workers: int, chunk_size: int, address: str | None = None) -> Iterator[Outcome]:
     """Outcomes of every unfinished record, in input order, computed by ``workers`` Ray actors.

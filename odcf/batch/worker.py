@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from odcf.batch.io import Key
 from odcf.batch.items import Done, Task, WorkItem, error_row, ok_row
 from odcf.batch.records import DEFAULT_MAX_CHARS, RecordError, to_request
+from odcf.stages.assemble import EMPTY_INPUT
 
 if TYPE_CHECKING:  # pragma: no cover
     from odcf.compressor import Compressor
@@ -142,6 +143,10 @@ class Worker:
                 req.sources, query=req.query, role=cfg.role, budget=cfg.budget,
                 tokenizer=cfg.tokenizer, strict=cfg.strict, annotate=cfg.annotate,
             ).to_dict()
+            sources = result["record"].get("sources") or []
+            if sources and all(src.get("reason") == EMPTY_INPUT for src in sources):
+                # only invisible characters, or a page without text: as an empty context, an error
+                raise RecordError("empty context: no text left once invisible characters and markup are removed")
             if not cfg.timings:
                 result["record"] = without_timings(result["record"])
             return Outcome(task.key, ok_row(task.key, task.id, result), True,

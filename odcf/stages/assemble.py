@@ -18,6 +18,10 @@ from odcf.tokens import get_counter
 RECORD_FORMAT = 1
 
 
+
+#: The reason a source without text (after the rules stage) carries in the record.
+EMPTY_INPUT = "empty input: no text to compress"
+
 class Assembler(Stage):
     name = "assemble"
     requires = frozenset({"budgeted"})
@@ -108,7 +112,7 @@ class Assembler(Stage):
             if value is not None:
                 entry[key] = value
         if not src.text.strip():
-            entry["reason"] = "empty input: no text to compress"
+            entry["reason"] = EMPTY_INPUT
         if src.mandatory:
             entry["mandatory"] = True
         if src.meta.get("original_kind"):  # the kind as read (before rules), for `odcf verify` to redo the selection

@@ -145,3 +145,17 @@ def test_a_corrupt_or_truncated_gzip_is_one_error_naming_the_file(tmp_path):
     (d / "t.jsonl.gz").write_bytes(b"plain text, not gzip\n")
     with pytest.raises(InputError, match=r"t\.jsonl\.gz: not a readable gzip file .*; no line could be read"):
         count_records(discover_inputs(d))
+    (d / "t.jsonl.gz").write_bytes(b"")  # a failed upload: gzip.open reads it as no lines
+    with pytest.raises(InputError, match=r"t\.jsonl\.gz: not a readable gzip file \(it is empty: 0 bytes\)"):
+        count_records(discover_inputs(d))
+
+
+def test_a_utf16_file_is_one_error_and_a_lone_bom_line_is_no_record(tmp_path):
+    p = tmp_path / "u.jsonl"
+    p.write_bytes('{"id": "a", "context": "x"}\n{"id": "b", "context": "y"}\n'.encode("utf-16"))
+    with pytest.raises(InputError, match=r"u\.jsonl: is UTF-16 .* must be UTF-8"):
+        count_records(discover_inputs(p))
+    p.write_bytes(b'\xef\xbb\xbf\n{"id": "a", "context": "x"}\n')
+    assert count_records(discover_inputs(p)) == [1]
+    (rec,) = read_records(discover_inputs(p))
+    assert rec.error is None and rec.record == {"id": "a", "context": "x"}

@@ -120,12 +120,18 @@ def test_directory_input_keeps_file_then_line_order(tmp_path, ontology, caplog):
     write_jsonl(d / "a.jsonl", records(3))
     write_jsonl(d / "part-00000.json", records(4, start=20))  # Spark's name for JSON Lines: not read, but said
     (d / "_SUCCESS").write_text("")
+    (d / ".cache").mkdir()
+    write_jsonl(d / ".cache" / "h.jsonl", records(1, start=30))  # hidden: not read, but said
+    write_jsonl(d / ".late.jsonl", records(1, start=40))
     with caplog.at_level("WARNING", logger="odcf.batch.io"):
         s = run_batch(d, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
     assert [r["id"] for r in read_jsonl(tmp_path / "out.jsonl")] == ["r0000", "r0001", "r0002", "r0010", "r0011"]
     assert s.records_in == 5
-    assert any("1 file(s) are not read" in m and "part-00000.json" in m and "_SUCCESS" not in m
-               for m in caplog.messages)
+    warned = [m for m in caplog.messages if "are not read" in m]
+    assert len(warned) == 1  # once a run (the input is listed again to check it did not change)
+    assert ("3 file(s) or folder(s) are not read" in warned[0] and "part-00000.json" in warned[0]
+            and ".cache/ (hidden folder)" in warned[0] and ".late.jsonl (hidden)" in warned[0]
+            and "_SUCCESS" not in warned[0])
 
 
 def test_a_huge_context_is_rejected_without_holding_it(tmp_path, ontology):
@@ -301,6 +307,34 @@ def test_a_second_run_on_the_same_output_is_refused_while_the_first_holds_it(tmp
     assert s.records_out == 3 and not (tmp_path / ".out.jsonl.lock").exists()
 
 
+def test_a_run_that_locked_the_file_the_last_run_removed_takes_the_lock_again(tmp_path, monkeypatch):
+    # B opened the lock file just before A removed it on release, then locked that removed file:
+    # it held a lock that guards nothing, and a third run C could lock a new file beside it
+    import os
+
+    import odcf.batch.parts as parts
+
+    out = tmp_path / "out.jsonl"
+    lock = tmp_path / ".out.jsonl.lock"
+    real_open = os.open
+    calls = []
+
+    def open_removed_file_first(path, flags, mode=0o777):
+        calls.append(path)
+        fd = real_open(path, flags, mode)
+        if len(calls) == 1:
+            os.unlink(path)  # A's release, between B's open and B's lock
+        return fd
+
+    monkeypatch.setattr(parts.os, "open", open_removed_file_first)
+    with parts.output_lock(out):  # B
+        assert len(calls) == 2 and lock.exists()  # it opened the file that is there now, and holds that
+        monkeypatch.setattr(parts.os, "open", real_open)
+        with pytest.raises(OdcfError, match="another batch run is writing this output"):
+            with parts.output_lock(out):  # C
+                pass
+
+
 def test_an_input_changed_while_the_job_ran_is_one_clear_error(tmp_path, ontology, monkeypatch):
     src = write_jsonl(tmp_path / "in.jsonl", records(4))
     real_write = PartStore.write_part
@@ -344,3 +378,41 @@ def test_a_compiled_plan_may_be_given_as_is(tmp_path, ontology):
     plan = compile_file(ontology)
     s = run_batch(src, tmp_path / "out.jsonl", BatchConfig(plan=plan, role="writer", timings=False), workers=0)
     assert s.records_out == 2
+
+
+def test_a_context_of_invisible_characters_or_an_empty_page_is_an_error(tmp_path, ontology):
+    p = tmp_path / "in.jsonl"
+    write_jsonl(p, [{"id": "zw", "context": "\u200b\ufeff"}, {"id": "shy", "context": "\u00ad \u2060"},
+                    {"id": "page", "sources": [{"text": "<html><body><script>x()</script></body></html>",
+                                                "kind": "html"}]},
+                    records(1)[0]])
+    s = run_batch(p, tmp_path / "out.jsonl", config(ontology), workers=0)
+    assert (s.records_in, s.records_out, s.records_failed) == (4, 1, 3)
+    errors = {e["id"]: e["error"] for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl")}
+    assert set(errors) == {"zw", "shy", "page"}
+    assert all(e.startswith("empty context") for e in errors.values())
+
+
+def test_format_contradicting_the_extension_is_refused(tmp_path, ontology):
+    p = tmp_path / "in.jsonl"
+    write_jsonl(p, records(1))
+    for name, fmt in (("o.jsonl.gz", "jsonl"), ("o.parquet", "jsonl"), ("o.jsonl", "parquet")):
+        with pytest.raises(OdcfError, match="--format says"):
+            run_batch(p, tmp_path / name, config(ontology), workers=0, output_fmt=fmt)
+        assert not (tmp_path / (name + ".parts")).exists()
+    run_batch(p, tmp_path / "o.out", config(ontology), workers=0, output_fmt="jsonl")  # no extension: --format says
+    assert len(read_jsonl(tmp_path / "o.out")) == 1
+
+
+def test_an_unreachable_ray_address_is_one_quick_error_before_any_part(tmp_path, ontology):
+    import socket
+
+    p = tmp_path / "in.jsonl"
+    write_jsonl(p, records(1))
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(OdcfError, match=rf"--ray-address 127.0.0.1:{port}: no Ray head answers there"):
+        run_batch(p, tmp_path / "o.jsonl", config(ontology), engine="ray", workers=1,
+                  ray_address=f"127.0.0.1:{port}")
+    assert not (tmp_path / "o.jsonl.parts").exists()
