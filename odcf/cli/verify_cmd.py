@@ -91,7 +91,12 @@ def run(args: argparse.Namespace) -> int:
     bases = list(args.base) + [os.path.dirname(os.path.abspath(args.record))]
     plan, stages = _plan(args)
     report = verify_report(record, text, plan=plan, stages=stages, base_dirs=bases)
-    if report.ok and not report.checked_segments and _has_segments(record) and not args.sources_only:
+    if report.ok and not report.checked_sources and isinstance(record, dict) and record.get("sources"):
+        # a record of the API or a batch job names no file: an "ok" here would have checked nothing
+        report = dataclasses.replace(report, problems=(Problem(
+            "nothing-checked", "no source could be re-read (see the notes: their origins are not files, as in "
+            "a record from the Python API or a batch job), so nothing was verified against its source"),))
+    elif report.ok and not report.checked_segments and _has_segments(record) and not args.sources_only:
         # nothing was re-cut: an exit 0 here would tell a CI job that the segments were checked
         report = dataclasses.replace(report, problems=(Problem(
             "segments-unchecked", "no segment was re-checked without the record's plan (see the notes): pass "

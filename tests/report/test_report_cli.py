@@ -122,3 +122,15 @@ def test_verify_fails_with_another_plan_and_when_no_segment_could_be_checked(tmp
     assert "segments-unchecked" in capsys.readouterr().out
     assert main(["verify", str(rec), "--sources-only", *_disable()]) == 0
     assert "0 segment(s) re-checked" in capsys.readouterr().out
+
+
+def test_verify_of_a_record_whose_sources_are_no_files_is_not_ok(tmp_path, capsys):
+    # a batch or API record: nothing can be re-read, so an "ok" would have verified nothing
+    from odcf import Compressor
+
+    r = Compressor.from_ontology("general").compress("The fee is $5 per unit, payable within 30 days.", budget=40)
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps(r.record), encoding="utf-8")
+    assert main(["verify", str(rec)]) == 1
+    assert "nothing-checked" in capsys.readouterr().out
+    assert main(["verify", str(rec), "--sources-only"]) == 1  # sources-only still needs a source
