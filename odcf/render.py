@@ -65,8 +65,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
                 and (prev is None or _turn(prev) != _turn(seg))):
             # the turn's first sentence, which holds the speaker's label, was not delivered, and what
-            # is above is another turn: say who speaks (a table or code block starts on its own line)
-            out.append(speaker + (nl if seg.kind in ("table", "code") else " "))
+            # is above is another turn: say who speaks (a table, a code block or quoted lines start on
+            # their own line)
+            out.append(speaker + (nl if seg.kind in ("table", "code") or seg.meta.get("quote") else " "))
         rows = seg.meta.get("table_rows")
         if rows and (prev is None or prev.index != seg.index - 1):
             # a part of a long table delivered without the part before it

@@ -33,6 +33,11 @@ it), and the rows, items or lines of a block go only with the sentence that intr
 ending in ":" right before the block): a heading or such a lead-in is never delivered on its own,
 and leaves when the last of what it heads leaves. Delivered without them, "Do not drive for two
 weeks" under the heading of another section, or an empty "## Allergies", would mislead.
+
+The same holds for mail: a quoted reply's lines go only with its attribution ("On … wrote:"), and
+an email's body only with its From, Date/Sent and Subject lines, which are never delivered alone;
+its other header lines (To, Cc, "-----Original Message-----") go only with a part of its body.
+Delivered without them, a quoted and superseded "I approve the carry-over" reads as the latest word.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
+from odcf.stages.segment import MAIL_HEAD_FIELDS
 from odcf.textutil import back_reference
 from odcf.tokens import get_counter
 
@@ -283,6 +289,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             prior = by_id.get(before.get(seg.id, ""))
             if seg.id in heads:
                 what = ("a heading" if seg.kind == "heading" else "a speaker's label" if seg.meta.get("label_only")
+                        else "an email's header line" if seg.meta.get("mail_field")
+                        else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
@@ -291,7 +299,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
                         "length and goes only with its first part" if seg.meta.get("cut_part")
                         else f"opens with {opener!r} and goes only with the sentence before it" if opener
-                        else "goes only with a newer history turn")
+                        else "is a line of an email's header and goes only with a part of its body"
+                        if seg.meta.get("mail_field") else "goes only with a newer history turn")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
             final.append(seg.with_reason(
@@ -343,29 +352,44 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     - a later part of a sentence cut for length -> its first part, which holds the main clause;
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
+    - a quoted line -> the attribution of its quote ("On … wrote:"), and a nested quote's attribution
+      -> the one of the quote around it;
+    - an email's header: its From, Date/Sent and Subject lines in a chain (the first -> the heading
+      above), and a segment of its body -> the last of them; its other header lines ("To:", "Cc:",
+      "-----Original Message-----") -> the best-scored segment of its body, so that none is delivered alone;
     - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
       above it of a higher level. Headings dropped by an earlier stage head nothing."""
     out: dict[str, str] = {}
     heads: set[str] = set()
+    mail = _Mail(out, heads)
     prev: Segment | None = None
     stack: list[tuple[int, str]] = []  # live headings of the current source: (level, id)
     lead: tuple[int, str] | None = None  # (paragraph of the block it introduces, lead-in id)
     label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
     title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
+    quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
-            stack, lead, label, title, first_cut = [], None, None, None, None
+            stack, lead, label, title, quotes, first_cut = [], None, None, None, [], None
+            mail.close()
         heading = _section_heading(seg)
         if seg.meta.get("cut_part") == 0:
             first_cut = seg.id
+        field = seg.meta.get("mail_field")
+        if heading or (field and seg.meta.get("mail") != mail.number):
+            mail.close(seg.meta.get("mail") if field else None)
+        attribution = _quote_context(seg, quotes)
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
         elif seg.meta.get("cut_part") and first_cut is not None:
             out[seg.id] = first_cut
+        elif field:
+            if field in MAIL_HEAD_FIELDS and (mail.chain or stack):
+                out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
-                and back_reference(seg.original)):
+                and "mail_field" not in prev.meta and back_reference(seg.original)):
             out[seg.id] = prev.id
         elif heading:
             level = _heading_level(seg)
@@ -373,6 +397,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 stack.pop()
             if stack:
                 out[seg.id] = stack[-1][1]
+        elif attribution is not None:
+            out[seg.id] = attribution
         elif lead is not None and seg.kind in _BLOCK_KINDS and seg.paragraph == lead[0]:
             out[seg.id] = lead[1]
             heads.add(lead[1])
@@ -381,8 +407,17 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         elif title is not None and seg.paragraph == title[0]:
             out[seg.id] = title[1]
             heads.add(title[1])
+        elif mail.chain:
+            out[seg.id] = mail.chain[-1]
         elif stack:
             out[seg.id] = stack[-1][1]
+        if field:
+            mail.header(seg, field)
+        elif mail.number is not None and not heading:
+            mail.body(seg)
+        if seg.meta.get("quote_head") and not seg.dropped:
+            quotes.append((seg.meta.get("quote_block"), int(seg.meta.get("quote", 0)), seg.id))
+            heads.add(seg.id)
         if (seg.kind == "sentence" and not seg.dropped
                 and (prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph)):
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
@@ -401,7 +436,62 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             out[seg.id] = prev.id
             heads.add(prev.id)
         prev = seg
+    mail.close()
     return out, heads - _heads_left_by_copies(doc, out)
+
+
+def _quote_context(seg: Segment, quotes: list[tuple[Any, int, str]]) -> str | None:
+    """The attribution line ("On … wrote:") that *seg*, a part of a quoted block, goes with: the
+    nearest one above it of its block at its depth or less (for an attribution, of a lower depth).
+    *quotes* is updated to hold only those."""
+    block = seg.meta.get("quote_block")
+    if block is None:
+        return None
+    if quotes and quotes[0][0] != block:
+        quotes.clear()
+    depth = int(seg.meta.get("quote", 0))
+    while quotes and (quotes[-1][1] >= depth if seg.meta.get("quote_head") else quotes[-1][1] > depth):
+        quotes.pop()
+    return quotes[-1][2] if quotes else None
+
+
+class _Mail:
+    """The email message being read by :func:`_antecedents`: its header lines that its body goes with
+    (From, Date/Sent, Subject: a chain of heads), and its other header lines, which go only with the
+    best-scored segment of its body once the message ends (heads, never delivered, when it has none)."""
+
+    def __init__(self, out: dict[str, str], heads: set[str]) -> None:
+        self.out = out
+        self.heads = heads
+        self.number: Any = None
+        self.chain: list[str] = []
+        self.others: list[str] = []
+        self.body_ids: list[tuple[float, str]] = []  # (-score, id) of the live segments of its body
+
+    def header(self, seg: Segment, field: str) -> None:
+        if seg.dropped:
+            return
+        if field in MAIL_HEAD_FIELDS:
+            self.chain.append(seg.id)
+            self.heads.add(seg.id)
+        else:
+            self.others.append(seg.id)
+
+    def body(self, seg: Segment) -> None:
+        if not seg.dropped and seg.status != "merged":
+            self.body_ids.append((-(seg.score or 0.0), seg.id))
+
+    def close(self, number: Any = None) -> None:
+        """End the message (its other header lines get what they go with) and start message *number*."""
+        # heads (a lead-in, an attribution) are known once the message is read; min: the first of the best
+        best = min((key for key in self.body_ids if key[1] not in self.heads), default=None,
+                   key=lambda key: key[0])
+        for sid in self.others:
+            if best is not None:
+                self.out[sid] = best[1]
+            else:
+                self.heads.add(sid)
+        self.number, self.chain, self.others, self.body_ids = number, [], [], []
 
 
 def _heads_left_by_copies(doc: Document, before: dict[str, str]) -> set[str]:

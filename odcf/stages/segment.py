@@ -3,7 +3,8 @@
 Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole, tables,
 fenced code and runs of list/log lines become block segments (split when very long),
 and large JSON containers become one segment per top-level member so that dropping
-members still yields valid JSON. Segments cover their source completely: joining
+members still yields valid JSON. Quoted lines of a reply ("> …") are cut in whole lines, so that
+each keeps its marker, and each line of an email's header (From:, To:, …) is a segment of its own. Segments cover their source completely: joining
 ``sep + text`` of every segment gives back the (normalized) source text, less trailing
 whitespace.
 """
@@ -28,12 +29,28 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+#: The field names of an email's header ("From: Lina Park", "Sent: 3 June 2024 10:14").
+_MAIL_FIELDS = r"(?i:from|to|cc|bcc|date|sent|subject|reply-to)"
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
-#: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word).
-_LABEL = r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)"
+#: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word); an
+#: email header field ("To: Sam Ortega") is not one.
+_LABEL = r"^[ \t]{0,3}(?!" + _MAIL_FIELDS + r":)((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)"
 _SPEAKER_RE = re.compile(_LABEL + r"[ \t]+\S")
 #: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
 _SPEAKER_RUN = 2
+#: A line of an email's header: a field and its value.
+_MAIL_FIELD_RE = re.compile(r"^[ \t]{0,3}(" + _MAIL_FIELDS + r"):[ \t]*\S")
+#: The line that opens a message quoted whole below a reply ("-----Original Message-----").
+_MAIL_SEP_RE = re.compile(r"^[ \t]*(?:-{2,}[ \t]*(?i:original message|forwarded message)[ \t]*-{2,}"
+                          r"|(?i:begin forwarded message):)\s*$")
+#: The header fields that a message's body is delivered with (the others may be left out).
+MAIL_HEAD_FIELDS = frozenset({"from", "date", "sent", "subject"})
+#: The quote marker opening a line of a quoted reply: "> ", ">> ", "> > ".
+_QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
+#: A quote's attribution: "On 2024-05-31 Raj Menon wrote:", "Am 3. Juni schrieb Lina Park:".
+_ATTRIBUTION_RE = re.compile(r"^.{0,300}\b(?:wrote|writes|schrieb|a écrit|escribió)[ \t]?:\s*$", re.DOTALL)
+#: A quoted line that ends a sentence (so the next quoted line starts a new piece).
+_QUOTE_END_RE = re.compile(r"[.!?:;。！？；][\"'”’)\]]*\s*$")
 
 
 @dataclass(frozen=True)
@@ -182,6 +199,7 @@ class Segmenter(Stage):
         code_runs: _CodeRuns | None = None
         single_until = 0  # lines before this index are one paragraph each (a run of long items)
         speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
+        quotes = messages = 0  # quoted blocks and email headers so far
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
@@ -201,6 +219,40 @@ class Segmenter(Stage):
                 pieces.append(_Piece(ls + (len(line) - len(line.lstrip())), _rstrip(text, ls, le), "heading", paragraph))
                 paragraph += 1
                 i += 1
+                continue
+            if _QUOTE_RE.match(line):
+                # a quoted reply: pieces of whole lines, so that every line delivered keeps its "> "
+                end = i
+                while end < n and _QUOTE_RE.match(lines[end][2]):
+                    end += 1
+                quotes += 1
+                if pieces and "quote" not in (pieces[-1].meta or {}) \
+                        and _ATTRIBUTION_RE.match(text[pieces[-1].start:pieces[-1].end]) \
+                        and text.count("\n", pieces[-1].end, ls) <= 2:
+                    # "On … wrote:" on the line above the quote (a blank line between at most)
+                    p = pieces[-1]
+                    pieces[-1] = _Piece(p.start, p.end, p.kind, p.paragraph,
+                                        {**(p.meta or {}), "quote": 0, "quote_block": quotes, "quote_head": True})
+                pieces.extend(self._quote_pieces(lines[i:end], "turn" if turn else "sentence", paragraph, quotes))
+                paragraph += 1
+                i = end
+                continue
+            mail_end = _mail_header_run(lines, i)
+            if mail_end > i:
+                # an email's header: one piece a field (with its folded lines), the body goes with them (budget)
+                messages += 1
+                k = i
+                while k < mail_end:
+                    m = _MAIL_FIELD_RE.match(lines[k][2])
+                    e = k + 1
+                    while m and e < mail_end and not _MAIL_FIELD_RE.match(lines[e][2]):
+                        e += 1  # a folded header line ("Cc: a@x.com,\n    b@x.com")
+                    field = m.group(1).lower() if m else "separator"
+                    pieces.append(_line_piece(lines[k:e], "turn" if turn else "sentence", paragraph,
+                                              {"mail": messages, "mail_field": field}))
+                    k = e
+                paragraph += 1
+                i = mail_end
                 continue
             if code_runs is None:
                 code_runs = _CodeRuns(lines)
@@ -285,6 +337,44 @@ class Segmenter(Stage):
             out.append(_line_piece(chunk, kind, paragraph))
         if kind == "code" and len(out) > 1 and _FENCE_RE.match(lines[0][2]):
             out = _code_parts(out, lines)
+        return out
+
+    def _quote_pieces(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int,
+                      block: int) -> list[_Piece]:
+        """Pieces of a run of quoted lines, each of whole lines (with their markers): an attribution
+        line ("On … wrote:") alone, else lines up to one that ends a sentence, a change of quote depth,
+        a blank quoted line or ``max_sentence_chars``. Each piece's meta holds its depth and block
+        (``quote``, ``quote_block``), and ``quote_head`` for an attribution (the budget delivers the
+        quote only with it)."""
+        out: list[_Piece] = []
+        chunk: list[tuple[int, int, str]] = []
+        depth = 0
+
+        def flush() -> None:
+            if chunk:
+                out.append(_line_piece(chunk, kind, paragraph, {"quote": depth, "quote_block": block}))
+                chunk.clear()
+
+        for line in lines:
+            m = _QUOTE_RE.match(line[2])
+            assert m is not None
+            body = line[2][m.end():].strip()
+            level = m.group(0).count(">")
+            chars = sum(len(x[2]) for x in chunk)
+            if chunk and (not body or level != depth or chars + len(line[2]) > self.max_sentence_chars):
+                flush()
+            if not body:
+                continue  # a blank quoted line (">") stays between the pieces
+            if _ATTRIBUTION_RE.match(body):
+                flush()
+                out.append(_line_piece([line], kind, paragraph,
+                                       {"quote": level, "quote_block": block, "quote_head": True}))
+                continue
+            chunk.append(line)
+            depth = level
+            if _QUOTE_END_RE.search(body):
+                flush()
+        flush()
         return out
 
     def _table_parts(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int, counter: Any) -> list[_Piece]:
@@ -468,7 +558,8 @@ def _find_all(text: str, sep: str) -> list[int]:
 
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
-    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _table_run(lines, j) > j
+    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _QUOTE_RE.match(line)
+                or _mail_header_run(lines, j) > j or _table_run(lines, j) > j
                 or _prefix_run(lines, j) > j or _speaker_run(lines, j, limit=_SPEAKER_RUN) - j >= _SPEAKER_RUN)
 
 
@@ -523,6 +614,25 @@ def _in_turn(piece: _Piece, turns: list[tuple[int, int, str]], starts: list[int]
         if piece.end <= label_end:
             meta["label_only"] = True  # "tool:" on a line of its own: the budget delivers it only with its turn
     return _Piece(piece.start, piece.end, piece.kind, piece.paragraph, meta)
+
+
+def _mail_header_run(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End index (exclusive) of an email's header from line *i*: two field lines or more, one of them
+    ``From:``, with their folded lines, maybe after a line such as "-----Original Message-----";
+    else *i*."""
+    if not (_MAIL_FIELD_RE.match(lines[i][2]) or _MAIL_SEP_RE.match(lines[i][2])):
+        return i
+    n = len(lines)
+    j = i + 1 if _MAIL_SEP_RE.match(lines[i][2]) else i
+    fields: list[str] = []
+    while j < n:
+        m = _MAIL_FIELD_RE.match(lines[j][2])
+        if m:
+            fields.append(m.group(1).lower())
+        elif not (fields and lines[j][2][:1] in " \t" and lines[j][2].strip()):
+            break
+        j += 1
+    return j if len(fields) >= 2 and "from" in fields else i
 
 
 def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:

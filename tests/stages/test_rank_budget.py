@@ -348,3 +348,86 @@ def test_clause_titles_other_than_section_and_in_chinese_go_only_with_their_clau
         lines = [ln.strip() for ln in r.text.split("\n") if ln.strip()]
         assert title not in lines, r.text
 
+
+THREAD = ("## Correspondence\n\n"
+          "From: Lina Park (HR)\nTo: Sam Ortega\nDate: 3 June 2024\n\n"
+          "Sam, your request to carry over 20 days of PTO is denied. Policy HR-310 caps carry-over at 5 days.\n\n"
+          "> On 31 May 2024 Raj Menon (Manager) wrote:\n"
+          "> Sam, don't worry about the cap. I approve the carry-over of all 20 days. HR\n"
+          "> will process it.\n>\n"
+          "> > On 30 May 2024 Sam Ortega wrote:\n> > Can I carry over all 20 days?\n"
+          "> Thanks, Raj\n\n"
+          "-----Original Message-----\nFrom: Raj Menon (Manager)\nSent: 29 May 2024 09:02\nTo: Sam Ortega\n\n"
+          "Sam, you get 20 weeks of parental leave, don't worry. Also you can carry over all your PTO.\n")
+
+
+def test_a_quote_goes_with_its_attribution_and_an_email_body_with_its_header():
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.budget import _antecedents
+    from odcf.stages.segment import Segmenter
+
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=THREAD)]), Plan(domain="t"))
+    text = {s.id: s.text for s in doc.segments}
+    before, heads = _antecedents(doc)
+    assert [(text[s.id], text.get(before.get(s.id))) for s in doc.segments] == [
+        ("## Correspondence", None),
+        ("From: Lina Park (HR)", "## Correspondence"),
+        # a header line other than From, Date and Subject goes only with a part of the body (the best-scored)
+        ("To: Sam Ortega", "Sam, your request to carry over 20 days of PTO is denied."),
+        ("Date: 3 June 2024", "From: Lina Park (HR)"),
+        ("Sam, your request to carry over 20 days of PTO is denied.", "Date: 3 June 2024"),
+        ("Policy HR-310 caps carry-over at 5 days.", "Date: 3 June 2024"),
+        ("> On 31 May 2024 Raj Menon (Manager) wrote:", "Date: 3 June 2024"),
+        ("> Sam, don't worry about the cap. I approve the carry-over of all 20 days. HR\n> will process it.",
+         "> On 31 May 2024 Raj Menon (Manager) wrote:"),
+        ("> > On 30 May 2024 Sam Ortega wrote:", "> On 31 May 2024 Raj Menon (Manager) wrote:"),
+        ("> > Can I carry over all 20 days?", "> > On 30 May 2024 Sam Ortega wrote:"),
+        ("> Thanks, Raj", "> On 31 May 2024 Raj Menon (Manager) wrote:"),
+        ("-----Original Message-----", "Sam, you get 20 weeks of parental leave, don't worry."),
+        ("From: Raj Menon (Manager)", "## Correspondence"),
+        ("Sent: 29 May 2024 09:02", "From: Raj Menon (Manager)"),
+        ("To: Sam Ortega", "Sam, you get 20 weeks of parental leave, don't worry."),
+        ("Sam, you get 20 weeks of parental leave, don't worry.", "Sent: 29 May 2024 09:02"),
+        ("Also you can carry over all your PTO.", "Sent: 29 May 2024 09:02")]
+    assert {text[i] for i in heads} == {
+        "## Correspondence", "From: Lina Park (HR)", "Date: 3 June 2024", "From: Raj Menon (Manager)",
+        "Sent: 29 May 2024 09:02", "> On 31 May 2024 Raj Menon (Manager) wrote:", "> > On 30 May 2024 Sam Ortega wrote:"}
+
+
+def test_a_quoted_reply_keeps_its_markers_and_attribution_and_a_message_its_sender(plan):
+    quoted = [ln for ln in THREAD.split("\n") if ln.startswith(">")]
+    seen = set()
+    for budget in range(20, 200, 6):
+        r = make(plan).compress(THREAD, query="was the PTO carry-over approved", budget=budget, annotate=False)
+        assert r.tokens_out <= budget
+        lines = r.text.split("\n")
+        for k, ln in enumerate(lines):
+            # a line of a quote is delivered whole, marker and all, under its attribution
+            assert not ln or ln in quoted or not any(ln in q for q in quoted), r.text
+            if ln.startswith("> > ") and "wrote:" not in ln:
+                assert "> > On 30 May 2024 Sam Ortega wrote:" in lines[:k], r.text
+            elif ln.startswith("> ") and "wrote:" not in ln:
+                assert "> On 31 May 2024 Raj Menon (Manager) wrote:" in lines[:k], r.text
+            # a message's body goes with its sender and date: the nearest From line above is its own
+            if ln and not ln.startswith(("#", "From:", "To:", "Date:", "Sent:", "-----")):
+                sender = [x for x in lines[:k] if x.startswith("From:")]
+                own = "From: Raj Menon (Manager)" if "20 weeks" in ln or "all your PTO" in ln else "From: Lina Park (HR)"
+                assert sender and sender[-1] == own, r.text
+                assert ("Sent: 29 May 2024 09:02" if own.startswith("From: Raj") else "Date: 3 June 2024") in lines[:k]
+        # no header line is delivered without a part of its message's body, and "To:" is not a speaker
+        bodies = [ln for ln in lines if ln and not ln.startswith(("#", "From:", "To:", "Date:", "Sent:", "-----"))]
+        assert bodies or not r.text.strip(), r.text
+        for seg in r.document.segments:
+            if seg.dropped and seg.meta.get("mail_field") in ("from", "date", "sent"):
+                assert ("an email's header line is delivered only with a part of what it heads" in seg.reasons[-1]
+                        or "no room" in seg.reasons[-1]), seg.reasons
+            if seg.dropped and seg.meta.get("quote_head"):
+                assert ("a quote's attribution line is delivered only with a part of what it heads" in seg.reasons[-1]
+                        or "no room" in seg.reasons[-1]), seg.reasons
+            if seg.dropped and seg.meta.get("mail_field") in ("to", "separator"):
+                assert ("header and goes only with a part of its body" in seg.reasons[-1]
+                        or "no room" in seg.reasons[-1]), seg.reasons
+        seen.add(("is denied" in r.text, "I approve" in r.text, "you get 20 weeks" in r.text))
+    # HR's denial alone under its sender, and later the quoted approval and the manager's message too
+    assert (True, False, False) in seen and (True, True, True) in seen

@@ -437,3 +437,57 @@ def test_source_code_and_numbered_listings_outside_fences_are_code_in_whole_line
     assert [s.kind for s in seg(tb)] == ["code"]
     prose = "The committee met on Monday. It approved the budget.\nThe chair thanked everyone. The meeting ended."
     assert all(s.kind == "sentence" for s in seg(prose))
+
+
+EMAIL = ("From: Lina Park (HR)\nTo: Sam Ortega\nDate: 3 June 2024\n\n"
+         "Sam, your request to carry over 20 days of PTO is denied. Policy HR-310 caps carry-over at 5 days.\n\n"
+         "> On 31 May 2024 Raj Menon (Manager) wrote:\n"
+         "> Sam, don't worry about the cap. I approve the carry-over of all 20 days. HR\n"
+         "> will process it.\n>\n"
+         "> > On 30 May 2024 Sam Ortega wrote:\n> > Can I carry over all 20 days?\n"
+         "> Thanks, Raj\n")
+
+
+def test_quoted_lines_are_cut_in_whole_lines_that_keep_their_markers():
+    out = seg(EMAIL)
+    assert "".join(s.sep + s.text for s in out) == EMAIL.rstrip()
+    quoted = [s for s in out if s.meta.get("quote")]
+    assert [(s.text, s.meta["quote"], bool(s.meta.get("quote_head"))) for s in quoted] == [
+        ("> On 31 May 2024 Raj Menon (Manager) wrote:", 1, True),
+        ("> Sam, don't worry about the cap. I approve the carry-over of all 20 days. HR\n> will process it.", 1, False),
+        ("> > On 30 May 2024 Sam Ortega wrote:", 2, True),
+        ("> > Can I carry over all 20 days?", 2, False),
+        ("> Thanks, Raj", 1, False)]
+    source_lines = set(EMAIL.split("\n"))
+    for k in range(1 << len(quoted)):  # any subset delivered: every line is a whole line of the source
+        body = join_segments([s for j, s in enumerate(quoted) if k >> j & 1])
+        assert all(ln in source_lines for ln in body.split("\n")), body
+    # the attribution written above the quote ("On … wrote:", wrapped as mail clients do) heads it too
+    gmail = seg("Fine by me.\n\nOn Fri, 31 May 2024 at 09:02, Raj Menon <raj@example.com>\nwrote:\n\n> I approve it.\n")
+    assert [(s.text, s.meta.get("quote"), s.meta.get("quote_head")) for s in gmail] == [
+        ("Fine by me.", None, None),
+        ("On Fri, 31 May 2024 at 09:02, Raj Menon <raj@example.com>\nwrote:", 0, True),
+        ("> I approve it.", 1, None)]
+    assert gmail[1].meta["quote_block"] == gmail[2].meta["quote_block"]
+
+
+def test_email_header_fields_are_header_lines_not_speaker_labels():
+    out = seg(EMAIL)
+    assert all("speaker" not in s.meta for s in out)
+    assert [(s.text, s.meta.get("mail_field"), s.paragraph) for s in out[:3]] == [
+        ("From: Lina Park (HR)", "from", 0), ("To: Sam Ortega", "to", 0), ("Date: 3 June 2024", "date", 0)]
+    # a message quoted whole below a reply: its separator line opens its header
+    thread = seg("Thanks.\n-----Original Message-----\nFrom: Raj Menon\nSent: 30 May 2024 09:02\n"
+                 "Cc: HR Helpdesk <hr@example.com>,\n    Payroll <pay@example.com>\n\nYou get 20 weeks.")
+    assert [(s.text, s.meta.get("mail_field"), s.meta.get("mail")) for s in thread] == [
+        ("Thanks.", None, None), ("-----Original Message-----", "separator", 1), ("From: Raj Menon", "from", 1),
+        ("Sent: 30 May 2024 09:02", "sent", 1),
+        ("Cc: HR Helpdesk <hr@example.com>,\n    Payroll <pay@example.com>", "cc", 1),
+        ("You get 20 weeks.", None, None)]
+    # a transcript is still one: speakers keep their labels
+    assert [s.meta.get("speaker") for s in seg("Alice: We ship today.\nBob: Fine by me.\n")] == ["Alice:", "Bob:"]
+    # a quoted line delivered without its chat turn's first line: the label goes on a line of its own
+    chat = seg("user: Did Raj approve it?\n\nassistant: Here is his answer.\n\n> I approve it.\n\n"
+               "user: Thanks.\n\nassistant: You are welcome.\n", kind="chat")
+    quote = next(s for s in chat if s.meta.get("quote"))
+    assert join_segments([chat[0], quote]) == "user: Did Raj approve it?\nassistant:\n> I approve it."
