@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import csv
-import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,15 +117,12 @@ class Segmenter(Stage):
             if pieces is not None:
                 return pieces
         delim = _declared_delimiter(source)
-        if delim and _whole_table(text, delim):
-            # a .csv/.tsv file that parses as one table: a table, however long its cells (a cell of
-            # prose would otherwise read as sentences, and rows would run into each other)
-            lines = list(iter_lines_with_offsets(text))
-            while lines and not lines[-1][2].strip():
-                lines.pop()
-            while lines and not lines[0][2].strip():
-                lines.pop(0)
-            return self._block(lines, "table", 0, counter, table=True)
+        records = _csv_records(list(iter_lines_with_offsets(text)), delim) if delim else None
+        if records:
+            # a .csv/.tsv file that parses as a table: a table, however long its cells (a cell of
+            # prose would otherwise read as sentences, and rows would run into each other), cut
+            # where the csv module says a record ends, never inside a quoted field
+            return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat")
 
     def _json_pieces(self, text: str, counter: Any) -> list[_Piece] | None:
@@ -299,6 +295,11 @@ class Segmenter(Stage):
             if quoted and line[2].count('"') % 2:
                 open_field = not open_field
         head_n = 2 if not quoted and len(records) > 1 and TABLE_SEP_RE.match(records[1][0][2]) else 1
+        return self._records_parts(records, kind, paragraph, counter, head_n=head_n)
+
+    def _records_parts(self, records: list[list[tuple[int, int, str]]], kind: str, paragraph: int, counter: Any,
+                       *, head_n: int) -> list[_Piece]:
+        """The parts of a table given as its records (the lines of each), the first *head_n* its header."""
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
@@ -639,14 +640,35 @@ def _declared_delimiter(source: Source) -> str | None:
     return None
 
 
-def _whole_table(text: str, delim: str) -> bool:
-    """Whether *text* parses as delimited records (quoted fields may hold newlines) of one width of
-    at least two columns, three records or more."""
-    try:
-        rows = [r for r in csv.reader(io.StringIO(text.strip("\r\n\ufeff")), delimiter=delim, strict=True) if r]
-    except csv.Error:
-        return False
-    return len(rows) >= 3 and len({len(r) for r in rows}) == 1 and len(rows[0]) >= 2
+def _csv_records(lines: list[tuple[int, int, str]], delim: str) -> list[list[tuple[int, int, str]]] | None:
+    """The records of a delimited file, each as the lines it spans, read by Python's csv module: a
+    quoted field may hold line breaks and blank lines, and where the plain reading fails, a
+    backslash may escape a quote (``"A prior \\"incarnation\\" of the 37"``, as in the
+    WikiTableQuestions files). None when the text is no table: it does not parse, or has fewer than
+    three records, or fewer than two thirds of them share one width of two columns or more. Rows
+    of another width (a short row, a long row with extra cells) are kept as they are."""
+    for escape in (None, "\\"):
+        # every line fed with its break, so that line_num counts source lines; a BOM is no part of a cell
+        feed = (line.lstrip("\ufeff") + "\n" if k == 0 else line + "\n" for k, (_, _, line) in enumerate(lines))
+        reader = csv.reader(feed, delimiter=delim, strict=True, escapechar=escape)
+        records: list[list[tuple[int, int, str]]] = []
+        widths: list[int] = []
+        done = 0  # lines read before the record being read
+        try:
+            for row in reader:
+                if len(row) > 1 or "".join(row).strip():  # a blank line is no record
+                    records.append(lines[done:reader.line_num])
+                    widths.append(len(row))
+                done = reader.line_num
+        except csv.Error:
+            continue
+        if len(records) < 3:
+            return None
+        width = max(set(widths), key=widths.count)
+        if width >= 2 and 3 * widths.count(width) >= 2 * len(records):
+            return records
+        return None
+    return None
 
 
 def _delimited_cols(line: str, delim: str, *, escape: bool = False) -> int:

@@ -350,10 +350,48 @@ def test_a_csv_file_whose_cells_are_prose_is_still_a_table():
     tsv = "a\tb\n" + "\n".join(f"row {n} is a long sentence of prose. It goes on.\t{n}" for n in range(5))
     out = Segmenter()(Document.from_sources([Source(id="t", text=tsv, origin="x.tsv")]), PLAN).segments
     assert {s.kind for s in out} == {"table"}
-    ragged = "a,b\n1,2\n3\n4,5\n"  # not one width: not declared a table
+    ragged = "a,b\n1,2\n3\n4,5\n"  # a short row: still a table, the row kept as it is
     out = Segmenter()(Document.from_sources([Source(id="r", text=ragged, origin="x.csv")]), PLAN).segments
-    plain = Segmenter()(Document.from_sources([Source(id="r", text=ragged)]), PLAN).segments
-    assert [(s.kind, s.text) for s in out] == [(s.kind, s.text) for s in plain]
+    assert [(s.kind, s.text, s.meta["table_rows"]) for s in out] == [("table", ragged.rstrip(), [0, 3])]
+
+
+def test_a_csv_file_with_escaped_quotes_blank_lines_in_cells_and_ragged_rows_is_cut_on_records():
+    # as WikiTableQuestions writes its files (204-csv/50.csv): every cell quoted, a quote inside a cell
+    # escaped with a backslash, cells over several lines, some with blank lines between them
+    import csv
+    import io
+
+    rows = [f'"{n}","Line {n}","Local","Naylor Road station\nstop {n} (AM End)","Some trips end at:\n\n'
+            f'Stop {n}\nNotes {n}","A prior \\"incarnation\\" of the {n} ran until 19{n:02d}"' for n in range(30)]
+    rows[7] = '"7","Short Line","Local"'  # a short row
+    rows[12] = '"12","Long Line","Local","a","b","c","an extra cell"'  # a row with an extra cell
+    text = '"Route","Name","Fare Type","Terminal","Notes","History"\n' + "\n".join(rows) + "\n"
+    out = Segmenter()(Document.from_sources([Source(id="bus", text=text, origin="data/bus.csv")]), PLAN).segments
+    assert {s.kind for s in out} == {"table"} and len(out) > 3
+    assert [s.meta["table_rows"] for s in out][0][0] == 0 and sum(s.meta["table_rows"][1] for s in out) == 30
+    assert "".join(s.sep + s.text for s in out) == text.rstrip("\n")
+    for s in out[1:]:  # every part is whole records: no quoted cell cut, no orphan fragment
+        parsed = list(csv.reader(io.StringIO(s.text), strict=True, escapechar="\\"))
+        assert len(parsed) == s.meta["table_rows"][1] and all(r[0].isdigit() for r in parsed)
+        assert all(r in s.text for r in (rows[k] for k in range(*_span(s.meta["table_rows"]))))
+    # a part delivered alone: under the header, its rows verbatim, the rows left out counted
+    part = out[4]
+    first, n = part.meta["table_rows"]
+    assert join_segments([part]) == (text.split("\n")[0] + f"\n[DATA_ROWS: {first}]\n" + "\n".join(rows[first:first + n])
+                                     + f"\n[DATA_ROWS: {30 - first - n}]")
+    # a .csv that does not parse (a quote never closed) is read as before, as if it had no name
+    broken = 'id,name,note\n1,a,"never closed\n2,b,x\n3,c,y\n4,d,z\n'
+    named = Segmenter()(Document.from_sources([Source(id="b", text=broken, origin="b.csv")]), PLAN).segments
+    plain = Segmenter()(Document.from_sources([Source(id="b", text=broken)]), PLAN).segments
+    assert [(s.kind, s.text) for s in named] == [(s.kind, s.text) for s in plain]
+    # nor is a .csv whose lines do not share a width: prose with commas
+    prose = "We met on Monday, then again.\nIt rained.\nThe fee is due, in full, on Friday.\nDone.\n"
+    named = Segmenter()(Document.from_sources([Source(id="p", text=prose, origin="notes.csv")]), PLAN).segments
+    assert "table" not in {s.kind for s in named}
+
+
+def _span(rows):
+    return rows[0], rows[0] + rows[1]
 
 
 def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_its_turn():
