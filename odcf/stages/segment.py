@@ -27,10 +27,23 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+#: A time of day in a chat export: "14:02", "14:02:11", "2:02 PM", with a date in brackets ("[2024-05-03 14:02]").
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp][Mm])?"
+_BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T])?" + _TIME + r"\]"
+#: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 "), not
+#: before a log level: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
+_STAMP = (r"(?:" + _BRACKETED_TIME + "|" + _TIME + r")[ \t]+"
+          r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
-#: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word).
-_LABEL = r"^[ \t]{0,3}((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)"
+#: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
+#: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"). Group 1 is the
+#: label up to its colon; the speaker is group ``name`` and the colon (see :func:`_speaker`).
+_LABEL = (r"^[ \t]{0,3}(?:" + _STAMP + r")?((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
+          r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + _BRACKETED_TIME + r")?:)")
 _SPEAKER_RE = re.compile(_LABEL + r"[ \t]+\S")
+#: A chat line that opens with a time stamp ("[14:12] dana (dba): NO."): a message, not a line of a
+#: log whose lines share a prefix, nor a numbered listing ("14:" is not line 14).
+_STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + _STAMP + _LABEL[1:] + r"[ \t]+\S")
 #: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
 _SPEAKER_RUN = 2
 
@@ -473,10 +486,15 @@ def _speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | 
     (odcf.render.join_segments), and ``opens_line`` for the piece that holds the label itself."""
     if label is None:
         return None
-    meta: dict[str, Any] = {"speaker": label.group(1)}
+    meta: dict[str, Any] = {"speaker": _speaker(label)}
     if offset < label.end(1):
         meta["opens_line"] = True
     return meta
+
+
+def _speaker(label: re.Match[str]) -> str:
+    """The speaker of a label: its name and colon, without a time stamp ("[14:12] dana (dba):" -> "dana (dba):")."""
+    return label.group("name") + ":"
 
 
 #: A line that is a speaker label alone ("tool:"), its message on the lines below.
@@ -495,7 +513,7 @@ def _chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]
             continue  # not the first line of a paragraph
         m = _SPEAKER_RE.match(line) or _LABEL_ONLY_RE.match(line)
         if m:
-            turns.append((ls, ls + m.end(1), m.group(1)))
+            turns.append((ls, ls + m.end(1), _speaker(m)))
         elif turns:
             unlabelled_inside = True
     labels = [t[2] for t in turns]
@@ -617,7 +635,8 @@ class _CodeRuns:
             self.end[k] = k if not lines[k][2].strip() else self.end[k + 1]
         self.before = [0] * (n + 1)  # code lines before each index
         for k, line in enumerate(lines):
-            self.before[k + 1] = self.before[k] + (1 if line[2].strip() and _CODE_LINE_RE.search(line[2]) else 0)
+            code = line[2].strip() and _CODE_LINE_RE.search(line[2]) and not _STAMPED_SPEAKER_RE.match(line[2])
+            self.before[k + 1] = self.before[k] + (1 if code else 0)  # "14:02 priya: ok" is a message, not line 14
 
     def paragraph(self, i: int) -> int:
         """End (exclusive) of the paragraph from line *i* (up to a blank line) when it is code: two
@@ -700,11 +719,12 @@ def _prefix_run(lines: list[tuple[int, int, str]], i: int) -> int:
     """End of a run of >= 4 lines sharing a prefix of >= 10 characters (log lines, repeated keys)."""
     n = len(lines)
     first = lines[i][2]
-    if len(first) < _PREFIX_MIN or first[:1].isspace():
+    if len(first) < _PREFIX_MIN or first[:1].isspace() or _STAMPED_SPEAKER_RE.match(first):
         return i
     key = first[:_PREFIX_MIN]
     j = i + 1
-    while j < n and lines[j][2].startswith(key):
+    # messages of a chat export share their date ("[2024-05-03 14:02] priya: ..."): a transcript, not a log
+    while j < n and lines[j][2].startswith(key) and not _STAMPED_SPEAKER_RE.match(lines[j][2]):
         j += 1
     return j if j - i >= 4 else i
 

@@ -415,6 +415,33 @@ def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_it
     assert all("turn" not in s.meta for s in seg("Alice: We ship today.\nBob: Fine.\nAlice: Good.\nBob: Bye.\n"))
 
 
+def test_chat_lines_with_time_stamps_are_transcript_lines_and_log_lines_stay_a_log():
+    lines = ["[14:06] priya: paged for checkout-api 503s, looking",
+             "[14:12] marco: should I bounce pgbouncer-lb-01?",
+             "[14:12] dana (dba): NO. do not restart pgbouncer while clients are attached. It will stampede pg-primary-03.",
+             "[14:13] dana (dba): unless you drain checkout-api first",
+             "[14:19] marco: restarted pgbouncer-lb-01 anyway, sorry, drain was too slow"]
+    for stamp in ("[14:06] ", "[2024-05-03 14:06] ", "14:06 "):  # each line's own time in that format
+        text = "\n".join(stamp.replace("14:06", ln[1:6]) + ln[8:] for ln in lines)
+        out = seg(text)
+        assert "".join(s.sep + s.text for s in out) == text
+        assert len({s.paragraph for s in out}) == 5 and {s.kind for s in out} == {"sentence"}, stamp
+        assert [s.meta["speaker"] for s in out if s.meta.get("opens_line")] == [
+            "priya:", "marco:", "dana (dba):", "dana (dba):", "marco:"]
+        dba = [s for s in out if s.meta["speaker"] == "dana (dba):"]
+        assert dba[0].text.startswith(stamp.replace("14:06", "14:12") + "dana (dba): NO.")  # the time kept, verbatim
+        # the DBA's second sentence delivered without the first: on its own line, after the name
+        assert _delivered(out, {out.index(dba[1]), out.index(dba[2])}) == (
+            "dana (dba): It will stampede pg-primary-03.\n" + dba[2].text)
+    after = seg("\n".join(f"{ln[8:].split(':')[0]} {ln[:7]}:{ln[8:].split(':', 1)[1]}" for ln in lines))
+    assert after[0].text.startswith("priya [14:06]: paged")  # the time after the name: "priya [14:06]: ..."
+    assert [s.meta["speaker"] for s in after if s.meta.get("opens_line")][2:4] == ["dana (dba):", "dana (dba):"]
+    # log lines that open with a time stamp stay one block: a log level, or a date not in brackets, is no chat
+    for log in ("\n".join(f"2024-05-15 10:02:1{i} INFO worker: step {i} of the job is done" for i in range(6)),
+                "\n".join(f"[2024-05-15 10:02:1{i}] WARN worker: step {i} of the job is slow" for i in range(6))):
+        assert [(s.kind, s.meta.get("speaker")) for s in seg(log)] == [("list", None)]
+
+
 def test_a_chat_turn_is_never_delivered_as_its_bare_label_nor_under_another_turns_lead_in(plan=None):
     from odcf.compressor import Compressor
     from odcf.plan.model import RoleContract
