@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import csv
-import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,11 +30,25 @@ _LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1
 _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
 #: The field names of an email's header ("From: Lina Park", "Sent: 3 June 2024 10:14").
 _MAIL_FIELDS = r"(?i:from|to|cc|bcc|date|sent|subject|reply-to)"
+#: A time of day in a chat export: "14:02", "14:02:11", "2:02 PM", with a date in brackets ("[2024-05-03 14:02]").
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp][Mm])?"
+_BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T])?" + _TIME + r"\]"
+#: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 "), not
+#: before a log level: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
+_STAMP = (r"(?:" + _BRACKETED_TIME + "|" + _TIME + r")[ \t]+"
+          r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
-#: "SPEAKER_01:", "user:" (up to four words, the first capitalised, or one lower-case word); an
-#: email header field ("To: Sam Ortega") is not one.
-_LABEL = r"^[ \t]{0,3}(?!" + _MAIL_FIELDS + r":)((?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}|[a-z][\w\-]{0,20}):)"
+#: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
+#: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"); an email header
+#: field ("To: Sam Ortega") is not one. Group 1 is the label up to its colon; the speaker is group
+#: ``name`` and the colon (see :func:`_speaker`).
+_LABEL = (r"^[ \t]{0,3}(?:" + _STAMP + r")?(?!" + _MAIL_FIELDS + r":)"
+          r"((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
+          r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + _BRACKETED_TIME + r")?:)")
 _SPEAKER_RE = re.compile(_LABEL + r"[ \t]+\S")
+#: A chat line that opens with a time stamp ("[14:12] dana (dba): NO."): a message, not a line of a
+#: log whose lines share a prefix, nor a numbered listing ("14:" is not line 14).
+_STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + _STAMP + _LABEL[1:] + r"[ \t]+\S")
 #: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
 _SPEAKER_RUN = 2
 #: A line of an email's header: a field and its value.
@@ -135,15 +148,12 @@ class Segmenter(Stage):
             if pieces is not None:
                 return pieces
         delim = _declared_delimiter(source)
-        if delim and _whole_table(text, delim):
-            # a .csv/.tsv file that parses as one table: a table, however long its cells (a cell of
-            # prose would otherwise read as sentences, and rows would run into each other)
-            lines = list(iter_lines_with_offsets(text))
-            while lines and not lines[-1][2].strip():
-                lines.pop()
-            while lines and not lines[0][2].strip():
-                lines.pop(0)
-            return self._block(lines, "table", 0, counter, table=True)
+        records = _csv_records(list(iter_lines_with_offsets(text)), delim) if delim else None
+        if records:
+            # a .csv/.tsv file that parses as a table: a table, however long its cells (a cell of
+            # prose would otherwise read as sentences, and rows would run into each other), cut
+            # where the csv module says a record ends, never inside a quoted field
+            return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat")
 
     def _json_pieces(self, text: str, counter: Any) -> list[_Piece] | None:
@@ -395,6 +405,11 @@ class Segmenter(Stage):
             if quoted and line[2].count('"') % 2:
                 open_field = not open_field
         head_n = 2 if not quoted and len(records) > 1 and TABLE_SEP_RE.match(records[1][0][2]) else 1
+        return self._records_parts(records, kind, paragraph, counter, head_n=head_n)
+
+    def _records_parts(self, records: list[list[tuple[int, int, str]]], kind: str, paragraph: int, counter: Any,
+                       *, head_n: int) -> list[_Piece]:
+        """The parts of a table given as its records (the lines of each), the first *head_n* its header."""
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
@@ -569,10 +584,15 @@ def _speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | 
     (odcf.render.join_segments), and ``opens_line`` for the piece that holds the label itself."""
     if label is None:
         return None
-    meta: dict[str, Any] = {"speaker": label.group(1)}
+    meta: dict[str, Any] = {"speaker": _speaker(label)}
     if offset < label.end(1):
         meta["opens_line"] = True
     return meta
+
+
+def _speaker(label: re.Match[str]) -> str:
+    """The speaker of a label: its name and colon, without a time stamp ("[14:12] dana (dba):" -> "dana (dba):")."""
+    return label.group("name") + ":"
 
 
 #: A line that is a speaker label alone ("tool:"), its message on the lines below.
@@ -591,7 +611,7 @@ def _chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]
             continue  # not the first line of a paragraph
         m = _SPEAKER_RE.match(line) or _LABEL_ONLY_RE.match(line)
         if m:
-            turns.append((ls, ls + m.end(1), m.group(1)))
+            turns.append((ls, ls + m.end(1), _speaker(m)))
         elif turns:
             unlabelled_inside = True
     labels = [t[2] for t in turns]
@@ -732,7 +752,8 @@ class _CodeRuns:
             self.end[k] = k if not lines[k][2].strip() else self.end[k + 1]
         self.before = [0] * (n + 1)  # code lines before each index
         for k, line in enumerate(lines):
-            self.before[k + 1] = self.before[k] + (1 if line[2].strip() and _CODE_LINE_RE.search(line[2]) else 0)
+            code = line[2].strip() and _CODE_LINE_RE.search(line[2]) and not _STAMPED_SPEAKER_RE.match(line[2])
+            self.before[k + 1] = self.before[k] + (1 if code else 0)  # "14:02 priya: ok" is a message, not line 14
 
     def paragraph(self, i: int) -> int:
         """End (exclusive) of the paragraph from line *i* (up to a blank line) when it is code: two
@@ -755,14 +776,35 @@ def _declared_delimiter(source: Source) -> str | None:
     return None
 
 
-def _whole_table(text: str, delim: str) -> bool:
-    """Whether *text* parses as delimited records (quoted fields may hold newlines) of one width of
-    at least two columns, three records or more."""
-    try:
-        rows = [r for r in csv.reader(io.StringIO(text.strip("\r\n\ufeff")), delimiter=delim, strict=True) if r]
-    except csv.Error:
-        return False
-    return len(rows) >= 3 and len({len(r) for r in rows}) == 1 and len(rows[0]) >= 2
+def _csv_records(lines: list[tuple[int, int, str]], delim: str) -> list[list[tuple[int, int, str]]] | None:
+    """The records of a delimited file, each as the lines it spans, read by Python's csv module: a
+    quoted field may hold line breaks and blank lines, and where the plain reading fails, a
+    backslash may escape a quote (``"A prior \\"incarnation\\" of the 37"``, as in the
+    WikiTableQuestions files). None when the text is no table: it does not parse, or has fewer than
+    three records, or fewer than two thirds of them share one width of two columns or more. Rows
+    of another width (a short row, a long row with extra cells) are kept as they are."""
+    for escape in (None, "\\"):
+        # every line fed with its break, so that line_num counts source lines; a BOM is no part of a cell
+        feed = (line.lstrip("\ufeff") + "\n" if k == 0 else line + "\n" for k, (_, _, line) in enumerate(lines))
+        reader = csv.reader(feed, delimiter=delim, strict=True, escapechar=escape)
+        records: list[list[tuple[int, int, str]]] = []
+        widths: list[int] = []
+        done = 0  # lines read before the record being read
+        try:
+            for row in reader:
+                if len(row) > 1 or "".join(row).strip():  # a blank line is no record
+                    records.append(lines[done:reader.line_num])
+                    widths.append(len(row))
+                done = reader.line_num
+        except csv.Error:
+            continue
+        if len(records) < 3:
+            return None
+        width = max(set(widths), key=widths.count)
+        if width >= 2 and 3 * widths.count(width) >= 2 * len(records):
+            return records
+        return None
+    return None
 
 
 def _delimited_cols(line: str, delim: str, *, escape: bool = False) -> int:
@@ -794,11 +836,12 @@ def _prefix_run(lines: list[tuple[int, int, str]], i: int) -> int:
     """End of a run of >= 4 lines sharing a prefix of >= 10 characters (log lines, repeated keys)."""
     n = len(lines)
     first = lines[i][2]
-    if len(first) < _PREFIX_MIN or first[:1].isspace():
+    if len(first) < _PREFIX_MIN or first[:1].isspace() or _STAMPED_SPEAKER_RE.match(first):
         return i
     key = first[:_PREFIX_MIN]
     j = i + 1
-    while j < n and lines[j][2].startswith(key):
+    # messages of a chat export share their date ("[2024-05-03 14:02] priya: ..."): a transcript, not a log
+    while j < n and lines[j][2].startswith(key) and not _STAMPED_SPEAKER_RE.match(lines[j][2]):
         j += 1
     return j if j - i >= 4 else i
 

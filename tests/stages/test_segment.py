@@ -363,10 +363,48 @@ def test_a_csv_file_whose_cells_are_prose_is_still_a_table():
     tsv = "a\tb\n" + "\n".join(f"row {n} is a long sentence of prose. It goes on.\t{n}" for n in range(5))
     out = Segmenter()(Document.from_sources([Source(id="t", text=tsv, origin="x.tsv")]), PLAN).segments
     assert {s.kind for s in out} == {"table"}
-    ragged = "a,b\n1,2\n3\n4,5\n"  # not one width: not declared a table
+    ragged = "a,b\n1,2\n3\n4,5\n"  # a short row: still a table, the row kept as it is
     out = Segmenter()(Document.from_sources([Source(id="r", text=ragged, origin="x.csv")]), PLAN).segments
-    plain = Segmenter()(Document.from_sources([Source(id="r", text=ragged)]), PLAN).segments
-    assert [(s.kind, s.text) for s in out] == [(s.kind, s.text) for s in plain]
+    assert [(s.kind, s.text, s.meta["table_rows"]) for s in out] == [("table", ragged.rstrip(), [0, 3])]
+
+
+def test_a_csv_file_with_escaped_quotes_blank_lines_in_cells_and_ragged_rows_is_cut_on_records():
+    # as WikiTableQuestions writes its files (204-csv/50.csv): every cell quoted, a quote inside a cell
+    # escaped with a backslash, cells over several lines, some with blank lines between them
+    import csv
+    import io
+
+    rows = [f'"{n}","Line {n}","Local","Naylor Road station\nstop {n} (AM End)","Some trips end at:\n\n'
+            f'Stop {n}\nNotes {n}","A prior \\"incarnation\\" of the {n} ran until 19{n:02d}"' for n in range(30)]
+    rows[7] = '"7","Short Line","Local"'  # a short row
+    rows[12] = '"12","Long Line","Local","a","b","c","an extra cell"'  # a row with an extra cell
+    text = '"Route","Name","Fare Type","Terminal","Notes","History"\n' + "\n".join(rows) + "\n"
+    out = Segmenter()(Document.from_sources([Source(id="bus", text=text, origin="data/bus.csv")]), PLAN).segments
+    assert {s.kind for s in out} == {"table"} and len(out) > 3
+    assert [s.meta["table_rows"] for s in out][0][0] == 0 and sum(s.meta["table_rows"][1] for s in out) == 30
+    assert "".join(s.sep + s.text for s in out) == text.rstrip("\n")
+    for s in out[1:]:  # every part is whole records: no quoted cell cut, no orphan fragment
+        parsed = list(csv.reader(io.StringIO(s.text), strict=True, escapechar="\\"))
+        assert len(parsed) == s.meta["table_rows"][1] and all(r[0].isdigit() for r in parsed)
+        assert all(r in s.text for r in (rows[k] for k in range(*_span(s.meta["table_rows"]))))
+    # a part delivered alone: under the header, its rows verbatim, the rows left out counted
+    part = out[4]
+    first, n = part.meta["table_rows"]
+    assert join_segments([part]) == (text.split("\n")[0] + f"\n[DATA_ROWS: {first}]\n" + "\n".join(rows[first:first + n])
+                                     + f"\n[DATA_ROWS: {30 - first - n}]")
+    # a .csv that does not parse (a quote never closed) is read as before, as if it had no name
+    broken = 'id,name,note\n1,a,"never closed\n2,b,x\n3,c,y\n4,d,z\n'
+    named = Segmenter()(Document.from_sources([Source(id="b", text=broken, origin="b.csv")]), PLAN).segments
+    plain = Segmenter()(Document.from_sources([Source(id="b", text=broken)]), PLAN).segments
+    assert [(s.kind, s.text) for s in named] == [(s.kind, s.text) for s in plain]
+    # nor is a .csv whose lines do not share a width: prose with commas
+    prose = "We met on Monday, then again.\nIt rained.\nThe fee is due, in full, on Friday.\nDone.\n"
+    named = Segmenter()(Document.from_sources([Source(id="p", text=prose, origin="notes.csv")]), PLAN).segments
+    assert "table" not in {s.kind for s in named}
+
+
+def _span(rows):
+    return rows[0], rows[0] + rows[1]
 
 
 def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_its_turn():
@@ -388,6 +426,33 @@ def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_it
     assert join_segments([out[1], please]) == out[1].text + "\n" + please.text  # same turn: no label again
     # a transcript of one line a turn (no message over paragraphs) is not a chat log of turns
     assert all("turn" not in s.meta for s in seg("Alice: We ship today.\nBob: Fine.\nAlice: Good.\nBob: Bye.\n"))
+
+
+def test_chat_lines_with_time_stamps_are_transcript_lines_and_log_lines_stay_a_log():
+    lines = ["[14:06] priya: paged for checkout-api 503s, looking",
+             "[14:12] marco: should I bounce pgbouncer-lb-01?",
+             "[14:12] dana (dba): NO. do not restart pgbouncer while clients are attached. It will stampede pg-primary-03.",
+             "[14:13] dana (dba): unless you drain checkout-api first",
+             "[14:19] marco: restarted pgbouncer-lb-01 anyway, sorry, drain was too slow"]
+    for stamp in ("[14:06] ", "[2024-05-03 14:06] ", "14:06 "):  # each line's own time in that format
+        text = "\n".join(stamp.replace("14:06", ln[1:6]) + ln[8:] for ln in lines)
+        out = seg(text)
+        assert "".join(s.sep + s.text for s in out) == text
+        assert len({s.paragraph for s in out}) == 5 and {s.kind for s in out} == {"sentence"}, stamp
+        assert [s.meta["speaker"] for s in out if s.meta.get("opens_line")] == [
+            "priya:", "marco:", "dana (dba):", "dana (dba):", "marco:"]
+        dba = [s for s in out if s.meta["speaker"] == "dana (dba):"]
+        assert dba[0].text.startswith(stamp.replace("14:06", "14:12") + "dana (dba): NO.")  # the time kept, verbatim
+        # the DBA's second sentence delivered without the first: on its own line, after the name
+        assert _delivered(out, {out.index(dba[1]), out.index(dba[2])}) == (
+            "dana (dba): It will stampede pg-primary-03.\n" + dba[2].text)
+    after = seg("\n".join(f"{ln[8:].split(':')[0]} {ln[:7]}:{ln[8:].split(':', 1)[1]}" for ln in lines))
+    assert after[0].text.startswith("priya [14:06]: paged")  # the time after the name: "priya [14:06]: ..."
+    assert [s.meta["speaker"] for s in after if s.meta.get("opens_line")][2:4] == ["dana (dba):", "dana (dba):"]
+    # log lines that open with a time stamp stay one block: a log level, or a date not in brackets, is no chat
+    for log in ("\n".join(f"2024-05-15 10:02:1{i} INFO worker: step {i} of the job is done" for i in range(6)),
+                "\n".join(f"[2024-05-15 10:02:1{i}] WARN worker: step {i} of the job is slow" for i in range(6))):
+        assert [(s.kind, s.meta.get("speaker")) for s in seg(log)] == [("list", None)]
 
 
 def test_a_chat_turn_is_never_delivered_as_its_bare_label_nor_under_another_turns_lead_in(plan=None):
