@@ -79,6 +79,15 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = rows[0]
             if omitted > 0:
                 out.append(f"[DATA_ROWS: {omitted}]{nl}")
+        items = seg.meta.get("list_items")
+        if items and (prev is None or prev.index != seg.index - 1):
+            # a part of a long list delivered without the part before it: say how many items are left out
+            if prev is not None and prev.meta.get("list_items") and prev.paragraph == seg.paragraph:
+                omitted = items[0] - sum(prev.meta["list_items"])
+            else:
+                omitted = items[0]
+            if omitted > 0:
+                out.append(f"[LIST_ITEMS: {omitted}]{nl}")
         code = seg.meta.get("code_lines")
         if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
             # a part of a long code block delivered without the part before it: inside the fences
@@ -91,6 +100,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
         out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
+        if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
+            rest = seg.meta.get("list_total", 0) - sum(items)  # items after the last part delivered
+            if rest > 0:
+                out.append(f"{nl}[LIST_ITEMS: {rest}]")
         parts = seg.meta.get("cut_parts")
         if parts and seg.meta["cut_part"] < parts - 1 and (nxt is None or nxt.index != seg.index + 1) and not (
                 nxt.meta.get("cut_part") and nxt.paragraph == seg.paragraph if nxt is not None else False):

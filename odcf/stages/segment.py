@@ -95,6 +95,7 @@ class Segmenter(Stage):
         max_block_lines: int = 40,
         max_block_tokens: int = 400,
         max_table_tokens: int = 60,
+        max_list_tokens: int = 100,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
         min_sentence_words: int = 4,
@@ -102,6 +103,7 @@ class Segmenter(Stage):
         self.max_block_lines = max_block_lines
         self.max_block_tokens = max_block_tokens
         self.max_table_tokens = max_table_tokens
+        self.max_list_tokens = max_list_tokens
         self.json_split_tokens = json_split_tokens
         self.max_sentence_chars = max_sentence_chars
         self.min_sentence_words = min_sentence_words
@@ -280,9 +282,12 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = table_end
                 continue
-            list_end = max(_list_run(lines, i), _prefix_run(lines, i))
+            marked_end, prefix_end = _list_run(lines, i), _prefix_run(lines, i)
+            list_end = max(marked_end, prefix_end)
             if list_end - i >= 3 and _short_lines(lines[i:list_end]):
-                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter))
+                # a list is cut in whole items; log lines that share a prefix in larger runs of lines,
+                # which the fold stage writes once ([PREFIX: …])
+                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=marked_end > prefix_end))
                 paragraph += 1
                 i = list_end
                 continue
@@ -329,10 +334,14 @@ class Segmenter(Stage):
         counter: Any,
         *,
         table: bool = False,
+        items: bool = False,
     ) -> list[_Piece]:
-        """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`)."""
+        """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`,
+        lists with *items*: :meth:`_list_parts`)."""
         if table:
             return self._table_parts(lines, kind, paragraph, counter)
+        if items:
+            return self._list_parts(lines, paragraph, counter)
         out: list[_Piece] = []
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
@@ -348,6 +357,41 @@ class Segmenter(Stage):
         if kind == "code" and len(out) > 1 and _FENCE_RE.match(lines[0][2]):
             out = _code_parts(out, lines)
         return out
+
+    def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any) -> list[_Piece]:
+        """A list (or a run of log lines) cut into parts of whole items, each about
+        ``max_list_tokens``: an item is a line no deeper than the first one, with the deeper lines
+        under it. Parts of a list of several carry their items (first index, count) and the list's
+        item count, so that assembly marks the items left out (``[LIST_ITEMS: n]``, odcf.render):
+        one step of a runbook ("13. DO NOT flush …") can be delivered without the 15 around it, and a
+        reader still sees that the list goes on."""
+        def depth(line: str) -> int:
+            return len(line) - len(line.lstrip())
+
+        base = depth(lines[0][2])
+        items: list[list[tuple[int, int, str]]] = []
+        for line in lines:
+            if not items or depth(line[2]) <= base:
+                items.append([line])
+            else:
+                items[-1].append(line)
+        chunks: list[tuple[list[tuple[int, int, str]], int, int]] = []  # (lines, first item, items)
+        chunk: list[tuple[int, int, str]] = []
+        first = n = tokens = 0
+        for k, item in enumerate(items):
+            t = sum(counter.count(line[2]) + 1 for line in item)
+            if n and (tokens + t > self.max_list_tokens or len(chunk) + len(item) > self.max_block_lines):
+                chunks.append((chunk, first, n))
+                chunk, first, n, tokens = [], k, 0, 0
+            chunk = chunk + item
+            n += 1
+            tokens += t
+        if chunk:
+            chunks.append((chunk, first, n))
+        if len(chunks) == 1:
+            return [_line_piece(chunks[0][0], "list", paragraph)]
+        return [_line_piece(c, "list", paragraph, {"list_items": [f, m], "list_total": len(items)})
+                for c, f, m in chunks]
 
     def _quote_pieces(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int,
                       block: int) -> list[_Piece]:

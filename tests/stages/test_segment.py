@@ -71,8 +71,11 @@ def test_small_json_and_instruction_stay_whole():
 def test_long_list_blocks_are_chunked():
     text = "\n".join(f"- 2024-05-01 10:00:{i:02d} INFO worker-3 processed item {i}" for i in range(100))
     out = seg(text, max_block_lines=40, max_block_tokens=100_000)
-    assert [s.kind for s in out] == ["list", "list", "list"]
+    assert [s.kind for s in out] == ["list", "list", "list"]  # log lines sharing a prefix: runs of lines
     assert "".join(s.sep + s.text for s in out) == text
+    items = "\n".join(f"- Worker {i} processed the item it was given and reported back to the queue" for i in range(60))
+    out = seg(items)  # a list: about 100 tokens a part, in whole items
+    assert len(out) > 10 and {s.kind for s in out} == {"list"} and "".join(s.sep + s.text for s in out) == items
 
 
 def test_empty_source_gives_no_segments():
@@ -556,3 +559,27 @@ def test_email_header_fields_are_header_lines_not_speaker_labels():
                "user: Thanks.\n\nassistant: You are welcome.\n", kind="chat")
     quote = next(s for s in chat if s.meta.get("quote"))
     assert join_segments([chat[0], quote]) == "user: Did Raj approve it?\nassistant:\n> I approve it."
+
+
+def test_a_long_list_is_cut_in_whole_items_and_items_left_out_are_marked():
+    steps = "\n".join(f"{k}. Check the dashboard panel {k} for node redis-cache-{k:02d} and record the memory "
+                      f"usage in the ticket." for k in range(1, 21) if k != 13)
+    steps = steps.replace("12. Check", "12. Check").replace(
+        "14. Check", "13. DO NOT flush redis-cache-07 unless the primary is fenced.\n  It caused INC-18822.\n14. Check")
+    text = "Follow these steps in order:\n\n" + steps
+    out = Segmenter()(Document.from_sources([Source(id="a", text=text)]), PLAN).segments
+    parts = [s for s in out if s.kind == "list"]
+    assert len(parts) > 3 and all(s.meta["list_total"] == 20 for s in parts)
+    assert [s.meta["list_items"][0] for s in parts] == sorted(s.meta["list_items"][0] for s in parts)
+    assert sum(s.meta["list_items"][1] for s in parts) == 20
+    for s in parts:  # whole items: an indented line stays with its item
+        assert s.text.lstrip()[0].isdigit() and "\n  It caused" not in s.text.replace("fenced.\n  It", "")
+    (p13,) = [s for s in parts if "DO NOT flush" in s.text]
+    assert "It caused INC-18822." in p13.text
+    lead = out[0]
+    alone = join_segments([p13])
+    k = p13.meta["list_items"]
+    assert alone == f"[LIST_ITEMS: {k[0]}]\n{p13.text}\n[LIST_ITEMS: {20 - k[0] - k[1]}]"
+    first, last = parts[0], parts[-1]
+    assert join_segments([lead, first, last]).count("[LIST_ITEMS:") == 1  # the middle, between them
+    assert join_segments(list(out)) == text  # all delivered: as written, no marker
