@@ -37,8 +37,9 @@ from odcf.plan.model import Plan
 from odcf.rules.guard import ProtectionGuard
 from odcf.rules.html import html_to_text, looks_like_html
 from odcf.rules.jsonmin import minify_json
-from odcf.rules.noise import remove_noise
+from odcf.rules.noise import INVISIBLE, remove_noise
 from odcf.stages.base import Stage
+from odcf.stages.segment import declared_delimiter
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +108,14 @@ class RuleStage(Stage):
                 rep = {}
             if rep:
                 report["json_minify"] = rep
-        if self.noise and not parsed_json and not (kind == "json"):
+        if self.noise and declared_delimiter(source):
+            # a .csv/.tsv file: its lines are records, and a blank line, trailing spaces or a row
+            # that looks like OCR garbage can be a cell's value; only invisible characters go
+            cleaned, n = INVISIBLE.subn("", text)
+            if n:
+                text = cleaned
+                report["noise"] = {"zero_width": n, "chars_removed": len(source.text) - len(cleaned)}
+        elif self.noise and not parsed_json and not (kind == "json"):
             cleaned, rep = remove_noise(text, guard, ocr=source.kind in _OCR_KINDS)
             if cleaned != text:
                 text = cleaned

@@ -149,7 +149,7 @@ class Segmenter(Stage):
             pieces = self._json_pieces(text, counter)
             if pieces is not None:
                 return pieces
-        delim = _declared_delimiter(source)
+        delim = declared_delimiter(source)
         records = _csv_records(list(iter_lines_with_offsets(text)), delim) if delim else None
         if records:
             # a .csv/.tsv file that parses as a table: a table, however long its cells (a cell of
@@ -810,7 +810,7 @@ class _CodeRuns:
         return j if code == n or (n >= 3 and code * 3 >= 2 * n) else i
 
 
-def _declared_delimiter(source: Source) -> str | None:
+def declared_delimiter(source: Source) -> str | None:
     """The delimiter a source's file name declares: ``,`` for ``.csv``, a tab for ``.tsv``."""
     name = (source.origin or source.id or "").lower()
     if name.endswith(".csv"):

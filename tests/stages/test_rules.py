@@ -127,3 +127,15 @@ def test_rules_twice_change_nothing_more(plan):
     twice = RuleStage()(once, plan)
     assert [s.text for s in twice.sources] == [s.text for s in once.sources]
     assert twice.trace[-1].data["changed"] == 0
+
+
+def test_a_csv_file_loses_only_invisible_characters(plan):
+    # the line rules removed whole data rows as "OCR lines" and blank lines inside quoted cells
+    csv_text = ('"Line","Stops","Note"\n"32, 36","Naylor Road","first line\n\n\nafter two blank lines"\n'
+                '"~#;l|^~","x\u200by","TODO: row kept"\n"40","Main St   ","--------"\n')
+    out = RuleStage()(_doc(Source(id="a", text=csv_text, origin="routes.csv"),
+                           Source(id="b", text=csv_text)), plan)
+    texts = {s.id: s.text for s in out.sources}
+    assert texts["a"] == csv_text.replace("\u200b", "")
+    assert out.trace[-1].to_dict()["data"]["sources"]["a"]["noise"] == {"zero_width": 1, "chars_removed": 1}
+    assert texts["b"] != texts["a"]  # the same text without the file name: the prose rules, as before
