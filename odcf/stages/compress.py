@@ -186,7 +186,8 @@ class TokenCompressor(Stage):
             data["skipped_script_why"] = "not mainly Latin script; the model's vocabulary is English (uncased)"
         if skipped.get("guarded"):
             by_id = {s.id: s for s in doc.segments}
-            data["guarded_by"] = dict(sorted(Counter(guarding_word(by_id[i]) for i in skipped["guarded"]).items()))
+            data["guarded_by"] = dict(sorted(Counter(guarding_word(by_id[i]) or "another part of its sentence"
+                                                     for i in skipped["guarded"]).items()))
         if not work:
             data.update({"mode": "none", "segments": 0, "words_in": 0, "words_kept": 0})
             return doc.with_event(TraceEvent(stage=self.name, data=data))
@@ -238,6 +239,17 @@ class TokenCompressor(Stage):
         skipped: dict[str, list[str]] = {"instruction": [], "layer": [], "structured": [], "changed": [],
                                          "script": [], "short": [], "guarded": []}
         fixed = 0
+        # a sentence cut for length is guarded whole: the exception in one part governs the others
+        group_of: dict[str, str | None] = {}
+        guarded_groups: set[str | None] = set()
+        first: str | None = None
+        for seg in doc.segments:
+            if seg.meta.get("cut_part") == 0:
+                first = seg.id
+            if seg.meta.get("cut_parts"):
+                group_of[seg.id] = first
+                if guarding_word(seg) is not None:
+                    guarded_groups.add(first)
         for i, seg in enumerate(doc.segments):
             if seg.dropped or seg.layer in forbidden:
                 continue
@@ -255,7 +267,8 @@ class TokenCompressor(Stage):
             words = tuple(split_words(seg.original))
             if why is None and len(words) < self.min_words:
                 why = "short"
-            if why is None and guarding_word(seg) is not None:
+            if why is None and (guarding_word(seg) is not None
+                                or (seg.id in group_of and group_of[seg.id] in guarded_groups)):
                 why = "guarded"
             if why is not None:
                 skipped[why].append(seg.id)

@@ -409,3 +409,22 @@ def test_with_the_general_ontology_a_negated_or_conditional_sentence_is_whole_or
     # whatever was thinned still ends its sentence
     body = r.text.split("# Bid security\n\n", 1)[1]
     assert all(p.endswith(".") for p in body.split("\n\n")), r.text
+
+
+def test_every_part_of_a_sentence_cut_for_length_is_guarded_when_one_part_holds_an_exception() -> None:
+    # QA: the first part ("The Supplier shall indemnify … ") was thinned while the part with
+    # "except that … shall not exceed" was kept whole
+    from odcf.compressor import Compressor
+
+    heads = ", ".join(f"claims of kind {k} brought by any third party against the Customer, its officers, agents "
+                      f"or employees in region {k}" for k in range(1, 20))
+    text = (f"The Supplier shall indemnify, defend and hold harmless the Customer from all losses arising out of {heads}, "
+            "except that the Supplier's total liability under this clause shall not exceed $2,500,000.")
+    c = Compressor.from_ontology("general", stages={"rerank": False, "entities": False,
+                                                    "compress": {"model_path": TINY, "threads": 1}})
+    r = c.compress([{"id": "doc", "text": text}], budget=400)
+    parts = [s for s in r.document.segments if s.meta.get("cut_parts")]
+    assert len(parts) >= 2
+    ev = next(e for e in r.record["stages"] if e["stage"] == "compress")["data"]
+    assert ev["skipped"]["guarded"] == len(parts)
+    assert all(s.status in ("verbatim", "dropped") for s in parts)  # whole or gone, never thinned
