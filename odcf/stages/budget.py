@@ -35,8 +35,10 @@ and leaves when the last of what it heads leaves. Delivered without them, "Do no
 weeks" under the heading of another section, or an empty "## Allergies", would mislead.
 
 The same holds for mail: a quoted reply's lines go only with its attribution ("On … wrote:"), and
-an email's body only with its From, Date/Sent and Subject lines, which are never delivered alone;
-its other header lines (To, Cc, "-----Original Message-----") go only with a part of its body.
+an email's body only with its From line, which is never delivered alone; its other header lines
+(Date/Sent, Subject, To, Cc, "-----Original Message-----") go only with a part of its body. (Each
+line a body must bring costs room: with From, Sent and Subject required, a thread's newest "I do NOT
+approve" no longer fitted beside the older message it overrules.)
 Delivered without them, a quoted and superseded "I approve the carry-over" reads as the latest word.
 """
 from __future__ import annotations
@@ -354,9 +356,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       majeure.") -> that title;
     - a quoted line -> the attribution of its quote ("On … wrote:"), and a nested quote's attribution
       -> the one of the quote around it;
-    - an email's header: its From, Date/Sent and Subject lines in a chain (the first -> the heading
-      above), and a segment of its body -> the last of them; its other header lines ("To:", "Cc:",
-      "-----Original Message-----") -> the best-scored segment of its body, so that none is delivered alone;
+    - an email's header: its From line (-> the heading above), and a segment of its body -> that
+      line; its other header lines ("Sent:", "Subject:", "To:", "-----Original Message-----") -> the
+      best-scored segment of its body, so that none is delivered alone;
     - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
       above it of a higher level. Headings dropped by an earlier stage head nothing."""
     out: dict[str, str] = {}
@@ -399,7 +401,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 out[seg.id] = stack[-1][1]
         elif attribution is not None:
             out[seg.id] = attribution
-        elif lead is not None and seg.kind in _BLOCK_KINDS and seg.paragraph == lead[0]:
+        elif lead is not None and seg.kind in _BLOCK_KINDS and (seg.paragraph == lead[0] or (
+                # a loose list: its items in paragraphs of their own, one after another
+                seg.kind == "list" and prev is not None and prev.kind == "list" and seg.paragraph == lead[0] + 1)):
+            lead = (seg.paragraph, lead[1])
             out[seg.id] = lead[1]
             heads.add(lead[1])
         elif label is not None and seg.meta.get("turn") == label[0]:
@@ -457,7 +462,7 @@ def _quote_context(seg: Segment, quotes: list[tuple[Any, int, str]]) -> str | No
 
 class _Mail:
     """The email message being read by :func:`_antecedents`: its header lines that its body goes with
-    (From, Date/Sent, Subject: a chain of heads), and its other header lines, which go only with the
+    (From: a head, in a chain of one), and its other header lines, which go only with the
     best-scored segment of its body once the message ends (heads, never delivered, when it has none)."""
 
     def __init__(self, out: dict[str, str], heads: set[str]) -> None:

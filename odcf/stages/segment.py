@@ -57,7 +57,7 @@ _MAIL_FIELD_RE = re.compile(r"^[ \t]{0,3}(" + _MAIL_FIELDS + r"):[ \t]*\S")
 _MAIL_SEP_RE = re.compile(r"^[ \t]*(?:-{2,}[ \t]*(?i:original message|forwarded message)[ \t]*-{2,}"
                           r"|(?i:begin forwarded message):)\s*$")
 #: The header fields that a message's body is delivered with (the others may be left out).
-MAIL_HEAD_FIELDS = frozenset({"from", "date", "sent", "subject"})
+MAIL_HEAD_FIELDS = frozenset({"from"})
 #: The quote marker opening a line of a quoted reply: "> ", ">> ", "> > ".
 _QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
 #: A quote's attribution: "On 2024-05-31 Raj Menon wrote:", "Am 3. Juni schrieb Lina Park:".
@@ -287,7 +287,11 @@ class Segmenter(Stage):
             if list_end - i >= 3 and _short_lines(lines[i:list_end]):
                 # a list is cut in whole items; log lines that share a prefix in larger runs of lines,
                 # which the fold stage writes once ([PREFIX: …])
-                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=marked_end > prefix_end))
+                # (a marked list whose items open alike, "- Operators must not …", is a list: a shared
+                # prefix with digits, "- 2024-05-01 10:00:", is a log's time stamp)
+                items = marked_end > prefix_end or (marked_end == prefix_end and not any(
+                    ch.isdigit() for ch in lines[i][2][:_PREFIX_MIN]))
+                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items))
                 paragraph += 1
                 i = list_end
                 continue
@@ -689,14 +693,22 @@ def _mail_header_run(lines: list[tuple[int, int, str]], i: int) -> int:
     n = len(lines)
     j = i + 1 if _MAIL_SEP_RE.match(lines[i][2]) else i
     fields: list[str] = []
+    sender = ""
     while j < n:
         m = _MAIL_FIELD_RE.match(lines[j][2])
         if m:
             fields.append(m.group(1).lower())
+            if fields[-1] == "from":
+                sender = lines[j][2]
         elif not (fields and lines[j][2][:1] in " \t" and lines[j][2].strip()):
             break
         j += 1
-    return j if len(fields) >= 2 and "from" in fields else i
+    # an email's header, not a period ("From: 1 June 2024 / To: 30 June 2024"): a sender that opens
+    # with a digit is a date or a number, unless it has an address. (A route, "From: Berlin (BER) /
+    # To: Munich (MUC)", reads as a header: its From line then goes with the text under it.)
+    value = sender.split(":", 1)[1].strip() if ":" in sender else ""
+    mail = "from" in fields and ("@" in sender or not value[:1].isdigit())
+    return j if len(fields) >= 2 and mail else i
 
 
 def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:

@@ -583,3 +583,12 @@ def test_a_long_list_is_cut_in_whole_items_and_items_left_out_are_marked():
     first, last = parts[0], parts[-1]
     assert join_segments([lead, first, last]).count("[LIST_ITEMS:") == 1  # the middle, between them
     assert join_segments(list(out)) == text  # all delivered: as written, no marker
+
+
+def test_a_marked_list_whose_items_open_alike_is_cut_in_items_and_a_stamped_log_is_not():
+    rules = "\n".join(f"- Operators must not change setting number {k} of the production database without a ticket."
+                      for k in range(12))
+    out = seg("Rules:\n\n" + rules)
+    assert len([s for s in out if s.kind == "list"]) > 1 and all(s.meta.get("list_total") == 12 for s in out[1:])
+    log = "\n".join(f"- 2024-05-01 10:00:{i:02d} INFO worker-3 processed item {i} of the nightly run" for i in range(12))
+    assert [s.kind for s in seg(log)] == ["list"]  # one run of lines, for the fold stage
