@@ -129,6 +129,19 @@ def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
     return out
 
 
+def unlift(score: float, hit: bool) -> float:
+    """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
+    segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
+    differences between hits into the top 5%.
+
+    >>> unlift(0.975, True), unlift(0.95, False)
+    (0.5, 1.0)
+    """
+    if hit:
+        return max(0.0, (score - HIT_FLOOR) / (1.0 - HIT_FLOOR))
+    return min(1.0, score / HIT_FLOOR)
+
+
 def density(seg: Segment) -> float:
     """Share of the segment's characters covered by protected spans (markers count as 0.5)."""
     if not seg.original:

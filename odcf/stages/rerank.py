@@ -44,7 +44,7 @@ import numpy as np
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.stages.rank import exact_hits, lift_hits
+from odcf.stages.rank import exact_hits, lift_hits, unlift
 from odcf.textutil import detect_language
 from odcf.tokens import get_counter
 
@@ -70,6 +70,10 @@ def edge_order(ranked_ids: Sequence[str]) -> list[str]:
     back = list(ranked_ids[1::2])
     return front + back[::-1]
 
+
+
+#: Segments naming the query's identifier, best by the lexical rank, embedded beyond the first pass's candidates.
+_NAMED_EXTRA = 8
 
 class EmbeddingReranker(Stage):
     """Blend embedding similarity to the queries into the segment scores.
@@ -131,12 +135,20 @@ class EmbeddingReranker(Stage):
             return sorted(segs, key=lambda s: -(s.score or 0.0))  # stable: ties keep document order
         static = self._static_model()
         sem = self._semantic(static.encode([s.text for s in segs]), static.encode(list(qtexts)), task)
-        lex = np.array([s.score or 0.0 for s in segs], dtype=np.float64)
-        if lex.max() > 0:
-            lex = lex / lex.max()
+        lex = self._lexical(segs, exact_hits(segs, qtexts[0] if task else None)[1])
         cheap = 0.5 * sem + 0.5 * lex
         order = sorted(range(len(segs)), key=lambda i: (-round(float(cheap[i]), 6), i))
         return [segs[i] for i in order]
+
+    @staticmethod
+    def _lexical(segs: Sequence[Segment], hits: set[str]) -> np.ndarray:
+        """The rank stage's scores of *segs*, best scaled to 1; with *hits* (segments naming what the
+        query names, which the rank stage lifted above the rest), as they were before the lift: the
+        lift comes again after the blend."""
+        lex = np.array([unlift(s.score or 0.0, s.id in hits) if hits else (s.score or 0.0) for s in segs],
+                       dtype=np.float64)
+        top = float(lex.max()) if len(lex) else 0.0
+        return lex / top if top > 0 else lex
 
     def _semantic(self, svec: np.ndarray, qvec: np.ndarray, task: bool) -> np.ndarray:
         """Per segment: weighted task/plan query similarity, clipped at 0, best scaled to 1."""
@@ -171,6 +183,15 @@ class EmbeddingReranker(Stage):
             else:
                 ranked = self._first_pass_order(english, qtexts, bool(task))
                 chosen, rest = ranked[:k], ranked[k:]
+                # the segments naming what the query names that the lexical rank put first are
+                # embedded too: when the named host is in every block of a log, the static first pass
+                # can leave out the one block that also says "PANIC"
+                named = exact_hits(rest, task)[1]
+                if named:
+                    best = sorted((s for s in rest if s.id in named), key=lambda s: -(s.score or 0.0))[:_NAMED_EXTRA]
+                    extra = {s.id for s in best}
+                    chosen = chosen + [s for s in rest if s.id in extra]
+                    rest = [s for s in rest if s.id not in extra]
             data.update({"candidates": len(chosen), "k": k, "first_pass": self.first_pass if rest else None,
                          "mean_segment_tokens": round(mean_tokens, 2)})
 
@@ -180,10 +201,7 @@ class EmbeddingReranker(Stage):
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
             sem = self._semantic(svec, qvec, bool(task))
-            lex = np.array([s.score or 0.0 for s in chosen], dtype=np.float64)
-            top_lex = float(lex.max()) if len(lex) else 0.0
-            if top_lex > 0:
-                lex = lex / top_lex
+            lex = self._lexical(chosen, exact_hits(chosen, task)[1])
             blended = self.semantic_weight * sem + (1.0 - self.semantic_weight) * lex
             for seg, v in zip(chosen, blended):
                 new_scores[seg.id] = round(float(v), 6)

@@ -473,3 +473,15 @@ def test_a_quoted_reply_keeps_its_markers_and_attribution_and_a_message_its_send
         seen.add(("is denied" in r.text, "I approve" in r.text, "you get 20 weeks" in r.text))
     # HR's denial alone under its sender, and later the quoted approval and the manager's message too
     assert (True, False, False) in seen and (True, True, True) in seen
+
+
+def test_the_one_block_of_a_long_log_that_answers_the_query_is_delivered(plan):
+    # QA: 3,000 log lines all naming the host; the static first pass and the lift left the PANIC block 21st
+    import datetime
+
+    t0 = datetime.datetime(2024, 5, 15, 10, 0, 0)
+    lines = [f"{(t0 + datetime.timedelta(seconds=i)):%Y-%m-%d %H:%M:%S} INFO worker: request {i} handled "
+             "host=pg-primary-03" for i in range(3000)]
+    lines[2250] = "2024-05-15 10:37:02 FATAL worker: PANIC: No space left on device host=pg-primary-03"
+    r = make(plan).compress("\n".join(lines), query="did pg-primary-03 PANIC", budget=1000)
+    assert "PANIC: No space left on device" in r.text

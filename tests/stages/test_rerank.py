@@ -169,6 +169,14 @@ def test_among_segments_that_all_name_the_identifier_the_rest_of_the_query_decid
                                               "pg_wal/xlogtemp: No space left on device"))
     other = [Source(id="other", text="2024-05-03 10:18:00 pg-replica-01 PANIC drill scheduled for the weekend")]
     out = run(blocks + other, query="did pg-primary-03 PANIC")  # the shipped MiniLM embedder
+    # and when the static first pass embeds only some candidates (QA: the PANIC block of an 80k-token
+    # log came 21st, the lexical differences between blocks squeezed into the top 5% by the lift)
+    few = run(blocks + other, query="did pg-primary-03 PANIC", budget=40, min_candidates=2, safety=1.0,
+              first_pass="static")
+    ev = next(e for e in few.trace if e.stage == "rerank").data
+    assert ev["first_pass"] == "static" and ev["candidates"] < len(blocks)
+    few_scores = {s.source_id: s.score for s in few.segments}
+    assert few_scores["panic"] == 1.0 and all(v < 1.0 for k, v in few_scores.items() if k != "panic")
     for stage in ("rank", "rerank"):
         scores = {s.source_id: s.score for s in out.segments} if stage == "rerank" else {
             s.source_id: s.score for s in Pipeline([Segmenter(), Protector(), LexicalRanker()]).run(
