@@ -62,6 +62,9 @@ MAIL_HEAD_FIELDS = frozenset({"from"})
 _QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
 #: A quote's attribution: "On 2024-05-31 Raj Menon wrote:", "Am 3. Juni schrieb Lina Park:".
 _ATTRIBUTION_RE = re.compile(r"^.{0,300}\b(?:wrote|writes|schrieb|a écrit|escribió)[ \t]?:\s*$", re.DOTALL)
+#: The most characters a piece of quoted lines holds when its lines end no sentence (a hard-wrapped
+#: quote without full stops would otherwise become pieces of 1,200 characters, all or nothing).
+_QUOTE_PIECE_CHARS = 400
 #: A quoted line that ends a sentence (so the next quoted line starts a new piece).
 _QUOTE_END_RE = re.compile(r"[.!?:;。！？；][\"'”’)\]]*\s*$")
 
@@ -401,7 +404,7 @@ class Segmenter(Stage):
                       block: int) -> list[_Piece]:
         """Pieces of a run of quoted lines, each of whole lines (with their markers): an attribution
         line ("On … wrote:") alone, else lines up to one that ends a sentence, a change of quote depth,
-        a blank quoted line or ``max_sentence_chars``. Each piece's meta holds its depth and block
+        a blank quoted line or 400 characters (``max_sentence_chars`` when lower). Each piece's meta holds its depth and block
         (``quote``, ``quote_block``), and ``quote_head`` for an attribution (the budget delivers the
         quote only with it)."""
         out: list[_Piece] = []
@@ -419,7 +422,8 @@ class Segmenter(Stage):
             body = line[2][m.end():].strip()
             level = m.group(0).count(">")
             chars = sum(len(x[2]) for x in chunk)
-            if chunk and (not body or level != depth or chars + len(line[2]) > self.max_sentence_chars):
+            limit = min(self.max_sentence_chars, _QUOTE_PIECE_CHARS)
+            if chunk and (not body or level != depth or chars + len(line[2]) > limit):
                 flush()
             if not body:
                 continue  # a blank quoted line (">") stays between the pieces

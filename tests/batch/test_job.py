@@ -383,13 +383,15 @@ def test_a_compiled_plan_may_be_given_as_is(tmp_path, ontology):
 def test_a_context_of_invisible_characters_or_an_empty_page_is_an_error(tmp_path, ontology):
     p = tmp_path / "in.jsonl"
     write_jsonl(p, [{"id": "zw", "context": "\u200b\ufeff"}, {"id": "shy", "context": "\u00ad \u2060"},
+                    {"id": "bidi", "context": "\u200e\u200f \u202a\u202c"},
+                    {"id": "bidi2", "sources": [{"text": "\u2066\u2069"}, {"text": " "}]},
                     {"id": "page", "sources": [{"text": "<html><body><script>x()</script></body></html>",
                                                 "kind": "html"}]},
                     records(1)[0]])
     s = run_batch(p, tmp_path / "out.jsonl", config(ontology), workers=0)
-    assert (s.records_in, s.records_out, s.records_failed) == (4, 1, 3)
+    assert (s.records_in, s.records_out, s.records_failed) == (6, 1, 5)
     errors = {e["id"]: e["error"] for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl")}
-    assert set(errors) == {"zw", "shy", "page"}
+    assert set(errors) == {"zw", "shy", "bidi", "bidi2", "page"}
     assert all(e.startswith("empty context") for e in errors.values())
 
 

@@ -592,3 +592,11 @@ def test_a_marked_list_whose_items_open_alike_is_cut_in_items_and_a_stamped_log_
     assert len([s for s in out if s.kind == "list"]) > 1 and all(s.meta.get("list_total") == 12 for s in out[1:])
     log = "\n".join(f"- 2024-05-01 10:00:{i:02d} INFO worker-3 processed item {i} of the nightly run" for i in range(12))
     assert [s.kind for s in seg(log)] == ["list"]  # one run of lines, for the fold stage
+
+
+def test_a_quote_without_full_stops_is_cut_in_pieces_of_whole_lines_of_a_few_hundred_characters():
+    quote = "\n".join(f"> line {k} of a hard-wrapped reply that never ends a sentence and goes on and on" for k in range(40))
+    out = seg("On Mon, 3 Jun 2024 Raj wrote:\n" + quote)
+    parts = [s for s in out if s.meta.get("quote") and not s.meta.get("quote_head")]
+    assert len(parts) > 5 and all(len(s.text) <= 400 for s in parts)
+    assert all(ln.startswith("> ") for s in parts for ln in s.text.split("\n"))
