@@ -32,10 +32,13 @@ _TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
 _MAIL_FIELDS = r"(?i:from|to|cc|bcc|date|sent|subject|reply-to)"
 #: A time of day in a chat export: "14:02", "14:02:11", "2:02 PM", with a date in brackets ("[2024-05-03 14:02]").
 _TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp][Mm])?"
-_BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T])?" + _TIME + r"\]"
-#: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 "), not
-#: before a log level: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
-_STAMP = (r"(?:" + _BRACKETED_TIME + "|" + _TIME + r")[ \t]+"
+#: A day as WhatsApp writes it before the time: "03/05/2024, ", "3/5/24, ".
+_DMY = r"\d{1,2}/\d{1,2}/\d{2,4},[ \t]"
+_BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T]|" + _DMY + r")?" + _TIME + r"\]"
+#: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 ", and
+#: WhatsApp's "03/05/2024, 14:02 - " and "[3/5/24, 2:23:11 PM] "), not before a log level:
+#: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
+_STAMP = (r"(?:" + _BRACKETED_TIME + "|" + _DMY + _TIME + r"[ \t]+-|" + _TIME + r")[ \t]+"
           r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
 #: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
@@ -215,6 +218,7 @@ class Segmenter(Stage):
         single_until = 0  # lines before this index are one paragraph each (a run of long items)
         speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
         quotes = messages = 0  # quoted blocks and email headers so far
+        last_label: re.Match[str] | None = None  # the label of the transcript line a message began on
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
@@ -318,10 +322,16 @@ class Segmenter(Stage):
             if list_end - i >= 1 and _LIST_RE.match(line):
                 kind = "list"
             label = _SPEAKER_RE.match(line) if i < speaker_until else None
+            if label is not None:
+                last_label = label
+            elif i >= speaker_until:
+                last_label = None
+            # the next line of a message (no label of its own): the message's speaker, not its opening
+            said_by = label if label is not None else last_label
             for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words):
                 cuts = _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
                 for part, (cs, ce) in enumerate(cuts):
-                    meta = _speaker_meta(label, cs - ps)
+                    meta = _speaker_meta(said_by, cs - ps if label is not None else len(line))
                     if len(cuts) > 1:
                         # a part of one over-long sentence: the budget delivers a later part only with
                         # the first (it holds the main clause: "X shall not be liable … unless …")
@@ -647,6 +657,10 @@ def _speaker(label: re.Match[str]) -> str:
     return label.group("name") + ":"
 
 
+#: Lines of one message without a label of their own, between two labelled lines of a transcript.
+_CONTINUATION_LINES = 3
+
+
 #: A line that is a speaker label alone ("tool:"), its message on the lines below.
 _LABEL_ONLY_RE = re.compile(_LABEL + r"[ \t]*$")
 
@@ -720,8 +734,20 @@ def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None
     at no more than *limit* lines)."""
     end = len(lines) if limit is None else min(len(lines), i + limit)
     j = i
-    while j < end and _SPEAKER_RE.match(lines[j][2]):
-        j += 1
+    while j < end:
+        if _SPEAKER_RE.match(lines[j][2]):
+            j += 1
+            continue
+        # the next lines of a message, without a label of their own, between two labelled lines
+        k = j
+        while (k < end and k - j < _CONTINUATION_LINES and lines[k][2].strip()
+               and not _SPEAKER_RE.match(lines[k][2]) and not _HEADING_RE.match(lines[k][2])
+               and not _FENCE_RE.match(lines[k][2])):
+            k += 1
+        if j > i and j < k < end and _SPEAKER_RE.match(lines[k][2]):
+            j = k
+            continue
+        break
     return j
 
 
@@ -733,6 +759,8 @@ def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
         while j < n and _TABLE_PIPE_RE.match(lines[j][2]):
             j += 1
         return j if j - i >= 2 else i
+    if _STAMPED_SPEAKER_RE.match(lines[i][2]):
+        return i  # a chat export's line ("03/05/2024, 14:03 - Dana: …"): its comma makes no table
     for delim in ("\t", ","):
         # a record a line first ('6\'4"' is an inch mark, not an open quote); then records whose
         # quoted fields run over lines ("LOA\n(Metres)")

@@ -600,3 +600,26 @@ def test_a_quote_without_full_stops_is_cut_in_pieces_of_whole_lines_of_a_few_hun
     parts = [s for s in out if s.meta.get("quote") and not s.meta.get("quote_head")]
     assert len(parts) > 5 and all(len(s.text) <= 400 for s in parts)
     assert all(ln.startswith("> ") for s in parts for ln in s.text.split("\n"))
+
+
+def test_whatsapp_lines_are_transcript_lines_and_a_message_s_next_line_keeps_its_speaker():
+    wa = ("03/05/2024, 14:02 - Priya: is the failover approved?\n03/05/2024, 14:03 - Dana: NO. not yet\n"
+          "03/05/2024, 14:05 - Dana: the replica is behind by 2GB\n[03/05/2024, 14:22:10] Priya: thanks\n"
+          "[3/5/24, 2:23:11 PM] Dana: wait, NOT approved, lag is back to 30s\n")
+    out = seg(wa)
+    assert [s.meta.get("speaker") for s in out if s.meta.get("opens_line")] == [
+        "Priya:", "Dana:", "Dana:", "Priya:", "Dana:"]
+    assert all(s.kind == "sentence" for s in out)  # not one log block folded under a date prefix
+    # a message over two lines: the second is Dana's, and is written after her label when delivered alone
+    slack = ("[10:01] priya: I checked pg-replica-02, its lag is 0 and it is healthy.\n"
+             "[10:04] dana (dba): ok, thanks for checking that one, I am on the other boxes now.\n"
+             "pg-replica-07 is corrupted, its WAL replay stopped at 09:58.\n[10:05] marco: noted.\n")
+    out = seg(slack)
+    (second,) = [s for s in out if s.text.startswith("pg-replica-07")]
+    assert second.meta.get("speaker") == "dana (dba):" and not second.meta.get("opens_line")
+    assert join_segments([out[0], second]).endswith("\ndana (dba): pg-replica-07 is corrupted, its WAL replay stopped at 09:58.")
+    (marco,) = [s for s in out if "noted" in s.text]
+    assert marco.text == "[10:05] marco: noted." and marco.meta.get("speaker") == "marco:"
+    # a log stays a log
+    log = "\n".join(f"2024-05-15 10:02:{i:02d} worker-3: processed item {i}" for i in range(6))
+    assert [s.kind for s in seg(log)] == ["list"]
