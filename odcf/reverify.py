@@ -480,8 +480,7 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
         if isinstance(record.get("over_by"), int) and record["over_by"] != over:
             bad(f"over_by is {record['over_by']} but tokens_out {tokens_out} - budget {budget} gives {over}")
     counts = record.get("segments")
-    listed = any(src.get("segments") for src in record["sources"] if isinstance(src, Mapping))
-    if isinstance(counts, Mapping) and listed:  # a record without segment details lists none to count
+    if isinstance(counts, Mapping) and lists_segments(record):
         seen: dict[str, int] = {}
         for src in record["sources"]:
             for seg in src.get("segments") or ():
@@ -490,6 +489,13 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
         if {k: v for k, v in counts.items() if v} != seen:
             bad(f"segment counts {dict(counts)} do not match the segments listed {dict(sorted(seen.items()))}")
     return out
+
+
+def lists_segments(record: Any) -> bool:
+    """Whether a delivery record lists its segments (``segment_details``; a record without them
+    lists none to count or re-check)."""
+    return isinstance(record, Mapping) and any(
+        isinstance(src, Mapping) and src.get("segments") for src in record.get("sources") or ())
 
 
 def _plan_for(record: Mapping[str, Any], notes: list[str]) -> Any | None:

@@ -84,12 +84,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def delivered_text(report: Any) -> str:
-    """"N delivered", saying how much of it is the source bodies when headers and separators add
-    to them (a short source can come out longer than it went in)."""
-    bodies = sum(s.tokens_out for s in report.sources)
+    """"N delivered", saying how much of it is the source bodies when headers and separators add to them."""
     out = f"{report.tokens_out} delivered"
-    if report.tokens_out > bodies:
-        out += f" ({bodies} in the source bodies, the rest source headers and separators)"
+    if report.tokens_out > report.body_tokens:
+        out += f" ({report.body_tokens} in the source bodies, the rest source headers and separators)"
     return out
 
 

@@ -68,13 +68,8 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Any]:
     return None, None
 
 
-def _has_segments(record: Any) -> bool:
-    return isinstance(record, dict) and any(
-        isinstance(src, dict) and src.get("segments") for src in record.get("sources") or ())
-
-
 def run(args: argparse.Namespace) -> int:
-    from odcf.reverify import Problem, verify_report
+    from odcf.reverify import Problem, lists_segments, verify_report
 
     record = _read_json(args.record)
     if isinstance(record, dict) and "record" in record and "sources" not in record:
@@ -96,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         report = dataclasses.replace(report, problems=(Problem(
             "nothing-checked", "no source could be re-read (see the notes: their origins are not files, as in "
             "a record from the Python API or a batch job), so nothing was verified against its source"),))
-    elif report.ok and not report.checked_segments and _has_segments(record) and not args.sources_only:
+    elif report.ok and not report.checked_segments and lists_segments(record) and not args.sources_only:
         # nothing was re-cut: an exit 0 here would tell a CI job that the segments were checked
         report = dataclasses.replace(report, problems=(Problem(
             "segments-unchecked", "no segment was re-checked without the record's plan (see the notes): pass "

@@ -159,6 +159,12 @@ class HealthReport:
     stages: tuple[StageSaving, ...]
     result: Any = field(default=None, compare=False, repr=False)
 
+    @property
+    def body_tokens(self) -> int:
+        """Tokens delivered in the source bodies: ``tokens_out`` less the source headers and the
+        separators (a short source can come out longer than it went in)."""
+        return sum(s.tokens_out for s in self.sources)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key in self.__dataclass_fields__:

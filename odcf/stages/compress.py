@@ -303,7 +303,7 @@ class TokenCompressor(Stage):
         the budget stage dropped a whole segment to make room."""
         costs = _word_costs(work, counter)
         forced = [w.forced for w in work]
-        limit = int(rate * info["eligible_tokens"])
+        limit = first_limit = int(rate * info["eligible_tokens"])
         floor = int(self.min_rate * info["eligible_tokens"])
         budget = int(info["budget"])
         annotate = bool(doc.meta.get("annotate", True))
@@ -322,7 +322,7 @@ class TokenCompressor(Stage):
                 break
             limit = max(floor, limit - excess)
             rounds += 1
-        data.update({"rate_token_limit": int(rate * info["eligible_tokens"]), "token_limit": limit,
+        data.update({"rate_token_limit": first_limit, "token_limit": limit,
                      "cost_exponent": self.cost_exponent, "fit_rounds": rounds,
                      "assembled_tokens": assembled,
                      "word_tokens_kept": int(sum(int(c[k].sum()) for c, k in zip(costs, keep)))})

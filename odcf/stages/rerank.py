@@ -129,13 +129,14 @@ class EmbeddingReranker(Stage):
             if warm is not None:
                 warm()
 
-    def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], task: bool) -> list[Segment]:
+    def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], task: bool,
+                          hits: set[str]) -> list[Segment]:
         """Segments best first by the cheap score: lexical, or lexical blended with static embeddings."""
         if self.first_pass == "lexical":
             return sorted(segs, key=lambda s: -(s.score or 0.0))  # stable: ties keep document order
         static = self._static_model()
         sem = self._semantic(static.encode([s.text for s in segs]), static.encode(list(qtexts)), task)
-        lex = self._lexical(segs, exact_hits(segs, qtexts[0] if task else None)[1])
+        lex = self._lexical(segs, hits)
         cheap = 0.5 * sem + 0.5 * lex
         order = sorted(range(len(segs)), key=lambda i: (-round(float(cheap[i]), 6), i))
         return [segs[i] for i in order]
@@ -145,7 +146,8 @@ class EmbeddingReranker(Stage):
         """The rank stage's scores of *segs*, best scaled to 1; with *hits* (segments naming what the
         query names, which the rank stage lifted above the rest), as they were before the lift: the
         lift comes again after the blend."""
-        lex = np.array([unlift(s.score or 0.0, s.id in hits) if hits else (s.score or 0.0) for s in segs],
+        named = any(s.id in hits for s in segs)
+        lex = np.array([unlift(s.score or 0.0, s.id in hits) if named else (s.score or 0.0) for s in segs],
                        dtype=np.float64)
         top = float(lex.max()) if len(lex) else 0.0
         return lex / top if top > 0 else lex
@@ -171,6 +173,7 @@ class EmbeddingReranker(Stage):
         task = (doc.query or "").strip()
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
+        names, hits = exact_hits(english, task)  # what the query names exactly, and the segments holding it
 
         if english and (task or queries):
             counter = get_counter(doc.tokenizer or plan.tokenizer)
@@ -181,14 +184,13 @@ class EmbeddingReranker(Stage):
             if k is None or k >= len(english):
                 chosen, rest = list(english), []
             else:
-                ranked = self._first_pass_order(english, qtexts, bool(task))
+                ranked = self._first_pass_order(english, qtexts, bool(task), hits)
                 chosen, rest = ranked[:k], ranked[k:]
                 # the segments naming what the query names that the lexical rank put first are
                 # embedded too: when the named host is in every block of a log, the static first pass
                 # can leave out the one block that also says "PANIC"
-                named = exact_hits(rest, task)[1]
-                if named:
-                    best = sorted((s for s in rest if s.id in named), key=lambda s: -(s.score or 0.0))[:_NAMED_EXTRA]
+                best = sorted((s for s in rest if s.id in hits), key=lambda s: -(s.score or 0.0))[:_NAMED_EXTRA]
+                if best:
                     extra = {s.id for s in best}
                     chosen = chosen + [s for s in rest if s.id in extra]
                     rest = [s for s in rest if s.id not in extra]
@@ -201,7 +203,7 @@ class EmbeddingReranker(Stage):
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
             sem = self._semantic(svec, qvec, bool(task))
-            lex = self._lexical(chosen, exact_hits(chosen, task)[1])
+            lex = self._lexical(chosen, hits)
             blended = self.semantic_weight * sem + (1.0 - self.semantic_weight) * lex
             for seg, v in zip(chosen, blended):
                 new_scores[seg.id] = round(float(v), 6)
@@ -212,7 +214,6 @@ class EmbeddingReranker(Stage):
                     new_scores[seg.id] = round(0.99 * floor * (1.0 - pos / len(rest)), 6)
         elif english:
             data["note"] = "no query: lexical scores kept"
-        names, hits = exact_hits(english, task)
         if names:
             # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
             # first; among those, the rest of the query orders them

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import csv
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -392,19 +392,8 @@ class Segmenter(Stage):
                 items.append([line])
             else:
                 items[-1].append(line)
-        chunks: list[tuple[list[tuple[int, int, str]], int, int]] = []  # (lines, first item, items)
-        chunk: list[tuple[int, int, str]] = []
-        first = n = tokens = 0
-        for k, item in enumerate(items):
-            t = sum(counter.count(line[2]) + 1 for line in item)
-            if n and (tokens + t > self.max_list_tokens or len(chunk) + len(item) > self.max_block_lines):
-                chunks.append((chunk, first, n))
-                chunk, first, n, tokens = [], k, 0, 0
-            chunk = chunk + item
-            n += 1
-            tokens += t
-        if chunk:
-            chunks.append((chunk, first, n))
+        chunks = _pack(items, lambda line: counter.count(line[2]) + 1, self.max_list_tokens,
+                       max_lines=self.max_block_lines)
         if len(chunks) == 1:
             return [_line_piece(chunks[0][0], "list", paragraph)]
         return [_line_piece(c, "list", paragraph, {"list_items": [f, m], "list_total": len(items)})
@@ -475,23 +464,35 @@ class Segmenter(Stage):
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
-        chunks: list[tuple[list[tuple[int, int, str]], int, int]] = []  # (lines, first row, rows)
-        chunk, first, n = list(head_lines), 0, 0
         # counted without a CRLF's \r, so that a table cuts the same whatever its line endings
-        tokens = sum(counter.count(line[2].rstrip("\r")) + 1 for line in chunk)
-        for k, row in enumerate(rows):
-            t = sum(counter.count(line[2].rstrip("\r")) + 1 for line in row)
-            if n and tokens + t > self.max_table_tokens:
-                chunks.append((chunk, first, n))
-                chunk, first, n, tokens = [], k, 0, 0
-            chunk.extend(row)
-            n += 1
-            tokens += t
-        if chunk:
-            chunks.append((chunk, first, n))
+        chunks = _pack(rows, lambda line: counter.count(line[2].rstrip("\r")) + 1, self.max_table_tokens,
+                       head=head_lines)
         return [_line_piece(c, kind, paragraph, {"table_header": header, "table_part": i,
                                                  "table_rows": [f, m], "table_total": len(rows)})
                 for i, (c, f, m) in enumerate(chunks)]
+
+
+def _pack(groups: Sequence[list[tuple[int, int, str]]], cost: Callable[[tuple[int, int, str]], int], limit: int, *,
+          head: Sequence[tuple[int, int, str]] = (), max_lines: int | None = None,
+          ) -> list[tuple[list[tuple[int, int, str]], int, int]]:
+    """*groups* (a table's rows, a list's items: the lines of each) packed in order into chunks of
+    whole groups of about *limit* tokens (each line costing ``cost(line)``; and at most *max_lines*
+    lines), the first chunk after the *head* lines: ``(lines, first group, groups)`` of each. A
+    group larger than *limit* is a chunk of its own."""
+    chunks: list[tuple[list[tuple[int, int, str]], int, int]] = []
+    chunk, first, n = list(head), 0, 0
+    tokens = sum(cost(line) for line in chunk)
+    for k, group in enumerate(groups):
+        t = sum(cost(line) for line in group)
+        if n and (tokens + t > limit or (max_lines is not None and len(chunk) + len(group) > max_lines)):
+            chunks.append((chunk, first, n))
+            chunk, first, n, tokens = [], k, 0, 0
+        chunk.extend(group)
+        n += 1
+        tokens += t
+    if chunk:
+        chunks.append((chunk, first, n))
+    return chunks
 
 
 def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
