@@ -131,28 +131,49 @@ def _turn(seg: Segment) -> object:
 def _join_json(segments: Sequence[Segment]) -> str:
     """Valid JSON from delivered members of a cut JSON source: each container around a delivered
     member is opened with its own text (``{``, ``"results": [``) and closed, members joined by
-    commas; a container none of whose members is delivered is left out whole."""
+    commas; a container none of whose members is delivered is left out whole. A container some of
+    whose members are left out says how many as its last member: ``"[JSON_ITEMS: 35]"`` in a
+    list, ``"[JSON_KEYS: 2]": null`` in an object (valid JSON, and a reader does not take a part
+    for the whole)."""
     out: list[str] = []
     stack: list[Sequence[str]] = []  # open levels: (key, opening text, closing text)
     filled: list[bool] = []  # whether each open level holds a member yet
+    seen: list[set[int]] = []  # which of each open level's members are delivered
+    sizes: list[int | None] = []  # how many members each open level has (None: a record written before sizes)
+
+    def close() -> None:
+        level, size, got = stack.pop(), sizes.pop(), seen.pop()
+        omitted = size - len(got) if size is not None else 0
+        if omitted > 0:
+            mark = f'"[JSON_ITEMS: {omitted}]"' if level[2] == "]" else f'"[JSON_KEYS: {omitted}]":null'
+            out.append(("," if filled[-1] else "") + mark)
+        filled.pop()
+        out.append(level[2])
+
     for seg in segments:
         levels = seg.meta["json_levels"]
+        counts = seg.meta.get("json_sizes")
         common = 0
         while common < min(len(stack), len(levels)) and stack[common][0] == levels[common][0]:
             common += 1
         while len(stack) > common:
-            out.append(stack.pop()[2])
-            filled.pop()
-        for level in levels[len(stack):]:
+            close()
+        for depth in range(len(stack), len(levels)):
+            level = levels[depth]
             if filled:
                 out.append("," if filled[-1] else "")
                 filled[-1] = True
+                seen[-1].add(int(level[0].rsplit("/", 1)[1]))
             out.append(level[1])
             stack.append(level)
             filled.append(False)
+            seen.append(set())
+            sizes.append(counts[depth] if counts and len(counts) == len(levels) else None)
         out.append(("," if filled[-1] else "") + seg.text)
         filled[-1] = True
-    out.extend(level[2] for level in reversed(stack))
+        seen[-1].add(seg.meta.get("json_member", -1))
+    while stack:
+        close()
     return "".join(out)
 
 

@@ -219,7 +219,11 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        return RawRecord(key, where, error=f"invalid JSON: {exc.msg} at column {exc.colno}",
+        hint = ""
+        if "\r" in text and exc.msg == "Extra data":
+            hint = ("; the line holds carriage returns: the file may end its lines with CR alone "
+                    "(old Mac style), which JSON Lines does not; convert them to LF (tr '\\r' '\\n')")
+        return RawRecord(key, where, error=f"invalid JSON: {exc.msg} at column {exc.colno}{hint}",
                          detail={"raw": text})
     except RecursionError:
         return RawRecord(key, where, error="invalid JSON: nested too deeply", detail={"raw": text})

@@ -176,20 +176,23 @@ class Segmenter(Stage):
         end = start + len(stripped)
         if counter.count(stripped) <= self.json_split_tokens or not isinstance(value, (list, dict)) or not value:
             return [_Piece(start, end, "json", 0)]
-        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),))
+        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),), ())
         return out or [_Piece(start, end, "json", 0)]
 
     def _json_members(self, text: str, start: int, end: int, counter: Any,
-                      levels: tuple[tuple[str, str, str], ...]) -> list[_Piece] | None:
+                      levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...]) -> list[_Piece] | None:
         """The members of the JSON container text[start:end], each a piece; a member over
         ``json_split_tokens`` whose value is itself a container of two or more members (the
         ``"results": [...]`` of a tool's answer) is cut into its own members, down to three levels
         (an object, a record, only when over four times ``max_block_tokens``).
         Each piece's ``json_levels`` holds (key, text that opens, text that closes) of every
-        container around it, so that assembly rebuilds valid JSON from any subset of the pieces."""
+        container around it, so that assembly rebuilds valid JSON from any subset of the pieces, and
+        ``json_sizes`` how many members each of those containers has, so that it can say how many
+        it left out."""
         members = _top_level_members(text, start, end)
         if not members:
             return None
+        sizes = sizes + (len(members),)
         out: list[_Piece] = []
         for j, (ms, me) in enumerate(members):
             inner = None
@@ -199,12 +202,12 @@ class Segmenter(Stage):
             limit = 4 * self.max_block_tokens if opens is not None and text[opens] == "{" else self.json_split_tokens
             if opens is not None and len(levels) < 4 and counter.count(text[ms:me]) > limit:
                 level = (f"{levels[-1][0]}/{j}", text[ms:opens + 1], text[me - 1])
-                inner = self._json_members(text, opens, me, counter, levels + (level,))
+                inner = self._json_members(text, opens, me, counter, levels + (level,), sizes)
             if inner:
                 out.extend(inner)
                 continue
             meta = {"json_container": levels[0][1] + levels[0][2], "json_member": j, "json_members": len(members),
-                    "json_levels": [list(lv) for lv in levels]}
+                    "json_levels": [list(lv) for lv in levels], "json_sizes": list(sizes)}
             out.append(_Piece(ms, me, "json", 0, meta))
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 

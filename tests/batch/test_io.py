@@ -159,3 +159,15 @@ def test_a_utf16_file_is_one_error_and_a_lone_bom_line_is_no_record(tmp_path):
     assert count_records(discover_inputs(p)) == [1]
     (rec,) = read_records(discover_inputs(p))
     assert rec.error is None and rec.record == {"id": "a", "context": "x"}
+
+
+def test_cr_only_line_endings_say_so(tmp_path):
+    p = tmp_path / "mac.jsonl"
+    p.write_bytes(b'{"id": "a", "context": "one"}\r{"id": "b", "context": "two"}\r')
+    (raw,) = list(read_records(discover_inputs(p)))
+    assert raw.error.startswith("invalid JSON: Extra data at column")
+    assert "end its lines with CR alone" in raw.error
+    assert raw.detail["raw"].count('"id"') == 2  # both records are in the error file, nothing lost
+    p.write_bytes(b'{"id": "a"} {"id": "b"}\n')  # extra data without a CR: no such hint
+    (raw,) = list(read_records(discover_inputs(p)))
+    assert "CR" not in raw.error

@@ -58,8 +58,26 @@ def test_large_json_is_split_into_members_and_rejoins_valid():
     out = seg(text, kind="json")
     assert len(out) == 40 and all(s.kind == "json" for s in out)
     kept = [s for s in out if s.index % 3 == 0]
-    assert json.loads(join_segments(kept)) == data[::3]
+    # the subset says how many items it leaves out, as its last item: a reader does not take it for the whole
+    assert json.loads(join_segments(kept)) == data[::3] + ["[JSON_ITEMS: 26]"]
     assert json.loads(join_segments(list(out))) == data
+
+
+def test_a_json_subset_marks_what_each_container_leaves_out():
+    data = {"user": "u_551", "note": "x" * 10,
+            "orders": [{"order_id": f"#W{1000 + i}", "status": "cancelled" if i % 4 == 0 else "delivered",
+                        "lines": [f"item {i}-{k} of the order, with words to make it longer" for k in range(3)]}
+                       for i in range(40)]}
+    out = seg(json.dumps(data), kind="json")
+    orders = [s for s in out if s.meta["json_levels"][-1][0] == "/2"]
+    assert len(orders) == 40 and all(s.meta["json_sizes"] == [3, 40] for s in orders)
+    kept = [s for s in out if s.text.startswith('"user"')] + orders[:2]
+    got = json.loads(join_segments(kept))
+    assert got == {"user": "u_551", "orders": data["orders"][:2] + ["[JSON_ITEMS: 38]"], "[JSON_KEYS: 1]": None}
+    assert json.loads(join_segments(list(out))) == data  # all delivered: no marker
+    # a record written before json_sizes: no count, still valid JSON
+    old = [s.replace(meta={k: v for k, v in s.meta.items() if k != "json_sizes"}) for s in kept]
+    assert json.loads(join_segments(old)) == {"user": "u_551", "orders": data["orders"][:2]}
 
 
 def test_small_json_and_instruction_stay_whole():
@@ -270,15 +288,22 @@ def test_a_tool_answer_with_a_large_results_array_is_cut_into_its_items():
             if not kept:
                 continue
             value = json.loads(join_segments(kept))
-            assert set(value) <= set(data)
-            for r in value.get("results", []):
+            # what is left out is counted in markers, so the delivered keys and items plus the counts add up
+            keys_out = sum(int(k[12:-1]) for k in value if k.startswith("[JSON_KEYS: "))
+            assert {k for k in value if not k.startswith("[JSON_KEYS")} <= set(data)
+            assert len(value) - (keys_out > 0) + keys_out == len(data)
+            results = value.get("results", [])
+            items_out = [r for r in results if isinstance(r, str)]
+            assert items_out == ([f"[JSON_ITEMS: {60 - len(results) + 1}]"] if len(results) - len(items_out) < 60 else [])
+            for r in results[:len(results) - len(items_out)]:
                 assert r in data["results"]  # a record is delivered whole
     big = {"results": [{"claim": "C-1", "lines": [{"code": f"L{k}", "note": "per Clause 6.1(a) " * 5} for k in range(80)]},
                        {"claim": "C-2", "lines": []}]}
     out = seg(json.dumps(big), kind="json")
     assert len(out) > 80  # a record over four block sizes is cut after all, down to its line items
     assert json.loads(join_segments([s for s in out if "\"L7\"" in s.text or "C-2" in s.text])) == {
-        "results": [{"lines": [big["results"][0]["lines"][7]]}, {"claim": "C-2", "lines": []}]}
+        "results": [{"lines": [big["results"][0]["lines"][7], "[JSON_ITEMS: 79]"], "[JSON_KEYS: 1]": None},
+                    {"claim": "C-2", "lines": []}]}
 
 
 OBLIGATIONS = """The insured shall notify the insurer within 7 days, failing which cover may be reduced (Clause 7.2(b))
