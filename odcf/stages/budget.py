@@ -52,7 +52,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
-from odcf.stages.segment import MAIL_HEAD_FIELDS
+from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.textutil import back_reference
 from odcf.tokens import get_counter
 

@@ -39,7 +39,7 @@ from odcf.rules.html import html_to_text, looks_like_html
 from odcf.rules.jsonmin import minify_json
 from odcf.rules.noise import INVISIBLE, remove_noise
 from odcf.stages.base import Stage
-from odcf.stages.segment import declared_delimiter
+from odcf.stages.segment.tables import declared_delimiter
 
 logger = logging.getLogger(__name__)
 

@@ -7,78 +7,53 @@ members still yields valid JSON. Quoted lines of a reply ("> …") are cut in wh
 each keeps its marker, and each line of an email's header (From:, To:, …) is a segment of its own. Segments cover their source completely: joining
 ``sep + text`` of every segment gives back the (normalized) source text, less trailing
 whitespace.
+
+Parts: :mod:`.mail` (email headers, quoted replies, transcripts and chat exports), :mod:`.tables`
+(pipe and delimited tables), :mod:`.jsonparts` (JSON members), :mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
 import bisect
-import csv
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage
+from odcf.stages.segment.jsonparts import top_level_members, value_container
+from odcf.stages.segment.lines import (
+    FENCE_RE,
+    HEADING_RE,
+    LIST_RE,
+    TABLE_PIPE_RE,
+    Piece,
+    rstrip,
+)
+from odcf.stages.segment.mail import (
+    ATTRIBUTION_RE,
+    MAIL_FIELD_RE,
+    QUOTE_END_RE,
+    QUOTE_PIECE_CHARS,
+    QUOTE_RE,
+    SPEAKER_RE,
+    SPEAKER_RUN,
+    STAMPED_SPEAKER_RE,
+    chat_turns,
+    in_turn,
+    mail_header_run,
+    speaker_meta,
+    speaker_run,
+)
+from odcf.stages.segment.tables import (
+    csv_records,
+    declared_delimiter,
+    one_record_a_line,
+    table_run,
+)
 from odcf.textutil import HAN_RE, iter_lines_with_offsets, loads_json, split_sentences
 from odcf.tokens import get_counter
-
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
-_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
-_LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
-_TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
-#: The field names of an email's header ("From: Lina Park", "Sent: 3 June 2024 10:14").
-_MAIL_FIELDS = r"(?i:from|to|cc|bcc|date|sent|subject|reply-to)"
-#: A time of day in a chat export: "14:02", "14:02:11", "2:02 PM", with a date in brackets ("[2024-05-03 14:02]").
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp][Mm])?"
-#: A day as WhatsApp writes it before the time: "03/05/2024, ", "3/5/24, ".
-_DMY = r"\d{1,2}/\d{1,2}/\d{2,4},[ \t]"
-_BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T]|" + _DMY + r")?" + _TIME + r"\]"
-#: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 ", and
-#: WhatsApp's "03/05/2024, 14:02 - " and "[3/5/24, 2:23:11 PM] "), not before a log level:
-#: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
-_STAMP = (r"(?:" + _BRACKETED_TIME + "|" + _DMY + _TIME + r"[ \t]+-|" + _TIME + r")[ \t]+"
-          r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
-#: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
-#: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
-#: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"); an email header
-#: field ("To: Sam Ortega") is not one. Group 1 is the label up to its colon; the speaker is group
-#: ``name`` and the colon (see :func:`_speaker`).
-_LABEL = (r"^[ \t]{0,3}(?:" + _STAMP + r")?(?!" + _MAIL_FIELDS + r":)"
-          r"((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
-          r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + _BRACKETED_TIME + r")?:)")
-_SPEAKER_RE = re.compile(_LABEL + r"[ \t]+\S")
-#: A chat line that opens with a time stamp ("[14:12] dana (dba): NO."): a message, not a line of a
-#: log whose lines share a prefix, nor a numbered listing ("14:" is not line 14).
-_STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + _STAMP + _LABEL[1:] + r"[ \t]+\S")
-#: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
-_SPEAKER_RUN = 2
-#: A line of an email's header: a field and its value.
-_MAIL_FIELD_RE = re.compile(r"^[ \t]{0,3}(" + _MAIL_FIELDS + r"):[ \t]*\S")
-#: The line that opens a message quoted whole below a reply ("-----Original Message-----").
-_MAIL_SEP_RE = re.compile(r"^[ \t]*(?:-{2,}[ \t]*(?i:original message|forwarded message)[ \t]*-{2,}"
-                          r"|(?i:begin forwarded message):)\s*$")
-#: The header fields that a message's body is delivered with (the others may be left out).
-MAIL_HEAD_FIELDS = frozenset({"from"})
-#: The quote marker opening a line of a quoted reply: "> ", ">> ", "> > ".
-_QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
-#: A quote's attribution: "On 2024-05-31 Raj Menon wrote:", "Am 3. Juni schrieb Lina Park:".
-_ATTRIBUTION_RE = re.compile(r"^.{0,300}\b(?:wrote|writes|schrieb|a écrit|escribió)[ \t]?:\s*$", re.DOTALL)
-#: The most characters a piece of quoted lines holds when its lines end no sentence (a hard-wrapped
-#: quote without full stops would otherwise become pieces of 1,200 characters, all or nothing).
-_QUOTE_PIECE_CHARS = 400
-#: A quoted line that ends a sentence (so the next quoted line starts a new piece).
-_QUOTE_END_RE = re.compile(r"[.!?:;。！？；][\"'”’)\]]*\s*$")
-
-
-@dataclass(frozen=True)
-class _Piece:
-    start: int
-    end: int
-    kind: str
-    paragraph: int
-    meta: dict[str, Any] | None = None
 
 
 class Segmenter(Stage):
@@ -143,20 +118,20 @@ class Segmenter(Stage):
         return doc.with_event(event, segments=tuple(segments))
 
     # -- per source -------------------------------------------------------
-    def _pieces(self, source: Source, counter: Any) -> list[_Piece]:
+    def _pieces(self, source: Source, counter: Any) -> list[Piece]:
         text = source.text
         if not text.strip():
             return []
         if source.layer in ("instruction", "state"):
             # Instructions are never compressed and state is compact JSON: one block each.
             start = len(text) - len(text.lstrip())
-            return [_Piece(start, len(text.rstrip()), "block", 0)]
+            return [Piece(start, len(text.rstrip()), "block", 0)]
         if source.kind in ("json", "tool"):
             pieces = self._json_pieces(text, counter)
             if pieces is not None:
                 return pieces
         delim = declared_delimiter(source)
-        records = _csv_records(list(iter_lines_with_offsets(text)), delim) if delim else None
+        records = csv_records(list(iter_lines_with_offsets(text)), delim) if delim else None
         if records:
             # a .csv/.tsv file that parses as a table: a table, however long its cells (a cell of
             # prose would otherwise read as sentences, and rows would run into each other), cut
@@ -164,7 +139,7 @@ class Segmenter(Stage):
             return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat")
 
-    def _json_pieces(self, text: str, counter: Any) -> list[_Piece] | None:
+    def _json_pieces(self, text: str, counter: Any) -> list[Piece] | None:
         stripped = text.strip()
         if not stripped or stripped[0] not in "[{":
             return None
@@ -175,12 +150,12 @@ class Segmenter(Stage):
         start = text.index(stripped[0])
         end = start + len(stripped)
         if counter.count(stripped) <= self.json_split_tokens or not isinstance(value, (list, dict)) or not value:
-            return [_Piece(start, end, "json", 0)]
+            return [Piece(start, end, "json", 0)]
         out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),), ())
-        return out or [_Piece(start, end, "json", 0)]
+        return out or [Piece(start, end, "json", 0)]
 
     def _json_members(self, text: str, start: int, end: int, counter: Any,
-                      levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...]) -> list[_Piece] | None:
+                      levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...]) -> list[Piece] | None:
         """The members of the JSON container text[start:end], each a piece; a member over
         ``json_split_tokens`` whose value is itself a container of two or more members (the
         ``"results": [...]`` of a tool's answer) is cut into its own members, down to three levels
@@ -189,14 +164,14 @@ class Segmenter(Stage):
         container around it, so that assembly rebuilds valid JSON from any subset of the pieces, and
         ``json_sizes`` how many members each of those containers has, so that it can say how many
         it left out."""
-        members = _top_level_members(text, start, end)
+        members = top_level_members(text, start, end)
         if not members:
             return None
         sizes = sizes + (len(members),)
-        out: list[_Piece] = []
+        out: list[Piece] = []
         for j, (ms, me) in enumerate(members):
             inner = None
-            opens = _value_container(text, ms, me)
+            opens = value_container(text, ms, me)
             # an object is a record (an order, a claim): its fields apart from its id are of little
             # use, so it is cut only when too large to deliver whole; a list is cut into its items
             limit = 4 * self.max_block_tokens if opens is not None and text[opens] == "{" else self.json_split_tokens
@@ -208,11 +183,11 @@ class Segmenter(Stage):
                 continue
             meta = {"json_container": levels[0][1] + levels[0][2], "json_member": j, "json_members": len(members),
                     "json_levels": [list(lv) for lv in levels], "json_sizes": list(sizes)}
-            out.append(_Piece(ms, me, "json", 0, meta))
+            out.append(Piece(ms, me, "json", 0, meta))
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
-    def _text_pieces(self, text: str, counter: Any, *, turn: bool) -> list[_Piece]:
-        pieces: list[_Piece] = []
+    def _text_pieces(self, text: str, counter: Any, *, turn: bool) -> list[Piece]:
+        pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
         i = 0
@@ -227,8 +202,8 @@ class Segmenter(Stage):
             if not line.strip():
                 i += 1
                 continue
-            if _FENCE_RE.match(line):
-                fence = _FENCE_RE.match(line).group(1)  # type: ignore[union-attr]
+            if FENCE_RE.match(line):
+                fence = FENCE_RE.match(line).group(1)  # type: ignore[union-attr]
                 j = i + 1
                 while j < n and not lines[j][2].strip().startswith(fence):
                     j += 1
@@ -237,37 +212,37 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = j + 1
                 continue
-            if _HEADING_RE.match(line):
-                pieces.append(_Piece(ls + (len(line) - len(line.lstrip())), _rstrip(text, ls, le), "heading", paragraph))
+            if HEADING_RE.match(line):
+                pieces.append(Piece(ls + (len(line) - len(line.lstrip())), rstrip(text, ls, le), "heading", paragraph))
                 paragraph += 1
                 i += 1
                 continue
-            if _QUOTE_RE.match(line):
+            if QUOTE_RE.match(line):
                 # a quoted reply: pieces of whole lines, so that every line delivered keeps its "> "
                 end = i
-                while end < n and _QUOTE_RE.match(lines[end][2]):
+                while end < n and QUOTE_RE.match(lines[end][2]):
                     end += 1
                 quotes += 1
                 if pieces and "quote" not in (pieces[-1].meta or {}) \
-                        and _ATTRIBUTION_RE.match(text[pieces[-1].start:pieces[-1].end]) \
+                        and ATTRIBUTION_RE.match(text[pieces[-1].start:pieces[-1].end]) \
                         and text.count("\n", pieces[-1].end, ls) <= 2:
                     # "On … wrote:" on the line above the quote (a blank line between at most)
                     p = pieces[-1]
-                    pieces[-1] = _Piece(p.start, p.end, p.kind, p.paragraph,
+                    pieces[-1] = Piece(p.start, p.end, p.kind, p.paragraph,
                                         {**(p.meta or {}), "quote": 0, "quote_block": quotes, "quote_head": True})
                 pieces.extend(self._quote_pieces(lines[i:end], "turn" if turn else "sentence", paragraph, quotes))
                 paragraph += 1
                 i = end
                 continue
-            mail_end = _mail_header_run(lines, i)
+            mail_end = mail_header_run(lines, i)
             if mail_end > i:
                 # an email's header: one piece a field (with its folded lines), the body goes with them (budget)
                 messages += 1
                 k = i
                 while k < mail_end:
-                    m = _MAIL_FIELD_RE.match(lines[k][2])
+                    m = MAIL_FIELD_RE.match(lines[k][2])
                     e = k + 1
-                    while m and e < mail_end and not _MAIL_FIELD_RE.match(lines[e][2]):
+                    while m and e < mail_end and not MAIL_FIELD_RE.match(lines[e][2]):
                         e += 1  # a folded header line ("Cc: a@x.com,\n    b@x.com")
                     field = m.group(1).lower() if m else "separator"
                     pieces.append(_line_piece(lines[k:e], "turn" if turn else "sentence", paragraph,
@@ -286,7 +261,7 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = code_end
                 continue
-            table_end = _table_run(lines, i)
+            table_end = table_run(lines, i)
             if table_end > i:
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
                 paragraph += 1
@@ -311,8 +286,8 @@ class Segmenter(Stage):
             if list_end - i >= 2:
                 single_until = max(single_until, list_end)
             if i >= speaker_until:  # inside a known run, its end is known (no rescan: O(n) per transcript)
-                speaker_end = _speaker_run(lines, i)
-                if speaker_end - i >= _SPEAKER_RUN:
+                speaker_end = speaker_run(lines, i)
+                if speaker_end - i >= SPEAKER_RUN:
                     single_until = max(single_until, speaker_end)
                     speaker_until = speaker_end
             if i < single_until:
@@ -322,9 +297,9 @@ class Segmenter(Stage):
                     j += 1
             ps, pe = lines[i][0], lines[j - 1][1]
             kind = "turn" if turn else "sentence"
-            if list_end - i >= 1 and _LIST_RE.match(line):
+            if list_end - i >= 1 and LIST_RE.match(line):
                 kind = "list"
-            label = _SPEAKER_RE.match(line) if i < speaker_until else None
+            label = SPEAKER_RE.match(line) if i < speaker_until else None
             if label is not None:
                 last_label = label
             elif i >= speaker_until:
@@ -334,17 +309,17 @@ class Segmenter(Stage):
             for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words):
                 cuts = _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
                 for part, (cs, ce) in enumerate(cuts):
-                    meta = _speaker_meta(said_by, cs - ps if label is not None else len(line))
+                    meta = speaker_meta(said_by, cs - ps if label is not None else len(line))
                     if len(cuts) > 1:
                         # a part of one over-long sentence: the budget delivers a later part only with
                         # the first (it holds the main clause: "X shall not be liable … unless …")
                         meta = {**(meta or {}), "cut_part": part, "cut_parts": len(cuts)}
-                    pieces.append(_Piece(cs, ce, kind, paragraph, meta))
+                    pieces.append(Piece(cs, ce, kind, paragraph, meta))
             paragraph += 1
             i = j
-        turns = _chat_turns(lines)
+        turns = chat_turns(lines)
         starts = [t[0] for t in turns]
-        return [_in_turn(p, turns, starts) for p in pieces] if turns else pieces
+        return [in_turn(p, turns, starts) for p in pieces] if turns else pieces
 
     def _block(
         self,
@@ -355,14 +330,14 @@ class Segmenter(Stage):
         *,
         table: bool = False,
         items: bool = False,
-    ) -> list[_Piece]:
+    ) -> list[Piece]:
         """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`,
         lists with *items*: :meth:`_list_parts`)."""
         if table:
             return self._table_parts(lines, kind, paragraph, counter)
         if items:
             return self._list_parts(lines, paragraph, counter)
-        out: list[_Piece] = []
+        out: list[Piece] = []
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
         for line in lines:
@@ -374,11 +349,11 @@ class Segmenter(Stage):
             tokens += t
         if chunk:
             out.append(_line_piece(chunk, kind, paragraph))
-        if kind == "code" and len(out) > 1 and _FENCE_RE.match(lines[0][2]):
+        if kind == "code" and len(out) > 1 and FENCE_RE.match(lines[0][2]):
             out = _code_parts(out, lines)
         return out
 
-    def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any) -> list[_Piece]:
+    def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any) -> list[Piece]:
         """A list (or a run of log lines) cut into parts of whole items, each about
         ``max_list_tokens``: an item is a line no deeper than the first one, with the deeper lines
         under it. Parts of a list of several carry their items (first index, count) and the list's
@@ -403,13 +378,13 @@ class Segmenter(Stage):
                 for c, f, m in chunks]
 
     def _quote_pieces(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int,
-                      block: int) -> list[_Piece]:
+                      block: int) -> list[Piece]:
         """Pieces of a run of quoted lines, each of whole lines (with their markers): an attribution
         line ("On … wrote:") alone, else lines up to one that ends a sentence, a change of quote depth,
         a blank quoted line or 400 characters (``max_sentence_chars`` when lower). Each piece's meta holds its depth and block
         (``quote``, ``quote_block``), and ``quote_head`` for an attribution (the budget delivers the
         quote only with it)."""
-        out: list[_Piece] = []
+        out: list[Piece] = []
         chunk: list[tuple[int, int, str]] = []
         depth = 0
 
@@ -419,36 +394,36 @@ class Segmenter(Stage):
                 chunk.clear()
 
         for line in lines:
-            m = _QUOTE_RE.match(line[2])
+            m = QUOTE_RE.match(line[2])
             assert m is not None
             body = line[2][m.end():].strip()
             level = m.group(0).count(">")
             chars = sum(len(x[2]) for x in chunk)
-            limit = min(self.max_sentence_chars, _QUOTE_PIECE_CHARS)
+            limit = min(self.max_sentence_chars, QUOTE_PIECE_CHARS)
             if chunk and (not body or level != depth or chars + len(line[2]) > limit):
                 flush()
             if not body:
                 continue  # a blank quoted line (">") stays between the pieces
-            if _ATTRIBUTION_RE.match(body):
+            if ATTRIBUTION_RE.match(body):
                 flush()
                 out.append(_line_piece([line], kind, paragraph,
                                        {"quote": level, "quote_block": block, "quote_head": True}))
                 continue
             chunk.append(line)
             depth = level
-            if _QUOTE_END_RE.search(body):
+            if QUOTE_END_RE.search(body):
                 flush()
         flush()
         return out
 
-    def _table_parts(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int, counter: Any) -> list[_Piece]:
+    def _table_parts(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int, counter: Any) -> list[Piece]:
         """A table cut into parts of whole rows, each about ``max_table_tokens`` (the first holds the
         header): small enough that the budget can keep the rows a query needs and drop the rest. A
         quoted CSV field may run over lines; a part never ends inside one. Each part's meta holds the
         header (with its ``|---|`` line), its number, its rows (first index, count) and the table's
         row count, so that assembly repeats the header and marks omitted rows (odcf.render)."""
         # CSV / TSV whose lines are not all records of one width: a quoted field may hold newlines
-        quoted = not lines[0][2].lstrip().startswith("|") and not _one_record_a_line(lines)
+        quoted = not lines[0][2].lstrip().startswith("|") and not one_record_a_line(lines)
         records: list[list[tuple[int, int, str]]] = []
         open_field = False
         for line in lines:
@@ -462,7 +437,7 @@ class Segmenter(Stage):
         return self._records_parts(records, kind, paragraph, counter, head_n=head_n)
 
     def _records_parts(self, records: list[list[tuple[int, int, str]]], kind: str, paragraph: int, counter: Any,
-                       *, head_n: int) -> list[_Piece]:
+                       *, head_n: int) -> list[Piece]:
         """The parts of a table given as its records (the lines of each), the first *head_n* its header."""
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
@@ -543,37 +518,31 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> li
     return out
 
 
-def _code_parts(parts: list[_Piece], lines: list[tuple[int, int, str]]) -> list[_Piece]:
+def _code_parts(parts: list[Piece], lines: list[tuple[int, int, str]]) -> list[Piece]:
     """Parts of a long fenced code block, each told the block's fences and its lines, so that a
     part delivered without its neighbours is written inside the fences with ``[CODE_LINES: n]``
     for the lines left out (render), instead of as loose lines that read as prose."""
     opening = lines[0][2].strip()
-    fence = _FENCE_RE.match(opening).group(1)  # type: ignore[union-attr]
+    fence = FENCE_RE.match(opening).group(1)  # type: ignore[union-attr]
     # closed only by its own fence: a ``` block that runs to a ~~~ line at the end is unterminated
     closing = lines[-1][2].strip() if len(lines) > 1 and lines[-1][2].strip().startswith(fence) else ""
     starts = [ln[0] for ln in lines]
-    out: list[_Piece] = []
+    out: list[Piece] = []
     for k, p in enumerate(parts):
         first = bisect.bisect_right(starts, p.start) - 1
         last = bisect.bisect_right(starts, p.end - 1) - 1
         meta = {"code_open": opening, "code_close": closing or fence, "code_part": k, "code_parts": len(parts),
                 "code_lines": [first, last - first + 1], "code_total": len(lines), "code_closed": bool(closing)}
-        out.append(_Piece(p.start, p.end, p.kind, p.paragraph, meta))
+        out.append(Piece(p.start, p.end, p.kind, p.paragraph, meta))
     return out
 
 
-def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None) -> _Piece:
+def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None) -> Piece:
     first = chunk[0]
     start = first[0] + (len(first[2]) - len(first[2].lstrip()))
     last = chunk[-1]
     end = last[0] + len(last[2].rstrip())
-    return _Piece(start, max(start, end), kind, paragraph, meta)
-
-
-def _rstrip(text: str, start: int, end: int) -> int:
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return end
+    return Piece(start, max(start, end), kind, paragraph, meta)
 
 
 #: Value phrases a cut must not split: an amount with its currency ("EUR 1,250,000.00"), a number
@@ -606,7 +575,7 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, in
     s = start
     while end - s > limit:
         e = _cut_point(text, s, limit, free)
-        out.append((s, _rstrip(text, s, e)))
+        out.append((s, rstrip(text, s, e)))
         s = e
         while s < end and text[s].isspace():
             s += 1
@@ -639,185 +608,9 @@ def _find_all(text: str, sep: str) -> list[int]:
 
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
-    return bool(_FENCE_RE.match(line) or _HEADING_RE.match(line) or _QUOTE_RE.match(line)
-                or _mail_header_run(lines, j) > j or _table_run(lines, j) > j
-                or _prefix_run(lines, j) > j or _speaker_run(lines, j, limit=_SPEAKER_RUN) - j >= _SPEAKER_RUN)
-
-
-def _speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | None:
-    """Meta of a piece *offset* characters into a transcript line opened by *label*: its speaker, so
-    that a sentence delivered without the line's first one is rendered after the label
-    (odcf.render.join_segments), and ``opens_line`` for the piece that holds the label itself."""
-    if label is None:
-        return None
-    meta: dict[str, Any] = {"speaker": _speaker(label)}
-    if offset < label.end(1):
-        meta["opens_line"] = True
-    return meta
-
-
-def _speaker(label: re.Match[str]) -> str:
-    """The speaker of a label: its name and colon, without a time stamp ("[14:12] dana (dba):" -> "dana (dba):")."""
-    return label.group("name") + ":"
-
-
-#: Lines of one message without a label of their own, between two labelled lines of a transcript.
-_CONTINUATION_LINES = 3
-
-
-#: A line that is a speaker label alone ("tool:"), its message on the lines below.
-_LABEL_ONLY_RE = re.compile(_LABEL + r"[ \t]*$")
-
-
-def _chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """The turns of a chat log whose messages run over paragraphs: ``(start offset, end of the label,
-    label)`` of each paragraph that opens with a speaker label, when at least three do, a label
-    comes back, and some paragraph between them opens without one (a message with a list or a
-    second paragraph). Else [] (a transcript of one line a turn is handled line by line)."""
-    turns: list[tuple[int, int, str]] = []
-    unlabelled_inside = False
-    for k, (ls, _le, line) in enumerate(lines):
-        if not line.strip() or (k and lines[k - 1][2].strip()):
-            continue  # not the first line of a paragraph
-        m = _SPEAKER_RE.match(line) or _LABEL_ONLY_RE.match(line)
-        if m:
-            turns.append((ls, ls + m.end(1), _speaker(m)))
-        elif turns:
-            unlabelled_inside = True
-    labels = [t[2] for t in turns]
-    if len(turns) < 3 or len(set(labels)) == len(labels) or not unlabelled_inside:
-        return []
-    return turns
-
-
-def _in_turn(piece: _Piece, turns: list[tuple[int, int, str]], starts: list[int]) -> _Piece:
-    """*piece* with the speaker label and number of the chat turn it is in (odcf.render writes the
-    label before a piece delivered without its turn's first one)."""
-    k = bisect.bisect_right(starts, piece.start) - 1
-    if k < 0:
-        return piece
-    _, label_end, label = turns[k]
-    meta = {key: v for key, v in (piece.meta or {}).items() if key not in ("speaker", "opens_line")}
-    meta.update({"speaker": label, "turn": k})
-    if piece.start < label_end:
-        meta["opens_line"] = True
-        if piece.end <= label_end:
-            meta["label_only"] = True  # "tool:" on a line of its own: the budget delivers it only with its turn
-    return _Piece(piece.start, piece.end, piece.kind, piece.paragraph, meta)
-
-
-def _mail_header_run(lines: list[tuple[int, int, str]], i: int) -> int:
-    """End index (exclusive) of an email's header from line *i*: two field lines or more, one of them
-    ``From:``, with their folded lines, maybe after a line such as "-----Original Message-----";
-    else *i*."""
-    if not (_MAIL_FIELD_RE.match(lines[i][2]) or _MAIL_SEP_RE.match(lines[i][2])):
-        return i
-    n = len(lines)
-    j = i + 1 if _MAIL_SEP_RE.match(lines[i][2]) else i
-    fields: list[str] = []
-    sender = ""
-    while j < n:
-        m = _MAIL_FIELD_RE.match(lines[j][2])
-        if m:
-            fields.append(m.group(1).lower())
-            if fields[-1] == "from":
-                sender = lines[j][2]
-        elif not (fields and lines[j][2][:1] in " \t" and lines[j][2].strip()):
-            break
-        j += 1
-    # an email's header, not a period ("From: 1 June 2024 / To: 30 June 2024"): a sender that opens
-    # with a digit is a date or a number, unless it has an address. (A route, "From: Berlin (BER) /
-    # To: Munich (MUC)", reads as a header: its From line then goes with the text under it.)
-    value = sender.split(":", 1)[1].strip() if ":" in sender else ""
-    mail = "from" in fields and ("@" in sender or not value[:1].isdigit())
-    return j if len(fields) >= 2 and mail else i
-
-
-def _speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:
-    """End index (exclusive) of the lines from *i* on that each open with a speaker label (looking
-    at no more than *limit* lines)."""
-    end = len(lines) if limit is None else min(len(lines), i + limit)
-    j = i
-    while j < end:
-        if _SPEAKER_RE.match(lines[j][2]):
-            j += 1
-            continue
-        # the next lines of a message, without a label of their own, between two labelled lines
-        k = j
-        while (k < end and k - j < _CONTINUATION_LINES and lines[k][2].strip()
-               and not _SPEAKER_RE.match(lines[k][2]) and not _HEADING_RE.match(lines[k][2])
-               and not _FENCE_RE.match(lines[k][2])):
-            k += 1
-        if j > i and j < k < end and _SPEAKER_RE.match(lines[k][2]):
-            j = k
-            continue
-        break
-    return j
-
-
-def _table_run(lines: list[tuple[int, int, str]], i: int) -> int:
-    """End index (exclusive) of a table starting at line *i*, or *i* when there is none."""
-    n = len(lines)
-    if _TABLE_PIPE_RE.match(lines[i][2]):
-        j = i
-        while j < n and _TABLE_PIPE_RE.match(lines[j][2]):
-            j += 1
-        return j if j - i >= 2 else i
-    if _STAMPED_SPEAKER_RE.match(lines[i][2]):
-        return i  # a chat export's line ("03/05/2024, 14:03 - Dana: …"): its comma makes no table
-    for delim in ("\t", ","):
-        # a record a line first ('6\'4"' is an inch mark, not an open quote); then records whose
-        # quoted fields run over lines ("LOA\n(Metres)")
-        for multiline, escape in ((False, False), (False, True), (True, False)):
-            # escape: a backslash escapes a quote inside a quoted field ("6'4\"")
-            j, cols = _delimited_record(lines, i, delim, multiline=multiline, escape=escape)
-            if cols < 2:
-                continue
-            records = 1
-            while j < n and lines[j][2].strip():
-                k, c = _delimited_record(lines, j, delim, multiline=multiline, escape=escape)
-                if c != cols:
-                    break
-                j, records = k, records + 1
-            if (records >= 3 and not (delim == "," and cols <= 3 and _wordy(lines[i:j]))
-                    and not all(_LIST_RE.match(line[2]) for line in lines[i:j])  # "1. HAT136 via ATL, $152"
-                    and not all(line[2][:1] in " \t" for line in lines[i:j])):  # indented: a traceback, code
-                return j
-    return i
-
-
-def _wordy(lines: list[tuple[int, int, str]]) -> bool:
-    """Whether comma-separated lines read as prose: more than 5 words a cell on average. Clause
-    lines such as "The insurer shall acknowledge the claim within 5 days, unless … (Clause 7.3)"
-    have two or three such "cells"; no table of WikiTableQuestions with at most 3 columns does."""
-    cells = [c for line in lines for c in line[2].split(",")]
-    head = lines[0][2].split(",")  # a CSV opens with a header of short names ("term,definition")
-    return sum(len(c.split()) for c in cells) > 5 * len(cells) and sum(len(c.split()) for c in head) > 3 * len(head)
-
-
-def _one_record_a_line(lines: list[tuple[int, int, str]]) -> bool:
-    """Whether every line of a delimited table is a record of the same width (then a stray quote,
-    as in an inch mark, never joins lines)."""
-    for delim in ("\t", ","):
-        for escape in (False, True):
-            widths = {_delimited_cols(line[2], delim, escape=escape) for line in lines}
-            if len(widths) == 1 and min(widths) >= 2:
-                return True
-    return False
-
-
-def _delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str, *, multiline: bool = True,
-                      escape: bool = False) -> tuple[int, int]:
-    """(end line index, columns) of the delimited record starting at line *i*: with *multiline*, a
-    quoted field may hold newlines ("LOA\n(Metres)"), so a record runs over lines while a quote is
-    open (at most 10)."""
-    text, j = lines[i][2], i + 1
-    while multiline and text.count('"') % 2 and j < len(lines) and j - i < 10:
-        text += "\n" + lines[j][2]
-        j += 1
-    if text.count('"') % 2:
-        return i + 1, _delimited_cols(lines[i][2], delim, escape=escape)
-    return j, _delimited_cols(text, delim, escape=escape)
+    return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
+                or mail_header_run(lines, j) > j or table_run(lines, j) > j
+                or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN)
 
 
 #: A line of source code: a numbered listing line ("18:print(x)"), a statement or a block opener.
@@ -844,7 +637,7 @@ class _CodeRuns:
             self.end[k] = k if not lines[k][2].strip() else self.end[k + 1]
         self.before = [0] * (n + 1)  # code lines before each index
         for k, line in enumerate(lines):
-            code = line[2].strip() and _CODE_LINE_RE.search(line[2]) and not _STAMPED_SPEAKER_RE.match(line[2])
+            code = line[2].strip() and _CODE_LINE_RE.search(line[2]) and not STAMPED_SPEAKER_RE.match(line[2])
             self.before[k + 1] = self.before[k] + (1 if code else 0)  # "14:02 priya: ok" is a message, not line 14
 
     def paragraph(self, i: int) -> int:
@@ -852,67 +645,10 @@ class _CodeRuns:
         code lines, or three lines or more two thirds of which are code lines; else *i*."""
         j = self.end[i]
         n = j - i
-        if n < 2 or _TABLE_PIPE_RE.match(self.lines[i][2]) or _FENCE_RE.match(self.lines[i][2]):
+        if n < 2 or TABLE_PIPE_RE.match(self.lines[i][2]) or FENCE_RE.match(self.lines[i][2]):
             return i
         code = self.before[j] - self.before[i]
         return j if code == n or (n >= 3 and code * 3 >= 2 * n) else i
-
-
-def declared_delimiter(source: Source) -> str | None:
-    """The delimiter a source's file name declares: ``,`` for ``.csv``, a tab for ``.tsv``."""
-    name = (source.origin or source.id or "").lower()
-    if name.endswith(".csv"):
-        return ","
-    if name.endswith((".tsv", ".tab")):
-        return "\t"
-    return None
-
-
-def _csv_records(lines: list[tuple[int, int, str]], delim: str) -> list[list[tuple[int, int, str]]] | None:
-    """The records of a delimited file, each as the lines it spans, read by Python's csv module: a
-    quoted field may hold line breaks and blank lines, and where the plain reading fails, a
-    backslash may escape a quote (``"A prior \\"incarnation\\" of the 37"``, as in the
-    WikiTableQuestions files). None when the text is no table: it does not parse, or has fewer than
-    three records, or fewer than two thirds of them share one width of two columns or more. Rows
-    of another width (a short row, a long row with extra cells) are kept as they are."""
-    for escape in (None, "\\"):
-        # every line fed with its break, so that line_num counts source lines; a BOM is no part of a cell
-        feed = (line.lstrip("\ufeff") + "\n" if k == 0 else line + "\n" for k, (_, _, line) in enumerate(lines))
-        reader = csv.reader(feed, delimiter=delim, strict=True, escapechar=escape)
-        records: list[list[tuple[int, int, str]]] = []
-        widths: list[int] = []
-        done = 0  # lines read before the record being read
-        try:
-            for row in reader:
-                if len(row) > 1 or "".join(row).strip():  # a blank line is no record
-                    records.append(lines[done:reader.line_num])
-                    widths.append(len(row))
-                done = reader.line_num
-        except csv.Error:
-            continue
-        if len(records) < 3:
-            return None
-        width = max(set(widths), key=widths.count)
-        if width >= 2 and 3 * widths.count(width) >= 2 * len(records):
-            return records
-        return None
-    return None
-
-
-def _delimited_cols(line: str, delim: str, *, escape: bool = False) -> int:
-    if not line.strip():
-        return 0
-    try:
-        cells = next(csv.reader([line], delimiter=delim, escapechar="\\" if escape else None))
-    except (csv.Error, StopIteration):
-        return 0
-    if delim == ",":
-        # prose has commas too: require short cells and no sentence punctuation at the end
-        if line.rstrip().endswith((".", "!", "?", ":")) and not line.rstrip().endswith('"'):
-            return 0
-        if any(len(c) > 80 for c in cells):
-            return 0
-    return len(cells)
 
 
 _PREFIX_MIN = 10
@@ -928,12 +664,12 @@ def _prefix_run(lines: list[tuple[int, int, str]], i: int) -> int:
     """End of a run of >= 4 lines sharing a prefix of >= 10 characters (log lines, repeated keys)."""
     n = len(lines)
     first = lines[i][2]
-    if len(first) < _PREFIX_MIN or first[:1].isspace() or _STAMPED_SPEAKER_RE.match(first):
+    if len(first) < _PREFIX_MIN or first[:1].isspace() or STAMPED_SPEAKER_RE.match(first):
         return i
     key = first[:_PREFIX_MIN]
     j = i + 1
     # messages of a chat export share their date ("[2024-05-03 14:02] priya: ..."): a transcript, not a log
-    while j < n and lines[j][2].startswith(key) and not _STAMPED_SPEAKER_RE.match(lines[j][2]):
+    while j < n and lines[j][2].startswith(key) and not STAMPED_SPEAKER_RE.match(lines[j][2]):
         j += 1
     return j if j - i >= 4 else i
 
@@ -941,12 +677,12 @@ def _prefix_run(lines: list[tuple[int, int, str]], i: int) -> int:
 def _list_run(lines: list[tuple[int, int, str]], i: int) -> int:
     """End index of a run of list items (each possibly followed by indented continuation lines)."""
     n = len(lines)
-    if not _LIST_RE.match(lines[i][2]):
+    if not LIST_RE.match(lines[i][2]):
         return i
     j = i
     while j < n:
         line = lines[j][2]
-        if _LIST_RE.match(line):
+        if LIST_RE.match(line):
             j += 1
             continue
         if line.strip() and line.startswith(("  ", "\t")) and j > i:
@@ -956,65 +692,3 @@ def _list_run(lines: list[tuple[int, int, str]], i: int) -> int:
     return j
 
 
-def _value_container(text: str, ms: int, me: int) -> int | None:
-    """Where the container that is the value of the JSON member text[ms:me] opens (the member
-    itself for an array item, after ``"key":`` for an object member), or None for a scalar."""
-    k = ms
-    if text[k] == '"':  # an object member: skip its key
-        k += 1
-        while k < me and text[k] != '"':
-            k += 2 if text[k] == "\\" else 1
-        k += 1
-        while k < me and text[k].isspace():
-            k += 1
-        if k >= me or text[k] != ":":
-            return None
-        k += 1
-        while k < me and text[k].isspace():
-            k += 1
-    return k if k < me and text[k] in "[{" and text[me - 1] == {"[": "]", "{": "}"}[text[k]] else None
-
-
-def _top_level_members(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
-    """Character ranges of the top-level members of the JSON container text[start:end]."""
-    depth = 0
-    in_str = False
-    esc = False
-    members: list[tuple[int, int]] = []
-    member_start: int | None = None
-    for k in range(start, end):
-        ch = text[k]
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-            if depth == 1 and member_start is None:
-                member_start = k
-            continue
-        if ch in "[{":
-            depth += 1
-            if depth == 2 and member_start is None:
-                member_start = k
-            continue
-        if ch in "]}":
-            depth -= 1
-            if depth == 0:
-                if member_start is not None:
-                    members.append((member_start, _rstrip(text, member_start, k)))
-                return members
-            continue
-        if depth == 1:
-            if ch == ",":
-                if member_start is None:
-                    return None
-                members.append((member_start, _rstrip(text, member_start, k)))
-                member_start = None
-            elif not ch.isspace() and member_start is None:
-                member_start = k
-    return None

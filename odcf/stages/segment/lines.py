@@ -1,0 +1,27 @@
+"""What the segmenter's parts share: the line patterns that open a structure, and the piece a
+source is cut into."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+FENCE_RE = re.compile(r"^\s*(```|~~~)")
+HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
+TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+
+
+@dataclass(frozen=True)
+class Piece:
+    start: int
+    end: int
+    kind: str
+    paragraph: int
+    meta: dict[str, Any] | None = None
+
+
+def rstrip(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end

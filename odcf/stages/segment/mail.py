@@ -1,0 +1,162 @@
+"""Mail and chat in the segmenter: an email's header lines, quoted replies and their attribution,
+speaker labels of transcripts and chat exports (with their time stamps), and the turns of a chat
+whose messages run over paragraphs."""
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any
+
+from odcf.stages.segment.lines import FENCE_RE, HEADING_RE, Piece
+
+#: The field names of an email's header ("From: Lina Park", "Sent: 3 June 2024 10:14").
+MAIL_FIELDS = r"(?i:from|to|cc|bcc|date|sent|subject|reply-to)"
+#: A time of day in a chat export: "14:02", "14:02:11", "2:02 PM", with a date in brackets ("[2024-05-03 14:02]").
+TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp][Mm])?"
+#: A day as WhatsApp writes it before the time: "03/05/2024, ", "3/5/24, ".
+DMY = r"\d{1,2}/\d{1,2}/\d{2,4},[ \t]"
+BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T]|" + DMY + r")?" + TIME + r"\]"
+#: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 ", and
+#: WhatsApp's "03/05/2024, 14:02 - " and "[3/5/24, 2:23:11 PM] "), not before a log level:
+#: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
+STAMP = (r"(?:" + BRACKETED_TIME + "|" + DMY + TIME + r"[ \t]+-|" + TIME + r")[ \t]+"
+         r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
+#: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
+#: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
+#: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"); an email header
+#: field ("To: Sam Ortega") is not one. Group 1 is the label up to its colon; the speaker is group
+#: ``name`` and the colon (see :func:`speaker_of`).
+LABEL = (r"^[ \t]{0,3}(?:" + STAMP + r")?(?!" + MAIL_FIELDS + r":)"
+         r"((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
+         r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + BRACKETED_TIME + r")?:)")
+SPEAKER_RE = re.compile(LABEL + r"[ \t]+\S")
+#: A chat line that opens with a time stamp ("[14:12] dana (dba): NO."): a message, not a line of a
+#: log whose lines share a prefix, nor a numbered listing ("14:" is not line 14).
+STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + STAMP + LABEL[1:] + r"[ \t]+\S")
+#: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
+SPEAKER_RUN = 2
+#: A line of an email's header: a field and its value.
+MAIL_FIELD_RE = re.compile(r"^[ \t]{0,3}(" + MAIL_FIELDS + r"):[ \t]*\S")
+#: The line that opens a message quoted whole below a reply ("-----Original Message-----").
+MAIL_SEP_RE = re.compile(r"^[ \t]*(?:-{2,}[ \t]*(?i:original message|forwarded message)[ \t]*-{2,}"
+                         r"|(?i:begin forwarded message):)\s*$")
+#: The header fields that a message's body is delivered with (the others may be left out).
+MAIL_HEAD_FIELDS = frozenset({"from"})
+#: The quote marker opening a line of a quoted reply: "> ", ">> ", "> > ".
+QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
+#: A quote's attribution: "On 2024-05-31 Raj Menon wrote:", "Am 3. Juni schrieb Lina Park:".
+ATTRIBUTION_RE = re.compile(r"^.{0,300}\b(?:wrote|writes|schrieb|a écrit|escribió)[ \t]?:\s*$", re.DOTALL)
+#: The most characters a piece of quoted lines holds when its lines end no sentence (a hard-wrapped
+#: quote without full stops would otherwise become pieces of 1,200 characters, all or nothing).
+QUOTE_PIECE_CHARS = 400
+#: A quoted line that ends a sentence (so the next quoted line starts a new piece).
+QUOTE_END_RE = re.compile(r"[.!?:;。！？；][\"'”’)\]]*\s*$")
+
+
+def speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | None:
+    """Meta of a piece *offset* characters into a transcript line opened by *label*: its speaker, so
+    that a sentence delivered without the line's first one is rendered after the label
+    (odcf.render.join_segments), and ``opens_line`` for the piece that holds the label itself."""
+    if label is None:
+        return None
+    meta: dict[str, Any] = {"speaker": speaker_of(label)}
+    if offset < label.end(1):
+        meta["opens_line"] = True
+    return meta
+
+
+def speaker_of(label: re.Match[str]) -> str:
+    """The speaker of a label: its name and colon, without a time stamp ("[14:12] dana (dba):" -> "dana (dba):")."""
+    return label.group("name") + ":"
+
+
+#: Lines of one message without a label of their own, between two labelled lines of a transcript.
+CONTINUATION_LINES = 3
+#: A line that is a speaker label alone ("tool:"), its message on the lines below.
+LABEL_ONLY_RE = re.compile(LABEL + r"[ \t]*$")
+
+
+def chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The turns of a chat log whose messages run over paragraphs: ``(start offset, end of the label,
+    label)`` of each paragraph that opens with a speaker label, when at least three do, a label
+    comes back, and some paragraph between them opens without one (a message with a list or a
+    second paragraph). Else [] (a transcript of one line a turn is handled line by line)."""
+    turns: list[tuple[int, int, str]] = []
+    unlabelled_inside = False
+    for k, (ls, _le, line) in enumerate(lines):
+        if not line.strip() or (k and lines[k - 1][2].strip()):
+            continue  # not the first line of a paragraph
+        m = SPEAKER_RE.match(line) or LABEL_ONLY_RE.match(line)
+        if m:
+            turns.append((ls, ls + m.end(1), speaker_of(m)))
+        elif turns:
+            unlabelled_inside = True
+    labels = [t[2] for t in turns]
+    if len(turns) < 3 or len(set(labels)) == len(labels) or not unlabelled_inside:
+        return []
+    return turns
+
+
+def in_turn(piece: Piece, turns: list[tuple[int, int, str]], starts: list[int]) -> Piece:
+    """*piece* with the speaker label and number of the chat turn it is in (odcf.render writes the
+    label before a piece delivered without its turn's first one)."""
+    k = bisect.bisect_right(starts, piece.start) - 1
+    if k < 0:
+        return piece
+    _, label_end, label = turns[k]
+    meta = {key: v for key, v in (piece.meta or {}).items() if key not in ("speaker", "opens_line")}
+    meta.update({"speaker": label, "turn": k})
+    if piece.start < label_end:
+        meta["opens_line"] = True
+        if piece.end <= label_end:
+            meta["label_only"] = True  # "tool:" on a line of its own: the budget delivers it only with its turn
+    return Piece(piece.start, piece.end, piece.kind, piece.paragraph, meta)
+
+
+def mail_header_run(lines: list[tuple[int, int, str]], i: int) -> int:
+    """End index (exclusive) of an email's header from line *i*: two field lines or more, one of them
+    ``From:``, with their folded lines, maybe after a line such as "-----Original Message-----";
+    else *i*."""
+    if not (MAIL_FIELD_RE.match(lines[i][2]) or MAIL_SEP_RE.match(lines[i][2])):
+        return i
+    n = len(lines)
+    j = i + 1 if MAIL_SEP_RE.match(lines[i][2]) else i
+    fields: list[str] = []
+    sender = ""
+    while j < n:
+        m = MAIL_FIELD_RE.match(lines[j][2])
+        if m:
+            fields.append(m.group(1).lower())
+            if fields[-1] == "from":
+                sender = lines[j][2]
+        elif not (fields and lines[j][2][:1] in " \t" and lines[j][2].strip()):
+            break
+        j += 1
+    # an email's header, not a period ("From: 1 June 2024 / To: 30 June 2024"): a sender that opens
+    # with a digit is a date or a number, unless it has an address. (A route, "From: Berlin (BER) /
+    # To: Munich (MUC)", reads as a header: its From line then goes with the text under it.)
+    value = sender.split(":", 1)[1].strip() if ":" in sender else ""
+    mail = "from" in fields and ("@" in sender or not value[:1].isdigit())
+    return j if len(fields) >= 2 and mail else i
+
+
+def speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:
+    """End index (exclusive) of the lines from *i* on that each open with a speaker label (looking
+    at no more than *limit* lines)."""
+    end = len(lines) if limit is None else min(len(lines), i + limit)
+    j = i
+    while j < end:
+        if SPEAKER_RE.match(lines[j][2]):
+            j += 1
+            continue
+        # the next lines of a message, without a label of their own, between two labelled lines
+        k = j
+        while (k < end and k - j < CONTINUATION_LINES and lines[k][2].strip()
+               and not SPEAKER_RE.match(lines[k][2]) and not HEADING_RE.match(lines[k][2])
+               and not FENCE_RE.match(lines[k][2])):
+            k += 1
+        if j > i and j < k < end and SPEAKER_RE.match(lines[k][2]):
+            j = k
+            continue
+        break
+    return j
