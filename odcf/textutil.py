@@ -225,6 +225,53 @@ def back_reference(sentence: str) -> str | None:
     return m.group(0).lstrip("\"'\u201c\u2018([") if m else None
 
 
+#: "no other …" speaks of what the text before it named ("There were no other related-party
+#: transactions" after the one transaction there was); alone it says the opposite of the source.
+_NO_OTHER_RE = re.compile(r"\b(?i:no other|none other|no further)\b")
+#: A definite noun phrase near a sentence's start ("Do not reduce the dose …", "The purchases
+#: were …"): group 1 is the noun, in lower case (a capitalised one is a defined term or a name,
+#: "the Supplier", which needs nothing before it).
+_DEFINITE_NP_RE = re.compile(r"\b(?i:the|this|that|these|those|such|said)\s+([a-z][a-z-]{3,})\b(?!\s+(?:of|for|in|under|to)\b)")
+#: How many words of a sentence's start are searched for a definite noun phrase.
+_DEFINITE_WORDS = 8
+#: Nouns after "the" that point nowhere in particular.
+_GENERIC_NOUNS = frozenset("""following above below same first second third last next other rest end start
+beginning case time fact way world past future present moment date period year month week
+day""".split())
+
+
+def refers_back(sentence: str, before: str) -> str | None:
+    """What in *sentence* speaks of something named only in *before*, the sentence in front of it,
+    or None: an opener of :func:`back_reference`, "no other …", or a definite noun phrase near
+    its start whose noun (its first five letters) occurs in *before* ("Do not reduce the dose …"
+    after "… the full dose is correct.", "The purchases were on arm's length terms" after "…
+    purchased £2.3m of gases from …").
+
+    >>> refers_back("Do not reduce the dose on the basis of creatinine alone.", "The full dose is correct.")
+    'the dose'
+    >>> refers_back("There were no other related-party transactions.", "The Group bought gas from a director's firm.")
+    'no other'
+    >>> [refers_back(s, "The Supplier sends the invoice.") for s in ("The Supplier shall pay.",
+    ...  "The invoice of May is late.", "The following items ship.")]
+    [None, None, None]
+    """
+    opener = back_reference(sentence)
+    if opener is not None:
+        return opener
+    m = _NO_OTHER_RE.search(sentence)
+    if m is not None:
+        return m.group(0)
+    head = " ".join(sentence.split()[:_DEFINITE_WORDS])
+    low = before.lower()
+    for m in _DEFINITE_NP_RE.finditer(head):
+        noun = m.group(1)
+        if noun in _GENERIC_NOUNS:
+            continue
+        if re.search(r"\b" + re.escape(noun[:5]), low):
+            return m.group(0)
+    return None
+
+
 def iter_lines_with_offsets(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, line)`` for each line, end excluding the newline."""
     pos = 0

@@ -53,7 +53,7 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
-from odcf.textutil import back_reference
+from odcf.textutil import back_reference, refers_back
 from odcf.tokens import get_counter
 
 #: The refill stops after this many segments in a row that did not fit when measured.
@@ -297,10 +297,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
-                opener = back_reference(seg.original) if not seg.meta.get("budget_needs") else None
+                opener = (refers_back(seg.original, prior.original) if prior.paragraph == seg.paragraph
+                          else back_reference(seg.original)) if not seg.meta.get("budget_needs") else None
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
                         "length and goes only with its first part" if seg.meta.get("cut_part")
-                        else f"opens with {opener!r} and goes only with the sentence before it" if opener
+                        else f"opens with {opener!r} and goes only with the sentence before it"
+                        if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
+                        else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
                         else "is a line of an email's header and goes only with a part of its body"
                         if seg.meta.get("mail_field") else "goes only with a newer history turn")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
@@ -316,6 +319,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
 
 
 _BLOCK_KINDS = frozenset({"table", "code", "list"})
+#: A sentence that points to the block after its paragraph without ending in a colon ("The
+#: following requirements are mandatory.", "… using the following weights."): a lead-in all the same.
+_FORWARD_RE = re.compile(r"\b(?:the following(?! (?:year|month|week|day|morning|evening|night)\b)|as follows"
+                         r"|(?:set out|listed|shown|given|described) below|下列|如下)", re.IGNORECASE)
 #: A clause's title written as the first sentence of its paragraph: "Section 9.3 Force majeure.",
 #: "Article 4 Payment:", "§ 12 Term."; delivered alone, it would promise a clause that is not there.
 _CLAUSE_TITLE_RE = re.compile(
@@ -371,9 +378,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
+    ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
-            stack, lead, label, title, quotes, first_cut = [], None, None, None, [], None
+            stack, lead, label, title, quotes, first_cut, ahead = [], None, None, None, [], None, None
             mail.close()
         heading = _section_heading(seg)
         if seg.meta.get("cut_part") == 0:
@@ -391,7 +399,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
-                and "mail_field" not in prev.meta and back_reference(seg.original)):
+                and "mail_field" not in prev.meta and (
+                    back_reference(seg.original) if prev.paragraph != seg.paragraph
+                    else refers_back(seg.original, prev.original))):
             out[seg.id] = prev.id
         elif heading:
             level = _heading_level(seg)
@@ -435,11 +445,19 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             stack.append((_heading_level(seg), seg.id))
             heads.add(seg.id)
         if (prev is not None and prev.source_id == seg.source_id and seg.kind in _BLOCK_KINDS
-                and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.dropped
-                and prev.original.rstrip().endswith((":", "：")) and not prev.meta.get("label_only")):
-            lead = (seg.paragraph, prev.id)
-            out[seg.id] = prev.id
-            heads.add(prev.id)
+                and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.meta.get("label_only")):
+            if not prev.dropped and prev.original.rstrip().endswith((":", "：")):
+                lead = (seg.paragraph, prev.id)
+            elif ahead is not None and ahead[0] == prev.paragraph:
+                # "4.1 The following requirements are mandatory. A tender that fails any of them …"
+                lead = (seg.paragraph, ahead[1])
+            if lead is not None and lead[0] == seg.paragraph:
+                out[seg.id] = lead[1]
+                heads.add(lead[1])
+        if seg.kind == "sentence" and not seg.dropped and _FORWARD_RE.search(seg.original):
+            ahead = (seg.paragraph, seg.id)
+        elif ahead is not None and seg.paragraph != ahead[0]:
+            ahead = None
         prev = seg
     mail.close()
     return out, heads - _heads_left_by_copies(doc, out)

@@ -485,3 +485,50 @@ def test_the_one_block_of_a_long_log_that_answers_the_query_is_delivered(plan):
     lines[2250] = "2024-05-15 10:37:02 FATAL worker: PANIC: No space left on device host=pg-primary-03"
     r = make(plan).compress("\n".join(lines), query="did pg-primary-03 PANIC", budget=1000)
     assert "PANIC: No space left on device" in r.text
+
+
+RELATED = (
+    "## 5. Related-party transactions\n\n"
+    "During the quarter the Group purchased £2.3m of industrial gases from Arkwright Gas Ltd, a company in which "
+    "Ms Helena Voss, a non-executive director, holds 34% of the shares. The purchases were on arm's length terms "
+    "and approved by the Audit Committee on 22 July 2025. There were no other related-party transactions in the "
+    "quarter other than remuneration of key management personnel.\n\n"
+    "## 6. Outlook\n\nThe board expects revenue for the full year to be in line with its expectations and "
+    "margins to recover in the fourth quarter as the Leeds restructuring completes.\n"
+)
+
+
+def test_no_other_and_a_definite_noun_go_with_what_they_speak_of(plan):
+    """"There were no other related-party transactions" alone says the opposite of the source;
+    "The purchases were …" alone speaks of purchases nobody named."""
+    seen_with = seen_without = 0
+    for budget in range(20, 140, 6):
+        r = make(plan).compress(RELATED, query="related-party transactions", budget=budget)
+        if "no other related-party" in r.text:
+            seen_with += 1
+            assert "The purchases were" in r.text and "purchased £2.3m" in r.text, (budget, r.text)
+        else:
+            seen_without += 1
+            seg = next(s for s in r.document.segments if s.original.startswith("There were no other"))
+            if seg.status == "dropped" and "The purchases were" not in r.text:
+                assert "speaks of the sentence before it ('no other')" in seg.reasons[-1], seg.reasons
+        if "The purchases were" in r.text:
+            assert "purchased £2.3m" in r.text, (budget, r.text)
+    assert seen_with and seen_without
+
+
+def test_a_sentence_that_points_to_the_list_below_goes_only_with_it(plan):
+    text = ("## 4. Mandatory requirements\n\n"
+            "4.1 The following requirements are mandatory. A tender that fails any of them will be rejected.\n\n"
+            + "\n".join(f"- M-{k:02d} The tenderer must hold certificate {k} for the site proposed, "
+                        "issued by an accredited body." for k in range(1, 13)) + "\n\n"
+            "## 5. Award\n\nThe contract will be awarded to the most economically advantageous tender. "
+            "Data shall be hosted within the United Kingdom or the European Economic Area.\n")
+    outcomes = set()
+    for budget in range(15, 160, 8):
+        r = make(plan).compress(text, query="where must data be hosted", budget=budget)
+        has_lead = "The following requirements are mandatory." in r.text
+        has_item = "- M-" in r.text
+        assert not has_lead or has_item, (budget, r.text)  # never the promise of a list without any of it
+        outcomes.add((has_lead, has_item))
+    assert (False, False) in outcomes and (True, True) in outcomes

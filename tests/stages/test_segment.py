@@ -648,3 +648,18 @@ def test_whatsapp_lines_are_transcript_lines_and_a_message_s_next_line_keeps_its
     # a log stays a log
     log = "\n".join(f"2024-05-15 10:02:{i:02d} worker-3: processed item {i}" for i in range(6))
     assert [s.kind for s in seg(log)] == ["list"]
+
+
+def test_list_items_ending_in_semicolons_are_a_list_not_code():
+    items = [f"{chr(97 + k)}) loss or damage under event {k + 1} if the home has been unoccupied for more "
+             f"than {30 + k} consecutive days immediately before the loss;" for k in range(12)]
+    text = "We will not pay for:\n\n" + "\n".join(items)
+    out = seg(text)
+    assert "code" not in {s.kind for s in out}
+    parts = [s for s in out if s.kind == "list"]
+    assert len(parts) > 2 and all(s.meta.get("list_items") for s in parts)  # cut in whole items
+    # C-like code still is code: statements ending in ";" and blocks opening with "{"
+    code = "int total = 0;\nfor (int i = 0; i < n; i++) {\n    total += items[i].price;\n}\nprintf(\"%d\", total);"
+    assert [s.kind for s in seg("Intro.\n\n" + code)] == ["sentence", "code"]
+    css = "body {\n  color: red;\n  margin: 0 auto;\n  font-family: Arial, Helvetica, Liberation Sans, sans-serif;\n}"
+    assert [s.kind for s in seg("Intro.\n\n" + css)] == ["sentence", "code"]

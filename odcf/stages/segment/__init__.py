@@ -622,7 +622,26 @@ _CODE_LINE_RE = re.compile(
     r"|^\$ \S|^Traceback \(most recent call last\):|^\s+File \".+\", line \d+"  # a shell command, a traceback
     r"|^\s*\^+\s*$|^[\w.]+(?:Error|Exception|Warning): "
     r"|^\s*[\w.]+\(.*\)\s*;?$"  # a call
-    r"|^\s*[}\])]+[;,]?\s*$|[{;]\s*$")
+    r"|^\s*[}\])]+[;,]?\s*$")
+#: A line that ends as a C-like statement or block opens ("foo(bar);", "if (x) {"): code, unless it
+#: reads as words (see :func:`_wordy_line`).
+_CODE_END_RE = re.compile(r"[{;]\s*$")
+#: What words do not hold but code does: an assignment or comparison, a call, braces, an arrow.
+_CODE_MARK_RE = re.compile(r"[=<>{}]|\w\(|->|::|//|&&|\|\|")
+_WORD_RE = re.compile(r"[^\W\d_]{2,}")
+
+
+def _wordy_line(line: str) -> bool:
+    """Whether a line ending in ";" reads as words, not code: a list item ("d) flood damage if the
+    home is within 50 metres of a river;"), or five words or more without a sign of code. The items
+    of contracts, policies and tenders end in ";" and must stay list items, cut in whole items."""
+    if _CODE_MARK_RE.search(line.rstrip().rstrip("{;")):
+        return False
+    return bool(LIST_RE.match(line)) or len(_WORD_RE.findall(line)) >= 5
+
+
+def _code_line(line: str) -> bool:
+    return bool(_CODE_LINE_RE.search(line) or (_CODE_END_RE.search(line) and not _wordy_line(line)))
 
 
 class _CodeRuns:
@@ -637,7 +656,7 @@ class _CodeRuns:
             self.end[k] = k if not lines[k][2].strip() else self.end[k + 1]
         self.before = [0] * (n + 1)  # code lines before each index
         for k, line in enumerate(lines):
-            code = line[2].strip() and _CODE_LINE_RE.search(line[2]) and not STAMPED_SPEAKER_RE.match(line[2])
+            code = line[2].strip() and _code_line(line[2]) and not STAMPED_SPEAKER_RE.match(line[2])
             self.before[k + 1] = self.before[k] + (1 if code else 0)  # "14:02 priya: ok" is a message, not line 14
 
     def paragraph(self, i: int) -> int:
