@@ -335,13 +335,27 @@ _CLAUSE_TITLE_RE = re.compile(
     r"|^第[\d一二三四五六七八九十百千]+(?:\.\d+)*[条章节款项]\s*[^\s。！？；：:，,]{1,16}[。：:]$")
 
 
+#: A title written in bold on a line of its own ("**Internal note — Tomasz Wójcik (SRE), 09:48 UTC**"):
+#: it heads what follows it like a heading below every markdown level, up to the next such title,
+#: heading or horizontal rule.
+_BOLD_TITLE_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,200}(?<=\S)\1[:.]?$")
+_BOLD_LEVEL = 7
+#: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
+_RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
+
+
 def _heading_level(seg: Segment) -> int:
+    if seg.kind != "heading":
+        return _BOLD_LEVEL
     return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
 
 
 def _section_heading(seg: Segment) -> bool:
     """A markdown heading that names a section: short, no link, no second ``#`` (a line of hashtags
-    written "# corvette # auction 2017 …" is a post, not a heading)."""
+    written "# corvette # auction 2017 …" is a post, not a heading); or a bold title on a line of
+    its own (:data:`_BOLD_TITLE_RE`)."""
+    if seg.kind == "sentence" and "\n" not in seg.original.strip() and _BOLD_TITLE_RE.match(seg.original.strip()):
+        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta
     if seg.kind != "heading":
         return False
     body = seg.original.lstrip().lstrip("#")
@@ -384,6 +398,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             stack, lead, label, title, quotes, first_cut, ahead = [], None, None, None, [], None, None
             mail.close()
         heading = _section_heading(seg)
+        if _RULE_RE.match(seg.original.strip()):
+            mail.close()  # a message, or the section of a bold title, ends at a horizontal rule
+            while stack and stack[-1][0] >= _BOLD_LEVEL:
+                stack.pop()
         if seg.meta.get("cut_part") == 0:
             first_cut = seg.id
         field = seg.meta.get("mail_field")

@@ -532,3 +532,32 @@ def test_a_sentence_that_points_to_the_list_below_goes_only_with_it(plan):
         assert not has_lead or has_item, (budget, r.text)  # never the promise of a list without any of it
         outcomes.add((has_lead, has_item))
     assert (False, False) in outcomes and (True, True) in outcomes
+
+
+TICKET_THREAD = (
+    "# Ticket SUP-1 thread\n\n"
+    "**From:** Marcus Hale (customer)\n**Date:** 2025-05-06 09:22 UTC\n\n"
+    "Yes, we send the Idempotency-Key header on every POST.\n\n---\n\n"
+    "**Internal note — Tomasz Wójcik (SRE), 2025-05-06 09:48 UTC**\n\n"
+    "The real cause is the tokenizer connect timeout, cut from 5000 ms to 2000 ms in release 4.12.0.\n\n"
+    "We must not roll back 4.12.0 because it contains the CVE-2025-31877 fix.\n\n---\n\n"
+    "From: Priya Raman (support)\nDate: 2025-05-06 10:35 UTC\n\nWe are deploying hotfix 4.12.1 today.\n"
+)
+
+
+def test_a_message_ends_at_a_rule_and_a_bold_title_heads_what_follows(plan):
+    """The SRE's sentence must never read as the customer's: the message of "**From:** Marcus Hale"
+    ends at the horizontal rule, and the bold note title heads the sentences under it."""
+    seen = 0
+    for budget in range(40, 160, 8):
+        r = make(plan).compress(TICKET_THREAD, query="can we roll back 4.12.0?", budget=budget)
+        if "We must not roll back" in r.text:
+            seen += 1
+            assert "**Internal note — Tomasz Wójcik (SRE)" in r.text, (budget, r.text)
+            before = r.text.split("We must not roll back")[0]
+            assert "Tomasz" in before.split("Marcus Hale")[-1], (budget, r.text)  # the nearest name above is his
+        if "Idempotency-Key" in r.text:
+            assert "**From:** Marcus Hale" in r.text, (budget, r.text)  # a bold header field is a mail header
+    assert seen
+    segs = {s.original: s for s in make(plan).compress(TICKET_THREAD, budget=1000).document.segments}
+    assert segs["**From:** Marcus Hale (customer)"].meta.get("mail_field") == "from"

@@ -35,8 +35,8 @@ SPEAKER_RE = re.compile(LABEL + r"[ \t]+\S")
 STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + STAMP + LABEL[1:] + r"[ \t]+\S")
 #: Lines in a row that open with a speaker label make a transcript: each line is its own paragraph.
 SPEAKER_RUN = 2
-#: A line of an email's header: a field and its value.
-MAIL_FIELD_RE = re.compile(r"^[ \t]{0,3}(" + MAIL_FIELDS + r"):[ \t]*\S")
+#: A line of an email's header: a field and its value (the field maybe in bold: "**From:** Marcus Hale").
+MAIL_FIELD_RE = re.compile(r"^[ \t]{0,3}(?:\*\*|__)?(" + MAIL_FIELDS + r")(?:\*\*|__)?:(?:\*\*|__)?[ \t]*\S")
 #: The line that opens a message quoted whole below a reply ("-----Original Message-----").
 MAIL_SEP_RE = re.compile(r"^[ \t]*(?:-{2,}[ \t]*(?i:original message|forwarded message)[ \t]*-{2,}"
                          r"|(?i:begin forwarded message):)\s*$")
