@@ -228,12 +228,11 @@ def back_reference(sentence: str) -> str | None:
 #: "no other …" speaks of what the text before it named ("There were no other related-party
 #: transactions" after the one transaction there was); alone it says the opposite of the source.
 _NO_OTHER_RE = re.compile(r"\b(?i:no other|none other|no further)\b")
-#: A definite noun phrase near a sentence's start ("Do not reduce the dose …", "The purchases
-#: were …"): group 1 is the noun, in lower case (a capitalised one is a defined term or a name,
-#: "the Supplier", which needs nothing before it).
-_DEFINITE_NP_RE = re.compile(r"\b(?i:the|this|that|these|those|such|said)\s+([a-z][a-z-]{3,})\b(?!\s+(?:of|for|in|under|to)\b)")
-#: How many words of a sentence's start are searched for a definite noun phrase.
-_DEFINITE_WORDS = 8
+#: A definite noun phrase opening a sentence ("The purchases were …", "This dose …"): group 1 is the
+#: noun, in lower case (a capitalised one is a defined term or a name, "the Supplier", which needs
+#: nothing before it), not followed by what names it ("The reservation NQNU5R", "the dose of …").
+_DEFINITE_NP_RE = re.compile(r"^(?i:the|this|that|these|those|such|said)\s+([a-z][a-z-]{3,})\b"
+                             r"(?!\s+(?:of|for|in|under|to)\b|\s+[A-Z0-9#])")
 #: Nouns after "the" that point nowhere in particular.
 _GENERIC_NOUNS = frozenset("""following above below same first second third last next other rest end start
 beginning case time fact way world past future present moment date period year month week
@@ -242,13 +241,15 @@ day""".split())
 
 def refers_back(sentence: str, before: str) -> str | None:
     """What in *sentence* speaks of something named only in *before*, the sentence in front of it,
-    or None: an opener of :func:`back_reference`, "no other …", or a definite noun phrase near
-    its start whose noun (its first five letters) occurs in *before* ("Do not reduce the dose …"
-    after "… the full dose is correct.", "The purchases were on arm's length terms" after "…
-    purchased £2.3m of gases from …").
+    or None: an opener of :func:`back_reference`, "no other …", or a definite noun phrase opening
+    it whose noun (its first five letters) occurs in *before* ("The purchases were on arm's length
+    terms" after "… purchased £2.3m of gases from …"). Only at the start: "Do not reduce the dose"
+    would tie too many sentences of a document together (NQ passages, agent traces lost figures).
 
-    >>> refers_back("Do not reduce the dose on the basis of creatinine alone.", "The full dose is correct.")
-    'the dose'
+    >>> refers_back("The dose must not be reduced.", "The full dose is correct.")
+    'The dose'
+    >>> refers_back("The reservation NQNU5R is business class.", "Cancel the reservation.") is None
+    True
     >>> refers_back("There were no other related-party transactions.", "The Group bought gas from a director's firm.")
     'no other'
     >>> [refers_back(s, "The Supplier sends the invoice.") for s in ("The Supplier shall pay.",
@@ -261,14 +262,9 @@ def refers_back(sentence: str, before: str) -> str | None:
     m = _NO_OTHER_RE.search(sentence)
     if m is not None:
         return m.group(0)
-    head = " ".join(sentence.split()[:_DEFINITE_WORDS])
-    low = before.lower()
-    for m in _DEFINITE_NP_RE.finditer(head):
-        noun = m.group(1)
-        if noun in _GENERIC_NOUNS:
-            continue
-        if re.search(r"\b" + re.escape(noun[:5]), low):
-            return m.group(0)
+    m = _DEFINITE_NP_RE.match(sentence.lstrip("\"'\u201c\u2018([ "))
+    if m is not None and m.group(1) not in _GENERIC_NOUNS and re.search(r"\b" + re.escape(m.group(1)[:5]), before.lower()):
+        return m.group(0)
     return None
 
 
