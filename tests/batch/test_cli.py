@@ -49,3 +49,14 @@ def test_a_truncated_gzip_input_stops_the_job_before_it_starts(tmp_path, ontolog
     err = capsys.readouterr().err
     assert "in.jsonl.gz: not a readable gzip file" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_malformed_tokenizer_is_one_line(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(1))
+    tok = tmp_path / "badtok.json"
+    tok.write_text("{}")
+    assert main(["batch", str(src), str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0",
+                 "--tokenizer", f"hf:{tok}"]) == 1
+    err = capsys.readouterr().err
+    assert "is not a readable Hugging Face tokenizer.json (Model missing." in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
