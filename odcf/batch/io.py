@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import os
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -94,14 +95,16 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
-    if root.is_file():
+    st = root.stat()
+    if stat.S_ISREG(st.st_mode):
         fmt = format_of(root.name)
         if fmt is None:
             raise InputError(
                 f"{root}: unknown input format (use {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
             )
-        st = root.stat()
         return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)]
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{root}: {_not_regular(st.st_mode)}")
     found: list[tuple[str, Path, str]] = []
     skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -117,7 +120,14 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
                     skipped.append((Path(dirpath) / fn).relative_to(root).as_posix())
                 continue
             full = Path(dirpath) / fn
-            found.append((full.relative_to(root).as_posix(), full, fmt))
+            rel = full.relative_to(root).as_posix()
+            try:
+                mode = full.stat().st_mode
+            except OSError as exc:  # a link to a file that is gone
+                raise InputError(f"{root}: {rel} cannot be read ({exc.strerror or exc}); a broken link?") from exc
+            if not stat.S_ISREG(mode):
+                raise InputError(f"{root}: {rel} {_not_regular(mode)}")
+            found.append((rel, full, fmt))
     if not found:
         raise InputError(
             f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
@@ -133,6 +143,22 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
         st = full.stat()
         out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns))
     return out
+
+
+def _not_regular(mode: int) -> str:
+    """Why an input path that is neither a regular file nor a folder cannot be read. A job reads
+    its input more than once (to count the records, to compress them, and again on ``--resume``)
+    and fingerprints it by size and time: a pipe can be read only once and has neither."""
+    if stat.S_ISFIFO(mode):
+        kind = "a FIFO: a named pipe, or a process substitution such as <(zcat x.gz)"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    else:
+        kind = "not a plain file"
+    return (f"is not a regular file or folder ({kind}); a batch job reads its input more than once "
+            "(to count, to compress, and on --resume): write it to a file first")
 
 
 def line_limit(max_chars: int) -> int:

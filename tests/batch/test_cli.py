@@ -60,3 +60,13 @@ def test_a_malformed_tokenizer_is_one_line(tmp_path, ontology, capsys):
     err = capsys.readouterr().err
     assert "is not a readable Hugging Face tokenizer.json (Model missing." in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_fifo_input_says_what_it_is(tmp_path, ontology, capsys):
+    import os
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    assert main(["batch", str(fifo), str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "fifo.jsonl: is not a regular file or folder (a FIFO" in err and "no input files" not in err

@@ -5,6 +5,7 @@ import base64
 import gzip
 import hashlib
 import json
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -171,3 +172,18 @@ def test_cr_only_line_endings_say_so(tmp_path):
     p.write_bytes(b'{"id": "a"} {"id": "b"}\n')  # extra data without a CR: no such hint
     (raw,) = list(read_records(discover_inputs(p)))
     assert "CR" not in raw.error
+
+
+def test_a_fifo_or_a_device_as_input_says_what_it_is(tmp_path):
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"in\.jsonl: is not a regular file or folder \(a FIFO: .*\).*to a file"):
+        discover_inputs(fifo)
+    with pytest.raises(InputError, match=r"is not a regular file or folder \(a device\)"):
+        discover_inputs("/dev/null")
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"id": "a"}\n')
+    os.mkfifo(d / "b.jsonl")  # reading it would block the job forever
+    with pytest.raises(InputError, match=r"dir: b\.jsonl is not a regular file or folder \(a FIFO"):
+        discover_inputs(d)
