@@ -242,8 +242,9 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
         })
     if key[1] == 0 and text.startswith("\ufeff"):
         text = text[1:]  # a byte order mark that a Windows tool put before the first record
+    repeated: list[_Repeated] = []
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_object_hook(repeated))
     except json.JSONDecodeError as exc:
         hint = ""
         if "\r" in text and exc.msg == "Extra data":
@@ -257,12 +258,63 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
         return RawRecord(key, where, error=f"invalid JSON: {exc}", detail={"raw": text})
     depth = nesting_depth(value)
     if depth > MAX_DEPTH:
-        rid = value.get("id") if isinstance(value, dict) else None
         return RawRecord(key, where, error=(
             f"record nested {depth} levels deep, above the limit of {MAX_DEPTH} (it could not be "
-            "handed to a worker process)"), detail={"raw": text},
-            rid=str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid).strip() else None)
+            "handed to a worker process)"), detail={"raw": text}, rid=_usable_id(value))
+    if repeated:
+        # json.loads keeps the last of two values silently; which one the writer meant is a guess
+        path, name = _first_repeat(value) or ("", repeated[0].key)
+        return RawRecord(key, where, error=(
+            f"duplicate key {name!r} in {path or 'the record'}: it is given twice, and which value is "
+            "meant cannot be told"), detail={"raw": text},
+            rid=None if (path, name) == ("", "id") else _usable_id(value))
     return RawRecord(key, where, record=value)
+
+
+def _usable_id(value: Any) -> str | None:
+    """The id a record refused while reading claims (as :func:`odcf.batch.records.record_id`)."""
+    rid = value.get("id") if isinstance(value, dict) else None
+    return str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid).strip() else None
+
+
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A JSON object whose text gives a key twice (``key`` is the first one repeated)."""
+
+    key: str
+
+
+def _object_hook(found: list[_Repeated]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """An ``object_pairs_hook`` that builds dicts as json does and marks (and collects in
+    *found*) the objects that give a key twice."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        marked = _Repeated(obj)
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                marked.key = k
+                break
+            seen.add(k)
+        found.append(marked)
+        return marked
+    return hook
+
+
+def _first_repeat(value: Any, path: str = "") -> tuple[str, str] | None:
+    """``(path, key)`` of the outermost, first object in *value* that gives a key twice (path
+    ``""`` is the record itself). There is one whenever the hook marked any object: a marked
+    object that was dropped as an overwritten value sits under an object that repeats a key."""
+    if isinstance(value, _Repeated):
+        return path, value.key
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in children:
+        if isinstance(v, (dict, list)):
+            found = _first_repeat(v, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else str(k)))
+            if found is not None:
+                return found
+    return None
 
 
 #: Deepest record structure accepted: deeper ones cannot be pickled to worker processes (nor

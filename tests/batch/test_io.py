@@ -174,6 +174,23 @@ def test_cr_only_line_endings_say_so(tmp_path):
     assert "CR" not in raw.error
 
 
+def test_a_key_given_twice_in_a_json_line_is_an_error_naming_it(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_text(
+        '{"id": "dupk", "context": "A", "context": "B"}\n'
+        '{"id": "x1", "id": "x2", "context": "A"}\n'
+        '{"id": "n", "sources": [{"text": "a"}, {"text": "b", "layer": "fact", "text": "c"}]}\n'
+        '{"id": "ok", "context": "A", "meta": {"a": {"b": 1}, "c": [{"b": 2}]}}\n'
+    )
+    dupk, ids, nested, ok = read_records(discover_inputs(p))
+    assert dupk.error == ("duplicate key 'context' in the record: it is given twice, and which value is meant "
+                          "cannot be told")
+    assert dupk.rid == "dupk" and dupk.detail == {"raw": '{"id": "dupk", "context": "A", "context": "B"}'}
+    assert ids.error.startswith("duplicate key 'id' in the record") and ids.rid is None
+    assert nested.error.startswith("duplicate key 'text' in sources[1]:") and nested.rid == "n"
+    assert ok.error is None and ok.record["meta"] == {"a": {"b": 1}, "c": [{"b": 2}]} and type(ok.record) is dict
+
+
 def test_a_fifo_or_a_device_as_input_says_what_it_is(tmp_path):
     fifo = tmp_path / "in.jsonl"
     os.mkfifo(fifo)
