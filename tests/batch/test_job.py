@@ -418,3 +418,25 @@ def test_an_unreachable_ray_address_is_one_quick_error_before_any_part(tmp_path,
         run_batch(p, tmp_path / "o.jsonl", config(ontology), engine="ray", workers=1,
                   ray_address=f"127.0.0.1:{port}")
     assert not (tmp_path / "o.jsonl.parts").exists()
+
+
+def test_a_lone_surrogate_in_an_id_fails_its_record_not_a_parquet_output(tmp_path, ontology):
+    pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    good = records(2)
+    src = tmp_path / "in.jsonl"
+    with open(src, "wb") as fh:
+        fh.write(json.dumps(good[0]).encode() + b"\n")
+        fh.write(b'{"id": "a\\ud800b", "context": "Pay $5."}\n')  # once broke the output's assembly
+        fh.write(b'{"id": "o", "sources": [{"text": "Pay $5.", "origin": "/mail/\\udc00"}]}\n')
+        fh.write(json.dumps(good[1]).encode() + b"\n")
+    out = tmp_path / "out.parquet"
+    s = run_batch(src, out, config(ontology), workers=0, chunk_size=2)
+    assert (s.records_in, s.records_out, s.records_failed) == (4, 2, 2)
+    assert pq.read_table(out).column("id").to_pylist() == ["r0000", "r0001"]
+    errors = read_jsonl(tmp_path / "out.parquet.errors.jsonl")
+    assert [e["error"] for e in errors] == [
+        "'id' holds a lone surrogate (U+D800) at character 1; it is not valid Unicode text",
+        "sources[0].origin holds a lone surrogate (U+DC00) at character 6; it is not valid Unicode text",
+    ]
+    assert errors[0]["id"] == "a\ud800b"
