@@ -440,3 +440,22 @@ def test_a_lone_surrogate_in_an_id_fails_its_record_not_a_parquet_output(tmp_pat
         "sources[0].origin holds a lone surrogate (U+DC00) at character 6; it is not valid Unicode text",
     ]
     assert errors[0]["id"] == "a\ud800b"
+
+
+def test_unreadable_parquet_rows_are_error_rows_and_the_job_reconciles(tmp_path, ontology):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from .test_io import _bad_utf8_strings, _corrupt_middle_row_group
+
+    d = tmp_path / "in"
+    d.mkdir()
+    _corrupt_middle_row_group(pa, pq, d / "a.parquet")
+    context = _bad_utf8_strings(pa, [context_for(1).encode(), b"caf\xe9 " + context_for(2).encode()])
+    pq.write_table(pa.table({"id": ["u1", "u2"], "context": context}), d / "b.parquet")
+    s = run_batch(d, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
+    assert (s.records_in, s.records_out, s.records_failed) == (11, 7, 4)
+    errors = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert [(e["file"], e["row"]) for e in errors] == [("a.parquet", 3), ("a.parquet", 4), ("a.parquet", 5),
+                                                        ("b.parquet", 1)]
+    assert errors[0]["error"].startswith("row group 1 of the Parquet file cannot be read")
+    assert errors[3]["id"] == "u2" and errors[3]["error"].startswith("invalid UTF-8 in column 'context' at byte 3")
