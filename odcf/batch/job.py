@@ -211,37 +211,41 @@ def _engine_outcomes(engine: str, files: list[InputFile], config: BatchConfig, d
 
 def _write_parts(store: PartStore, outcomes: Iterable[Outcome], counts: list[int], chunk_size: int,
                  bar: Progress) -> None:
-    """Collect ordered outcomes into chunks; write each finished chunk as one atomic part."""
+    """Collect ordered outcomes into chunks; write each chunk as one atomic part as soon as its
+    last record is in (not when the next chunk's first arrives: a job that then hangs or is killed
+    must lose only the chunks still in flight)."""
     rows: list[str] = []
     current: Chunk | None = None
-    tin = tout = 0
-
-    def flush() -> None:
-        assert current is not None
-        expected = chunk_len(current, counts, chunk_size)
-        if len(rows) != expected:
-            raise BatchIntegrityError(
-                f"chunk {current} of the input has {expected} record(s) but the engine returned {len(rows)}"
-            )
-        store.write_part(current, rows)
-        bar.update(len(rows), tokens_in=tin, tokens_out=tout)
-
+    written: Chunk | None = None
+    expected = tin = tout = 0
     next_key: Key | None = None
     for out in outcomes:
         c = chunk_of(out.key, chunk_size)
         if c != current:
             if current is not None:
-                flush()
+                raise BatchIntegrityError(f"chunk {current} of the input has {expected} record(s) but the "
+                                          f"engine returned {len(rows)}")
+            if written is not None and c <= written:
+                raise BatchIntegrityError(f"engine returned record {out.key} after its chunk {c} was written")
             current, rows, tin, tout = c, [], 0, 0
+            expected = chunk_len(c, counts, chunk_size)
             next_key = (c[0], c[1] * chunk_size)
         if out.key != next_key:
             raise BatchIntegrityError(f"engine returned record {out.key}, expected {next_key}")
+        if len(rows) >= expected:
+            raise BatchIntegrityError(f"engine returned record {out.key}, beyond the {expected} record(s) "
+                                      f"of chunk {c}")
         next_key = (out.key[0], out.key[1] + 1)
         rows.append(out.row)
         tin += out.tokens_in
         tout += out.tokens_out
+        if len(rows) == expected:
+            store.write_part(c, rows)
+            bar.update(len(rows), tokens_in=tin, tokens_out=tout)
+            current, written = None, c
     if current is not None:
-        flush()
+        raise BatchIntegrityError(f"chunk {current} of the input has {expected} record(s) but the engine "
+                                  f"returned {len(rows)}")
 
 
 def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], files: list[InputFile]) -> None:

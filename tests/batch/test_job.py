@@ -459,3 +459,56 @@ def test_unreadable_parquet_rows_are_error_rows_and_the_job_reconciles(tmp_path,
                                                         ("b.parquet", 1)]
     assert errors[0]["error"].startswith("row group 1 of the Parquet file cannot be read")
     assert errors[3]["id"] == "u2" and errors[3]["error"].startswith("invalid UTF-8 in column 'context' at byte 3")
+
+
+def test_a_chunk_is_written_as_soon_as_its_last_record_is_done(tmp_path, ontology, monkeypatch):
+    from odcf.batch.worker import Worker
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(5))
+    cfg = config(ontology)
+    run_batch(src, tmp_path / "clean.jsonl", cfg, workers=0, chunk_size=2)
+    real_run_many = Worker.run_many
+    units = []
+
+    def hang_on_the_second_chunk(self, items):
+        units.append(len(items))
+        if len(units) == 2:  # a worker that hangs, then the job is killed
+            raise KeyboardInterrupt("killed while the second chunk is compressed")
+        return real_run_many(self, items)
+
+    monkeypatch.setattr(Worker, "run_many", hang_on_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2)
+    monkeypatch.setattr(Worker, "run_many", real_run_many)
+    # the first chunk was finished before the second began: it must not wait for the second's results
+    assert [p.name for p in (tmp_path / "out.jsonl.parts").glob("part-*.jsonl")] == ["part-00000-000000.jsonl"]
+    s = run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2, resume=True)
+    assert s.resumed_records == 2
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
+def test_an_engine_that_repeats_or_cuts_a_chunk_fails_loudly(tmp_path):
+    from odcf.batch.job import _write_parts
+    from odcf.batch.progress import Progress
+    from odcf.batch.worker import Outcome
+
+    store = PartStore(tmp_path / "out.jsonl")
+    store.begin({}, [3], chunk_size=2, resume=False, overwrite=False)
+
+    def run(keys):
+        _write_parts(store, [Outcome((0, k), json.dumps({"k": [0, k]}), False) for k in keys], [3], 2,
+                     Progress(3, enabled=False))
+
+    with pytest.raises(BatchIntegrityError, match=r"record \(0, 1\) after its chunk \(0, 0\) was written"):
+        run([0, 1, 1])
+    with pytest.raises(BatchIntegrityError, match=r"engine returned record \(0, 0\) after its chunk"):
+        run([0, 1, 0, 1])
+    short = r"chunk \(0, 0\) of the input has 2 record\(s\) but the engine returned 1"
+    with pytest.raises(BatchIntegrityError, match=short):
+        run([0, 2])
+    with pytest.raises(BatchIntegrityError, match=r"engine returned record \(0, 3\), expected \(0, 2\)"):
+        run([0, 1, 3])
+    with pytest.raises(BatchIntegrityError, match=short):
+        run([0])
+    run([0, 1, 2])
+    assert sorted(p.name for p in store.dir.glob("part-*")) == ["part-00000-000000.jsonl", "part-00000-000001.jsonl"]
