@@ -644,6 +644,12 @@ def count_records(files: Iterable[InputFile], *, max_chars: int = 2_000_000) -> 
     return counts
 
 
+def parquet_columns(f: InputFile) -> list[str]:
+    """The top-level column names of a Parquet input file (from its footer)."""
+    with _open_parquet(f) as pfile:
+        return list(pfile.schema_arrow.names)
+
+
 def _pyarrow_parquet() -> Any:
     try:
         import pyarrow.parquet as pq

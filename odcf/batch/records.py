@@ -40,6 +40,9 @@ from odcf.document import KINDS, LAYERS, unicode_problem
 
 #: Default ``--max-chars``: the largest record (all texts together) a worker accepts.
 DEFAULT_MAX_CHARS = 2_000_000
+#: Default ``--query-field``. Records without it are normal (a query is optional); a job whose
+#: records all lack a field named otherwise is warned about (the name may be misspelled).
+DEFAULT_QUERY_FIELD = "query"
 
 #: Keys a source object may carry (the fields of :class:`odcf.document.Source` but ``meta``).
 SOURCE_KEYS = (
@@ -76,7 +79,7 @@ def record_id(record: Any) -> str | None:
     return None
 
 
-def to_request(record: Any, *, query_field: str = "query", max_chars: int = DEFAULT_MAX_CHARS) -> Request:
+def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars: int = DEFAULT_MAX_CHARS) -> Request:
     """Validate *record* and return the request; raise :class:`RecordError` with the reason."""
     if not isinstance(record, Mapping):
         raise RecordError(f"record is a JSON {_json_type(record)}, expected an object")

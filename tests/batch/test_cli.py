@@ -70,3 +70,14 @@ def test_a_fifo_input_says_what_it_is(tmp_path, ontology, capsys):
     assert main(["batch", str(fifo), str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0"]) == 1
     err = capsys.readouterr().err
     assert "fifo.jsonl: is not a regular file or folder (a FIFO" in err and "no input files" not in err
+
+
+def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(2))
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--query-field", "qeury",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["records_out"] == 2 and len(summary["warnings"]) == 1
+    assert "--query-field 'qeury': no record of the job has this field" in summary["warnings"][0]

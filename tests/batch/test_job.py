@@ -512,3 +512,37 @@ def test_an_engine_that_repeats_or_cuts_a_chunk_fails_loudly(tmp_path):
         run([0])
     run([0, 1, 2])
     assert sorted(p.name for p in store.dir.glob("part-*")) == ["part-00000-000000.jsonl", "part-00000-000001.jsonl"]
+
+
+def test_a_query_field_no_record_has_is_warned_about_once(tmp_path, ontology, caplog):
+    src = write_jsonl(tmp_path / "in.jsonl", records(3))  # two of them have "query"
+    with caplog.at_level("WARNING", logger="odcf.batch"):
+        s = run_batch(src, tmp_path / "a.jsonl", config(ontology, query_field="qeury"), workers=0, chunk_size=2)
+    assert s.records_out == 3
+    assert s.warnings == (("--query-field 'qeury': no record of the job has this field, so every record was "
+                           "compressed without a query; is the name misspelled?"),)
+    assert "warning: --query-field 'qeury': no record" in "\n".join(s.lines())
+    assert [r.getMessage() for r in caplog.records] == list(s.warnings)
+    caplog.clear()
+    # the default field, or a field some record has (null counts: the name is right), warns of nothing
+    write_jsonl(src, [{"id": "x", "context": context_for(0), "question": None}] + records(2, start=1, query=False))
+    for field in ("query", "question"):
+        s = run_batch(src, tmp_path / f"{field}.jsonl", config(ontology, query_field=field), workers=0)
+        assert s.warnings == () and not caplog.records
+
+
+def test_a_parquet_input_without_the_query_column_is_warned_about_at_the_start(tmp_path, ontology, caplog):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "context": [context_for(0), context_for(1)],
+                             "query": ["liability cap", None]}), src)
+    with caplog.at_level("WARNING", logger="odcf.batch"):
+        s = run_batch(src, tmp_path / "out.jsonl", config(ontology, query_field="querry"), workers=0)
+    assert [r.getMessage() for r in caplog.records] == [
+        ("--query-field 'querry': no input file has this column (columns: context, id, query), so every record "
+         "is compressed without a query; is the name misspelled?")]
+    assert len(s.warnings) == 1 and "no record of the job has this field" in s.warnings[0]
+    caplog.clear()
+    s = run_batch(src, tmp_path / "out2.jsonl", config(ontology, query_field="query"), workers=0)
+    assert s.warnings == () and not caplog.records
