@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import Protocol
 
-from odcf.errors import OdcfError
+from odcf.errors import InputError, OdcfError
 
 DEFAULT_TOKENIZER = "o200k_base"
 #: bpe-openai refuses very long single inputs; longer texts are counted in pieces cut after newlines.
@@ -106,7 +106,12 @@ class HFCounter(_CachedCounter):
         file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
         if not os.path.isfile(file):
             raise OdcfError(f"tokenizer {path!r}: no tokenizer.json found there")
-        self._tok = Tokenizer.from_file(file)
+        try:
+            self._tok = Tokenizer.from_file(file)
+        except Exception as exc:  # the Rust side raises a bare Exception ("Model missing.", a JSON error)
+            what = "" if file == path else f"{file} "
+            raise InputError(f"tokenizer {path!r}: {what}is not a readable Hugging Face tokenizer.json "
+                             f"({' '.join(str(exc).split()) or type(exc).__name__})") from exc
 
     def _count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)

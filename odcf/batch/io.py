@@ -6,9 +6,10 @@ Every input record gets a *key* ``(file number, record number)`` in a determinis
 files sorted by their path relative to the input directory, records in file order. Blank
 lines in JSON Lines are not records (they are neither read nor counted).
 
-A line that is not JSON, not UTF-8, or longer than the reading limit is still a record: it
-comes back as a :class:`RawRecord` with ``error`` set, so that the job reports it instead of
-failing.
+A line that is not JSON, not UTF-8, longer than the reading limit, or that gives a key twice
+is still a record: it comes back as a :class:`RawRecord` with ``error`` set, so that the job
+reports it instead of failing. So does a Parquet row holding a value that cannot be read
+(invalid UTF-8), and each row of a row group that cannot be read (a corrupt page).
 
 >>> files = discover_inputs("tests/batch")        # doctest: +SKIP
 >>> for raw in read_records(files):               # doctest: +SKIP
@@ -25,6 +26,7 @@ import json
 import logging
 import math
 import os
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -66,7 +68,8 @@ class RawRecord:
     ``where`` is ``{"file": name, "line": n}`` (JSON Lines, 1-based) or ``{"file": name, "row": n}``
     (Parquet, 0-based). ``detail`` holds what the error file needs when ``record`` is absent:
     ``raw`` (the line as text), ``raw_base64`` (its bytes, for invalid UTF-8), or ``raw_bytes`` and
-    ``raw_sha256`` for a line above the reading limit, which is not copied.
+    ``raw_sha256`` for a line above the reading limit, which is not copied; for Parquet, ``record``
+    (the row as far as it could be read) or ``row_group`` (the row group that could not be read).
     """
 
     key: Key
@@ -94,14 +97,16 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
-    if root.is_file():
+    st = root.stat()
+    if stat.S_ISREG(st.st_mode):
         fmt = format_of(root.name)
         if fmt is None:
             raise InputError(
                 f"{root}: unknown input format (use {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
             )
-        st = root.stat()
         return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)]
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{root}: {_not_regular(st.st_mode)}")
     found: list[tuple[str, Path, str]] = []
     skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -117,7 +122,14 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
                     skipped.append((Path(dirpath) / fn).relative_to(root).as_posix())
                 continue
             full = Path(dirpath) / fn
-            found.append((full.relative_to(root).as_posix(), full, fmt))
+            rel = full.relative_to(root).as_posix()
+            try:
+                mode = full.stat().st_mode
+            except OSError as exc:  # a link to a file that is gone
+                raise InputError(f"{root}: {rel} cannot be read ({exc.strerror or exc}); a broken link?") from exc
+            if not stat.S_ISREG(mode):
+                raise InputError(f"{root}: {rel} {_not_regular(mode)}")
+            found.append((rel, full, fmt))
     if not found:
         raise InputError(
             f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
@@ -133,6 +145,22 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
         st = full.stat()
         out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns))
     return out
+
+
+def _not_regular(mode: int) -> str:
+    """Why an input path that is neither a regular file nor a folder cannot be read. A job reads
+    its input more than once (to count the records, to compress them, and again on ``--resume``)
+    and fingerprints it by size and time: a pipe can be read only once and has neither."""
+    if stat.S_ISFIFO(mode):
+        kind = "a FIFO: a named pipe, or a process substitution such as <(zcat x.gz)"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    else:
+        kind = "not a plain file"
+    return (f"is not a regular file or folder ({kind}); a batch job reads its input more than once "
+            "(to count, to compress, and on --resume): write it to a file first")
 
 
 def line_limit(max_chars: int) -> int:
@@ -216,8 +244,9 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
         })
     if key[1] == 0 and text.startswith("\ufeff"):
         text = text[1:]  # a byte order mark that a Windows tool put before the first record
+    repeated: list[_Repeated] = []
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_object_hook(repeated))
     except json.JSONDecodeError as exc:
         hint = ""
         if "\r" in text and exc.msg == "Extra data":
@@ -231,12 +260,63 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
         return RawRecord(key, where, error=f"invalid JSON: {exc}", detail={"raw": text})
     depth = nesting_depth(value)
     if depth > MAX_DEPTH:
-        rid = value.get("id") if isinstance(value, dict) else None
         return RawRecord(key, where, error=(
             f"record nested {depth} levels deep, above the limit of {MAX_DEPTH} (it could not be "
-            "handed to a worker process)"), detail={"raw": text},
-            rid=str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid).strip() else None)
+            "handed to a worker process)"), detail={"raw": text}, rid=_usable_id(value))
+    if repeated:
+        # json.loads keeps the last of two values silently; which one the writer meant is a guess
+        path, name = _first_repeat(value) or ("", repeated[0].key)
+        return RawRecord(key, where, error=(
+            f"duplicate key {name!r} in {path or 'the record'}: it is given twice, and which value is "
+            "meant cannot be told"), detail={"raw": text},
+            rid=None if (path, name) == ("", "id") else _usable_id(value))
     return RawRecord(key, where, record=value)
+
+
+def _usable_id(value: Any) -> str | None:
+    """The id a record refused while reading claims (as :func:`odcf.batch.records.record_id`)."""
+    rid = value.get("id") if isinstance(value, dict) else None
+    return str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid).strip() else None
+
+
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A JSON object whose text gives a key twice (``key`` is the first one repeated)."""
+
+    key: str
+
+
+def _object_hook(found: list[_Repeated]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """An ``object_pairs_hook`` that builds dicts as json does and marks (and collects in
+    *found*) the objects that give a key twice."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        marked = _Repeated(obj)
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                marked.key = k
+                break
+            seen.add(k)
+        found.append(marked)
+        return marked
+    return hook
+
+
+def _first_repeat(value: Any, path: str = "") -> tuple[str, str] | None:
+    """``(path, key)`` of the outermost, first object in *value* that gives a key twice (path
+    ``""`` is the record itself). There is one whenever the hook marked any object: a marked
+    object that was dropped as an overwritten value sits under an object that repeats a key."""
+    if isinstance(value, _Repeated):
+        return path, value.key
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in children:
+        if isinstance(v, (dict, list)):
+            found = _first_repeat(v, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else str(k)))
+            if found is not None:
+                return found
+    return None
 
 
 #: Deepest record structure accepted: deeper ones cannot be pickled to worker processes (nor
@@ -280,27 +360,261 @@ def _read_jsonl(f: InputFile, skip: Callable[[Key], bool], limit: int) -> Iterat
         yield _parse_line(key, {"file": f.name, "line": lineno}, data, size, sha, limit)
 
 
-def _read_parquet(f: InputFile, skip: Callable[[Key], bool], batch_rows: int) -> Iterator[RawRecord | Key]:
+def _open_parquet(f: InputFile) -> Any:
+    """The ``ParquetFile`` of *f*; one :class:`InputError` for a file that does not open, or
+    whose schema gives a column (or a struct field) name twice: a record is a mapping, so one
+    of the two would be dropped without a word (pyarrow's own ``read_table`` refuses them)."""
     pq = _pyarrow_parquet()
     try:
         pfile = pq.ParquetFile(f.path)
     except Exception as exc:  # pyarrow raises several types for unreadable files
-        raise InputError(f"{f.name}: not a readable Parquet file: {exc}") from exc
-    n = 0
+        raise InputError(f"{f.name}: not a readable Parquet file: {_one_line(exc)}") from exc
+    twice = _repeated_name(pfile.schema_arrow)
+    if twice is not None:
+        pfile.close()
+        raise InputError(f"{f.name}: {twice}; a record cannot hold both: rename one of them")
+    return pfile
+
+
+def _repeated_name(fields: Iterable[Any], where: str = "") -> str | None:
+    """How a schema repeats a name (``two columns are named 'x'``), or None."""
+    import pyarrow as pa
+
+    seen: set[str] = set()
+    for fld in fields:
+        if fld.name in seen:
+            return f"two fields of column {where!r} are named {fld.name!r}" if where else \
+                f"two columns are named {fld.name!r}"
+        seen.add(fld.name)
+        t = fld.type
+        while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            t = t.value_type
+        if pa.types.is_struct(t):
+            inner = _repeated_name(list(t), f"{where}.{fld.name}" if where else fld.name)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _read_parquet(f: InputFile, skip: Callable[[Key], bool], batch_rows: int) -> Iterator[RawRecord | Key]:
+    """The rows of *f*, one row group at a time. A row group that cannot be read (a corrupt
+    page) does not end the job: each of its rows not yet read becomes a record with the error,
+    and the next row group is read as usual. A value that cannot be converted (invalid UTF-8
+    in a string) makes its row such a record too (see :func:`_batch_rows`)."""
+    pfile = _open_parquet(f)
     with pfile:
-        for batch in pfile.iter_batches(batch_size=batch_rows):
-            keys = [(f.no, n + i) for i in range(batch.num_rows)]
-            if all(skip(k) for k in keys):
-                yield from keys
-                n += batch.num_rows
+        meta = pfile.metadata
+        n = 0
+        for group in range(meta.num_row_groups):
+            end = n + meta.row_group(group).num_rows
+            if all(skip((f.no, i)) for i in range(n, end)):  # resumed: not even decoded
+                yield from ((f.no, i) for i in range(n, end))
+                n = end
                 continue
-            rows = batch.to_pylist()
-            for i, (key, row) in enumerate(zip(keys, rows)):
-                if skip(key):
-                    yield key
-                    continue
-                yield RawRecord(key, {"file": f.name, "row": n + i}, record=jsonable(row))
-            n += batch.num_rows
+            batches = pfile.iter_batches(batch_size=batch_rows, row_groups=[group])
+            failure = ""
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except Exception as exc:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ... for a bad page
+                    failure = f"{type(exc).__name__}: {_one_line(exc)}"
+                    break
+                yield from _batch_records(f, batch, n, skip)
+                n += batch.num_rows
+            if n < end:
+                failure = failure or "it holds fewer rows than its footer says"
+                reason = (f"row group {group} of the Parquet file cannot be read from row {n} on (rows {n} "
+                          f"to {end - 1}, the rest of the group): {failure}")
+                for i in range(n, end):
+                    key = (f.no, i)
+                    yield key if skip(key) else RawRecord(key, {"file": f.name, "row": i}, error=reason,
+                                                           detail={"row_group": group})
+                n = end
+
+
+def _batch_records(f: InputFile, batch: Any, first: int, skip: Callable[[Key], bool]) -> Iterator[RawRecord | Key]:
+    keys = [(f.no, first + i) for i in range(batch.num_rows)]
+    if all(skip(k) for k in keys):
+        yield from keys
+        return
+    rows, problems = _batch_rows(batch)
+    for i, (key, row) in enumerate(zip(keys, rows)):
+        if skip(key):
+            yield key
+        elif i in problems:
+            found = problems[i]
+            more = f" (and {len(found) - 1} more value(s) of the row)" if len(found) > 1 else ""
+            yield RawRecord(key, {"file": f.name, "row": first + i}, error=found[0] + more,
+                            detail={"record": row}, rid=_usable_id(row))
+        else:
+            yield RawRecord(key, {"file": f.name, "row": first + i}, record=row)
+
+
+def _batch_rows(batch: Any) -> tuple[list[dict[str, Any]], dict[int, list[str]]]:
+    """The rows of a record batch as JSON-ready dicts, and for each row that holds a value that
+    cannot be converted, why (the value is kept in the row as well as it can be: the bytes of
+    invalid UTF-8 as ``{"base64": ...}``, else null)."""
+    columns: list[list[Any]] = []
+    problems: dict[int, list[str]] = {}
+    for name, arr in zip(batch.schema.names, batch.columns):
+        values, bad = _column_values(name, arr)
+        columns.append(values)
+        for i, why in bad.items():
+            problems.setdefault(i, []).append(why)
+    if not columns:
+        return [{} for _ in range(batch.num_rows)], problems
+    names = batch.schema.names
+    return [dict(zip(names, row)) for row in zip(*columns)], problems
+
+
+def _column_values(name: str, arr: Any) -> tuple[list[Any], dict[int, str]]:
+    """JSON-ready values of one column, and the problem of each row whose value cannot be read.
+
+    The fast path is pyarrow's ``to_pylist``. Nanosecond times never take it: pyarrow turns them
+    into pandas objects when pandas is installed and fails without it, so they are converted
+    here, the same way with or without pandas. A column whose ``to_pylist`` fails is read again
+    with its strings as bytes, to find the rows at fault and keep the others."""
+    fast = None if _has_nanoseconds(arr.type) else _plain_values(arr)
+    if fast is not None:
+        return fast, {}
+    bad: dict[int, str] = {}
+    try:
+        raw = arr.cast(_raw_type(arr.type)).to_pylist()
+    except Exception:  # noqa: BLE001 - a type the raw cast does not cover: value by value
+        values: list[Any] = []
+        for i in range(len(arr)):
+            try:
+                values.append(jsonable(arr[i].as_py()))
+            except Exception as exc:  # noqa: BLE001
+                values.append(None)
+                bad[i] = f"column {name!r}: the value cannot be read ({type(exc).__name__}: {_one_line(exc)})"
+        return values, bad
+    out: list[Any] = []
+    for i, value in enumerate(raw):
+        found: list[str] = []
+        try:
+            out.append(_from_raw(value, arr.type, name, "", found))
+        except Exception as exc:  # noqa: BLE001 - a time out of Python's range, say
+            out.append(None)
+            found.insert(0, f"column {name!r}: the value cannot be read ({type(exc).__name__}: {_one_line(exc)})")
+        if found:
+            bad[i] = found[0]
+    return out, bad
+
+
+def _plain_values(arr: Any) -> list[Any] | None:
+    """The column's values by pyarrow's ``to_pylist``; None when that fails (on invalid UTF-8,
+    say: :func:`_column_values` then finds the rows at fault)."""
+    try:
+        return [jsonable(v) for v in arr.to_pylist()]
+    except Exception:  # noqa: BLE001 - any failure is located row by row
+        return None
+
+
+def _is_ns(t: Any) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t)) and t.unit == "ns"
+
+
+def _children(t: Any) -> list[Any]:
+    """The child fields of a nested Arrow type (struct fields, list items, map keys and items)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(t):
+        return list(t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [t.value_field]
+    if pa.types.is_map(t):
+        return [t.key_field, t.item_field]
+    if pa.types.is_dictionary(t):
+        return [pa.field("value", t.value_type)]
+    return []
+
+
+def _has_nanoseconds(t: Any) -> bool:
+    return _is_ns(t) or any(_has_nanoseconds(c.type) for c in _children(t))
+
+
+def _raw_type(t: Any) -> Any:
+    """*t* with strings read as bytes (decoded, and checked, in :func:`_from_raw`) and nanosecond
+    times as their integer count."""
+    import pyarrow as pa
+
+    if pa.types.is_string(t):
+        return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.large_binary()
+    if _is_ns(t):
+        return pa.int64()
+    if pa.types.is_struct(t):
+        return pa.struct([c.with_type(_raw_type(c.type)) for c in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_raw_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_raw_type(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_raw_type(t.value_type)), t.list_size)
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_raw_type(t.key_type)), t.item_field.with_type(_raw_type(t.item_type)))
+    if pa.types.is_dictionary(t):
+        return _raw_type(t.value_type)
+    return t
+
+
+def _from_raw(value: Any, t: Any, column: str, path: str, problems: list[str]) -> Any:
+    """The JSON-ready value of *value*, read as :func:`_raw_type` of *t*; a string that is not
+    UTF-8 is appended to *problems* and kept as its bytes."""
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_dictionary(t):
+        return _from_raw(value, t.value_type, column, path, problems)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = f" ({column}{path})" if path else ""
+            problems.append(f"invalid UTF-8 in column {column!r}{at} at byte {exc.start}: {exc.reason} "
+                            "(the record holds its bytes as base64)")
+            return jsonable(value)
+    if _is_ns(t):
+        return _nanoseconds(value, t)
+    if pa.types.is_struct(t):
+        return {c.name: _from_raw(value[c.name], c.type, column, f"{path}.{c.name}", problems) for c in t}
+    if pa.types.is_map(t):
+        return [[_from_raw(k, t.key_type, column, f"{path}[{i}].key", problems),
+                 _from_raw(v, t.item_type, column, f"{path}[{i}].value", problems)]
+                for i, (k, v) in enumerate(value)]
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [_from_raw(v, t.value_type, column, f"{path}[{i}]", problems) for i, v in enumerate(value)]
+    return jsonable(value)
+
+
+def _nanoseconds(count: int, t: Any) -> Any:
+    """A nanosecond time as pandas would give it (its text, ISO 8601 with nine fraction digits
+    when the nanoseconds are not whole microseconds), without pandas; a duration in seconds."""
+    import pyarrow as pa
+
+    if pa.types.is_duration(t):
+        return count / 1e9
+    micros, nanos = divmod(count, 1000)
+    value = pa.scalar(micros, pa.timestamp("us", t.tz) if pa.types.is_timestamp(t) else pa.time64("us")).as_py()
+    if not nanos:
+        return value.isoformat()
+    whole = value.replace(microsecond=0).isoformat()  # "…T10:20:30" then the offset, if any
+    cut = whole.index(":") + 6
+    return f"{whole[:cut]}.{value.microsecond:06d}{nanos:03d}{whole[cut:]}"
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line of printable text (pyarrow's span several lines, and
+    a corrupt file's bytes can end up in them)."""
+    text = "".join(ch if ch.isprintable() else " " for ch in str(exc))
+    return " ".join(text.split()) or type(exc).__name__
 
 
 def read_records(files: Iterable[InputFile], *, skip: Callable[[Key], bool] | None = None,
@@ -323,14 +637,17 @@ def count_records(files: Iterable[InputFile], *, max_chars: int = 2_000_000) -> 
     limit = line_limit(max_chars)
     for f in files:
         if f.format == "parquet":
-            pq = _pyarrow_parquet()
-            try:
-                counts.append(pq.ParquetFile(f.path).metadata.num_rows)
-            except Exception as exc:
-                raise InputError(f"{f.name}: not a readable Parquet file: {exc}") from exc
+            with _open_parquet(f) as pfile:
+                counts.append(pfile.metadata.num_rows)
         else:
             counts.append(sum(1 for _ in _file_lines(f, limit)))
     return counts
+
+
+def parquet_columns(f: InputFile) -> list[str]:
+    """The top-level column names of a Parquet input file (from its footer)."""
+    with _open_parquet(f) as pfile:
+        return list(pfile.schema_arrow.names)
 
 
 def _pyarrow_parquet() -> Any:

@@ -8,15 +8,18 @@ the same records with exactly the same messages.
 
 A part row is one JSON line::
 
-    {"k": [file, n], "id": "t-17", "ok":  {"id", "text", "tokens_in", "tokens_out", "record"}}
+    {"k": [file, n], "id": "t-17", "ok":  {"id", "text", "tokens_in", "tokens_out", "record"}, "q": 1}
     {"k": [file, n], "id": null,   "err": {"id", "file", "line" | "row", "error", "record" | "raw", ...}}
 
 ``k`` is the record's key (file number, record number in that file). ``err`` is exactly the line
-written to ``OUTPUT.errors.jsonl``; ``ok`` is exactly the output row.
+written to ``OUTPUT.errors.jsonl``; ``ok`` is exactly the output row. ``q`` (present only when
+true) says that the record has the job's query field: a job none of whose records has it warns
+that the field's name may be wrong, and the parts are the one place that sees every record,
+those of an interrupted run included.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,17 +49,22 @@ WorkItem = Task | Done
 
 
 def error_row(key: Key, rid: str | None, where: dict[str, Any], error: str, *,
-              record: Any = None, detail: dict[str, Any] | None = None) -> str:
+              record: Any = None, detail: dict[str, Any] | None = None, queried: bool = False) -> str:
     """The part row of a failed record; ``err`` is the error-file line."""
     err: dict[str, Any] = {"id": rid, **where, "error": error}
     if detail:
         err.update(detail)
     else:
         err["record"] = record
-    return dumps({"k": list(key), "id": rid, "err": err})
+    return dumps({"k": list(key), "id": rid, "err": err, **({"q": 1} if queried else {})})
 
 
-def ok_row(key: Key, rid: str, result: dict[str, Any]) -> str:
+def has_field(record: Any, name: str) -> bool:
+    """Whether *record* is an object with a key *name* (null or not)."""
+    return isinstance(record, Mapping) and name in record
+
+
+def ok_row(key: Key, rid: str, result: dict[str, Any], *, queried: bool = False) -> str:
     """The part row of a compressed record; ``ok`` is the output line."""
     out = {
         "id": rid,
@@ -65,7 +73,7 @@ def ok_row(key: Key, rid: str, result: dict[str, Any]) -> str:
         "tokens_out": result["tokens_out"],
         "record": result["record"],
     }
-    return dumps({"k": list(key), "id": rid, "ok": out})
+    return dumps({"k": list(key), "id": rid, "ok": out, **({"q": 1} if queried else {})})
 
 
 def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int,
@@ -83,19 +91,21 @@ def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int
         if raw.error is not None:
             if raw.rid is not None:
                 seen_ids.add(raw.rid)  # it parsed and has an id: it claims it, as a refused record does
-            yield Done(raw.key, error_row(raw.key, raw.rid, raw.where, raw.error, detail=raw.detail))
+            yield Done(raw.key, error_row(raw.key, raw.rid, raw.where, raw.error, detail=raw.detail,
+                                          queried=has_field(raw.detail.get("record"), query_field)))
             continue
         rid = record_id(raw.record)
+        queried = has_field(raw.record, query_field)
         if rid is not None:
             if rid in seen_ids:
                 yield Done(raw.key, error_row(raw.key, rid, raw.where,
                                               f"duplicate id {rid!r}: an earlier record has the same id",
-                                              record=raw.record))
+                                              record=raw.record, queried=queried))
                 continue
             seen_ids.add(rid)
         try:
             req = to_request(raw.record, query_field=query_field, max_chars=max_chars)
         except RecordError as exc:
-            yield Done(raw.key, error_row(raw.key, rid, raw.where, str(exc), record=raw.record))
+            yield Done(raw.key, error_row(raw.key, rid, raw.where, str(exc), record=raw.record, queried=queried))
             continue
         yield Task(raw.key, req.id, raw.where, raw.record)

@@ -21,10 +21,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from odcf.batch.io import InputFile, Key, count_records, discover_inputs, format_of, read_records
+from odcf.batch.io import InputFile, Key, count_records, discover_inputs, format_of, parquet_columns, read_records
 from odcf.batch.items import WorkItem, prepare
-from odcf.batch.parts import BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of, output_lock
+from odcf.batch.parts import Assembled, BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of, output_lock
 from odcf.batch.progress import Progress
+from odcf.batch.records import DEFAULT_QUERY_FIELD
 from odcf.batch.summary import BatchSummary
 from odcf.batch.worker import BatchConfig, Outcome
 from odcf.errors import InputError, OdcfError
@@ -119,6 +120,11 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
     logger.info("batch: %d record(s) in %d file(s), %d already done; engine %s, %d worker(s)",
                 total, len(files), already, engine, workers)
 
+    # A misspelled --query-field would compress every record without its query, and look fine.
+    # Parquet says at once (its schema); JSON Lines only once every record is read.
+    early = _missing_query_column(files, config.query_field)
+    if early:
+        logger.warning("%s", early)
     bar = Progress(total, already=already, enabled=progress)
     try:
         if already < total:
@@ -139,16 +145,42 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
         raise OdcfError(f"the input changed while the job ran ({changed}); the output was not written: run the "
                         "job again with --overwrite once the input is final")
     totals = store.assemble(counts, chunk_size, fmt)
+    warnings = _query_warnings(config.query_field, totals)
+    if warnings and not early:
+        logger.warning("%s", warnings[0])
     summary = BatchSummary(
         records_in=totals.records_in, records_out=totals.records_out, records_failed=totals.records_failed,
         tokens_in=totals.tokens_in, tokens_out=totals.tokens_out, seconds=time.perf_counter() - t0,
         output=str(output), errors=str(store.errors_path), engine=engine, workers=workers,
-        resumed_records=already,
+        resumed_records=already, warnings=warnings,
     )
     if summary.records_in != summary.records_out + summary.records_failed:  # assemble checks too
         raise BatchIntegrityError(f"counts do not reconcile: {summary.to_dict()}")
     logger.info("batch done: %s", summary.to_dict())
     return summary
+
+
+def _missing_query_column(files: list[InputFile], field: str) -> str:
+    """The warning for a query field (not the default) that no column of an all-Parquet input
+    has ("" when some file has it, or when the input holds JSON Lines)."""
+    if field == DEFAULT_QUERY_FIELD or any(f.format != "parquet" for f in files):
+        return ""
+    columns: set[str] = set()
+    for f in files:
+        columns.update(parquet_columns(f))
+    if field in columns:
+        return ""
+    shown = ", ".join(sorted(columns)[:8]) + (", ..." if len(columns) > 8 else "")
+    return (f"--query-field {field!r}: no input file has this column (columns: {shown}), so every "
+            "record is compressed without a query; is the name misspelled?")
+
+
+def _query_warnings(field: str, totals: Assembled) -> tuple[str, ...]:
+    """The job's warning when the query field is not the default and no record has it."""
+    if field == DEFAULT_QUERY_FIELD or totals.queried or not totals.records_out:
+        return ()
+    return ((f"--query-field {field!r}: no record of the job has this field, so every record was "
+             "compressed without a query; is the name misspelled?"),)
 
 
 def _changed_inputs(input: str | os.PathLike[str], files: list[InputFile]) -> str:
@@ -211,37 +243,41 @@ def _engine_outcomes(engine: str, files: list[InputFile], config: BatchConfig, d
 
 def _write_parts(store: PartStore, outcomes: Iterable[Outcome], counts: list[int], chunk_size: int,
                  bar: Progress) -> None:
-    """Collect ordered outcomes into chunks; write each finished chunk as one atomic part."""
+    """Collect ordered outcomes into chunks; write each chunk as one atomic part as soon as its
+    last record is in (not when the next chunk's first arrives: a job that then hangs or is killed
+    must lose only the chunks still in flight)."""
     rows: list[str] = []
     current: Chunk | None = None
-    tin = tout = 0
-
-    def flush() -> None:
-        assert current is not None
-        expected = chunk_len(current, counts, chunk_size)
-        if len(rows) != expected:
-            raise BatchIntegrityError(
-                f"chunk {current} of the input has {expected} record(s) but the engine returned {len(rows)}"
-            )
-        store.write_part(current, rows)
-        bar.update(len(rows), tokens_in=tin, tokens_out=tout)
-
+    written: Chunk | None = None
+    expected = tin = tout = 0
     next_key: Key | None = None
     for out in outcomes:
         c = chunk_of(out.key, chunk_size)
         if c != current:
             if current is not None:
-                flush()
+                raise BatchIntegrityError(f"chunk {current} of the input has {expected} record(s) but the "
+                                          f"engine returned {len(rows)}")
+            if written is not None and c <= written:
+                raise BatchIntegrityError(f"engine returned record {out.key} after its chunk {c} was written")
             current, rows, tin, tout = c, [], 0, 0
+            expected = chunk_len(c, counts, chunk_size)
             next_key = (c[0], c[1] * chunk_size)
         if out.key != next_key:
             raise BatchIntegrityError(f"engine returned record {out.key}, expected {next_key}")
+        if len(rows) >= expected:
+            raise BatchIntegrityError(f"engine returned record {out.key}, beyond the {expected} record(s) "
+                                      f"of chunk {c}")
         next_key = (out.key[0], out.key[1] + 1)
         rows.append(out.row)
         tin += out.tokens_in
         tout += out.tokens_out
+        if len(rows) == expected:
+            store.write_part(c, rows)
+            bar.update(len(rows), tokens_in=tin, tokens_out=tout)
+            current, written = None, c
     if current is not None:
-        flush()
+        raise BatchIntegrityError(f"chunk {current} of the input has {expected} record(s) but the engine "
+                                  f"returned {len(rows)}")
 
 
 def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], files: list[InputFile]) -> None:

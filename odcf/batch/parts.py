@@ -72,6 +72,8 @@ class Assembled:
     records_failed: int
     tokens_in: int
     tokens_out: int
+    #: records that have the job's query field (see :mod:`odcf.batch.items`)
+    queried: int = 0
 
 
 @contextmanager
@@ -225,13 +227,14 @@ class PartStore:
         missing = [c for c in order if not self.part_path(c).exists()]
         if missing:
             raise BatchIntegrityError(f"{len(missing)} chunk(s) have no part, first {missing[0]}")
-        out_n = err_n = tin = tout = 0
+        out_n = err_n = tin = tout = queried = 0
         with AtomicFile(self.errors_path) as errors:
             with AtomicFile(self.output) as out:
                 writer = ParquetRowsWriter(out) if fmt == "parquet" else None
                 for chunk in order:
                     batch: list[dict[str, Any]] = []
                     for row in self.read_part(chunk, counts, chunk_size):
+                        queried += bool(row.get("q"))
                         if "ok" in row:
                             ok = row["ok"]
                             out_n += 1
@@ -257,7 +260,7 @@ class PartStore:
                         f"counts do not reconcile: {records_in} record(s) in, {out_n} out + {err_n} failed"
                     )
         shutil.rmtree(self.dir)
-        return Assembled(records_in, out_n, err_n, tin, tout)
+        return Assembled(records_in, out_n, err_n, tin, tout, queried)
 
 
 def _diff(old: Any, new: Any, path: str = "") -> list[str]:

@@ -14,8 +14,8 @@ Rules (each failure is a :class:`RecordError` whose message says what is wrong):
   unknown keys are an error (a typo must not pass silently); null means "not given";
 - the query comes from the field named by ``query_field`` (default ``query``); absent or null
   means no query;
-- a text or query holding a lone surrogate (``"\\ud800"`` is valid JSON, but no character) is an
-  error naming the character offset;
+- a text, query, id or other string of a source holding a lone surrogate (``"\\ud800"`` is valid
+  JSON, but no character) is an error naming the field and the character offset;
 - an empty context (no non-whitespace character in any text) is an error, ``empty context``:
   there is nothing to compress and an empty output would hide an upstream data problem;
 - the total number of characters must not exceed ``max_chars`` (``--max-chars``), so that one
@@ -40,6 +40,9 @@ from odcf.document import KINDS, LAYERS, unicode_problem
 
 #: Default ``--max-chars``: the largest record (all texts together) a worker accepts.
 DEFAULT_MAX_CHARS = 2_000_000
+#: Default ``--query-field``. Records without it are normal (a query is optional); a job whose
+#: records all lack a field named otherwise is warned about (the name may be misspelled).
+DEFAULT_QUERY_FIELD = "query"
 
 #: Keys a source object may carry (the fields of :class:`odcf.document.Source` but ``meta``).
 SOURCE_KEYS = (
@@ -76,7 +79,7 @@ def record_id(record: Any) -> str | None:
     return None
 
 
-def to_request(record: Any, *, query_field: str = "query", max_chars: int = DEFAULT_MAX_CHARS) -> Request:
+def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars: int = DEFAULT_MAX_CHARS) -> Request:
     """Validate *record* and return the request; raise :class:`RecordError` with the reason."""
     if not isinstance(record, Mapping):
         raise RecordError(f"record is a JSON {_json_type(record)}, expected an object")
@@ -116,6 +119,9 @@ def _check_id(record: Mapping[str, Any]) -> str:
         if isinstance(value, str):
             raise RecordError("'id' is an empty string")
         raise RecordError(f"'id' must be a string or an integer, got a JSON {_json_type(value)}")
+    # the id is written into every output row: one that cannot be encoded as UTF-8 would break a
+    # Parquet output when it is assembled, at the very end of the job
+    _check_unicode(rid, "'id'")
     return rid
 
 
@@ -168,7 +174,9 @@ def _check_sources(value: Any) -> list[dict[str, Any]]:
         text = clean.get("text")
         if not isinstance(text, str):
             raise RecordError(f"{where}.text must be a string, got a JSON {_json_type(text)}")
-        _check_unicode(text, f"{where}.text")
+        for key in SOURCE_KEYS:  # every string of a source is hashed, counted or written out
+            if isinstance(clean.get(key), str):
+                _check_unicode(clean[key], f"{where}.{key}")
         if "id" in clean:
             sid = clean["id"]
             if isinstance(sid, int) and not isinstance(sid, bool):

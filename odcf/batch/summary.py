@@ -28,6 +28,8 @@ class BatchSummary:
     engine: str = "local"
     workers: int = 1
     resumed_records: int = 0
+    #: things the job did but the user likely did not mean (a query field no record has)
+    warnings: tuple[str, ...] = ()
 
     @property
     def tokens_saved(self) -> int:
@@ -45,6 +47,7 @@ class BatchSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["warnings"] = list(self.warnings)
         out["seconds"] = round(self.seconds, 3)
         out["tokens_saved"] = self.tokens_saved
         return out
@@ -62,4 +65,5 @@ class BatchSummary:
         ]
         if self.records_failed:
             out.append(f"errors:  {self.errors}")
+        out.extend(f"warning: {w}" for w in self.warnings)
         return out

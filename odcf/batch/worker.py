@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from odcf.batch.io import Key
-from odcf.batch.items import Done, Task, WorkItem, error_row, ok_row
-from odcf.batch.records import DEFAULT_MAX_CHARS, RecordError, to_request
+from odcf.batch.items import Done, Task, WorkItem, error_row, has_field, ok_row
+from odcf.batch.records import DEFAULT_MAX_CHARS, DEFAULT_QUERY_FIELD, RecordError, to_request
 from odcf.stages.assemble import EMPTY_INPUT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,7 +41,7 @@ class BatchConfig:
     plan: Mapping[str, Any] | None = None
     role: str | None = None
     budget: int | None = None
-    query_field: str = "query"
+    query_field: str = DEFAULT_QUERY_FIELD
     tokenizer: str | None = None
     strict: bool = False
     annotate: bool = True
@@ -135,6 +135,7 @@ class Worker:
 
     def _compress(self, task: Task) -> Outcome:
         cfg = self.config
+        queried = has_field(task.record, cfg.query_field)
         self.warm_up()  # outside the try: a compressor that cannot load is the job's error, not the record's
         try:
             req = to_request(task.record, query_field=cfg.query_field, max_chars=cfg.max_chars)
@@ -149,14 +150,15 @@ class Worker:
                 raise RecordError("empty context: no text left once invisible characters and markup are removed")
             if not cfg.timings:
                 result["record"] = without_timings(result["record"])
-            return Outcome(task.key, ok_row(task.key, task.id, result), True,
+            return Outcome(task.key, ok_row(task.key, task.id, result, queried=queried), True,
                            result["tokens_in"], result["tokens_out"])
         except RecordError as exc:
             message = str(exc)
         except Exception as exc:  # one bad record must not end the job; the error file says why
             logger.debug("record %s (%s) failed", task.id, task.where, exc_info=True)
             message = f"{type(exc).__name__}: {exc}"
-        return Outcome(task.key, error_row(task.key, task.id, task.where, message, record=task.record), False)
+        return Outcome(task.key, error_row(task.key, task.id, task.where, message, record=task.record,
+                                           queried=queried), False)
 
 
 def without_timings(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from odcf.cli.common import add_stage_flags, stage_overrides
 
 
 def register(sub: Any) -> None:
-    from odcf.batch.records import DEFAULT_MAX_CHARS
+    from odcf.batch.records import DEFAULT_MAX_CHARS, DEFAULT_QUERY_FIELD
 
     p: argparse.ArgumentParser = sub.add_parser(
         "batch",
@@ -31,8 +31,9 @@ def register(sub: Any) -> None:
                    help="a task_ontology.yaml path or a bundled name (default: general)")
     p.add_argument("--role", "-r", default=None, help="role contract to apply to every record")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
-    p.add_argument("--query-field", default="query", metavar="F",
-                   help="record field holding the query (default: query)")
+    p.add_argument("--query-field", default=DEFAULT_QUERY_FIELD, metavar="F",
+                   help=f"record field holding the query (default: {DEFAULT_QUERY_FIELD}); a job warns when no "
+                        "record has a field named otherwise")
     p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
     p.add_argument("--workers", "-w", type=int, default=None,
                    help="worker processes (local) or actors (ray); default: the CPUs available; "

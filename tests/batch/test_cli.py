@@ -49,3 +49,35 @@ def test_a_truncated_gzip_input_stops_the_job_before_it_starts(tmp_path, ontolog
     err = capsys.readouterr().err
     assert "in.jsonl.gz: not a readable gzip file" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_malformed_tokenizer_is_one_line(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(1))
+    tok = tmp_path / "badtok.json"
+    tok.write_text("{}")
+    assert main(["batch", str(src), str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0",
+                 "--tokenizer", f"hf:{tok}"]) == 1
+    err = capsys.readouterr().err
+    assert "is not a readable Hugging Face tokenizer.json (Model missing." in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_fifo_input_says_what_it_is(tmp_path, ontology, capsys):
+    import os
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    assert main(["batch", str(fifo), str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "fifo.jsonl: is not a regular file or folder (a FIFO" in err and "no input files" not in err
+
+
+def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(2))
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--query-field", "qeury",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["records_out"] == 2 and len(summary["warnings"]) == 1
+    assert "--query-field 'qeury': no record of the job has this field" in summary["warnings"][0]

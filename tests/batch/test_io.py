@@ -5,8 +5,12 @@ import base64
 import gzip
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +175,155 @@ def test_cr_only_line_endings_say_so(tmp_path):
     p.write_bytes(b'{"id": "a"} {"id": "b"}\n')  # extra data without a CR: no such hint
     (raw,) = list(read_records(discover_inputs(p)))
     assert "CR" not in raw.error
+
+
+def _bad_utf8_strings(pa, values):
+    """A string array holding *values* (bytes) unchecked: pyarrow writes such arrays to Parquet as
+    they are, as other writers do."""
+    data = b"".join(values)
+    offsets = [0]
+    for v in values:
+        offsets.append(offsets[-1] + len(v))
+    return pa.StringArray.from_buffers(len(values), pa.array(offsets, pa.int32()).buffers()[1], pa.py_buffer(data))
+
+
+def test_invalid_utf8_in_a_parquet_string_is_an_error_for_its_row_only(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    context = _bad_utf8_strings(pa, [b"fine", b"ok text\xff\xfe bad", b"also fine"])
+    speaker = _bad_utf8_strings(pa, [b"ann", b"bob", b"c\xe9cile"])
+    sources = pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), pa.StructArray.from_arrays(
+        [pa.array(["a", "b", "c"]), speaker], names=["text", "speaker"]))
+    p = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "context": context, "sources": sources}), p)
+    raws = list(read_records(discover_inputs(p)))
+    assert [r.where for r in raws] == [{"file": "in.parquet", "row": i} for i in range(3)]
+    assert raws[0].error is None and raws[0].record["context"] == "fine"
+    assert raws[1].error == ("invalid UTF-8 in column 'context' at byte 7: invalid start byte "
+                             "(the record holds its bytes as base64)")
+    assert raws[1].rid == "b" and raws[1].record is None
+    kept = raws[1].detail["record"]
+    assert base64.b64decode(kept["context"]["base64"]) == b"ok text\xff\xfe bad"
+    assert kept["sources"] == [{"text": "b", "speaker": "bob"}]  # the rest of the row is kept as read
+    assert raws[2].error.startswith("invalid UTF-8 in column 'sources' (sources[0].speaker) at byte 1: ")
+    assert raws[2].detail["record"]["context"] == "also fine"
+
+
+def _corrupt_middle_row_group(pa, pq, path):
+    """Three row groups of 3 rows; the second one's first page header overwritten."""
+    table = pa.table({"id": [f"r{i}" for i in range(9)], "context": [f"Pay ${i}." for i in range(9)]})
+    pq.write_table(table, path, row_group_size=3, compression="none")
+    col = pq.ParquetFile(path).metadata.row_group(1).column(1)
+    start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start:start + 8] = b"\xff" * 8
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupt_parquet_row_group_makes_its_rows_errors_and_the_next_group_is_read(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    p = tmp_path / "in.parquet"
+    _corrupt_middle_row_group(pa, pq, p)
+    files = discover_inputs(p)
+    assert count_records(files) == [9]
+    raws = list(read_records(files, batch_rows=2))
+    assert [r.key for r in raws] == [(0, i) for i in range(9)]
+    assert [r.record["id"] for r in raws[:3] + raws[6:]] == ["r0", "r1", "r2", "r6", "r7", "r8"]
+    for r in raws[3:6]:
+        assert r.record is None and r.detail == {"row_group": 1}
+        assert r.error.startswith("row group 1 of the Parquet file cannot be read from row 3 on "
+                                  "(rows 3 to 5, the rest of the group): OSError: ")
+        assert "\n" not in r.error and r.error.isprintable()
+    # resumed past the bad group: its rows are skipped without reading it
+    out = list(read_records(files, skip=lambda key: key[1] < 6))
+    assert out[:6] == [(0, i) for i in range(6)] and [r.record["id"] for r in out[6:]] == ["r6", "r7", "r8"]
+
+
+def test_parquet_nanosecond_times_read_the_same_with_or_without_pandas(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    ns = 1_704_067_200_000_000_001
+    table = pa.table({
+        "id": ["a", "b"],
+        "ts": pa.array([ns, ns - 1], pa.timestamp("ns")),
+        "tz": pa.array([ns, -1], pa.timestamp("ns", tz="+01:00")),
+        "tm": pa.array([1_001, 5_000_000_000], pa.time64("ns")),
+        "du": pa.array([1, 1_000], pa.duration("ns")),
+        "nested": pa.array([[{"at": ns}], None], pa.list_(pa.struct([("at", pa.timestamp("ns"))]))),
+    })
+    p = tmp_path / "ns.parquet"
+    pq.write_table(table, p)
+    expected = [
+        {"id": "a", "ts": "2024-01-01T00:00:00.000000001", "tz": "2024-01-01T01:00:00.000000001+01:00",
+         "tm": "00:00:00.000001001", "du": 1e-09, "nested": [{"at": "2024-01-01T00:00:00.000000001"}]},
+        {"id": "b", "ts": "2024-01-01T00:00:00", "tz": "1970-01-01T00:59:59.999999999+01:00",
+         "tm": "00:00:05", "du": 1e-06, "nested": None},
+    ]
+    assert [r.record for r in read_records(discover_inputs(p))] == expected
+    pd = pytest.importorskip("pandas")  # where pandas is there, its own rendering agrees
+    assert expected[0]["tz"] == pd.Timestamp(ns, tz="+01:00").isoformat()
+    # pyarrow needs pandas for such values unless odcf converts them itself: read with pandas blocked
+    script = (
+        "import json, sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pandas': raise ImportError('blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from odcf.batch.io import discover_inputs, read_records\n"
+        "print(json.dumps([[r.record, r.error] for r in read_records(discover_inputs(sys.argv[1]))]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", script, str(p)], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [[r, None] for r in expected]
+
+
+def test_parquet_columns_named_twice_are_one_error(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    schema = pa.schema([("id", pa.string()), ("context", pa.string()), ("context", pa.string())])
+    p = tmp_path / "twice.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["x"]), pa.array(["y"])], schema=schema), p)
+    with pytest.raises(InputError, match=r"twice\.parquet: two columns are named 'context'; .*rename one"):
+        count_records(discover_inputs(p))
+    with pytest.raises(InputError, match="two columns are named 'context'"):
+        list(read_records(discover_inputs(p)))
+    inner = pa.StructArray.from_arrays([pa.array(["t"]), pa.array(["u"])], names=["text", "text"])
+    pq.write_table(pa.table({"id": ["a"], "sources": pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), inner)}),
+                   p)
+    with pytest.raises(InputError, match="two fields of column 'sources' are named 'text'"):
+        count_records(discover_inputs(p))
+
+
+def test_a_key_given_twice_in_a_json_line_is_an_error_naming_it(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_text(
+        '{"id": "dupk", "context": "A", "context": "B"}\n'
+        '{"id": "x1", "id": "x2", "context": "A"}\n'
+        '{"id": "n", "sources": [{"text": "a"}, {"text": "b", "layer": "fact", "text": "c"}]}\n'
+        '{"id": "ok", "context": "A", "meta": {"a": {"b": 1}, "c": [{"b": 2}]}}\n'
+    )
+    dupk, ids, nested, ok = read_records(discover_inputs(p))
+    assert dupk.error == ("duplicate key 'context' in the record: it is given twice, and which value is meant "
+                          "cannot be told")
+    assert dupk.rid == "dupk" and dupk.detail == {"raw": '{"id": "dupk", "context": "A", "context": "B"}'}
+    assert ids.error.startswith("duplicate key 'id' in the record") and ids.rid is None
+    assert nested.error.startswith("duplicate key 'text' in sources[1]:") and nested.rid == "n"
+    assert ok.error is None and ok.record["meta"] == {"a": {"b": 1}, "c": [{"b": 2}]} and type(ok.record) is dict
+
+
+def test_a_fifo_or_a_device_as_input_says_what_it_is(tmp_path):
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"in\.jsonl: is not a regular file or folder \(a FIFO: .*\).*to a file"):
+        discover_inputs(fifo)
+    with pytest.raises(InputError, match=r"is not a regular file or folder \(a device\)"):
+        discover_inputs("/dev/null")
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"id": "a"}\n')
+    os.mkfifo(d / "b.jsonl")  # reading it would block the job forever
+    with pytest.raises(InputError, match=r"dir: b\.jsonl is not a regular file or folder \(a FIFO"):
+        discover_inputs(d)

@@ -418,3 +418,131 @@ def test_an_unreachable_ray_address_is_one_quick_error_before_any_part(tmp_path,
         run_batch(p, tmp_path / "o.jsonl", config(ontology), engine="ray", workers=1,
                   ray_address=f"127.0.0.1:{port}")
     assert not (tmp_path / "o.jsonl.parts").exists()
+
+
+def test_a_lone_surrogate_in_an_id_fails_its_record_not_a_parquet_output(tmp_path, ontology):
+    pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    good = records(2)
+    src = tmp_path / "in.jsonl"
+    with open(src, "wb") as fh:
+        fh.write(json.dumps(good[0]).encode() + b"\n")
+        fh.write(b'{"id": "a\\ud800b", "context": "Pay $5."}\n')  # once broke the output's assembly
+        fh.write(b'{"id": "o", "sources": [{"text": "Pay $5.", "origin": "/mail/\\udc00"}]}\n')
+        fh.write(json.dumps(good[1]).encode() + b"\n")
+    out = tmp_path / "out.parquet"
+    s = run_batch(src, out, config(ontology), workers=0, chunk_size=2)
+    assert (s.records_in, s.records_out, s.records_failed) == (4, 2, 2)
+    assert pq.read_table(out).column("id").to_pylist() == ["r0000", "r0001"]
+    errors = read_jsonl(tmp_path / "out.parquet.errors.jsonl")
+    assert [e["error"] for e in errors] == [
+        "'id' holds a lone surrogate (U+D800) at character 1; it is not valid Unicode text",
+        "sources[0].origin holds a lone surrogate (U+DC00) at character 6; it is not valid Unicode text",
+    ]
+    assert errors[0]["id"] == "a\ud800b"
+
+
+def test_unreadable_parquet_rows_are_error_rows_and_the_job_reconciles(tmp_path, ontology):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from .test_io import _bad_utf8_strings, _corrupt_middle_row_group
+
+    d = tmp_path / "in"
+    d.mkdir()
+    _corrupt_middle_row_group(pa, pq, d / "a.parquet")
+    context = _bad_utf8_strings(pa, [context_for(1).encode(), b"caf\xe9 " + context_for(2).encode()])
+    pq.write_table(pa.table({"id": ["u1", "u2"], "context": context}), d / "b.parquet")
+    s = run_batch(d, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
+    assert (s.records_in, s.records_out, s.records_failed) == (11, 7, 4)
+    errors = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert [(e["file"], e["row"]) for e in errors] == [("a.parquet", 3), ("a.parquet", 4), ("a.parquet", 5),
+                                                        ("b.parquet", 1)]
+    assert errors[0]["error"].startswith("row group 1 of the Parquet file cannot be read")
+    assert errors[3]["id"] == "u2" and errors[3]["error"].startswith("invalid UTF-8 in column 'context' at byte 3")
+
+
+def test_a_chunk_is_written_as_soon_as_its_last_record_is_done(tmp_path, ontology, monkeypatch):
+    from odcf.batch.worker import Worker
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(5))
+    cfg = config(ontology)
+    run_batch(src, tmp_path / "clean.jsonl", cfg, workers=0, chunk_size=2)
+    real_run_many = Worker.run_many
+    units = []
+
+    def hang_on_the_second_chunk(self, items):
+        units.append(len(items))
+        if len(units) == 2:  # a worker that hangs, then the job is killed
+            raise KeyboardInterrupt("killed while the second chunk is compressed")
+        return real_run_many(self, items)
+
+    monkeypatch.setattr(Worker, "run_many", hang_on_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2)
+    monkeypatch.setattr(Worker, "run_many", real_run_many)
+    # the first chunk was finished before the second began: it must not wait for the second's results
+    assert [p.name for p in (tmp_path / "out.jsonl.parts").glob("part-*.jsonl")] == ["part-00000-000000.jsonl"]
+    s = run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2, resume=True)
+    assert s.resumed_records == 2
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
+def test_an_engine_that_repeats_or_cuts_a_chunk_fails_loudly(tmp_path):
+    from odcf.batch.job import _write_parts
+    from odcf.batch.progress import Progress
+    from odcf.batch.worker import Outcome
+
+    store = PartStore(tmp_path / "out.jsonl")
+    store.begin({}, [3], chunk_size=2, resume=False, overwrite=False)
+
+    def run(keys):
+        _write_parts(store, [Outcome((0, k), json.dumps({"k": [0, k]}), False) for k in keys], [3], 2,
+                     Progress(3, enabled=False))
+
+    with pytest.raises(BatchIntegrityError, match=r"record \(0, 1\) after its chunk \(0, 0\) was written"):
+        run([0, 1, 1])
+    with pytest.raises(BatchIntegrityError, match=r"engine returned record \(0, 0\) after its chunk"):
+        run([0, 1, 0, 1])
+    short = r"chunk \(0, 0\) of the input has 2 record\(s\) but the engine returned 1"
+    with pytest.raises(BatchIntegrityError, match=short):
+        run([0, 2])
+    with pytest.raises(BatchIntegrityError, match=r"engine returned record \(0, 3\), expected \(0, 2\)"):
+        run([0, 1, 3])
+    with pytest.raises(BatchIntegrityError, match=short):
+        run([0])
+    run([0, 1, 2])
+    assert sorted(p.name for p in store.dir.glob("part-*")) == ["part-00000-000000.jsonl", "part-00000-000001.jsonl"]
+
+
+def test_a_query_field_no_record_has_is_warned_about_once(tmp_path, ontology, caplog):
+    src = write_jsonl(tmp_path / "in.jsonl", records(3))  # two of them have "query"
+    with caplog.at_level("WARNING", logger="odcf.batch"):
+        s = run_batch(src, tmp_path / "a.jsonl", config(ontology, query_field="qeury"), workers=0, chunk_size=2)
+    assert s.records_out == 3
+    assert s.warnings == (("--query-field 'qeury': no record of the job has this field, so every record was "
+                           "compressed without a query; is the name misspelled?"),)
+    assert "warning: --query-field 'qeury': no record" in "\n".join(s.lines())
+    assert [r.getMessage() for r in caplog.records] == list(s.warnings)
+    caplog.clear()
+    # the default field, or a field some record has (null counts: the name is right), warns of nothing
+    write_jsonl(src, [{"id": "x", "context": context_for(0), "question": None}] + records(2, start=1, query=False))
+    for field in ("query", "question"):
+        s = run_batch(src, tmp_path / f"{field}.jsonl", config(ontology, query_field=field), workers=0)
+        assert s.warnings == () and not caplog.records
+
+
+def test_a_parquet_input_without_the_query_column_is_warned_about_at_the_start(tmp_path, ontology, caplog):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "context": [context_for(0), context_for(1)],
+                             "query": ["liability cap", None]}), src)
+    with caplog.at_level("WARNING", logger="odcf.batch"):
+        s = run_batch(src, tmp_path / "out.jsonl", config(ontology, query_field="querry"), workers=0)
+    assert [r.getMessage() for r in caplog.records] == [
+        ("--query-field 'querry': no input file has this column (columns: context, id, query), so every record "
+         "is compressed without a query; is the name misspelled?")]
+    assert len(s.warnings) == 1 and "no record of the job has this field" in s.warnings[0]
+    caplog.clear()
+    s = run_batch(src, tmp_path / "out2.jsonl", config(ontology, query_field="query"), workers=0)
+    assert s.warnings == () and not caplog.records

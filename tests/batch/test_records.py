@@ -54,6 +54,10 @@ def test_custom_query_field():
     ({"id": "a", "sources": [{"text": "ok"}, {"text": "x\udfff"}]}, "sources[1].text holds a lone surrogate (U+DFFF) at "
                                                                    "character 1"),
     ({"id": "a", "context": "x", "query": "\ud800"}, "query field 'query' holds a lone surrogate (U+D800) at character 0"),
+    ({"id": "a\ud800b", "context": "x"}, "'id' holds a lone surrogate (U+D800) at character 1"),
+    ({"id": "a", "sources": [{"id": "m\udc00", "text": "x"}]}, "sources[0].id holds a lone surrogate (U+DC00)"),
+    ({"id": "a", "sources": [{"text": "x", "origin": "/tmp/\ud800"}]}, "sources[0].origin holds a lone surrogate"),
+    ({"id": "a", "sources": [{"text": "x", "speaker": "\ud800"}]}, "sources[0].speaker holds a lone surrogate"),
     ({"id": "a", "context": "x" * 1001}, "record too large: 1,001 characters, above the limit of 1,000"),
     ({"id": "a", "sources": [{"text": "x" * 600}, {"text": "y" * 600}]}, "record too large: 1,200 characters"),
 ])

@@ -212,3 +212,14 @@ def test_outputs_never_replace_the_ontology_the_items_or_each_other(contract, tm
     (tmp_path / "afile").write_text("x", encoding="utf-8")
     assert main(["compress", str(contract), "--out", str(tmp_path / "afile" / "x.txt")]) == 1
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_a_malformed_hf_tokenizer_file_is_one_clear_error(contract, tmp_path, capsys):
+    bad = tmp_path / "tokenizer.json"
+    for text, reason in (("{}", "Model missing"), ("not json", "expected")):
+        bad.write_text(text)
+        for spec in (f"hf:{bad}", f"hf:{tmp_path}"):  # the file, or the folder holding it
+            code = main(["compress", str(contract), "--tokenizer", spec])
+            err = capsys.readouterr().err
+            assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+            assert "is not a readable Hugging Face tokenizer.json" in err and reason in err
