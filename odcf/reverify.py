@@ -40,9 +40,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from odcf.document import Document, Segment, Source, sha256
+from odcf.document import Document, Segment, Source, Status, sha256
 from odcf.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -261,6 +261,119 @@ def split_blocks(text: str, record: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+# -- the record's shape ---------------------------------------------------------------------
+
+#: What a delivery record says a source and a segment became.
+SOURCE_STATUSES = ("verbatim", "folded", "reverted", "compressed", "dropped")
+SEGMENT_STATUSES = tuple(get_args(Status))
+
+#: field -> (JSON type, required): the fields :func:`verify_report` reads (and the token counts and
+#: reasons a reader of the record relies on), at each level of a record.
+_RECORD_FIELDS: dict[str, tuple[str, bool]] = {
+    "record_format": ("integer", False), "sources": ("array", True), "segments": ("object", False),
+    "sha256": ("string", False), "domain": ("string", False),
+    "plan_hash": ("string", False), "unit": ("string", False), "tokens_out": ("integer", False),
+    "budget": ("integer", False), "over_budget": ("boolean", False), "over_by": ("integer", False),
+}
+_SOURCE_FIELDS: dict[str, tuple[str, bool]] = {
+    "id": ("string", True), "n": ("integer", False), "status": ("string", True), "origin": ("string", False),
+    "read_range": ("string", False), "kind": ("string", False), "original_kind": ("string", False),
+    "layer": ("string", False), "sha256": ("string", False), "source_sha256": ("string", False),
+    "tokens_in": ("integer", False), "tokens_out": ("integer", False), "segments": ("array", False),
+}
+_SEGMENT_FIELDS: dict[str, tuple[str, bool]] = {
+    "id": ("string", True), "index": ("integer", True), "status": ("string", True), "sha256": ("string", False),
+    "tokens_in": ("integer", False), "tokens_out": ("integer", False), "reason": ("string", False),
+    "protected": ("array", False),
+}
+_SPAN_FIELDS: dict[str, tuple[str, bool]] = {"text": ("string", True), "rule": ("string", False)}
+
+
+def record_problems(record: Any) -> list[Problem]:
+    """Every field of *record* that :func:`verify_report` reads and that is not of its JSON type (or
+    missing, or a status no odcf writes), as ``record-invalid`` problems naming its JSON path:
+    ``sources[0].segments[3].index: expected an integer, got a string ('x')``.
+
+    >>> for p in record_problems({"sources": [{"id": "a", "status": "verbatim", "origin": 5}, 7]}): print(p)
+    record: record-invalid: sources[0].origin: expected a string or null, got a number (5)
+    record: record-invalid: sources[1]: expected an object, got a number (7)
+    """
+    from odcf.stages.assemble import RECORD_FORMAT
+
+    if not isinstance(record, Mapping):
+        return [Problem("record-invalid", f"not a delivery record: expected a JSON object, got {_json_kind(record)}")]
+    out: list[str] = []
+    _fields(record, _RECORD_FIELDS, "", out)
+    fmt = record.get("record_format")
+    if _is(fmt, "integer") and fmt > RECORD_FORMAT:
+        out.append(f"record_format: {fmt} is newer than this odcf reads ({RECORD_FORMAT})")
+    counts = record.get("segments")
+    if isinstance(counts, Mapping):
+        for status, n in counts.items():
+            if not _is(n, "integer") or n < 0:
+                out.append(f"segments.{status}: expected a count (an integer >= 0), got {_json_kind(n)}")
+    for k, src in enumerate(record.get("sources") if isinstance(record.get("sources"), list) else ()):
+        where = f"sources[{k}]"
+        if not _fields(src, _SOURCE_FIELDS, where, out):
+            continue
+        _status(src, SOURCE_STATUSES, where, out)
+        for j, seg in enumerate(src.get("segments") if isinstance(src.get("segments"), list) else ()):
+            at = f"{where}.segments[{j}]"
+            if not _fields(seg, _SEGMENT_FIELDS, at, out):
+                continue
+            _status(seg, SEGMENT_STATUSES, at, out)
+            if _is(seg.get("index"), "integer") and seg["index"] < 0:
+                out.append(f"{at}.index: expected an integer >= 0, got {seg['index']}")
+            for i, span in enumerate(seg.get("protected") if isinstance(seg.get("protected"), list) else ()):
+                _fields(span, _SPAN_FIELDS, f"{at}.protected[{i}]", out)
+    return [Problem("record-invalid", message) for message in out]
+
+
+def _fields(obj: Any, spec: Mapping[str, tuple[str, bool]], where: str, out: list[str]) -> bool:
+    """Check *obj*'s fields against *spec*; False when *obj* is not an object at all."""
+    if not isinstance(obj, Mapping):
+        out.append(f"{where}: expected an object, got {_json_kind(obj)}")
+        return False
+    for key, (kind, required) in spec.items():
+        path = f"{where}.{key}" if where else key
+        value = obj.get(key)
+        if value is None:
+            if required:
+                out.append(f"{path}: missing" if key not in obj else f"{path}: expected {_article(kind)}, got null")
+        elif not _is(value, kind):
+            out.append(f"{path}: expected {_article(kind)}{'' if required else ' or null'}, got {_json_kind(value)}")
+    return True
+
+
+def _status(obj: Mapping[str, Any], known: Sequence[str], where: str, out: list[str]) -> None:
+    status = obj.get("status")
+    if isinstance(status, str) and status not in known:
+        out.append(f"{where}.status: {status!r} is no status odcf writes ({', '.join(known)})")
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, {"string": str, "boolean": bool, "object": Mapping, "array": list}[kind])
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _json_kind(value: Any) -> str:
+    """How a JSON value is named in a message: ``a number (5)``, ``an array``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, Mapping) else type(value).__name__
+
+
 def verify_report(
     record: Mapping[str, Any],
     text: str | None = None,
@@ -275,11 +388,13 @@ def verify_report(
     plan file); without it, segment checks use the bundled ontology named by the record's
     ``domain`` when its hash matches ``plan_hash``, and are skipped (with a note) otherwise.
     *stages*: the stage switches of the run (a trace header's ``stages``), when not the plan's defaults.
+    A record of a field of the wrong type is ``record-invalid``, one problem per field, and nothing else is checked.
     """
     problems: list[Problem] = []
     notes: list[str] = []
-    if not isinstance(record, Mapping) or not isinstance(record.get("sources"), list):
-        return VerifyReport((Problem("record-invalid", "not a delivery record: no 'sources' list"),))
+    invalid = record_problems(record)
+    if invalid:  # checks that read fields of the wrong type would only crash or pass by accident
+        return VerifyReport(tuple(invalid))
 
     if text is not None:
         want = record.get("sha256")

@@ -212,6 +212,42 @@ def test_a_record_without_segment_details_verifies(plan, run):
                 if p.code == "record-inconsistent"]
 
 
+@pytest.mark.parametrize("edit, path", [
+    (lambda r: r["sources"][0].update(segments=[1, 2]), "sources[0].segments[0]: expected an object, got a number (1)"),
+    (lambda r: r["sources"][0].update(origin=5), "sources[0].origin: expected a string or null, got a number (5)"),
+    (lambda r: r["sources"][0].update(read_range={"a": 1}), "sources[0].read_range: expected a string or null, got an object"),
+    (lambda r: r["sources"][0]["segments"][0].update(index="x"), "sources[0].segments[0].index: expected an integer"),
+    (lambda r: r["sources"][0]["segments"][0].update(index=-1), "sources[0].segments[0].index: expected an integer >= 0"),
+    (lambda r: r["sources"][0]["segments"][0].update(status="weird"), "sources[0].segments[0].status: 'weird' is no status"),
+    (lambda r: r["sources"][0]["segments"][0].update(tokens_out="12"), "sources[0].segments[0].tokens_out: expected an integer"),
+    (lambda r: r["sources"][0]["segments"][0].update(protected=[5]), "sources[0].segments[0].protected[0]: expected an object"),
+    (lambda r: r["sources"][0].pop("id"), "sources[0].id: missing"),
+    (lambda r: r["sources"].append("x"), "sources[3]: expected an object, got a string ('x')"),
+    (lambda r: r.update(sources=None), "sources: expected an array, got null"),
+    (lambda r: r.update(segments={"verbatim": "3"}), "segments.verbatim: expected a count"),
+    (lambda r: r.update(domain=3), "domain: expected a string or null, got a number (3)"),
+    (lambda r: r.update(tokens_out=True), "tokens_out: expected an integer or null, got a boolean (true)"),
+    (lambda r: r.update(record_format=99), "record_format: 99 is newer than this odcf reads (1)"),
+])
+def test_a_malformed_record_is_record_invalid_naming_the_field(plan, run, edit, path):
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    edit(record)
+    problems = verify_record(record, result.text, plan=plan, stages=SWITCHES)
+    assert problems and {p.code for p in problems} == {"record-invalid"}
+    assert problems[0].message.startswith(path), problems[0].message
+
+
+def test_every_malformed_field_is_named_at_once():
+    record = {"sources": [{"id": "a", "status": "verbatim", "origin": 5, "read_range": [1],
+                           "segments": [{"id": "a#0", "index": 0, "status": "verbatim"}, 7]}]}
+    assert [p.message for p in verify_record(record)] == [
+        "sources[0].origin: expected a string or null, got a number (5)",
+        "sources[0].read_range: expected a string or null, got an array",
+        "sources[0].segments[1]: expected an object, got a number (7)",
+    ]
+
+
 def test_crlf_files_verify_with_their_crlf_blocks(plan, tmp_path, contract_text):
     a, b = tmp_path / "msa.md", tmp_path / "notes.txt"
     a.write_bytes(contract_text.replace("\n", "\r\n").encode("utf-8"))

@@ -134,3 +134,18 @@ def test_verify_of_a_record_whose_sources_are_no_files_is_not_ok(tmp_path, capsy
     assert main(["verify", str(rec)]) == 1
     assert "nothing-checked" in capsys.readouterr().out
     assert main(["verify", str(rec), "--sources-only"]) == 1  # sources-only still needs a source
+
+
+def test_verify_of_a_malformed_record_names_each_field(tmp_path, capsys):
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"sources": [{"id": "a", "status": "verbatim", "origin": 5, "read_range": {"a": 1},
+                                            "segments": [1, 2]}]}), encoding="utf-8")
+    assert main(["verify", str(rec)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "FAIL record: record-invalid: sources[0].origin: expected a string or null, got a number (5)",
+        "FAIL record: record-invalid: sources[0].read_range: expected a string or null, got an object",
+        "FAIL record: record-invalid: sources[0].segments[0]: expected an object, got a number (1)",
+        "FAIL record: record-invalid: sources[0].segments[1]: expected an object, got a number (2)",
+    ]
+    assert "Traceback" not in captured.err
