@@ -271,7 +271,7 @@ SEGMENT_STATUSES = tuple(get_args(Status))
 #: reasons a reader of the record relies on), at each level of a record.
 _RECORD_FIELDS: dict[str, tuple[str, bool]] = {
     "record_format": ("integer", False), "sources": ("array", True), "segments": ("object", False),
-    "sha256": ("string", False), "domain": ("string", False),
+    "segment_details": ("boolean", False), "sha256": ("string", False), "domain": ("string", False),
     "plan_hash": ("string", False), "unit": ("string", False), "tokens_out": ("integer", False),
     "budget": ("integer", False), "over_budget": ("boolean", False), "over_by": ("integer", False),
 }
@@ -381,6 +381,7 @@ def verify_report(
     plan: Any | None = None,
     stages: Mapping[str, Any] | None = None,
     base_dirs: Sequence[str | os.PathLike[str]] = (),
+    sources_only: bool = False,
 ) -> VerifyReport:
     """Check *record* against its sources (and *text* when given); see the module docstring.
 
@@ -388,6 +389,8 @@ def verify_report(
     plan file); without it, segment checks use the bundled ontology named by the record's
     ``domain`` when its hash matches ``plan_hash``, and are skipped (with a note) otherwise.
     *stages*: the stage switches of the run (a trace header's ``stages``), when not the plan's defaults.
+    *sources_only*: accept, with a note, a record of format 1 that lists no segment although it counts
+    some (an older odcf wrote those with ``segment_details=False``); by default that is ``segments-missing``.
     A record of a field of the wrong type is ``record-invalid``, one problem per field, and nothing else is checked.
     """
     problems: list[Problem] = []
@@ -404,6 +407,7 @@ def verify_report(
             problems.append(Problem("text-changed", f"delivered text sha256 {sha256(text)[:16]}… "
                                                     f"does not match the record's {str(want)[:16]}…"))
     problems += _figure_problems(record, text)
+    problems += _listing_problems(record, notes, sources_only=sources_only)
     if plan is not None and record.get("plan_hash") is not None and plan.hash != record.get("plan_hash"):
         # segments re-cut with another plan prove nothing about this record
         problems.append(Problem("plan-mismatch", f"the plan given (domain {plan.domain!r}, hash {plan.hash[:12]}) "
@@ -524,9 +528,11 @@ def verify_record(
     plan: Any | None = None,
     stages: Mapping[str, Any] | None = None,
     base_dirs: Sequence[str | os.PathLike[str]] = (),
+    sources_only: bool = False,
 ) -> list[Problem]:
     """The problems :func:`verify_report` finds; an empty list means the record checks out."""
-    return list(verify_report(record, text, plan=plan, stages=stages, base_dirs=base_dirs).problems)
+    return list(verify_report(record, text, plan=plan, stages=stages, base_dirs=base_dirs,
+                              sources_only=sources_only).problems)
 
 
 def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Segment],
@@ -606,11 +612,55 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
     return out
 
 
+def _listing_problems(record: Mapping[str, Any], notes: list[str], *, sources_only: bool) -> list[Problem]:
+    """A record that does not list the segments it counts. A genuine record lists every segment of
+    every source, with its status and reason, or says ``segment_details: false``; a record whose
+    entries were removed would otherwise verify with nothing re-checked (and every drop reason gone)."""
+    counts = record.get("segments") if isinstance(record.get("segments"), Mapping) else {}
+    counted = sum(counts.values())
+    summary = {k: v for k, v in counts.items() if v}
+    listed = [src for src in record["sources"] if src.get("segments")]
+    # a source that delivered text has segments (a source without any is "dropped")
+    unlisted = [src for src in record["sources"] if not src.get("segments")
+                and (src.get("status") != "dropped" or (src.get("tokens_out") or 0) > 0)]
+    if record.get("segment_details") is False:
+        if listed:
+            return [Problem("record-inconsistent", f"segment_details is false, but {len(listed)} source(s) "
+                                                   "list their segments")]
+        if counted or unlisted:
+            notes.append(f"the record was written with segment_details=False: it lists none of its {counted} "
+                         "segment(s), so none is re-checked")
+        return []
+    if listed:  # segment_details is one switch for the whole record: all sources list theirs, or none does
+        return [Problem("segments-missing", f"the source delivered text ({src.get('status')}, "
+                        f"{src.get('tokens_out')} tokens) but lists no segment, while other sources list "
+                        "theirs: its segment entries were removed", str(src.get("id"))) for src in unlisted]
+    if not counted and not unlisted:
+        return []  # nothing to list: every source was empty
+    said = f"its summary counts {summary}" if counted else f"{len(unlisted)} source(s) say they delivered text"
+    older = not isinstance(record.get("record_format"), int) or record["record_format"] < 2
+    if older and sources_only:
+        notes.append(f"the record lists no segment although {said}: accepted (--sources-only) as a record of "
+                     "format 1 written with segment_details=False; its segments are not re-checked")
+        return []
+    how = ("; a format-1 record written with segment_details=False by an older odcf looks the same: "
+           "--sources-only accepts it") if older else " (a record lists them unless it says segment_details: false)"
+    return [Problem("segments-missing", f"the record lists no segment, but {said}: the segment entries, each "
+                                        f"with its status and drop reason, were removed{how}")]
+
+
 def lists_segments(record: Any) -> bool:
     """Whether a delivery record lists its segments (``segment_details``; a record without them
     lists none to count or re-check)."""
     return isinstance(record, Mapping) and any(
         isinstance(src, Mapping) and src.get("segments") for src in record.get("sources") or ())
+
+
+def has_segments(record: Any) -> bool:
+    """Whether a delivery record has segments to re-check: it lists some, or its summary counts some."""
+    counts = record.get("segments") if isinstance(record, Mapping) else None
+    return lists_segments(record) or (isinstance(counts, Mapping) and any(
+        isinstance(n, int) and n > 0 for n in counts.values()))
 
 
 def _plan_for(record: Mapping[str, Any], notes: list[str]) -> Any | None:

@@ -203,13 +203,67 @@ def test_an_unannotated_text_is_checked_as_a_whole(plan, tmp_path, contract_text
     assert "text-not-derivable" in codes
 
 
-def test_a_record_without_segment_details_verifies(plan, run):
+def test_a_record_without_segment_details_says_so_and_verifies(plan, tmp_path, contract_text):
+    a = tmp_path / "msa.md"
+    a.write_text(contract_text, encoding="utf-8")
+    stages = {**SWITCHES, "assemble": {"segment_details": False}}
+    result = Compressor(plan, stages=stages).compress([read_source_file(str(a))], budget=110)
+    record = result.record
+    assert record["segment_details"] is False and record["record_format"] == 2
+    assert not record["sources"][0].get("segments") and sum(record["segments"].values()) > 0
+    report = verify_report(record, result.text, plan=plan, stages=stages)
+    assert report.ok and report.checked_segments == 0 and any("segment_details=False" in n for n in report.notes)
+    # a declaration that contradicts the lists is not believed
+    listed = copy.deepcopy(dict(Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a))],
+                                                                          budget=110).record))
+    listed["segment_details"] = False
+    assert "record-inconsistent" in {p.code for p in verify_record(listed, plan=plan, stages=SWITCHES)}
+
+
+@pytest.mark.parametrize("remove", [
+    lambda src: src.update(segments=[]),
+    lambda src: src.update(segments=None),
+    lambda src: src.pop("segments"),
+])
+def test_a_record_whose_segment_entries_were_removed_fails(plan, run, remove):
+    """Removing every per-segment entry (and so every drop reason) must not verify as "0 segments re-checked"."""
     _, _, result = run
-    record = copy.deepcopy(result.record)
+    record = copy.deepcopy(dict(result.record))
+    assert record["record_format"] == 2 and "segment_details" not in record
+    for src in record["sources"]:
+        remove(src)
+    for sources_only in (False, True):  # this format says when it lists no segment: removed entries fail either way
+        problems = verify_record(record, result.text, plan=plan, stages=SWITCHES, sources_only=sources_only)
+        assert [p.code for p in problems] == ["segments-missing"], problems
+        assert "summary counts" in problems[0].message
+    # with the summary emptied too, the sources still say they delivered text
+    record["segments"] = {}
+    assert [p.code for p in verify_record(record, result.text, plan=plan, stages=SWITCHES)] == ["segments-missing"]
+
+
+def test_a_format_1_record_without_segment_entries_passes_only_with_sources_only(plan, run):
+    """Older odcf wrote records without lists (segment_details=False) and without saying so: --sources-only accepts them."""
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    record["record_format"] = 1
     for src in record["sources"]:
         src["segments"] = []
-    assert not [p for p in verify_record(record, result.text, plan=plan, stages=SWITCHES)
-                if p.code == "record-inconsistent"]
+    problems = verify_record(record, result.text, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["segments-missing"] and "--sources-only" in problems[0].message
+    report = verify_report(record, result.text, plan=plan, stages=SWITCHES, sources_only=True)
+    assert report.ok and any("segment_details=False" in n for n in report.notes)
+
+
+def test_one_source_without_its_segment_entries_fails_even_with_the_summary_edited(plan, run):
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    gone = next(src for src in record["sources"] if src["status"] != "dropped" and src["segments"])
+    for seg in gone["segments"]:
+        record["segments"][seg["status"]] -= 1
+    gone["segments"] = []
+    for sources_only in (False, True):
+        problems = verify_record(record, result.text, plan=plan, stages=SWITCHES, sources_only=sources_only)
+        assert [(p.code, p.source) for p in problems] == [("segments-missing", gone["id"])]
 
 
 @pytest.mark.parametrize("edit, path", [
@@ -227,7 +281,7 @@ def test_a_record_without_segment_details_verifies(plan, run):
     (lambda r: r.update(segments={"verbatim": "3"}), "segments.verbatim: expected a count"),
     (lambda r: r.update(domain=3), "domain: expected a string or null, got a number (3)"),
     (lambda r: r.update(tokens_out=True), "tokens_out: expected an integer or null, got a boolean (true)"),
-    (lambda r: r.update(record_format=99), "record_format: 99 is newer than this odcf reads (1)"),
+    (lambda r: r.update(record_format=99), "record_format: 99 is newer than this odcf reads (2)"),
 ])
 def test_a_malformed_record_is_record_invalid_naming_the_field(plan, run, edit, path):
     _, _, result = run
