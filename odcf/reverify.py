@@ -44,6 +44,7 @@ from typing import Any, get_args
 
 from odcf.document import Document, Segment, Source, Status, sha256
 from odcf.errors import InputError
+from odcf.textutil import check_fields, is_json, json_kind
 
 logger = logging.getLogger(__name__)
 
@@ -301,77 +302,38 @@ def record_problems(record: Any) -> list[Problem]:
     from odcf.stages.assemble import RECORD_FORMAT
 
     if not isinstance(record, Mapping):
-        return [Problem("record-invalid", f"not a delivery record: expected a JSON object, got {_json_kind(record)}")]
+        return [Problem("record-invalid", f"not a delivery record: expected a JSON object, got {json_kind(record)}")]
     out: list[str] = []
-    _fields(record, _RECORD_FIELDS, "", out)
+    check_fields(record, _RECORD_FIELDS, "", out)
     fmt = record.get("record_format")
-    if _is(fmt, "integer") and fmt > RECORD_FORMAT:
+    if is_json(fmt, "integer") and fmt > RECORD_FORMAT:
         out.append(f"record_format: {fmt} is newer than this odcf reads ({RECORD_FORMAT})")
     counts = record.get("segments")
     if isinstance(counts, Mapping):
         for status, n in counts.items():
-            if not _is(n, "integer") or n < 0:
-                out.append(f"segments.{status}: expected a count (an integer >= 0), got {_json_kind(n)}")
+            if not is_json(n, "integer") or n < 0:
+                out.append(f"segments.{status}: expected a count (an integer >= 0), got {json_kind(n)}")
     for k, src in enumerate(record.get("sources") if isinstance(record.get("sources"), list) else ()):
         where = f"sources[{k}]"
-        if not _fields(src, _SOURCE_FIELDS, where, out):
+        if not check_fields(src, _SOURCE_FIELDS, where, out):
             continue
         _status(src, SOURCE_STATUSES, where, out)
         for j, seg in enumerate(src.get("segments") if isinstance(src.get("segments"), list) else ()):
             at = f"{where}.segments[{j}]"
-            if not _fields(seg, _SEGMENT_FIELDS, at, out):
+            if not check_fields(seg, _SEGMENT_FIELDS, at, out):
                 continue
             _status(seg, SEGMENT_STATUSES, at, out)
-            if _is(seg.get("index"), "integer") and seg["index"] < 0:
+            if is_json(seg.get("index"), "integer") and seg["index"] < 0:
                 out.append(f"{at}.index: expected an integer >= 0, got {seg['index']}")
             for i, span in enumerate(seg.get("protected") if isinstance(seg.get("protected"), list) else ()):
-                _fields(span, _SPAN_FIELDS, f"{at}.protected[{i}]", out)
+                check_fields(span, _SPAN_FIELDS, f"{at}.protected[{i}]", out)
     return [Problem("record-invalid", message) for message in out]
-
-
-def _fields(obj: Any, spec: Mapping[str, tuple[str, bool]], where: str, out: list[str]) -> bool:
-    """Check *obj*'s fields against *spec*; False when *obj* is not an object at all."""
-    if not isinstance(obj, Mapping):
-        out.append(f"{where}: expected an object, got {_json_kind(obj)}")
-        return False
-    for key, (kind, required) in spec.items():
-        path = f"{where}.{key}" if where else key
-        value = obj.get(key)
-        if value is None:
-            if required:
-                out.append(f"{path}: missing" if key not in obj else f"{path}: expected {_article(kind)}, got null")
-        elif not _is(value, kind):
-            out.append(f"{path}: expected {_article(kind)}{'' if required else ' or null'}, got {_json_kind(value)}")
-    return True
 
 
 def _status(obj: Mapping[str, Any], known: Sequence[str], where: str, out: list[str]) -> None:
     status = obj.get("status")
     if isinstance(status, str) and status not in known:
         out.append(f"{where}.status: {status!r} is no status odcf writes ({', '.join(known)})")
-
-
-def _is(value: Any, kind: str) -> bool:
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, {"string": str, "boolean": bool, "object": Mapping, "array": list}[kind])
-
-
-def _article(kind: str) -> str:
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
-
-
-def _json_kind(value: Any) -> str:
-    """How a JSON value is named in a message: ``a number (5)``, ``an array``, ``null``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, (int, float)):
-        return f"a number ({value!r})"
-    if isinstance(value, str):
-        return f"a string ({value[:40]!r})"
-    return "an array" if isinstance(value, list) else "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
 def verify_report(
