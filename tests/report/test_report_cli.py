@@ -188,3 +188,30 @@ def test_verify_of_a_malformed_record_names_each_field(tmp_path, capsys):
         "FAIL record: record-invalid: sources[0].segments[1]: expected an object, got a number (2)",
     ]
     assert "Traceback" not in captured.err
+
+
+def test_replay_fails_without_stage_events_on_a_plan_mismatch_and_on_a_malformed_header(tmp_path, ontology_file, capsys):
+    a, _ = _files(tmp_path)
+    trace = tmp_path / "run.trace.jsonl"
+    assert main(["compress", str(a), "--ontology", str(ontology_file), "--budget", "100", "--trace", str(trace),
+                 *_disable()]) == 0
+    lines = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
+    capsys.readouterr()
+
+    def write(name, edited):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(x) + "\n" for x in edited), encoding="utf-8")
+        return str(path)
+
+    assert main(["replay", write("no_events.jsonl", [lines[0], lines[-1]])]) == 1
+    assert "NOT REPRODUCED" in capsys.readouterr().out
+    other = write("plan_hash.jsonl", [{**lines[0], "plan_hash": "ab"}, *lines[1:]])
+    assert main(["replay", other]) == 1
+    assert "plan-mismatch" in capsys.readouterr().out
+    assert main(["replay", other, "--ignore-plan-hash"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert "ignored (--ignore-plan-hash)" in said[0] and said[-1].startswith("identical:")
+    for field, value in (("plan", "x"), ("stages", [1]), ("trace_format", "abc")):
+        assert main(["replay", write("bad.jsonl", [{**lines[0], field: value}, *lines[1:]])]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"header.{field}: expected" in err[0]
