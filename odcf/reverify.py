@@ -219,8 +219,9 @@ def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
     return reselect(source, plan, tokenizer=tokenizer, stages=stages).segments
 
 
-#: Text later stages write into a delivered block that is not from the source: ``[DATA_ROWS: 12]``, ``[PREFIX: ..]``.
-_MARKER = re.compile(r"\[[A-Z][A-Z_]*:[^\]\n]*\]")
+#: Text later stages write into a delivered block that is not from the source: ``[DATA_ROWS: 12]``, ``[PREFIX: ..]``,
+#: and a JSON object's count of the keys it leaves out, ``"[JSON_KEYS: 2]":null`` (the ``null`` is odcf's too).
+_MARKER = re.compile(r'"\[JSON_KEYS: \d+\]":null|\[[A-Z][A-Z_]*:[^\]\n]*\]')
 _WORD_RE = re.compile(r"\w+")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import re
 
 import pytest
 
@@ -313,3 +314,16 @@ def test_crlf_files_verify_with_their_crlf_blocks(plan, tmp_path, contract_text)
     assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
     forged = result.text.replace("W2", "W9")
     assert verify_record(result.record, forged, plan=plan, stages=SWITCHES) != []
+
+
+def test_a_json_subset_that_counts_the_keys_it_leaves_out_verifies(plan, tmp_path):
+    # the subset ends an object with "[JSON_KEYS: n]":null; the null is odcf's, not a word the source lacks
+    data = {"user": "u_551", "note": "the customer wrote a long note about nothing in particular " * 6,
+            "orders": [{"order_id": f"#W{1000 + i}", "status": "cancelled" if i % 4 == 0 else "delivered"}
+                       for i in range(40)]}
+    f = tmp_path / "orders.json"
+    f.write_text(json.dumps(data), encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(f))], budget=150,
+                                                        query="cancelled orders")
+    assert re.search(r'"\[JSON_KEYS: \d+\]":null}$', result.text) and "null" not in f.read_text(encoding="utf-8")
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
