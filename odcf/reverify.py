@@ -40,10 +40,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from odcf.document import Document, Segment, Source, sha256
+from odcf.document import Document, Segment, Source, Status, sha256
 from odcf.errors import InputError
+from odcf.textutil import check_fields, is_json, json_kind
 
 logger = logging.getLogger(__name__)
 
@@ -218,8 +219,9 @@ def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
     return reselect(source, plan, tokenizer=tokenizer, stages=stages).segments
 
 
-#: Text later stages write into a delivered block that is not from the source: ``[DATA_ROWS: 12]``, ``[PREFIX: ..]``.
-_MARKER = re.compile(r"\[[A-Z][A-Z_]*:[^\]\n]*\]")
+#: Text later stages write into a delivered block that is not from the source: ``[DATA_ROWS: 12]``, ``[PREFIX: ..]``,
+#: and a JSON object's count of the keys it leaves out, ``"[JSON_KEYS: 2]":null`` (the ``null`` is odcf's too).
+_MARKER = re.compile(r'"\[JSON_KEYS: \d+\]":null|\[[A-Z][A-Z_]*:[^\]\n]*\]')
 _WORD_RE = re.compile(r"\w+")
 
 
@@ -261,6 +263,80 @@ def split_blocks(text: str, record: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+# -- the record's shape ---------------------------------------------------------------------
+
+#: What a delivery record says a source and a segment became.
+SOURCE_STATUSES = ("verbatim", "folded", "reverted", "compressed", "dropped")
+SEGMENT_STATUSES = tuple(get_args(Status))
+
+#: field -> (JSON type, required): the fields :func:`verify_report` reads (and the token counts and
+#: reasons a reader of the record relies on), at each level of a record.
+_RECORD_FIELDS: dict[str, tuple[str, bool]] = {
+    "record_format": ("integer", False), "sources": ("array", True), "segments": ("object", False),
+    "segment_details": ("boolean", False), "sha256": ("string", False), "domain": ("string", False),
+    "plan_hash": ("string", False), "unit": ("string", False), "tokens_out": ("integer", False),
+    "budget": ("integer", False), "over_budget": ("boolean", False), "over_by": ("integer", False),
+}
+_SOURCE_FIELDS: dict[str, tuple[str, bool]] = {
+    "id": ("string", True), "n": ("integer", False), "status": ("string", True), "origin": ("string", False),
+    "read_range": ("string", False), "kind": ("string", False), "original_kind": ("string", False),
+    "layer": ("string", False), "sha256": ("string", False), "source_sha256": ("string", False),
+    "tokens_in": ("integer", False), "tokens_out": ("integer", False), "segments": ("array", False),
+}
+_SEGMENT_FIELDS: dict[str, tuple[str, bool]] = {
+    "id": ("string", True), "index": ("integer", True), "status": ("string", True), "sha256": ("string", False),
+    "tokens_in": ("integer", False), "tokens_out": ("integer", False), "reason": ("string", False),
+    "protected": ("array", False),
+}
+_SPAN_FIELDS: dict[str, tuple[str, bool]] = {"text": ("string", True), "rule": ("string", False)}
+
+
+def record_problems(record: Any) -> list[Problem]:
+    """Every field of *record* that :func:`verify_report` reads and that is not of its JSON type (or
+    missing, or a status no odcf writes), as ``record-invalid`` problems naming its JSON path:
+    ``sources[0].segments[3].index: expected an integer, got a string ('x')``.
+
+    >>> for p in record_problems({"sources": [{"id": "a", "status": "verbatim", "origin": 5}, 7]}): print(p)
+    record: record-invalid: sources[0].origin: expected a string or null, got a number (5)
+    record: record-invalid: sources[1]: expected an object, got a number (7)
+    """
+    from odcf.stages.assemble import RECORD_FORMAT
+
+    if not isinstance(record, Mapping):
+        return [Problem("record-invalid", f"not a delivery record: expected a JSON object, got {json_kind(record)}")]
+    out: list[str] = []
+    check_fields(record, _RECORD_FIELDS, "", out)
+    fmt = record.get("record_format")
+    if is_json(fmt, "integer") and fmt > RECORD_FORMAT:
+        out.append(f"record_format: {fmt} is newer than this odcf reads ({RECORD_FORMAT})")
+    counts = record.get("segments")
+    if isinstance(counts, Mapping):
+        for status, n in counts.items():
+            if not is_json(n, "integer") or n < 0:
+                out.append(f"segments.{status}: expected a count (an integer >= 0), got {json_kind(n)}")
+    for k, src in enumerate(record.get("sources") if isinstance(record.get("sources"), list) else ()):
+        where = f"sources[{k}]"
+        if not check_fields(src, _SOURCE_FIELDS, where, out):
+            continue
+        _status(src, SOURCE_STATUSES, where, out)
+        for j, seg in enumerate(src.get("segments") if isinstance(src.get("segments"), list) else ()):
+            at = f"{where}.segments[{j}]"
+            if not check_fields(seg, _SEGMENT_FIELDS, at, out):
+                continue
+            _status(seg, SEGMENT_STATUSES, at, out)
+            if is_json(seg.get("index"), "integer") and seg["index"] < 0:
+                out.append(f"{at}.index: expected an integer >= 0, got {seg['index']}")
+            for i, span in enumerate(seg.get("protected") if isinstance(seg.get("protected"), list) else ()):
+                check_fields(span, _SPAN_FIELDS, f"{at}.protected[{i}]", out)
+    return [Problem("record-invalid", message) for message in out]
+
+
+def _status(obj: Mapping[str, Any], known: Sequence[str], where: str, out: list[str]) -> None:
+    status = obj.get("status")
+    if isinstance(status, str) and status not in known:
+        out.append(f"{where}.status: {status!r} is no status odcf writes ({', '.join(known)})")
+
+
 def verify_report(
     record: Mapping[str, Any],
     text: str | None = None,
@@ -268,6 +344,7 @@ def verify_report(
     plan: Any | None = None,
     stages: Mapping[str, Any] | None = None,
     base_dirs: Sequence[str | os.PathLike[str]] = (),
+    sources_only: bool = False,
 ) -> VerifyReport:
     """Check *record* against its sources (and *text* when given); see the module docstring.
 
@@ -275,11 +352,15 @@ def verify_report(
     plan file); without it, segment checks use the bundled ontology named by the record's
     ``domain`` when its hash matches ``plan_hash``, and are skipped (with a note) otherwise.
     *stages*: the stage switches of the run (a trace header's ``stages``), when not the plan's defaults.
+    *sources_only*: accept, with a note, a record of format 1 that lists no segment although it counts
+    some (an older odcf wrote those with ``segment_details=False``); by default that is ``segments-missing``.
+    A record of a field of the wrong type is ``record-invalid``, one problem per field, and nothing else is checked.
     """
     problems: list[Problem] = []
     notes: list[str] = []
-    if not isinstance(record, Mapping) or not isinstance(record.get("sources"), list):
-        return VerifyReport((Problem("record-invalid", "not a delivery record: no 'sources' list"),))
+    invalid = record_problems(record)
+    if invalid:  # checks that read fields of the wrong type would only crash or pass by accident
+        return VerifyReport(tuple(invalid))
 
     if text is not None:
         want = record.get("sha256")
@@ -289,6 +370,7 @@ def verify_report(
             problems.append(Problem("text-changed", f"delivered text sha256 {sha256(text)[:16]}… "
                                                     f"does not match the record's {str(want)[:16]}…"))
     problems += _figure_problems(record, text)
+    problems += _listing_problems(record, notes, sources_only=sources_only)
     if plan is not None and record.get("plan_hash") is not None and plan.hash != record.get("plan_hash"):
         # segments re-cut with another plan prove nothing about this record
         problems.append(Problem("plan-mismatch", f"the plan given (domain {plan.domain!r}, hash {plan.hash[:12]}) "
@@ -409,9 +491,11 @@ def verify_record(
     plan: Any | None = None,
     stages: Mapping[str, Any] | None = None,
     base_dirs: Sequence[str | os.PathLike[str]] = (),
+    sources_only: bool = False,
 ) -> list[Problem]:
     """The problems :func:`verify_report` finds; an empty list means the record checks out."""
-    return list(verify_report(record, text, plan=plan, stages=stages, base_dirs=base_dirs).problems)
+    return list(verify_report(record, text, plan=plan, stages=stages, base_dirs=base_dirs,
+                              sources_only=sources_only).problems)
 
 
 def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Segment],
@@ -491,11 +575,55 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
     return out
 
 
+def _listing_problems(record: Mapping[str, Any], notes: list[str], *, sources_only: bool) -> list[Problem]:
+    """A record that does not list the segments it counts. A genuine record lists every segment of
+    every source, with its status and reason, or says ``segment_details: false``; a record whose
+    entries were removed would otherwise verify with nothing re-checked (and every drop reason gone)."""
+    counts = record.get("segments") if isinstance(record.get("segments"), Mapping) else {}
+    counted = sum(counts.values())
+    summary = {k: v for k, v in counts.items() if v}
+    listed = [src for src in record["sources"] if src.get("segments")]
+    # a source that delivered text has segments (a source without any is "dropped")
+    unlisted = [src for src in record["sources"] if not src.get("segments")
+                and (src.get("status") != "dropped" or (src.get("tokens_out") or 0) > 0)]
+    if record.get("segment_details") is False:
+        if listed:
+            return [Problem("record-inconsistent", f"segment_details is false, but {len(listed)} source(s) "
+                                                   "list their segments")]
+        if counted or unlisted:
+            notes.append(f"the record was written with segment_details=False: it lists none of its {counted} "
+                         "segment(s), so none is re-checked")
+        return []
+    if listed:  # segment_details is one switch for the whole record: all sources list theirs, or none does
+        return [Problem("segments-missing", f"the source delivered text ({src.get('status')}, "
+                        f"{src.get('tokens_out')} tokens) but lists no segment, while other sources list "
+                        "theirs: its segment entries were removed", str(src.get("id"))) for src in unlisted]
+    if not counted and not unlisted:
+        return []  # nothing to list: every source was empty
+    said = f"its summary counts {summary}" if counted else f"{len(unlisted)} source(s) say they delivered text"
+    older = not isinstance(record.get("record_format"), int) or record["record_format"] < 2
+    if older and sources_only:
+        notes.append(f"the record lists no segment although {said}: accepted (--sources-only) as a record of "
+                     "format 1 written with segment_details=False; its segments are not re-checked")
+        return []
+    how = ("; a format-1 record written with segment_details=False by an older odcf looks the same: "
+           "--sources-only accepts it") if older else " (a record lists them unless it says segment_details: false)"
+    return [Problem("segments-missing", f"the record lists no segment, but {said}: the segment entries, each "
+                                        f"with its status and drop reason, were removed{how}")]
+
+
 def lists_segments(record: Any) -> bool:
     """Whether a delivery record lists its segments (``segment_details``; a record without them
     lists none to count or re-check)."""
     return isinstance(record, Mapping) and any(
         isinstance(src, Mapping) and src.get("segments") for src in record.get("sources") or ())
+
+
+def has_segments(record: Any) -> bool:
+    """Whether a delivery record has segments to re-check: it lists some, or its summary counts some."""
+    counts = record.get("segments") if isinstance(record, Mapping) else None
+    return lists_segments(record) or (isinstance(counts, Mapping) and any(
+        isinstance(n, int) and n > 0 for n in counts.values()))
 
 
 def _plan_for(record: Mapping[str, Any], notes: list[str]) -> Any | None:

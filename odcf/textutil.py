@@ -13,7 +13,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -35,6 +35,50 @@ def loads_json(text: str | bytes, **kwargs: Any) -> Any:
     except RecursionError:
         doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
         raise json.JSONDecodeError("nested too deeply to decode", doc, 0) from None
+
+
+def json_kind(value: Any) -> str:
+    """How a JSON value is named in a message: ``a number (5)``, ``a string ('x')``, ``an array``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def is_json(value: Any, kind: str) -> bool:
+    """Whether a parsed JSON *value* is of the JSON type *kind* (``integer`` is not ``true``)."""
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, {"string": str, "boolean": bool, "object": Mapping, "array": list}[kind])
+
+
+def check_fields(obj: Any, spec: Mapping[str, tuple[str, bool]], where: str, out: list[str]) -> bool:
+    """Append to *out* a ``path: expected ..., got ...`` line for each field of the parsed JSON object
+    *obj* that *spec* (``{field: (JSON type, required)}``) does not allow; a field not required may be
+    null. False when *obj* is not an object at all.
+
+    >>> out = []
+    >>> check_fields({"a": "1"}, {"a": ("integer", False), "b": ("string", True)}, "x", out), out
+    (True, ["x.a: expected an integer or null, got a string ('1')", 'x.b: missing'])
+    """
+    if not isinstance(obj, Mapping):
+        out.append(f"{where}: expected an object, got {json_kind(obj)}")
+        return False
+    for key, (kind, required) in spec.items():
+        path = f"{where}.{key}" if where else key
+        value = obj.get(key)
+        article = "an" if kind[0] in "aeiou" else "a"
+        if value is None:
+            if required:
+                out.append(f"{path}: missing" if key not in obj else f"{path}: expected {article} {kind}, got null")
+        elif not is_json(value, kind):
+            out.append(f"{path}: expected {article} {kind}{'' if required else ' or null'}, got {json_kind(value)}")
+    return True
 
 #: CJK ideographs, kana and hangul (a regex character-class body).
 _CJK_CHARS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"

@@ -35,11 +35,25 @@ from odcf import __version__
 from odcf.document import Source, sha256
 from odcf.errors import InputError
 from odcf.fileio import write_text
-from odcf.textutil import loads_json
+from odcf.textutil import check_fields, is_json, json_kind, loads_json
 
 logger = logging.getLogger(__name__)
 
 TRACE_FORMAT = 1
+#: field -> (JSON type, required): what replay reads from each kind of line.
+_HEADER_FIELDS: dict[str, tuple[str, bool]] = {
+    "trace_format": ("integer", False), "trace_id": ("string", False), "plan_hash": ("string", False),
+    "plan": ("object", True), "stages": ("object", True), "inputs": ("array", True), "models": ("object", False),
+    "tokenizer": ("string", False), "role": ("string", False), "budget": ("integer", False),
+    "query": ("string", False), "strict": ("boolean", False), "annotate": ("boolean", False),
+}
+_EVENT_FIELDS: dict[str, tuple[str, bool]] = {
+    "stage": ("string", True), "tokens_in": ("integer", False), "tokens_out": ("integer", False),
+    "decisions": ("object", False),
+}
+_FOOTER_FIELDS: dict[str, tuple[str, bool]] = {
+    "output_sha256": ("string", True), "record_sha256": ("string", True), "output": ("string", False),
+}
 _SOURCE_FIELDS = ("id", "kind", "layer", "origin", "timestamp", "confidence", "mandatory", "category",
                   "speaker", "read_range")
 
@@ -128,6 +142,8 @@ def load_inputs(entries: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[s
             if not isinstance(text, str):
                 raise InputError(f"input {k}: trace entry has neither 'text' nor 'file'")
         form = entry.get("form", "mapping")
+        if form not in ("text", "source", "mapping"):
+            raise InputError(f"input {k}: unknown form {form!r} (text, source or mapping)")
         if form == "text":
             inputs.append(text)
         elif form == "source":
@@ -276,6 +292,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     header: Mapping[str, Any] | None = None
     footer: Mapping[str, Any] | None = None
     events: list[Mapping[str, Any]] = []
+    wrong: list[str] = []  # fields of the wrong type: all of them, in one error
     for n, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -289,8 +306,10 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
                 raise InputError(f"{path}:{n}: a second header")
             header = obj
         elif kind == "event":
+            check_fields(obj, _EVENT_FIELDS, f"line {n} (event)", wrong)
             events.append(obj)
         elif kind == "footer":
+            check_fields(obj, _FOOTER_FIELDS, f"line {n} (footer)", wrong)
             footer = obj
         else:
             raise InputError(f"{path}:{n}: expected a header, event or footer line, got type {kind!r}")
@@ -298,10 +317,14 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
         raise InputError(f"{path}: no header line")
     if footer is None:
         raise InputError(f"{path}: no footer line (trace cut short?)")
-    for key in ("plan", "stages", "inputs"):
-        if key not in header:
-            raise InputError(f"{path}: header lacks {key!r}")
-    if int(header.get("trace_format", 0)) > TRACE_FORMAT:
+    check_fields(header, _HEADER_FIELDS, "header", wrong)
+    stages = header.get("stages")
+    for name, switch in (stages.items() if isinstance(stages, Mapping) else ()):
+        if not isinstance(switch, (bool, Mapping)):
+            wrong.append(f"header.stages.{name}: expected false or an object of options, got {json_kind(switch)}")
+    if wrong:
+        raise InputError(f"{path}: not a trace odcf wrote: " + "; ".join(wrong))
+    if is_json(header.get("trace_format"), "integer") and header["trace_format"] > TRACE_FORMAT:
         raise InputError(f"{path}: trace format {header.get('trace_format')} is newer than this odcf reads ({TRACE_FORMAT})")
     return Trace(header=header, events=tuple(events), footer=footer, path=str(path))
 
@@ -324,11 +347,35 @@ class ReplayReport:
     plan_hash_ok: bool = True
     record_identical: bool = True
     notes: tuple[str, ...] = field(default=())
+    traced_events: int = 0
+    plan_hash_ignored: bool = False
+    plan_hashes: tuple[str, str] = ("", "")  # (the trace's plan hashed now, the header's plan_hash)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Why the run was not reproduced, one reason each; empty when it was."""
+        out: list[str] = []
+        if not self.identical:
+            out.append("the output text differs")
+        if self.input_changes:
+            out.append("its inputs changed")
+        if not self.plan_hash_ok and not self.plan_hash_ignored:
+            out.append(f"plan-mismatch: the plan in the trace hashes to {self.plan_hashes[0][:12]}, its header's "
+                       f"plan_hash is {self.plan_hashes[1][:12] or 'missing'} (the plan was edited after the run; "
+                       "--ignore-plan-hash replays it anyway)")
+        if not self.record_identical:
+            out.append("the delivery record differs")
+        if not self.traced_events:
+            out.append("the trace holds no stage events, so no stage was compared")
+        elif self.stage_differences:
+            out.append(f"{len(self.stage_differences)} stage event(s) differ")
+        return tuple(out)
 
     @property
     def reproduced(self) -> bool:
-        """Output and record byte-identical, from unchanged inputs: the run was reproduced."""
-        return self.identical and self.record_identical and not self.input_changes
+        """Output, record and stage events identical, from unchanged inputs and the plan the trace
+        names: the run was reproduced."""
+        return not self.failures
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -343,7 +390,10 @@ class ReplayReport:
             "input_changes": list(self.input_changes),
             "stage_differences": [dict(d) for d in self.stage_differences],
             "plan_hash_ok": self.plan_hash_ok,
+            "plan_hash_ignored": self.plan_hash_ignored,
             "record_identical": self.record_identical,
+            "traced_events": self.traced_events,
+            "failures": list(self.failures),
             "notes": list(self.notes),
         }
 
@@ -364,18 +414,28 @@ def _event_key(ev: Mapping[str, Any]) -> dict[str, Any]:
             "decisions": ev.get("decisions") or {}}
 
 
-def replay(trace: str | os.PathLike[str] | Trace) -> ReplayReport:
-    """Re-run the inputs of *trace* with its plan and stages; compare the output byte for byte."""
+def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = False) -> ReplayReport:
+    """Re-run the inputs of *trace* with its plan and stages; compare the output byte for byte, the
+    record and the stage events.
+
+    A plan that does not hash to the header's ``plan_hash`` was edited after the run: the replay is
+    not a reproduction unless *ignore_plan_hash* (then it is a note).
+    """
     from odcf.compressor import Compressor
+    from odcf.errors import PlanError
     from odcf.plan.model import Plan
 
     tr = trace if isinstance(trace, Trace) else read_trace(trace)
     h = tr.header
-    plan = Plan.from_dict(h["plan"])
+    try:
+        plan = Plan.from_dict(h["plan"])
+    except PlanError as exc:
+        raise InputError(f"{tr.path or 'trace'}: header.plan: {exc}") from exc
     notes: list[str] = []
     plan_ok = plan.hash == h.get("plan_hash")
-    if not plan_ok:
-        notes.append(f"the plan in the trace hashes to {plan.hash[:12]}, the header says {str(h.get('plan_hash'))[:12]}")
+    if not plan_ok and ignore_plan_hash:
+        notes.append(f"the plan in the trace hashes to {plan.hash[:12]}, the header says "
+                     f"{str(h.get('plan_hash'))[:12]}: ignored (--ignore-plan-hash)")
     if h.get("odcf") != __version__:
         notes.append(f"traced with odcf {h.get('odcf')}, replayed with {__version__}")
     inputs, changes = load_inputs(h["inputs"])
@@ -400,16 +460,27 @@ def replay(trace: str | os.PathLike[str] | Trace) -> ReplayReport:
         else:
             notes.append("the trace does not hold the output text; only its sha256 was compared")
     traced = [_event_key(ev) for ev in tr.events]
-    now = [_event_key({**ev.to_dict(), "decisions": ev.to_dict().get("data", {})}) for ev in result.document.trace]
+    # as the trace holds them: through JSON (a tuple is a list there)
+    now = [json.loads(_canon(_event_key({**ev.to_dict(), "decisions": ev.to_dict().get("data", {})})))
+           for ev in result.document.trace]
     diffs: list[dict[str, Any]] = []
     for k in range(max(len(traced), len(now))):
         a = traced[k] if k < len(traced) else None
         b = now[k] if k < len(now) else None
-        if a != b:
+        if _canon(a) != _canon(b):
             diffs.append({"n": k, "stage": (a or b or {}).get("stage"), "traced": a, "replayed": b})
     rec_ok = record_digest(result.record) == tr.footer.get("record_sha256")
+    if not rec_ok and "segment_details" not in result.record:
+        # a trace of an odcf that wrote record format 1: a record with all its segment entries is the same
+        # in both formats but for the number
+        rec_ok = record_digest({**result.record, "record_format": 1}) == tr.footer.get("record_sha256")
+        if rec_ok:
+            notes.append(f"the traced record is of format 1, the replayed one of format {result.record.get('record_format')}; "
+                         "they are the same otherwise")
     return ReplayReport(
         trace_id=tr.trace_id, identical=identical, expected_sha256=want_sha, actual_sha256=got_sha,
         first_difference=pos, expected_excerpt=exp_ex, actual_excerpt=act_ex, input_changes=tuple(changes),
         stage_differences=tuple(diffs), plan_hash_ok=plan_ok, record_identical=rec_ok, notes=tuple(notes),
+        traced_events=len(tr.events), plan_hash_ignored=ignore_plan_hash and not plan_ok,
+        plan_hashes=(plan.hash, str(h.get("plan_hash") or "")),
     )

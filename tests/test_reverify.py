@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import re
 
 import pytest
 
@@ -203,13 +204,103 @@ def test_an_unannotated_text_is_checked_as_a_whole(plan, tmp_path, contract_text
     assert "text-not-derivable" in codes
 
 
-def test_a_record_without_segment_details_verifies(plan, run):
+def test_a_record_without_segment_details_says_so_and_verifies(plan, tmp_path, contract_text):
+    a = tmp_path / "msa.md"
+    a.write_text(contract_text, encoding="utf-8")
+    stages = {**SWITCHES, "assemble": {"segment_details": False}}
+    result = Compressor(plan, stages=stages).compress([read_source_file(str(a))], budget=110)
+    record = result.record
+    assert record["segment_details"] is False and record["record_format"] == 2
+    assert not record["sources"][0].get("segments") and sum(record["segments"].values()) > 0
+    report = verify_report(record, result.text, plan=plan, stages=stages)
+    assert report.ok and report.checked_segments == 0 and any("segment_details=False" in n for n in report.notes)
+    # a declaration that contradicts the lists is not believed
+    listed = copy.deepcopy(dict(Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a))],
+                                                                          budget=110).record))
+    listed["segment_details"] = False
+    assert "record-inconsistent" in {p.code for p in verify_record(listed, plan=plan, stages=SWITCHES)}
+
+
+@pytest.mark.parametrize("remove", [
+    lambda src: src.update(segments=[]),
+    lambda src: src.update(segments=None),
+    lambda src: src.pop("segments"),
+])
+def test_a_record_whose_segment_entries_were_removed_fails(plan, run, remove):
+    """Removing every per-segment entry (and so every drop reason) must not verify as "0 segments re-checked"."""
     _, _, result = run
-    record = copy.deepcopy(result.record)
+    record = copy.deepcopy(dict(result.record))
+    assert record["record_format"] == 2 and "segment_details" not in record
+    for src in record["sources"]:
+        remove(src)
+    for sources_only in (False, True):  # this format says when it lists no segment: removed entries fail either way
+        problems = verify_record(record, result.text, plan=plan, stages=SWITCHES, sources_only=sources_only)
+        assert [p.code for p in problems] == ["segments-missing"], problems
+        assert "summary counts" in problems[0].message
+    # with the summary emptied too, the sources still say they delivered text
+    record["segments"] = {}
+    assert [p.code for p in verify_record(record, result.text, plan=plan, stages=SWITCHES)] == ["segments-missing"]
+
+
+def test_a_format_1_record_without_segment_entries_passes_only_with_sources_only(plan, run):
+    """Older odcf wrote records without lists (segment_details=False) and without saying so: --sources-only accepts them."""
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    record["record_format"] = 1
     for src in record["sources"]:
         src["segments"] = []
-    assert not [p for p in verify_record(record, result.text, plan=plan, stages=SWITCHES)
-                if p.code == "record-inconsistent"]
+    problems = verify_record(record, result.text, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["segments-missing"] and "--sources-only" in problems[0].message
+    report = verify_report(record, result.text, plan=plan, stages=SWITCHES, sources_only=True)
+    assert report.ok and any("segment_details=False" in n for n in report.notes)
+
+
+def test_one_source_without_its_segment_entries_fails_even_with_the_summary_edited(plan, run):
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    gone = next(src for src in record["sources"] if src["status"] != "dropped" and src["segments"])
+    for seg in gone["segments"]:
+        record["segments"][seg["status"]] -= 1
+    gone["segments"] = []
+    for sources_only in (False, True):
+        problems = verify_record(record, result.text, plan=plan, stages=SWITCHES, sources_only=sources_only)
+        assert [(p.code, p.source) for p in problems] == [("segments-missing", gone["id"])]
+
+
+@pytest.mark.parametrize("edit, path", [
+    (lambda r: r["sources"][0].update(segments=[1, 2]), "sources[0].segments[0]: expected an object, got a number (1)"),
+    (lambda r: r["sources"][0].update(origin=5), "sources[0].origin: expected a string or null, got a number (5)"),
+    (lambda r: r["sources"][0].update(read_range={"a": 1}), "sources[0].read_range: expected a string or null, got an object"),
+    (lambda r: r["sources"][0]["segments"][0].update(index="x"), "sources[0].segments[0].index: expected an integer"),
+    (lambda r: r["sources"][0]["segments"][0].update(index=-1), "sources[0].segments[0].index: expected an integer >= 0"),
+    (lambda r: r["sources"][0]["segments"][0].update(status="weird"), "sources[0].segments[0].status: 'weird' is no status"),
+    (lambda r: r["sources"][0]["segments"][0].update(tokens_out="12"), "sources[0].segments[0].tokens_out: expected an integer"),
+    (lambda r: r["sources"][0]["segments"][0].update(protected=[5]), "sources[0].segments[0].protected[0]: expected an object"),
+    (lambda r: r["sources"][0].pop("id"), "sources[0].id: missing"),
+    (lambda r: r["sources"].append("x"), "sources[3]: expected an object, got a string ('x')"),
+    (lambda r: r.update(sources=None), "sources: expected an array, got null"),
+    (lambda r: r.update(segments={"verbatim": "3"}), "segments.verbatim: expected a count"),
+    (lambda r: r.update(domain=3), "domain: expected a string or null, got a number (3)"),
+    (lambda r: r.update(tokens_out=True), "tokens_out: expected an integer or null, got a boolean (true)"),
+    (lambda r: r.update(record_format=99), "record_format: 99 is newer than this odcf reads (2)"),
+])
+def test_a_malformed_record_is_record_invalid_naming_the_field(plan, run, edit, path):
+    _, _, result = run
+    record = copy.deepcopy(dict(result.record))
+    edit(record)
+    problems = verify_record(record, result.text, plan=plan, stages=SWITCHES)
+    assert problems and {p.code for p in problems} == {"record-invalid"}
+    assert problems[0].message.startswith(path), problems[0].message
+
+
+def test_every_malformed_field_is_named_at_once():
+    record = {"sources": [{"id": "a", "status": "verbatim", "origin": 5, "read_range": [1],
+                           "segments": [{"id": "a#0", "index": 0, "status": "verbatim"}, 7]}]}
+    assert [p.message for p in verify_record(record)] == [
+        "sources[0].origin: expected a string or null, got a number (5)",
+        "sources[0].read_range: expected a string or null, got an array",
+        "sources[0].segments[1]: expected an object, got a number (7)",
+    ]
 
 
 def test_crlf_files_verify_with_their_crlf_blocks(plan, tmp_path, contract_text):
@@ -223,3 +314,16 @@ def test_crlf_files_verify_with_their_crlf_blocks(plan, tmp_path, contract_text)
     assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
     forged = result.text.replace("W2", "W9")
     assert verify_record(result.record, forged, plan=plan, stages=SWITCHES) != []
+
+
+def test_a_json_subset_that_counts_the_keys_it_leaves_out_verifies(plan, tmp_path):
+    # the subset ends an object with "[JSON_KEYS: n]":null; the null is odcf's, not a word the source lacks
+    data = {"user": "u_551", "note": "the customer wrote a long note about nothing in particular " * 6,
+            "orders": [{"order_id": f"#W{1000 + i}", "status": "cancelled" if i % 4 == 0 else "delivered"}
+                       for i in range(40)]}
+    f = tmp_path / "orders.json"
+    f.write_text(json.dumps(data), encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(f))], budget=150,
+                                                        query="cancelled orders")
+    assert re.search(r'"\[JSON_KEYS: \d+\]":null}$', result.text) and "null" not in f.read_text(encoding="utf-8")
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []

@@ -127,3 +127,72 @@ def test_a_trace_whose_inputs_are_not_a_list_is_one_clear_error():
         load_inputs("abc")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="input 1: trace entry must be an object"):
         load_inputs(["abc"])  # type: ignore[list-item]
+
+
+def _rewrite(trace, edit):
+    """Apply *edit* to the trace's parsed lines (or write the lines it returns) and write them back."""
+    lines = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
+    lines = edit(lines) or lines
+    trace.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+def test_replay_of_a_trace_without_stage_events_fails(plan, tmp_path, contract_text):
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, lambda lines: [lines[0], lines[-1]])
+    rep = replay(trace)
+    assert rep.identical and rep.record_identical and not rep.reproduced
+    assert rep.traced_events == 0 and rep.failures == ("the trace holds no stage events, so no stage was compared",)
+
+
+def test_replay_of_a_trace_with_a_removed_or_edited_stage_event_fails(plan, tmp_path, contract_text):
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, lambda lines: lines.pop(2) and None)
+    rep = replay(trace)
+    assert rep.identical and not rep.reproduced and rep.stage_differences
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, lambda lines: lines[1].update(tokens_out=lines[1]["tokens_out"] + 1))
+    rep = replay(trace)
+    assert not rep.reproduced and [d["n"] for d in rep.stage_differences] == [0]
+
+
+def test_replay_of_a_plan_that_is_not_the_header_s_fails_unless_ignored(plan, tmp_path, contract_text):
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    # the plan edited after the run, its plan_hash left as it was
+    _rewrite(trace, lambda lines: lines[0]["plan"]["protection"]["terms"].append("weather"))
+    rep = replay(trace)
+    assert not rep.plan_hash_ok and not rep.reproduced
+    assert any(f.startswith("plan-mismatch: the plan in the trace hashes to") for f in rep.failures)
+    rep = replay(trace, ignore_plan_hash=True)
+    assert rep.plan_hash_ignored and any("--ignore-plan-hash" in n for n in rep.notes)
+    assert "plan-mismatch" not in " ".join(rep.failures)
+
+
+def test_replay_of_a_trace_of_record_format_1_is_reproduced(plan, tmp_path, contract_text):
+    from odcf.trace import record_digest
+
+    _, trace, _, result = _run(plan, tmp_path, contract_text)
+    assert result.record["record_format"] == 2
+    old = record_digest({**result.record, "record_format": 1})
+    _rewrite(trace, lambda lines: lines[-1].update(record_sha256=old))
+    rep = replay(trace)
+    assert rep.reproduced and any("format 1" in n for n in rep.notes)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda lines: lines[0].update(plan="x"), "header.plan: expected an object, got a string ('x')"),
+    (lambda lines: lines[0].update(stages=[1]), "header.stages: expected an object, got an array"),
+    (lambda lines: lines[0]["stages"].update(fold=3), "header.stages.fold: expected false or an object of options"),
+    (lambda lines: lines[0].update(trace_format="abc"), "header.trace_format: expected an integer or null, got a string ('abc')"),
+    (lambda lines: lines[0].update(strict="yes"), "header.strict: expected a boolean or null"),
+    (lambda lines: lines[0].pop("inputs") and None, "header.inputs: missing"),
+    (lambda lines: lines[1].update(stage=5), "line 2 (event).stage: expected a string, got a number (5)"),
+    (lambda lines: lines[-1].pop("output_sha256") and None, "(footer).output_sha256: missing"),
+    (lambda lines: lines[0].update(plan={}), "header.plan: not a valid plan"),
+    (lambda lines: lines[0]["inputs"][0].update(form="weird"), "input 1: unknown form 'weird'"),
+])
+def test_a_malformed_trace_is_one_clear_error_naming_the_field(plan, tmp_path, contract_text, edit, message):
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, edit)
+    with pytest.raises(InputError) as info:
+        replay(trace)
+    assert message in str(info.value)

@@ -1,6 +1,8 @@
-"""`odcf replay TRACE [--json]` — re-run a traced compression with the same inputs and plan and say
-whether the output is byte-identical (exit 0) or not (exit 1, with the first differing position and
-the stage events that differ). A changed input file or a differing record also exits 1. Also adds ``--trace FILE`` to ``odcf compress``."""
+"""`odcf replay TRACE [--json] [--ignore-plan-hash]` — re-run a traced compression with the same inputs
+and plan and say whether the output is byte-identical (exit 0) or not (exit 1, with the first differing
+position and the stage events that differ). A changed input file, a differing record or stage event, a
+trace without stage events and a plan that does not hash to the header's ``plan_hash`` also exit 1.
+Also adds ``--trace FILE`` to ``odcf compress``."""
 from __future__ import annotations
 
 import argparse
@@ -20,13 +22,16 @@ def register(sub: Any) -> None:
     )
     p.add_argument("trace", metavar="TRACE", help="a JSONL trace written by `odcf compress --trace`")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--ignore-plan-hash", action="store_true",
+                   help="replay a trace whose plan does not hash to its header's plan_hash (edited after the run) "
+                        "instead of failing with plan-mismatch")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from odcf.trace import replay
 
-    report = replay(args.trace)
+    report = replay(args.trace, ignore_plan_hash=args.ignore_plan_hash)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
         return 0 if report.reproduced else EXIT_DIFFERENT
@@ -38,11 +43,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"identical: trace {report.trace_id}, output sha256 {report.actual_sha256}")
         return 0
     if report.identical:
-        why = "its inputs changed" if report.input_changes else "the delivery record differs"
-        print(f"NOT REPRODUCED: trace {report.trace_id}: the output text is identical, but {why}")
+        print(f"NOT REPRODUCED: trace {report.trace_id}: the output text is identical, but "
+              + "; ".join(report.failures))
         _print_stage_diffs(report)
         return EXIT_DIFFERENT
     print(f"DIFFERENT: trace {report.trace_id}: output sha256 {report.actual_sha256} != traced {report.expected_sha256}")
+    for why in report.failures[1:]:  # the first is the output itself
+        print(f"  and {why}")
     if report.first_difference is not None:
         print(f"first difference at character {report.first_difference}:")
         print(f"  traced:   {report.expected_excerpt!r}")

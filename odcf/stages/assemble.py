@@ -15,7 +15,8 @@ from odcf.render import render
 from odcf.stages.base import Stage
 from odcf.tokens import get_counter
 
-RECORD_FORMAT = 1
+#: 2: a record that leaves out the per-segment entries says so (``"segment_details": false``).
+RECORD_FORMAT = 2
 
 
 
@@ -72,6 +73,8 @@ class Assembler(Stage):
             "warnings": list(doc.meta.get("warnings", ())) + list(info.get("warnings", [])) + [
                 f"source {e['id']}: {e['reason']}" for e in sources if e.get("reason")],
         }
+        if not self.segment_details:
+            record["segment_details"] = False  # so that `odcf verify` can tell this from removed entries
         for key in ("missing", "conflicts", "not_searched"):
             if key in doc.meta:
                 record[key] = doc.meta[key]

@@ -134,3 +134,84 @@ def test_verify_of_a_record_whose_sources_are_no_files_is_not_ok(tmp_path, capsy
     assert main(["verify", str(rec)]) == 1
     assert "nothing-checked" in capsys.readouterr().out
     assert main(["verify", str(rec), "--sources-only"]) == 1  # sources-only still needs a source
+
+
+def _compressed(tmp_path, ontology_yaml_path, budget="80"):
+    src = tmp_path / "contract.md"
+    src.write_text(CONTRACT, encoding="utf-8")
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    assert main(["compress", str(src), "--ontology", str(ontology_yaml_path), "--budget", budget,
+                 "--out", str(out), "--record", str(rec), *_disable()]) == 0
+    return out, rec
+
+
+def test_verify_of_a_record_whose_segment_entries_were_removed_fails(tmp_path, ontology_file, capsys):
+    out, rec = _compressed(tmp_path, ontology_file)
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    assert sum(record["segments"].values()) > 0
+    for src in record["sources"]:
+        src["segments"] = []
+    rec.write_text(json.dumps(record), encoding="utf-8")
+    capsys.readouterr()
+    for extra in ([], ["--sources-only"]):
+        assert main(["verify", str(rec), "--text", str(out), "--ontology", str(ontology_file), *_disable(), *extra]) == 1
+        said = capsys.readouterr().out
+        assert said.startswith("FAIL record: segments-missing: the record lists no segment, but its summary counts")
+
+
+def test_verify_of_a_record_written_without_segment_details(tmp_path, ontology_file, capsys):
+    # a genuine record without the per-segment entries says so: not an "ok" unless --sources-only accepts it
+    ontology = tmp_path / "no_details.yaml"
+    ontology.write_text(ontology_file.read_text(encoding="utf-8") + "pipeline:\n  assemble:\n    segment_details: false\n",
+                        encoding="utf-8")
+    out, rec = _compressed(tmp_path, ontology)
+    assert json.loads(rec.read_text(encoding="utf-8"))["segment_details"] is False
+    capsys.readouterr()
+    args = ["verify", str(rec), "--text", str(out), "--ontology", str(ontology), *_disable()]
+    assert main(args) == 1
+    assert "segments-unchecked: the record lists no segment (it was written with segment_details=False)" \
+        in capsys.readouterr().out
+    assert main([*args, "--sources-only"]) == 0
+    assert capsys.readouterr().out.startswith("ok: 1 source(s) re-read, 0 segment(s) re-checked")
+
+
+def test_verify_of_a_malformed_record_names_each_field(tmp_path, capsys):
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"sources": [{"id": "a", "status": "verbatim", "origin": 5, "read_range": {"a": 1},
+                                            "segments": [1, 2]}]}), encoding="utf-8")
+    assert main(["verify", str(rec)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "FAIL record: record-invalid: sources[0].origin: expected a string or null, got a number (5)",
+        "FAIL record: record-invalid: sources[0].read_range: expected a string or null, got an object",
+        "FAIL record: record-invalid: sources[0].segments[0]: expected an object, got a number (1)",
+        "FAIL record: record-invalid: sources[0].segments[1]: expected an object, got a number (2)",
+    ]
+    assert "Traceback" not in captured.err
+
+
+def test_replay_fails_without_stage_events_on_a_plan_mismatch_and_on_a_malformed_header(tmp_path, ontology_file, capsys):
+    a, _ = _files(tmp_path)
+    trace = tmp_path / "run.trace.jsonl"
+    assert main(["compress", str(a), "--ontology", str(ontology_file), "--budget", "100", "--trace", str(trace),
+                 *_disable()]) == 0
+    lines = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
+    capsys.readouterr()
+
+    def write(name, edited):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(x) + "\n" for x in edited), encoding="utf-8")
+        return str(path)
+
+    assert main(["replay", write("no_events.jsonl", [lines[0], lines[-1]])]) == 1
+    assert "NOT REPRODUCED" in capsys.readouterr().out
+    other = write("plan_hash.jsonl", [{**lines[0], "plan_hash": "ab"}, *lines[1:]])
+    assert main(["replay", other]) == 1
+    assert "plan-mismatch" in capsys.readouterr().out
+    assert main(["replay", other, "--ignore-plan-hash"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert "ignored (--ignore-plan-hash)" in said[0] and said[-1].startswith("identical:")
+    for field, value in (("plan", "x"), ("stages", [1]), ("trace_format", "abc")):
+        assert main(["replay", write("bad.jsonl", [{**lines[0], field: value}, *lines[1:]])]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"header.{field}: expected" in err[0]
