@@ -216,7 +216,7 @@ _BACK_REFERENCE_RE = re.compile(
     r"|later that (?:year|month|week|day))(?![\w-])"
     r"|(?:instead|otherwise|in addition|in (?:that|this|such) case)(?=\s*,)"  # "Instead of …" looks ahead
     r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外"
-    r"|同年|同月|同日|当年|当月|当日|当天|次年|翌年|次月|次日|翌日|随后))",
+    r"|同年|同月|同日|当年|当月|当日|当天|次年|翌年|次月|次日|翌日|随后|其余))",
     re.IGNORECASE,
 )
 
@@ -258,6 +258,9 @@ def back_reference(sentence: str) -> str | None:
     ['It', None, None]
     >>> [back_reference(s) for s in ("同年6月12日，蓟县旅游部门称。", "The following year, the line closed.", "The following items ship.")]
     ['同年', 'The following year', None]
+    >>> back_reference("其余5%作为质量保证金，在质保期满且无未解决的质量问题后支付。")  # "the remaining 5%"
+    '其余'
+
     """
     text = sentence.lstrip()
     m = _BACK_REFERENCE_RE.match(text) or _PERSONAL_PRONOUN_RE.match(text)

@@ -174,6 +174,14 @@ class EmbeddingReranker(Stage):
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
         names, hits = exact_hits(english, task)  # what the query names exactly, and the segments holding it
+        # MiniLM's vocabulary is English: a Chinese query ("质保期") embedded by it scores English
+        # segments by noise (a bilingual contract's "Article 5 Acceptance" heading came first);
+        # queries in another script steer through the lexical scores alone
+        foreign = [q for q in ([task] if task else []) + queries if detect_language(q) != "en"]
+        if foreign:
+            data["not_embedded"] = len(foreign)
+            queries = [q for q in queries if q not in foreign]
+            task = "" if task in foreign else task
 
         if english and (task or queries):
             counter = get_counter(doc.tokenizer or plan.tokenizer)

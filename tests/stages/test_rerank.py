@@ -184,3 +184,20 @@ def test_among_segments_that_all_name_the_identifier_the_rest_of_the_query_decid
         assert scores["panic"] == 1.0 and all(v < 1.0 for k, v in scores.items() if k != "panic"), stage
         # every block naming the host still comes before the one that does not
         assert min(v for k, v in scores.items() if k != "other") > scores["other"], stage
+
+
+@pytest.mark.slow
+def test_a_chinese_query_is_not_embedded_by_the_english_model():
+    """MiniLM's vocabulary is English: "质保期" embedded by it put a bilingual contract's English
+    "Article 5 Acceptance" first. A query in another script steers through the lexical scores."""
+    plan = Plan(domain="t", roles={"default": RoleContract("default", 400)})
+    sources = [Source(id="head", text="## 第五条 验收 / Article 5 Acceptance\n\nThe buyer inspects the machines on arrival."),
+               Source(id="meta", text="Contract No.: SHJX-2025-EQ-0386. Place of signing: Pudong New Area, Shanghai."),
+               Source(id="zh", text="6.1 质保期为最终验收合格之日起24个月，或设备交付之日起30个月，以先到者为准。")]
+    out = run(sources, query="质保期", plan=plan)
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["not_embedded"] == 1 and ev.data["embedded"] == 0
+    assert score(out, "zh") > max(score(out, "head"), score(out, "meta"))
+    # an English query still embeds
+    out = run(sources, query="when does the buyer inspect the machines", plan=plan)
+    assert next(e for e in out.trace if e.stage == "rerank").data["embedded"] > 0
