@@ -110,12 +110,19 @@ class Source:
         for name in ("text", "read_range"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
-        problem = unicode_problem(self.text)
-        if problem:
-            raise ValueError(f"source {self.id!r}: text {problem}")
         for name in ("origin", "timestamp", "category", "speaker"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+        # every string is hashed and written as UTF-8 into the record: a lone surrogate in any of them
+        # would fail there, far from its cause
+        problem = unicode_problem(self.id)
+        if problem:
+            raise ValueError(f"source id {self.id!r} {problem}")
+        for name in ("text", "read_range", "origin", "timestamp", "category", "speaker"):
+            value = getattr(self, name)
+            problem = unicode_problem(value) if value is not None else None
+            if problem:
+                raise ValueError(f"source {self.id!r}: {name} {problem}")
         if not isinstance(self.mandatory, bool):  # "false" would be true
             raise ValueError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
         if self.confidence is not None and (isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float))):

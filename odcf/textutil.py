@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -103,6 +104,17 @@ def cjk_ratio(text: str) -> float:
     if not chars:
         return 0.0
     return sum(1 for c in chars if _CJK_RE.match(c)) / len(chars)
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether *text* holds a character that is neither white space nor an invisible format
+    character (a byte order mark, zero-width spaces, joiners, bidi marks and embeddings: Unicode
+    category Cf).
+
+    >>> has_visible_text("\\ufeff\\u200b \\n"), has_visible_text("\\ufeffok")
+    (False, True)
+    """
+    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def detect_language(text: str) -> str:

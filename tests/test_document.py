@@ -66,3 +66,11 @@ def test_segment_helpers():
     seg2 = seg.with_reason("stage: why", status="dropped")
     assert seg2.dropped and seg2.reasons == ("stage: why",) and not seg.dropped
     assert sha256("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize("field", ["id", "origin", "speaker", "timestamp", "category", "read_range"])
+def test_a_lone_surrogate_in_any_string_of_a_source_is_refused_naming_the_field(field):
+    kw = {"id": "x", "text": "ok", field: "a\ud800b"}
+    with pytest.raises(ValueError, match=(r"^source id 'a\\ud800b' holds a lone surrogate" if field == "id"
+                                          else rf"^source 'x': {field} holds a lone surrogate \(U\+D800\) at character 1")):
+        Source(**kw)

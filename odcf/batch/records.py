@@ -30,13 +30,12 @@ record, never in the output).
 """
 from __future__ import annotations
 
-import unicodedata
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from odcf.document import KINDS, LAYERS, unicode_problem
+from odcf.textutil import has_visible_text
 
 #: Default ``--max-chars``: the largest record (all texts together) a worker accepts.
 DEFAULT_MAX_CHARS = 2_000_000
@@ -97,7 +96,7 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
             raise RecordError(f"'context' must be a string, got a JSON {_json_type(context)}")
         chars = len(context)
         _check_size(chars, max_chars)
-        if not _visible(context):
+        if not has_visible_text(context):
             raise RecordError("empty context: nothing to compress" + (
                 "" if not context.strip() else " (only invisible formatting characters)"))
         _check_unicode(context, "'context'")
@@ -105,7 +104,7 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
     sources = _check_sources(record["sources"])
     chars = sum(len(s["text"]) for s in sources)
     _check_size(chars, max_chars)
-    if not any(_visible(s["text"]) for s in sources):
+    if not any(has_visible_text(s["text"]) for s in sources):
         raise RecordError("empty context: every source text is empty (or only invisible formatting characters)")
     return Request(id=rid, sources=sources, query=query, chars=chars)
 
@@ -133,12 +132,6 @@ def _check_query(record: Mapping[str, Any], field: str) -> str | None:
         raise RecordError(f"query field {field!r} must be a string, got a JSON {_json_type(query)}")
     _check_unicode(query, f"query field {field!r}")
     return query or None
-
-
-def _visible(text: str) -> bool:
-    """Whether *text* holds a character that is neither white space nor an invisible format
-    character (zero-width spaces, joiners, bidi marks and embeddings: Unicode category Cf)."""
-    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def _check_unicode(text: str, where: str) -> None:

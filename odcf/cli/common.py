@@ -15,9 +15,16 @@ def add_stage_flags(p: argparse.ArgumentParser) -> None:
 
 def stage_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in getattr(args, "enable", []) or []:
+    enable = getattr(args, "enable", []) or []
+    disable = getattr(args, "disable", []) or []
+    both = sorted(set(enable) & set(disable))
+    if both:
+        from odcf.errors import InputError
+
+        raise InputError(f"--enable and --disable both name {', '.join(both)}: say one")
+    for name in enable:
         out[name] = True
-    for name in getattr(args, "disable", []) or []:
+    for name in disable:
         out[name] = False
     return out
 

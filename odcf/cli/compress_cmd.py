@@ -11,6 +11,7 @@ from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.document import LAYERS
 from odcf.errors import InputError
 from odcf.fileio import write_text
+from odcf.textutil import has_visible_text
 
 
 def register(sub: Any) -> None:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_overwrites([*args.files, args.ontology],
                       {f"--{flag}": getattr(args, flag, None) for flag in ("out", "record", "html", "trace")})
     sources = [read_source_file(path, index=k, layer=args.layer) for k, path in enumerate(args.files, start=1)]
-    empty = [s.origin or s.id for s in sources if not s.text.strip()]
+    empty = [s.origin or s.id for s in sources if not has_visible_text(s.text)]  # a lone BOM is no text either
     if len(empty) == len(sources):
         # an empty output would hide an upstream problem (as `odcf batch` treats an empty context)
         raise InputError(f"{', '.join(empty)}: empty input (no text): nothing to compress")

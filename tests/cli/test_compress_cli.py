@@ -101,6 +101,8 @@ def test_bundled_ontology_by_name(contract, capsys):
     (["compress", "{contract}", "--role", "ghost"], "unknown role 'ghost'"),
     (["compress", "{contract}", "--budget", "0"], "budget must be a positive integer"),
     (["compress", "{contract}", "--tokenizer", "gpt9"], "unknown tokenizer 'gpt9'"),
+    (["compress", "{contract}", "--enable", "compress", "--disable", "compress"],
+     "--enable and --disable both name compress"),
 ])
 def test_user_mistakes_are_one_line_errors(contract, capsys, argv, message):
     argv = [a.replace("{contract}", str(contract)) for a in argv]
@@ -143,12 +145,13 @@ def test_an_unknown_layer_is_a_usage_error_naming_the_layers(contract, capsys, c
 
 
 def test_an_empty_input_is_an_error_and_one_empty_file_among_others_a_warning(contract, tmp_path, capsys):
-    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
+    empty, blank, bom = tmp_path / "empty.txt", tmp_path / "blank.txt", tmp_path / "bom.txt"
     empty.write_bytes(b"")
     blank.write_text(" \n\t\n", encoding="utf-8")
-    assert main(["compress", str(empty), str(blank)]) == 1
+    bom.write_bytes(b"\xef\xbb\xbf\n\xe2\x80\x8b\n")  # a byte order mark and a zero-width space: no text either
+    assert main(["compress", str(empty), str(blank), str(bom)]) == 1
     err = capsys.readouterr().err
-    assert f"{empty}, {blank}: empty input (no text): nothing to compress" in err and len(err.splitlines()) == 1
+    assert f"{empty}, {blank}, {bom}: empty input (no text): nothing to compress" in err and len(err.splitlines()) == 1
     # with text beside it, the empty file is compressed around, named on stderr and in the record
     assert main(["compress", str(empty), str(contract), "--budget", "80", "--json"]) == 0
     captured = capsys.readouterr()
