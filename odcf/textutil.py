@@ -402,11 +402,33 @@ def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: 
     written = regex.pattern
     units = dict.fromkeys(list(_PROBE_CHARS) + [c for c in written if c.isalnum()]
                           + [written[k:k + 2] for k in range(len(written) - 1) if written[k:k + 2].isalnum()])
-    for unit in units:
-        probe = unit * length + "\x00"
-        try:
-            with regex_time_limit(seconds):
-                regex.search(probe)
-        except RegexTimeout:
-            return probe
+    # after the text the pattern opens with ("ID-(?:\d+)+!" backtracks only after "ID-")
+    for prefix in dict.fromkeys(("", _literal_prefix(regex))):
+        for unit in units:
+            probe = prefix + unit * length + "\x00"
+            try:
+                with regex_time_limit(seconds):
+                    regex.search(probe)
+            except RegexTimeout:
+                return probe
     return None
+
+
+def _literal_prefix(regex: re.Pattern[str]) -> str:
+    """The literal text every match of *regex* opens with ("ID-" of ``\bID-(?:\d+)+!``), or ""."""
+    try:
+        import re._parser as sre_parse  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        items = list(sre_parse.parse(regex.pattern, regex.flags & ~re.UNICODE))
+    except Exception:  # noqa: BLE001 - the parser's internals differ between versions: no prefix then
+        return ""
+    out: list[str] = []
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(av))
+        elif name != "AT":  # \b, ^: no text
+            break
+    return "".join(out)

@@ -394,11 +394,18 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
             report(("protect", "anchors", i, "pattern"),
                    "pattern can match the empty string; an anchor must match the text to keep")
             continue
-        probe = backtracking_probe(regex)
-        if probe is not None:
-            report(("protect", "anchors", i, "pattern"),
-                   f"pattern backtracks catastrophically: searching {probe[:-1][:12]!r}… ({len(probe) - 1} characters) "
-                   "took over 0.5 s (a repetition inside a repetition, as in '(a+)+'); rewrite it (e.g. '(a+)+' as 'a+')")
+        problem = _backtracking(regex)
+        if problem:
+            report(("protect", "anchors", i, "pattern"), problem)
+
+
+def _backtracking(regex: re.Pattern[str]) -> str | None:
+    """The problem of a pattern that backtracks catastrophically (see ``backtracking_probe``), or None."""
+    probe = backtracking_probe(regex)
+    if probe is None:
+        return None
+    return (f"pattern backtracks catastrophically: searching {probe[:-1][:12]!r}… ({len(probe) - 1} characters) "
+            "took over 0.5 s (a repetition inside a repetition, as in '(a+)+'); rewrite it (e.g. '(a+)+' as 'a+')")
 
 
 def _max_width(pattern: str, flags: int) -> int | None:
@@ -494,6 +501,32 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
                 message = (f"not a valid JSON Schema: {error.instance!r} is not a JSON type{hint}; "
                            f"types: {', '.join(_JSON_TYPES)}")
             report(("state", prop) + sub, message)
+        for path, pattern in _schema_patterns(schema):
+            try:
+                regex = re.compile(pattern)
+            except re.error:
+                continue  # the meta-schema above said so ("is not a 'regex'")
+            problem = _backtracking(regex)  # a state value is checked against it at every handoff: it would hang there
+            if problem:
+                report(("state", prop) + path, problem)
+
+
+def _schema_patterns(schema: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """Every regular expression of a JSON Schema (``pattern`` values and ``patternProperties``
+    keys), with its path."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "pattern" and isinstance(value, str):
+                out.append((path + (key,), value))
+            elif key == "patternProperties" and isinstance(value, dict):
+                out.extend((path + (key, k), k) for k in value if isinstance(k, str))
+            if isinstance(value, (dict, list)):
+                out.extend(_schema_patterns(value, path + (key,)))
+    elif isinstance(schema, list):
+        for k, value in enumerate(schema):
+            out.extend(_schema_patterns(value, path + (k,)))
+    return out
 
 
 def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:

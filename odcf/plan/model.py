@@ -117,9 +117,22 @@ def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
         return []
     from jsonschema import Draft202012Validator
 
+    from odcf.textutil import RegexTimeout, regex_time_limit
+
     validator = Draft202012Validator(to_plain(schema))
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    try:
+        # a schema's "pattern" is a regular expression from the user: one that backtracks
+        # catastrophically on a value would hang here (`odcf ontology check` refuses the common cases)
+        with regex_time_limit(SCHEMA_SECONDS):
+            errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    except RegexTimeout:
+        return [f"/: checking the value against the state schema ran past {SCHEMA_SECONDS:g} s: a \"pattern\" "
+                "of the schema backtracks catastrophically; rewrite it"]
     return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+
+
+#: The time limit on checking one value against a state schema (its patterns are the user's).
+SCHEMA_SECONDS = 5.0
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from odcf.errors import StageError
 from odcf.plan.model import Plan
+from odcf.textutil import RegexTimeout, regex_time_limit
 
 
 @dataclass(frozen=True)
 class ProtectionGuard:
-    """Anchors (regex), terms (case-insensitive) and markers (exact) of a plan, ready to test text."""
+    """Anchors (regex), terms (case-insensitive) and markers (exact) of a plan, ready to test text.
+
+    A user's anchor that backtracks catastrophically on a line would hang the rules stage: each
+    test runs under the same time limit as the protect stage (``seconds``), and past it is a
+    :class:`~odcf.errors.StageError` naming the anchor."""
 
     anchors: tuple[re.Pattern[str], ...] = ()
     terms: re.Pattern[str] | None = None
     markers: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # the anchors' names, for the error
+    seconds: float = 5.0
 
     @classmethod
     def from_plan(cls, plan: Plan | None) -> ProtectionGuard:
@@ -36,6 +44,7 @@ class ProtectionGuard:
             anchors=tuple(a.regex for a in prot.anchors),
             terms=term_re,
             markers=tuple(m for m in prot.markers if m),
+            names=tuple(a.name for a in prot.anchors),
         )
 
     def holds(self, text: str) -> bool:
@@ -46,7 +55,19 @@ class ProtectionGuard:
             return True
         if self.terms is not None and self.terms.search(text):
             return True
-        return any(rx.search(text) for rx in self.anchors)
+        k = 0
+        try:
+            with regex_time_limit(self.seconds):
+                for k, rx in enumerate(self.anchors):
+                    if rx.search(text):
+                        return True
+        except RegexTimeout:
+            name = self.names[k] if k < len(self.names) else str(k)
+            raise StageError(
+                f"anchor {name!r} ran past {self.seconds:g} s on a line of {len(text):,} characters ({text[:40]!r}...): "
+                "its pattern backtracks catastrophically; rewrite it (`odcf ontology check` probes patterns for "
+                "the common cases of this)") from None
+        return False
 
     def __bool__(self) -> bool:
         return bool(self.anchors or self.terms is not None or self.markers)

@@ -431,3 +431,28 @@ def test_a_pattern_of_lookarounds_alone_is_reported():
                                     "    - {name: ok, pattern: 'EUR(?=\\s?\\d)'}\n"))
     got = [str(p) for p in info.value.problems]
     assert len(got) == 1 and "protect.anchors[0].pattern: pattern matches only empty text" in got[0]
+
+
+def test_backtracking_after_a_literal_opening_and_in_state_patterns_is_reported():
+    # "ID-(?:\d+)+!" backtracks only after "ID-": the probe now tries the pattern's literal opening first;
+    # a state pattern is checked against values at every handoff, so it is probed too
+    with pytest.raises(OntologyError) as info:
+        loads_ontology(with_minimal(
+            "protect:\n  anchors:\n    - {name: ident, pattern: 'ID-(?:\\d+)+!'}\n"
+            "state:\n  progress: {type: string, pattern: '^(a+)+$'}\n"
+            "  codes: {type: object, patternProperties: {'^X-(\\d+)+$': {type: string}}}\n"
+            "  fine: {type: string, pattern: '^[A-Z]{2}-\\d{4}$'}\n"))
+    got = [str(p) for p in info.value.problems]
+    assert len(got) == 3, got
+    assert "protect.anchors[0].pattern: pattern backtracks catastrophically: searching 'ID-" in got[0]
+    assert "state.codes.patternProperties['^X-(\\\\d+)+$']: pattern backtracks catastrophically" in got[2]
+    assert "state.progress.pattern: pattern backtracks catastrophically: searching 'aaaa" in " ".join(got)
+
+
+def test_a_state_value_check_that_runs_past_its_limit_is_a_problem_not_a_hang(monkeypatch):
+    from odcf.plan import model
+
+    monkeypatch.setattr(model, "SCHEMA_SECONDS", 0.2)
+    got = model.schema_problems("a" * 40 + "!", {"type": "string", "pattern": "^(a+)+$"})
+    assert len(got) == 1 and "ran past 0.2 s" in got[0] and "backtracks catastrophically" in got[0]
+    assert model.schema_problems("aaa", {"type": "string", "pattern": "^(a+)+$"}) == []

@@ -112,3 +112,17 @@ def test_the_lines_of_a_diff_hunk_are_kept_as_they_are():
     # the two empty context lines (" ") stay, the removed TODO line stays, the added line keeps its spaces
     assert text == diff + "\nAfter the diff."
     assert rep["trailing_spaces"] == 1 and "todo_lines" not in rep and "blank_lines" not in rep
+
+
+def test_an_anchor_that_backtracks_on_a_noise_line_is_a_stage_error_naming_it():
+    # the rules stage asks the guard before it removes a TODO line: that test had no time limit
+    import re
+
+    from odcf.errors import StageError
+    from odcf.rules.guard import ProtectionGuard
+
+    guard = ProtectionGuard(anchors=(re.compile(r"#W\d+"), re.compile(r"ID-(?:\d+)+!")), names=("order", "ident"),
+                            seconds=0.2)
+    assert guard.holds("TODO: check #W2611340") and not guard.holds("TODO: tidy up")
+    with pytest.raises(StageError, match=r"anchor 'ident' ran past 0.2 s on a line of 45 characters"):
+        guard.holds("TODO: check ID-" + "1" * 28 + " x")  # about 8 s without the limit
