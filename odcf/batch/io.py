@@ -705,7 +705,10 @@ OUTPUT_COLUMNS = ("id", "text", "tokens_in", "tokens_out", "record")
 
 
 class ParquetRowsWriter:
-    """Streams output rows into one Parquet file, a row group per :meth:`write` call."""
+    """Streams output rows into one Parquet file, in row groups of :attr:`GROUP_ROWS` rows whatever
+    the calls to :meth:`write` (so the file's bytes do not depend on ``--chunk-size``)."""
+
+    GROUP_ROWS = 1024
 
     def __init__(self, fh: IO[bytes]) -> None:
         import pyarrow as pa
@@ -717,10 +720,15 @@ class ParquetRowsWriter:
             ("tokens_out", pa.int64()), ("record", pa.string()),
         ])
         self._writer = pq.ParquetWriter(fh, self.schema, compression="zstd")
+        self._pending: list[dict[str, Any]] = []
 
     def write(self, rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            return
+        self._pending.extend(rows)
+        while len(self._pending) >= self.GROUP_ROWS:
+            self._group(self._pending[:self.GROUP_ROWS])
+            del self._pending[:self.GROUP_ROWS]
+
+    def _group(self, rows: list[dict[str, Any]]) -> None:
         cols = {
             "id": [r["id"] for r in rows],
             "text": [r["text"] for r in rows],
@@ -731,4 +739,7 @@ class ParquetRowsWriter:
         self._writer.write_table(self._pa.table(cols, schema=self.schema))
 
     def close(self) -> None:
+        if self._pending:
+            self._group(self._pending)
+            self._pending = []
         self._writer.close()

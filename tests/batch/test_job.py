@@ -98,6 +98,10 @@ def test_parquet_in_and_out(tmp_path, ontology):
     run_batch(tmp_path / "in.jsonl", tmp_path / "out.jsonl", config(ontology, query_field="question"), workers=0)
     as_jsonl = read_jsonl(tmp_path / "out.jsonl")
     assert [(r["text"], r["record"]) for r in as_jsonl] == [(r["text"], json.loads(r["record"])) for r in out]
+    # the Parquet file's bytes do not depend on the chunk size (row groups of a fixed size, not a chunk each)
+    run_batch(tmp_path / "in.parquet", tmp_path / "out3.parquet",
+              config(ontology, query_field="question"), workers=0, chunk_size=3)
+    assert (tmp_path / "out3.parquet").read_bytes() == (tmp_path / "out.parquet").read_bytes()
 
 
 def test_a_parquet_nan_where_the_query_goes_is_refused_not_read_as_text(tmp_path, ontology):
