@@ -17,12 +17,17 @@ the material is the core pipeline's (:class:`odcf.compressor.Compressor`), with 
 3. decide mandatory material and the status of each required category (:mod:`~odcf.handoff.mandatory`);
    in strict mode a required category upstream never searched is an error here;
 4. shape the layers: state as compact validated JSON (:mod:`~odcf.handoff.state`), reasoning
-   drafts cut to 25% of the budget with an evidence index when the role allows them at all
-   (:mod:`~odcf.handoff.reasoning`), history layered by age (:mod:`~odcf.handoff.history`);
+   drafts cut to their floor share (25% of the budget) with an evidence index when the role allows
+   them at all (:mod:`~odcf.handoff.reasoning`), history layered by age (:mod:`~odcf.handoff.history`);
 5. lay the sources out in reading order, with history caps fitted to the room
    (:mod:`~odcf.handoff.layout`);
 6. run the core pipeline on them with the budget left after the handoff notes, then append the
-   notes (:mod:`~odcf.handoff.notes`).
+   notes (:mod:`~odcf.handoff.notes`); when drafts were cut and the run left room unused (or the
+   budget had to cut a draft itself), the drafts are re-cut to fit and the core run again
+   (at most ``DRAFT_PASSES`` more runs, each taken only when it loses nothing the run before had);
+7. make the record tell the handoff's own cuts: ``sources`` entries of cut drafts, condensed turns
+   and bullets are ``compressed`` with ``tokens_in`` of the items as given, and ``handoff.history``
+   gives each turn's mode after the budget.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
 from odcf.handoff.history import layer_history
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
-from odcf.handoff.layout import build_sources, fit_history
+from odcf.handoff.layout import EARLIER_ID, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
 from odcf.handoff.notes import notes_cap, render_notes
 from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, truncate_reasoning
@@ -51,6 +56,12 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.tokens import check_tokenizer, get_counter
 
 logger = logging.getLogger(__name__)
+
+#: At most this many extra core runs give drafts the room a run left unused, each taken only when
+#: it stays within the budget and drops nothing the run before delivered outside the drafts.
+DRAFT_PASSES = 4
+#: Unused room below this many tokens is not worth another run.
+MIN_SLACK = 8
 
 
 @dataclass(frozen=True)
@@ -153,21 +164,43 @@ def handoff(
     unit = tokenizer or comp.tokenizer or contract.unit or plan.tokenizer
     counter = get_counter(unit)
     query = query if query is not None else plan.task_goal
-    prep = _prepare(batch, plan, contract, budget, counter, query, strict,
-                    history=(verbatim_turns, condensed_turns, turn_cap))
-
-    # 5. core pipeline within the budget left after the notes
-    notes, shown = prep.notes(contract, counter, budget)
-    notes_cost = counter.count(notes) + 2 if notes else 0
-    core_budget = max(1, budget - notes_cost)
-    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
-    meta = dict(doc.meta)
-    meta.update({"conflicts": [c.to_dict() for c in prep.conflicts],
-                 "not_searched": [c.category for c in prep.decision.not_searched]})
-    doc = doc.replace(meta=meta)
-    out = _pipeline(comp).run(doc, plan)
+    hist = (verbatim_turns, condensed_turns, turn_cap)
+    prep = _prepare(batch, plan, contract, budget, counter, query, strict, history=hist)
+    run = _run_core(comp, prep, contract, counter, budget, query, role, unit, strict)
+    # the drafts' share is then fitted to what the budget did: room a run left unused goes to the
+    # drafts cut to their floor share; when the budget had to cut the drafts themselves, they are
+    # cut again here to that size, keeping their constraint sentences (the budget stage would cut
+    # by position). A pass is taken only when it stays within the budget (or gets closer to it),
+    # drops no more of the drafts, and drops nothing outside the drafts that the run before
+    # delivered — except history turns while the drafts stay within their floor share.
+    extra, slack = 0, budget - run.tokens
+    for _ in range(DRAFT_PASSES):
+        if run.draft_dropped:
+            step = -max(run.draft_dropped, MIN_SLACK)
+        elif slack >= MIN_SLACK and any(c.truncated for c in prep.reasoning_cuts.values()):
+            step = slack
+        else:
+            break
+        trial_prep = _prepare(batch, plan, contract, budget, counter, query, strict, history=hist,
+                              draft_extra=extra + step)
+        if trial_prep.reasoning_cuts == prep.reasoning_cuts:
+            break
+        trial = _run_core(comp, trial_prep, contract, counter, budget, query, role, unit, strict)
+        # within the drafts' floor share they may displace history turns (the share is theirs)
+        lost = {sid for sid in trial.dropped_other - run.dropped_other
+                if not (extra + step <= 0 and trial.layers.get(sid) == "history")}
+        if trial.tokens <= max(budget, run.tokens) and not lost and trial.draft_dropped <= run.draft_dropped:
+            extra += step
+            prep, run = trial_prep, trial
+            slack = budget - run.tokens
+        elif step > 0:
+            slack //= 2
+        else:
+            break
+    notes, shown, core_budget, out = run.notes, run.shown, run.core_budget, run.out
     core_text = out.meta["text"]
     record = dict(out.meta["record"])
+    _mark_handoff_cuts(record, prep, batch, counter)
 
     prep.missing += _dropped_mandatory(prep.kept, prep.decision, prep.allowed, record)
     dropped = [m for m in prep.missing if m["status"] == "dropped"]
@@ -197,7 +230,7 @@ def handoff(
         "conflicts": [c.to_dict() for c in prep.conflicts],
         "mandatory": [{"item": k, "why": list(v)} for k, v in sorted(prep.decision.reasons.items())],
         "handoff": {
-            **prep.record_entries(contract, counter),
+            **prep.record_entries(contract, counter, record=record, document=out),
             "notes_tokens": counter.count(notes) if notes else 0,
             "core_budget": core_budget,
             "core_tokens_in": out.meta["record"]["tokens_in"],
@@ -239,8 +272,10 @@ class _Prepared:
                             self.conflicts, counter=counter, max_tokens=notes_cap(budget),
                             delivered=delivered, details=details)
 
-    def record_entries(self, contract: RoleContract, counter: Any) -> dict[str, Any]:
-        """The record's ``handoff`` entries that the preparation decides."""
+    def record_entries(self, contract: RoleContract, counter: Any, *, record: Mapping[str, Any] | None = None,
+                       document: Document | None = None) -> dict[str, Any]:
+        """The record's ``handoff`` entries that the preparation decides; the history turns as the
+        budget left them when the core's *record* and *document* are given."""
         return {
             "role": contract.name,
             "required_categories": list(contract.categories),
@@ -248,7 +283,7 @@ class _Prepared:
             "caller_optional_overridden": list(self.decision.overridden),
             "duplicates": [g.to_dict() for g in self.duplicates],
             "confidence_flags": [dict(f) for f in self.confidence_flags],
-            "history": [t.to_dict() for t in self.layered.turns],
+            "history": _history_entries(self.layered, record, document, counter),
             "history_caps": {"condensed_turn": self.caps[0], "bullet": self.caps[1]},
             "state": _state_entries(self.states, counter),
             "reasoning": [c.to_dict() for c in self.reasoning_cuts.values()],
@@ -256,9 +291,10 @@ class _Prepared:
 
 
 def _prepare(batch: ItemBatch, plan: Plan, contract: RoleContract, budget: int, counter: Any, query: str | None,
-             strict: bool, *, history: tuple[int, int, int]) -> _Prepared:
+             strict: bool, *, history: tuple[int, int, int], draft_extra: int = 0) -> _Prepared:
     """Provenance and trust (2), mandatory material (3) and layers (4); *history* is
-    (verbatim turns, condensed turns, turn cap)."""
+    (verbatim turns, condensed turns, turn cap). Drafts get their floor share of the budget plus
+    *draft_extra* tokens; history is fitted to the room the drafts at their floor share leave."""
     # 2. provenance and trust
     kept, duplicates = merge_near_duplicates(batch.items)
     kept, confidence_flags = cap_confidence(kept)
@@ -274,11 +310,12 @@ def _prepare(batch: ItemBatch, plan: Plan, contract: RoleContract, budget: int, 
 
     # 4. layers
     states = {it.id: _state(it, plan) for it in kept if it.layer == "state"}
-    reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed)
+    floor_cuts = _reasoning(kept, contract, budget, counter, allowed)
+    reasoning_cuts = _reasoning(kept, contract, budget, counter, allowed, extra=draft_extra) if draft_extra else floor_cuts
     hist_items = [it for it in kept if it.layer == "history" and not decision.is_mandatory(it.id)]
     # the room history gets is what the sources the role receives leave (a draft of a layer the
     # role may not see is dropped by the core pipeline and takes no room)
-    others = [s for s in build_sources(kept, decision, states, reasoning_cuts, layer_history((), plan, counter))
+    others = [s for s in build_sources(kept, decision, states, floor_cuts, layer_history((), plan, counter))
               if s.layer in allowed]
     verbatim, condensed, turn_cap = history
     layered, caps = fit_history(hist_items, others, plan=plan, counter=counter, budget=budget,
@@ -360,17 +397,144 @@ def _state(item: HandoffItem, plan: Plan) -> CompactState:
 
 
 def _reasoning(items: Sequence[HandoffItem], contract: RoleContract, budget: int, counter: Any,
-               allowed: set[str]) -> dict[str, ReasoningCut]:
+               allowed: set[str], *, extra: int = 0) -> dict[str, ReasoningCut]:
+    """The drafts cut to ``REASONING_SHARE`` of the budget plus *extra* tokens (fewer when *extra*
+    is negative), split so that a draft shorter than its equal part leaves the rest to the others
+    (see :func:`_split_room`)."""
     drafts = [it for it in items if it.layer == "reasoning"]
     if not drafts or "reasoning" not in allowed:
         return {}
-    total = sum(counter.count(it.text) for it in drafts)
-    share = int(budget * REASONING_SHARE)
+    sizes = [counter.count(it.text) for it in drafts]
+    caps = _split_room(max(len(drafts), int(budget * REASONING_SHARE) + extra), sizes)
     ids = [it.id for it in items]
-    out: dict[str, ReasoningCut] = {}
-    for it in drafts:
-        cap = share // len(drafts) if total > share else counter.count(it.text)
-        out[it.id] = truncate_reasoning(it, cap=max(cap, 1), counter=counter, known_ids=ids)
+    return {it.id: truncate_reasoning(it, cap=max(cap, 1), counter=counter, known_ids=ids)
+            for it, cap in zip(drafts, caps)}
+
+
+def _split_room(room: int, sizes: Sequence[int]) -> list[int]:
+    """*room* split over drafts of *sizes* tokens: equal parts, a draft that needs less than its
+    part takes what it needs and the rest goes to the others (in input order for the remainder).
+
+    >>> _split_room(100, [10, 80, 80]), _split_room(500, [10, 80])
+    ([10, 45, 45], [10, 80])
+    """
+    caps = [0] * len(sizes)
+    open_ = list(range(len(sizes)))
+    while open_:
+        part = room // len(open_)
+        small = [k for k in open_ if sizes[k] <= part]
+        if not small:
+            for j, k in enumerate(open_):
+                caps[k] = part + (1 if j < room - part * len(open_) else 0)
+            break
+        for k in small:
+            caps[k] = sizes[k]
+            room -= sizes[k]
+        open_ = [k for k in open_ if k not in small]
+    return caps
+
+
+@dataclass
+class _CoreRun:
+    """One run of the core pipeline on prepared sources."""
+
+    out: Document
+    notes: str
+    shown: int
+    core_budget: int
+    tokens: int
+    dropped_other: frozenset[str]   # ids of dropped segments outside the reasoning layer
+    draft_dropped: int              # tokens of draft segments the budget dropped
+    layers: dict[str, str]          # the layer of each segment in dropped_other
+
+
+def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, budget: int, query: str | None,
+              role: str, unit: Any, strict: bool) -> _CoreRun:
+    """Step 6: the core pipeline within the budget left after the notes."""
+    notes, shown = prep.notes(contract, counter, budget)
+    notes_cost = counter.count(notes) + 2 if notes else 0
+    core_budget = max(1, budget - notes_cost)
+    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
+    meta = dict(doc.meta)
+    meta.update({"conflicts": [c.to_dict() for c in prep.conflicts],
+                 "not_searched": [c.category for c in prep.decision.not_searched]})
+    doc = doc.replace(meta=meta)
+    out = _pipeline(comp).run(doc, comp.plan)
+    core_text = out.meta["text"]
+    # counted with the notes as they will be written (they mark conflicting items not delivered)
+    delivered = frozenset(s["id"] for s in out.meta["record"].get("sources", []) if s.get("status") != "dropped")
+    final_notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=shown)
+    tokens = counter.count(core_text + ("\n\n" + final_notes if final_notes and core_text else final_notes))
+    layers = {src.id: src.layer for src in out.sources}
+    dropped = frozenset(seg.id for seg in out.segments if seg.dropped and layers.get(seg.source_id) != "reasoning")
+    seg_layers = {seg.id: layers.get(seg.source_id, "") for seg in out.segments if seg.id in dropped}
+    draft_dropped = sum(counter.count(seg.original) for seg in out.segments
+                        if seg.dropped and layers.get(seg.source_id) == "reasoning") if "reasoning" in prep.allowed else 0
+    return _CoreRun(out, notes, shown, core_budget, tokens, dropped, draft_dropped, seg_layers)
+
+
+def _mark_handoff_cuts(record: dict[str, Any], prep: _Prepared, batch: ItemBatch, counter: Any) -> None:
+    """Make ``record["sources"]`` tell what the handoff cut before the core ran: a truncated draft,
+    a condensed turn and the history bullets are ``compressed`` (unless the budget dropped them),
+    with ``tokens_in`` of the item as given and a ``handoff_cut`` saying how; every other source
+    that stands for one item counts that item as given too (as ``handoff.history`` does)."""
+    items = {it.id: it for it in batch.items}
+    cuts = prep.reasoning_cuts
+    turns = {t.item.id: t for t in prep.layered.recent}
+    sources = []
+    for entry in record.get("sources", []):
+        entry = dict(entry)
+        sid = entry.get("id")
+        how = None
+        if sid in cuts and cuts[sid].truncated:
+            c = cuts[sid]
+            how = (f"reasoning: {c.kept_sentences} of {c.total_sentences} sentences kept "
+                   f"({c.tokens_in} -> {c.tokens_out} tokens) before the budget; see handoff.reasoning")
+        elif sid in turns and turns[sid].mode == "condensed":
+            t = turns[sid]
+            how = f"history: turn {t.turn} condensed ({t.tokens_in} -> {t.tokens_out} tokens); see handoff.history"
+        elif sid == EARLIER_ID and prep.layered.bullets:
+            b = prep.layered.bullets
+            how = (f"history: turns {b[0].turn}–{b[-1].turn} as one bullet each "
+                   f"({sum(t.tokens_in for t in b)} -> {sum(t.tokens_out for t in b)} tokens); see handoff.history")
+            entry["tokens_in"] = sum(t.tokens_in for t in b)
+        if sid in items and not str(sid).endswith(".legend"):
+            entry["tokens_in"] = counter.count(items[sid].text)
+        if how is not None:
+            entry["handoff_cut"] = how
+            if entry.get("status") != "dropped":
+                entry["status"] = "compressed"
+        sources.append(entry)
+    record["sources"] = sources
+
+
+def _history_entries(layered: Any, record: Mapping[str, Any] | None, document: Document | None,
+                     counter: Any) -> list[dict[str, Any]]:
+    """``handoff.history``: each turn as layered (``layered_as``: verbatim, condensed, bullet) and
+    as delivered: ``mode`` is ``dropped`` (``tokens_out`` 0) when the budget left the turn out,
+    ``trimmed`` when it kept only part of it, the layered mode otherwise; ``tokens_out`` is what
+    was delivered (the layering alone without *record*)."""
+    out = [t.to_dict() for t in layered.turns]
+    if record is None or document is None:
+        return out
+    by_id = {s.get("id"): s for s in record.get("sources", [])}
+    earlier = [s for s in document.segments if s.source_id == EARLIER_ID]
+    for t, entry in zip(layered.turns, out):
+        entry["layered_as"] = entry["mode"]
+        if t.mode == "bullet":
+            mine = [s for s in earlier if s.original.strip() and s.original.strip() in t.text]
+        else:
+            mine = list(document.segments_of(t.item.id))
+        live = [s for s in mine if not s.dropped]
+        if not mine:
+            continue
+        if not live:
+            entry["mode"], entry["tokens_out"] = "dropped", 0
+        elif len(live) < len(mine):
+            entry["mode"] = "trimmed"
+            src = by_id.get(t.item.id)
+            entry["tokens_out"] = (int(src["tokens_out"]) if src and t.mode != "bullet"
+                                   else counter.count(" ".join(s.text for s in live)))
     return out
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from odcf.document import Source
-from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history
+from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history, speaker_of
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.mandatory import MandatoryDecision
-from odcf.handoff.reasoning import ReasoningCut
+from odcf.handoff.reasoning import ReasoningCut, is_constraint
 from odcf.handoff.state import CompactState
 from odcf.plan.model import Plan
 from odcf.tokens import TokenCounter
@@ -101,6 +101,10 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
     n = len(layered.recent)
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
-        history.append(t.item.to_source(text=t.text, kind="chat",
-                                        meta={"handoff_score": score, "handoff_mode": t.mode}))
+        meta = {"handoff_score": score, "handoff_mode": t.mode}
+        if speaker_of(t.item) == "user" and is_constraint(t.item.text):
+            # a user's constraint ("do not …", "make sure … are not alarmed") ranks with the newest
+            # turn and is kept without the turns after it (which link to it as before)
+            meta.update(handoff_score=1.0, handoff_constraint=True)
+        history.append(t.item.to_source(text=t.text, kind="chat", meta=meta))
     return first + facts + drafts + history

@@ -1,8 +1,10 @@
 """Reasoning drafts: truncated with an evidence index when they would crowd out the rest.
 
 A reasoning trace (another agent's draft) reaches a role only when its contract does not forbid
-the reasoning layer. When it is allowed but longer than ``share`` (25%) of the budget, it is cut
-at a sentence boundary, and at the cut an evidence index says what the omitted part rested on::
+the reasoning layer. When it is allowed but longer than the room it gets (at least ``share``, 25%
+of the budget; more when the rest leaves room, see :mod:`odcf.handoff.engine`), it is cut at
+sentence boundaries, keeping its constraint sentences first (:func:`constraint_strength`), and an
+evidence index says what the omitted part rested on::
 
     [reasoning truncated: sentences 9–31 of 31 omitted (812 tokens); evidence: source 3, rows 5–7; item t2]
 
@@ -119,11 +121,13 @@ def merge_ranges(labels: list[str]) -> list[str]:
 _LABEL_RANGE_RE = re.compile(r"^(?P<what>.+), (?P<unit>rows?|lines?|pages?) (?P<lo>\d+)(?:–(?P<hi>\d+))?$")
 
 
-def _index_line(kept: int, total: int, omitted_tokens: int, evidence: list[str], counter: TokenCounter,
+def _index_line(kept: list[int], total: int, omitted_tokens: int, evidence: list[str], counter: TokenCounter,
                 room: int) -> str:
     """The index line, its evidence list cut to *room* tokens ("…; +37 more") so that the index
-    never crowds out the draft it stands for."""
-    head = f"[reasoning truncated: sentences {kept + 1}–{total} of {total} omitted ({omitted_tokens} tokens); "
+    never crowds out the draft it stands for. *kept*: the 0-based indices of the kept sentences."""
+    keep = set(kept)
+    omitted = [k + 1 for k in range(total) if k not in keep]
+    head = f"[reasoning truncated: sentences {_ranges(omitted)} of {total} omitted ({omitted_tokens} tokens); "
     if not evidence:
         return head + "evidence: none cited in the omitted part]"
     shown = len(evidence)
@@ -140,6 +144,67 @@ def _norm_range(r: str) -> str:
     return re.sub(r"\s*–\s*", "–", r)
 
 
+#: How strongly a sentence constrains the next agent, strongest first: a prohibition or an
+#: obligation ("do not quote …", "must not be posted", "never …"), then a limit, condition or
+#: exception ("only if …", "unless …", "except …", "until confirmed"), then any other negation
+#: ("are not affected", "no injuries").
+_CONSTRAINT_TIERS = (
+    (3, re.compile(r"\b(?:(?:do|does|did|must|should|shall|may|can|need)\s+not|never|cannot|"
+                   r"(?:do|does|did|must|should|ca|need)n['’]t|must|avoid|forbidden|prohibited)\b", re.IGNORECASE)),
+    (2, re.compile(r"\b(?:only|unless|except(?:ing)?|until|without|provided that)\b", re.IGNORECASE)),
+    (1, re.compile(r"\b(?:not|no|nor|none|nothing|neither)\b|n['’]t\b", re.IGNORECASE)),
+)
+
+
+def constraint_strength(sentence: str) -> int:
+    """3 for a prohibition or obligation, 2 for a limit, condition or exception, 1 for another
+    negation, 0 for a sentence that constrains nothing (see ``_CONSTRAINT_TIERS``).
+
+    >>> [constraint_strength(s) for s in ("Step 8: Do not mention Ireland.", "Refund only if asked.",
+    ...                                   "K3 models are not affected.", "Step 1: Headline.")]
+    [3, 2, 1, 0]
+    """
+    return next((tier for tier, rx in _CONSTRAINT_TIERS if rx.search(sentence)), 0)
+
+
+def is_constraint(sentence: str) -> bool:
+    """Whether *sentence* states a constraint or a negation (:func:`constraint_strength` > 0).
+
+    >>> is_constraint("Step 8: Do not mention the Netherlands."), is_constraint("Step 1: Headline.")
+    (True, False)
+    """
+    return constraint_strength(sentence) > 0
+
+
+def _ranges(numbers: list[int]) -> str:
+    """1-based sentence numbers as ranges: [3, 4, 5, 9] -> "3–5, 9"."""
+    out: list[str] = []
+    k = 0
+    while k < len(numbers):
+        j = k
+        while j + 1 < len(numbers) and numbers[j + 1] == numbers[j] + 1:
+            j += 1
+        out.append(f"{numbers[k]}–{numbers[j]}" if j > k else f"{numbers[k]}")
+        k = j + 1
+    return ", ".join(out)
+
+
+def _render_kept(text: str, spans: list[tuple[int, int]], kept: list[int]) -> str:
+    """The kept sentences in source order; each run of omitted sentences before or between them
+    is marked " … " (a cut after the last one is told by the index line that follows)."""
+    parts: list[str] = []
+    k = 0
+    while k < len(kept):
+        j = k
+        while j + 1 < len(kept) and kept[j + 1] == kept[j] + 1:
+            j += 1
+        run = text[spans[kept[k]][0]:spans[kept[j]][1]]
+        gap = kept[k] > (kept[k - 1] + 1 if k else 0)
+        parts.append(("… " if gap else "") + run)
+        k = j + 1
+    return " ".join(parts)
+
+
 def truncate_reasoning(
     item: HandoffItem,
     *,
@@ -147,24 +212,50 @@ def truncate_reasoning(
     counter: TokenCounter,
     known_ids: Iterable[str] = (),
 ) -> ReasoningCut:
-    """Cut *item* to at most *cap* tokens (index line included) at a sentence boundary."""
+    """Cut *item* to at most *cap* tokens (index line included) at sentence boundaries.
+
+    Constraint sentences are kept first, strongest first (:func:`constraint_strength`: "do not …",
+    "must not …", "never …"; then "only …", "unless …", "except …"; then other negations), each
+    tier in source order, as many as fit; the room left goes to the other sentences from the start
+    of the draft. The kept sentences are written in source
+    order, omitted runs between them marked " … ", and the index line names every omitted range.
+    """
     text = item.text
     total = counter.count(text)
     spans = split_sentences(text)
     if total <= cap:
         return ReasoningCut(item.id, text, False, total, total, len(spans), len(spans))
     known = [k for k in known_ids if k != item.id]
-    kept = len(spans)
-    while True:
-        kept -= 1
-        head = text[: spans[kept - 1][1]] if kept > 0 else ""
-        omitted = text[spans[kept][0]:] if kept < len(spans) else ""
+    sentences = [text[a:b] for a, b in spans]
+    costs = [counter.count(s) for s in sentences]
+
+    def render(kept: list[int]) -> tuple[str, str, list[str]]:
+        keep = set(kept)
+        omitted_idx = [k for k in range(len(spans)) if k not in keep]
+        head = _render_kept(text, spans, kept)
+        omitted = " ".join(sentences[k] for k in omitted_idx)
         evidence = citations(omitted, known)
         visible = citations(head, known)
         evidence += [c for c in item.cites if c not in evidence and c not in visible]
         evidence = merge_ranges(evidence)
         line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2))
-        out = f"{head}\n{line}" if head else line
-        if counter.count(out) <= cap or kept == 0:
-            return ReasoningCut(item.id, out, True, total, counter.count(out), kept, len(spans),
-                                tuple(evidence), line)
+        return (f"{head}\n{line}" if head else line), line, evidence
+
+    kept: list[int] = []
+    strength = [constraint_strength(x) for x in sentences]
+    groups = [([k for k in range(len(spans)) if strength[k] == tier], True) for tier in (3, 2, 1)]
+    for group, skip in (*groups, ([k for k in range(len(spans)) if not strength[k]], False)):
+        for k in group:
+            if sum(costs[j] for j in kept) + costs[k] > cap:
+                if skip:
+                    continue
+                break
+            trial = sorted(kept + [k])
+            out, _, _ = render(trial)
+            if counter.count(out) <= cap:
+                kept = trial
+            elif not skip:
+                break
+    out, line, evidence = render(kept)
+    return ReasoningCut(item.id, out, True, total, counter.count(out), len(kept), len(spans),
+                        tuple(evidence), line)

@@ -5,17 +5,22 @@ trimmed last) and a truncated reasoning draft keeps its evidence index longest, 
 budget stage, trimming lowest score first, cuts the right things. Sources say what they want in
 ``Source.meta``: ``handoff_score`` (a fixed score for all their segments) or
 ``handoff_order: "position"`` (earlier segments first, the last one — the evidence index — kept
-longest) or ``handoff_order: "ascending"`` (later segments first: history bullets, oldest
+longest, and segments stating a constraint — "do not …", "only …", "unless …" — before the
+others) or ``handoff_order: "ascending"`` (later segments first: history bullets, oldest
 dropped first). It also drops a reranker's placement order (``doc.meta["order"]``): a handoff is
 read in its own order — instruction, state, facts, drafts, then history oldest to newest.
 
 Recent history turns are linked oldest to newest (segment meta ``budget_needs``, honoured by the
 budget stage): a turn is delivered only when the turn after it is, so the history the next agent
-reads has no gap — a newer turn left out for room while an older, shorter one got in.
+reads has no gap — a newer turn left out for room while an older, shorter one got in. The one
+exception is a user turn stating a constraint (``handoff_constraint``, set by the layout): it ranks
+with the newest turn and needs no later one, so "make sure … are not alarmed" outlasts the
+assistant's acknowledgement after it.
 """
 from __future__ import annotations
 
 from odcf.document import Document, TraceEvent
+from odcf.handoff.reasoning import is_constraint
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 
@@ -41,11 +46,18 @@ class HandoffPriority(Stage):
                     continue
                 if fixed is not None:
                     score = float(fixed)
+                    if src.meta.get("handoff_constraint") and not is_constraint(seg.text):
+                        score -= 0.01  # within a user's constraint turn, the constraint goes last
                 elif order == "ascending":  # older bullets first to go, all below the condensed turns
                     score = round(0.05 + 0.2 * j / max(1, len(ks)), 6)
                 elif order == "position":
                     last = j == len(ks) - 1 and bool(src.meta.get("handoff_index_last"))
-                    score = 1.0 if last else round(0.9 - 0.5 * j / max(1, len(ks)), 6)
+                    if last:
+                        score = 1.0
+                    elif is_constraint(seg.text):  # "do not …" outlasts the neutral sentences
+                        score = round(0.95 - 0.04 * j / max(1, len(ks)), 6)
+                    else:
+                        score = round(0.9 - 0.5 * j / max(1, len(ks)), 6)
                 else:
                     continue
                 segments[k] = seg.replace(score=score)
@@ -66,7 +78,7 @@ def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) 
               for src in turns]
     linked = 0
     for src, newer in zip(turns, firsts[1:]):
-        if newer is None:
+        if newer is None or src.meta.get("handoff_constraint"):
             continue
         for k in by_source.get(src.id, []):
             seg = segments[k]

@@ -21,6 +21,8 @@ def test_four_agent_example(tmp_path: Path) -> None:
     assert rows["reviewer"]["not_searched"] == ["machine_observations"]
     assert "machine_observations" in rows["reviewer (strict)"]["error"]
     writer = (tmp_path / "3-writer.txt").read_text(encoding="utf-8")
-    assert "[reasoning truncated: sentences" in writer and "evidence: source 2, rows 1–2" in writer
+    # the draft is cut to the room left; its constraint sentence (and the citation in it) is kept
+    assert "[reasoning truncated: sentences" in writer and "evidence: item policy-eta]" in writer
+    assert "(source 2, rows 1-2), not from the triage note" in writer
     planner = (tmp_path / "2-planner.txt").read_text(encoding="utf-8")
     assert "Option B is clearly better" not in planner
