@@ -286,7 +286,7 @@ def back_reference(sentence: str) -> str | None:
 
 #: "no other …" speaks of what the text before it named ("There were no other related-party
 #: transactions" after the one transaction there was); alone it says the opposite of the source.
-_NO_OTHER_RE = re.compile(r"\b(?i:no other|none other|no further)\b")
+NO_OTHER_RE = re.compile(r"\b(?i:no other|none other|no further)\b")
 #: A definite noun phrase opening a sentence ("The purchases were …", "This dose …"): group 1 is the
 #: noun, in lower case (a capitalised one is a defined term or a name, "the Supplier", which needs
 #: nothing before it), not followed by what names it ("The reservation NQNU5R", "the dose of …").
@@ -298,11 +298,12 @@ beginning case time fact way world past future present moment date period year m
 day""".split())
 
 
-def refers_back(sentence: str, before: str) -> str | None:
+def refers_back(sentence: str, before: str, *, definite: bool = True) -> str | None:
     """What in *sentence* speaks of something named only in *before*, the sentence in front of it,
     or None: an opener of :func:`back_reference`, "no other …", or a definite noun phrase opening
     it whose noun (its first five letters) occurs in *before* ("The purchases were on arm's length
-    terms" after "… purchased £2.3m of gases from …"). Only at the start: "Do not reduce the dose"
+    terms" after "… purchased £2.3m of gases from …"; only with *definite*: across paragraphs it
+    would tie too much together). Only at the start: "Do not reduce the dose"
     would tie too many sentences of a document together (NQ passages, agent traces lost figures).
 
     >>> refers_back("The dose must not be reduced.", "The full dose is correct.")
@@ -318,10 +319,10 @@ def refers_back(sentence: str, before: str) -> str | None:
     opener = back_reference(sentence)
     if opener is not None:
         return opener
-    m = _NO_OTHER_RE.search(sentence)
+    m = NO_OTHER_RE.search(sentence)
     if m is not None:
         return m.group(0)
-    m = _DEFINITE_NP_RE.match(sentence.lstrip("\"'\u201c\u2018([ "))
+    m = _DEFINITE_NP_RE.match(sentence.lstrip("\"'\u201c\u2018([ ")) if definite else None
     if m is not None and m.group(1) not in _GENERIC_NOUNS and re.search(r"\b" + re.escape(m.group(1)[:5]), before.lower()):
         return m.group(0)
     return None

@@ -53,7 +53,7 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
-from odcf.textutil import back_reference, refers_back
+from odcf.textutil import NO_OTHER_RE, refers_back
 from odcf.tokens import get_counter
 
 #: The refill stops after this many segments in a row that did not fit when measured.
@@ -290,15 +290,16 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             why = f"no room in {budget} tokens for role {contract.name}"
             prior = by_id.get(before.get(seg.id, ""))
             if seg.id in heads:
-                what = ("a heading" if seg.kind == "heading" else "a speaker's label" if seg.meta.get("label_only")
+                what = ("a heading" if seg.kind == "heading" else "a bold title" if _section_heading(seg)
+                        else "a speaker's label" if seg.meta.get("label_only")
                         else "an email's header line" if seg.meta.get("mail_field")
                         else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
-                opener = (refers_back(seg.original, prior.original) if prior.paragraph == seg.paragraph
-                          else back_reference(seg.original)) if not seg.meta.get("budget_needs") else None
+                opener = (refers_back(seg.original, prior.original, definite=prior.paragraph == seg.paragraph)
+                          if not seg.meta.get("budget_needs") else None)
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
                         "length and goes only with its first part" if seg.meta.get("cut_part")
                         else f"opens with {opener!r} and goes only with the sentence before it"
@@ -340,6 +341,9 @@ _CLAUSE_TITLE_RE = re.compile(
 #: heading or horizontal rule.
 _BOLD_TITLE_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,200}(?<=\S)\1[:.]?$")
 _BOLD_LEVEL = 7
+#: Bold text that says something rather than names a section: a sentence ending in its own full stop,
+#: or a prohibition ("**Never exceed 4 g of paracetamol in any 24-hour period.**"): delivered on its own.
+_BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
 
@@ -355,7 +359,7 @@ def _section_heading(seg: Segment) -> bool:
     written "# corvette # auction 2017 …" is a post, not a heading); or a bold title on a line of
     its own (:data:`_BOLD_TITLE_RE`)."""
     if seg.kind == "sentence" and "\n" not in seg.original.strip() and _BOLD_TITLE_RE.match(seg.original.strip()):
-        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta
+        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta and not _BOLD_STATEMENT_RE.search(seg.original)
     if seg.kind != "heading":
         return False
     body = seg.original.lstrip().lstrip("#")
@@ -417,10 +421,12 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
-                and "mail_field" not in prev.meta and (
-                    back_reference(seg.original) if prev.paragraph != seg.paragraph
-                    else refers_back(seg.original, prev.original))):
+                and "mail_field" not in prev.meta
+                and refers_back(seg.original, prev.original, definite=prev.paragraph == seg.paragraph)):
             out[seg.id] = prev.id
+        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
+                and prev.kind in _BLOCK_KINDS and NO_OTHER_RE.search(seg.original)):
+            out[seg.id] = prev.id  # "No other exclusions apply." after the list of exclusions
         elif heading:
             level = _heading_level(seg)
             while stack and stack[-1][0] >= level:

@@ -561,3 +561,17 @@ def test_a_message_ends_at_a_rule_and_a_bold_title_heads_what_follows(plan):
     assert seen
     segs = {s.original: s for s in make(plan).compress(TICKET_THREAD, budget=1000).document.segments}
     assert segs["**From:** Marcus Hale (customer)"].meta.get("mail_field") == "from"
+
+
+def test_a_bold_warning_is_a_statement_not_a_title_and_no_other_goes_with_the_list_before_it(plan):
+    text = ("## Paracetamol dosing for adults\n\nParacetamol is the first-line analgesic on this ward for mild "
+            "to moderate pain in adults.\n\n**Never exceed 4 g of paracetamol in any 24-hour period.**\n\n"
+            "Record each dose given on the medication chart with the time.\n\n## Ibuprofen\n\nTake it with food.\n")
+    r = make(plan).compress(text, query="maximum daily dose of paracetamol", budget=45)
+    assert "**Never exceed 4 g of paracetamol in any 24-hour period.**" in r.text, r.text
+    items = "\n".join(f"({chr(97 + k)}) loss arising from event number {k} of the schedule;" for k in range(12))
+    text = "The Supplier shall not be liable for:\n\n" + items + "\n\nNo other exclusions apply.\n"
+    for budget in range(20, 200, 10):
+        r = make(plan).compress(text, query="which exclusions apply", budget=budget)
+        if "No other exclusions apply." in r.text:
+            assert "(l) loss arising" in r.text, (budget, r.text)  # never "no other" without the list it closes

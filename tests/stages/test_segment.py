@@ -663,3 +663,15 @@ def test_list_items_ending_in_semicolons_are_a_list_not_code():
     assert [s.kind for s in seg("Intro.\n\n" + code)] == ["sentence", "code"]
     css = "body {\n  color: red;\n  margin: 0 auto;\n  font-family: Arial, Helvetica, Liberation Sans, sans-serif;\n}"
     assert [s.kind for s in seg("Intro.\n\n" + css)] == ["sentence", "code"]
+
+
+def test_unfenced_sql_c_and_php_stay_code_and_items_under_their_lead_in_are_a_list():
+    for code in ("BEGIN;\nALTER TABLE orders ADD COLUMN refund_reason TEXT;\nGRANT SELECT ON orders TO reporting_user;\n"
+                 "DROP TABLE IF EXISTS orders_old;\nCOMMIT;",
+                 "static unsigned int retry_count;\nextern unsigned long long int total_bytes;\nstatic char last_error;",
+                 "namespace App\\Http\\Controllers;\nuse App\\Http\\Requests\\StoreOrderRequest;\nuse Illuminate\\Support\\Str;"):
+        assert [s.kind for s in seg("Intro sentence here.\n\n" + code)] == ["sentence", "code"], code
+    items = "\n".join(f"({chr(97 + k)}) any loss of profits, revenue or goodwill arising from event {k};" for k in range(8))
+    out = seg("The Supplier shall not be liable under this Agreement for:\n" + items)  # no blank line
+    assert [s.kind for s in out][0] == "sentence" and {s.kind for s in out[1:]} == {"list"}
+    assert out[0].text == "The Supplier shall not be liable under this Agreement for:"

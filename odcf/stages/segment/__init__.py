@@ -31,6 +31,7 @@ from odcf.stages.segment.lines import (
     Piece,
     rstrip,
 )
+from odcf.stages.segment.mail import MAIL_HEAD_FIELDS  # noqa: F401 - importable from here, as before the split
 from odcf.stages.segment.mail import (
     ATTRIBUTION_RE,
     MAIL_FIELD_RE,
@@ -610,7 +611,9 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
                 or mail_header_run(lines, j) > j or table_run(lines, j) > j
-                or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN)
+                or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
+                # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
+                or _list_run(lines, j) - j >= 2)
 
 
 #: A line of source code: a numbered listing line ("18:print(x)"), a statement or a block opener.
@@ -626,18 +629,25 @@ _CODE_LINE_RE = re.compile(
 #: A line that ends as a C-like statement or block opens ("foo(bar);", "if (x) {"): code, unless it
 #: reads as words (see :func:`_wordy_line`).
 _CODE_END_RE = re.compile(r"[{;]\s*$")
-#: What words do not hold but code does: an assignment or comparison, a call, braces, an arrow.
-_CODE_MARK_RE = re.compile(r"[=<>{}]|\w\(|->|::|//|&&|\|\|")
+#: What words do not hold but code does: an assignment or comparison, a call, braces, an arrow, a
+#: namespace separator.
+_CODE_MARK_RE = re.compile(r"[=<>{}\\]|\w\(|->|::|//|&&|\|\|")
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")
+#: Small words that prose has and code keywords ("static unsigned int", "DROP TABLE IF EXISTS") have not.
+_PROSE_WORD_RE = re.compile(r"\b(?:the|of|to|and|or|a|an|in|for|is|are|if|by|with|be|not|any|under|on|at|from|that|this"
+                            r"|which|than|as|was|were|has|have|its|their|our|your|we|you|they)\b")
 
 
 def _wordy_line(line: str) -> bool:
     """Whether a line ending in ";" reads as words, not code: a list item ("d) flood damage if the
-    home is within 50 metres of a river;"), or five words or more without a sign of code. The items
-    of contracts, policies and tenders end in ";" and must stay list items, cut in whole items."""
+    home is within 50 metres of a river;"), or five words or more, among them a small word of prose,
+    without a sign of code. The items of contracts, policies and tenders end in ";" and must stay
+    list items, cut in whole items; SQL, C and PHP statements stay code."""
     if _CODE_MARK_RE.search(line.rstrip().rstrip("{;")):
         return False
-    return bool(LIST_RE.match(line)) or len(_WORD_RE.findall(line)) >= 5
+    if LIST_RE.match(line):
+        return bool(_PROSE_WORD_RE.search(line)) or len(_WORD_RE.findall(line)) <= 4
+    return len(_WORD_RE.findall(line)) >= 5 and bool(_PROSE_WORD_RE.search(line))
 
 
 def _code_line(line: str) -> bool:
