@@ -176,32 +176,32 @@ def is_constraint(sentence: str) -> bool:
     return constraint_strength(sentence) > 0
 
 
-def _ranges(numbers: list[int]) -> str:
-    """1-based sentence numbers as ranges: [3, 4, 5, 9] -> "3–5, 9"."""
-    out: list[str] = []
+def _runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """(first, last) positions in *numbers* (ascending) of each run of consecutive numbers."""
+    out: list[tuple[int, int]] = []
     k = 0
     while k < len(numbers):
         j = k
         while j + 1 < len(numbers) and numbers[j + 1] == numbers[j] + 1:
             j += 1
-        out.append(f"{numbers[k]}–{numbers[j]}" if j > k else f"{numbers[k]}")
+        out.append((k, j))
         k = j + 1
-    return ", ".join(out)
+    return out
+
+
+def _ranges(numbers: list[int]) -> str:
+    """1-based sentence numbers as ranges: [3, 4, 5, 9] -> "3–5, 9"."""
+    return ", ".join(f"{numbers[k]}–{numbers[j]}" if j > k else f"{numbers[k]}" for k, j in _runs(numbers))
 
 
 def _render_kept(text: str, spans: list[tuple[int, int]], kept: list[int]) -> str:
     """The kept sentences in source order; each run of omitted sentences before or between them
     is marked " … " (a cut after the last one is told by the index line that follows)."""
     parts: list[str] = []
-    k = 0
-    while k < len(kept):
-        j = k
-        while j + 1 < len(kept) and kept[j + 1] == kept[j] + 1:
-            j += 1
+    for k, j in _runs(kept):
         run = text[spans[kept[k]][0]:spans[kept[j]][1]]
         gap = kept[k] > (kept[k - 1] + 1 if k else 0)
         parts.append(("… " if gap else "") + run)
-        k = j + 1
     return " ".join(parts)
 
 
