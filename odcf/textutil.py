@@ -171,7 +171,8 @@ _ABBREV = frozenset(
 # exclamation, question mark or semicolon.
 _BOUNDARY_RE = re.compile(
     r"(?:(?<=[.!?])[\"'\u201d\u2019)\]]*\s+"
-    r"(?=[\"'\u201c\u2018(\[\u300c\u300e]?[A-Z0-9\u00c0-\u024f" + _CJK_CHARS + "])"
+    # a footnote opens with its mark: "¹ Restated for …", "† Not audited."
+    r"(?=[\"'\u201c\u2018(\[\u300c\u300e]?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "])"
     r"|(?<=[\u3002\uff01\uff1f\uff1b])[\"'\u201d\u2019\u300d\u300f)\uff09]*\s*)"
 )
 

@@ -675,3 +675,18 @@ def test_unfenced_sql_c_and_php_stay_code_and_items_under_their_lead_in_are_a_li
     out = seg("The Supplier shall not be liable under this Agreement for:\n" + items)  # no blank line
     assert [s.kind for s in out][0] == "sentence" and {s.kind for s in out[1:]} == {"list"}
     assert out[0].text == "The Supplier shall not be liable under this Agreement for:"
+
+
+def test_a_footnote_line_opening_with_its_mark_is_a_sentence_of_its_own():
+    text = ("Q3 revenue was reduced by £6.3m. See note 2.\n² Adjusted measures exclude impairment. They are not "
+            "defined under IFRS.\n³ Exceptional items comprise £3.1m of restructuring costs. † Not audited.")
+    got = [text[a:b] for a, b in split_sentences(text)]
+    assert got[1:] == ["See note 2.", "² Adjusted measures exclude impairment.", "They are not defined under IFRS.",
+                       "³ Exceptional items comprise £3.1m of restructuring costs.", "† Not audited."]
+
+
+def test_labelled_lines_that_go_on_with_other_labels_are_a_form_not_a_mail_header():
+    leg = "**From:** London Heathrow (LHR)\n**To:** New York JFK\n**Date:** 12 May 2024\n**Flight:** BA 117, seat 32A"
+    assert not any(s.meta.get("mail_field") for s in seg("## Outbound flight\n\n" + leg + "\n\nCheck in early."))
+    mail = "**From:** Marcus Hale (customer)\n**Date:** 2025-05-06 09:22 UTC\n\nYes, we send the header."
+    assert [s.meta.get("mail_field") for s in seg(mail)][:2] == ["from", "date"]

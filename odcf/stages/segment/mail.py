@@ -137,7 +137,15 @@ def mail_header_run(lines: list[tuple[int, int, str]], i: int) -> int:
     # To: Munich (MUC)", reads as a header: its From line then goes with the text under it.)
     value = sender.split(":", 1)[1].strip() if ":" in sender else ""
     mail = "from" in fields and ("@" in sender or not value[:1].isdigit())
+    # a record of labelled lines that goes on with other labels ("**Flight:** BA 117" under a leg's
+    # "**From:** / **To:** / **Date:**") is a form, not an email's header
+    if mail and j < n and "@" not in sender and _OTHER_FIELD_RE.match(lines[j][2]):
+        return i
     return j if len(fields) >= 2 and mail else i
+
+
+#: A labelled line that is no email header field ("**Flight:** BA 117", "Seat: 32A").
+_OTHER_FIELD_RE = re.compile(r"^[ \t]{0,3}(?:\*\*|__)?[A-Z][\w -]{0,24}(?:\*\*|__)?:(?:\*\*|__)?[ \t]+\S")
 
 
 def speaker_run(lines: list[tuple[int, int, str]], i: int, *, limit: int | None = None) -> int:
