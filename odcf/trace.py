@@ -398,6 +398,28 @@ class ReplayReport:
         }
 
 
+def _event_differences(traced: list[Any], now: list[Any]) -> list[dict[str, Any]]:
+    """The traced and replayed stage events that differ, lined up by stage name (a removed or
+    added event is one difference, not a shift of every event after it). ``n`` is the event's
+    position in the replayed run (in the trace for an event the replay did not give)."""
+    import difflib
+
+    def name(ev: Any) -> Any:
+        return ev.get("stage") if isinstance(ev, Mapping) else None
+
+    diffs: list[dict[str, Any]] = []
+    matcher = difflib.SequenceMatcher(a=[name(e) for e in traced], b=[name(e) for e in now], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            for a, b, k in zip(traced[i1:i2], now[j1:j2], range(j1, j2)):
+                if _canon(a) != _canon(b):
+                    diffs.append({"n": k, "stage": name(b) or name(a), "traced": a, "replayed": b})
+            continue
+        diffs.extend({"n": k, "stage": name(a), "traced": a, "replayed": None} for k, a in zip(range(i1, i2), traced[i1:i2]))
+        diffs.extend({"n": k, "stage": name(b), "traced": None, "replayed": b} for k, b in zip(range(j1, j2), now[j1:j2]))
+    return sorted(diffs, key=lambda d: d["n"])
+
+
 def first_difference(a: str, b: str) -> int | None:
     """The first index where *a* and *b* differ (``None`` when equal)."""
     if a == b:
@@ -463,12 +485,7 @@ def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = Fa
     # as the trace holds them: through JSON (a tuple is a list there)
     now = [json.loads(_canon(_event_key({**ev.to_dict(), "decisions": ev.to_dict().get("data", {})})))
            for ev in result.document.trace]
-    diffs: list[dict[str, Any]] = []
-    for k in range(max(len(traced), len(now))):
-        a = traced[k] if k < len(traced) else None
-        b = now[k] if k < len(now) else None
-        if _canon(a) != _canon(b):
-            diffs.append({"n": k, "stage": (a or b or {}).get("stage"), "traced": a, "replayed": b})
+    diffs = _event_differences(traced, now)
     rec_ok = record_digest(result.record) == tr.footer.get("record_sha256")
     if not rec_ok and "segment_details" not in result.record:
         # a trace of an odcf that wrote record format 1: a record with all its segment entries is the same

@@ -149,6 +149,9 @@ def test_replay_of_a_trace_with_a_removed_or_edited_stage_event_fails(plan, tmp_
     _rewrite(trace, lambda lines: lines.pop(2) and None)
     rep = replay(trace)
     assert rep.identical and not rep.reproduced and rep.stage_differences
+    # lined up by stage: the one removed event is the one difference, not every event after it
+    (removed,) = rep.stage_differences
+    assert removed["n"] == 1 and removed["traced"] is None and removed["replayed"]["stage"] == removed["stage"]
     _, trace, _, _ = _run(plan, tmp_path, contract_text)
     _rewrite(trace, lambda lines: lines[1].update(tokens_out=lines[1]["tokens_out"] + 1))
     rep = replay(trace)

@@ -60,7 +60,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_stage_diffs(report: Any) -> None:
     for d in report.stage_differences:
-        print(f"stage event {d['n']} ({d['stage']}) differs: traced {_short(d['traced'])} / replayed {_short(d['replayed'])}")
+        if d["traced"] is None:
+            print(f"stage event {d['n']} ({d['stage']}) is not in the trace: replayed {_short(d['replayed'])}")
+        elif d["replayed"] is None:
+            print(f"stage event {d['n']} ({d['stage']}) of the trace was not replayed: traced {_short(d['traced'])}")
+        else:
+            print(f"stage event {d['n']} ({d['stage']}) differs: traced {_short(d['traced'])} / replayed {_short(d['replayed'])}")
 
 
 def _short(ev: Any) -> str:
