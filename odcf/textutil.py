@@ -246,7 +246,7 @@ _PRONOUN_MAX_CJK = 24
 #: 12-month periods unless …" says nothing of what renews) — except "it" as a dummy subject whose
 #: real subject follows: "It is likely that …", "It took three weeks to …".
 _PERSONAL_PRONOUN_RE = re.compile(
-    r"^[\"'\u201c\u2018(\[]*(?i:it|they)(?=\s+[a-z])"
+    r"^[\"'\u201c\u2018(\[]*(?:(?i:it|they)|(?:His|Her) (?:Honour|Honor|Lordship|Ladyship))(?=\s+[a-z])"
     r"(?!\s+(?:is|was|'s|would be|will be|could be|may be|might be|has been|had been|seems|seemed|appears|appeared"
     r"|remains|remained|takes|took|turns out|turned out|follows|followed|makes|made)\b[^.;:!?]*?"
     r"\b(?:that|to|whether|if|how|why|when|what)\b)")

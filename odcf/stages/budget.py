@@ -298,7 +298,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
-                opener = (refers_back(seg.original, prior.original, definite=prior.paragraph == seg.paragraph)
+                opener = (refers_back(seg.original, prior.original, definite=seg.paragraph - prior.paragraph <= 1)
                           if not seg.meta.get("budget_needs") else None)
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
                         "length and goes only with its first part" if seg.meta.get("cut_part")
@@ -306,7 +306,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
                         else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
                         else "is a line of an email's header and goes only with a part of its body"
-                        if seg.meta.get("mail_field") else "goes only with a newer history turn")
+                        if seg.meta.get("mail_field") else "goes only with a newer history turn"
+                        if seg.meta.get("budget_needs") else "speaks of what the paragraph before it names and goes "
+                        "only with its first sentence")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
             final.append(seg.with_reason(
@@ -397,9 +399,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
+    above: tuple[int, str | None, str] | None = None  # the last paragraph of sentences read (see below)
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
-            stack, lead, label, title, quotes, first_cut, ahead = [], None, None, None, [], None, None
+            stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
             mail.close()
         heading = _section_heading(seg)
         if _RULE_RE.match(seg.original.strip()):
@@ -419,11 +422,21 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         elif field:
             if field in MAIL_HEAD_FIELDS and (mail.chain or stack):
                 out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]
-        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
-                and prev.kind == "sentence" and ("speaker" not in seg.meta or "turn" in seg.meta)
+        elif (prev is not None and prev.source_id == seg.source_id and (
+                (seg.kind == "sentence" and prev.kind == "sentence")
+                # a long numbered paragraph cut into parts: "Her Honour characterised that decision …"
+                or (seg.kind == "list" and prev.kind == "list" and seg.paragraph == prev.paragraph))
+                and ("speaker" not in seg.meta or "turn" in seg.meta)
                 and "mail_field" not in prev.meta
-                and refers_back(seg.original, prev.original, definite=prev.paragraph == seg.paragraph)):
+                and refers_back(seg.original, prev.original, definite=seg.paragraph == prev.paragraph)):
             out[seg.id] = prev.id
+        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
+                and above is not None and above[1] is not None and above[0] == seg.paragraph - 1
+                and prev.paragraph == above[0]
+                and "speaker" not in seg.meta and refers_back(seg.original, above[2])):
+            # "The resolution was carried 5–2 …" opening the paragraph under "**Resolution 2024/16:** IT WAS
+            # RESOLVED …": it goes with the first sentence of that paragraph, which names the resolution
+            out[seg.id] = above[1]
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind in _BLOCK_KINDS and NO_OTHER_RE.search(seg.original)):
             out[seg.id] = prev.id  # "No other exclusions apply." after the list of exclusions
@@ -435,7 +448,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 out[seg.id] = stack[-1][1]
         elif attribution is not None:
             out[seg.id] = attribution
-        elif lead is not None and seg.kind in _BLOCK_KINDS and (seg.paragraph == lead[0] or (
+        elif lead is not None and _block_like(seg) and (seg.paragraph == lead[0] or (
                 # a loose list: its items in paragraphs of their own, one after another
                 seg.kind == "list" and prev is not None and prev.kind == "list" and seg.paragraph == lead[0] + 1)):
             lead = (seg.paragraph, lead[1])
@@ -468,7 +481,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         if heading and not seg.dropped:
             stack.append((_heading_level(seg), seg.id))
             heads.add(seg.id)
-        if (prev is not None and prev.source_id == seg.source_id and seg.kind in _BLOCK_KINDS
+        if (prev is not None and prev.source_id == seg.source_id and _block_like(seg)
                 and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.meta.get("label_only")):
             if not prev.dropped and prev.original.rstrip().endswith((":", "：")):
                 lead = (seg.paragraph, prev.id)
@@ -478,6 +491,22 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             if lead is not None and lead[0] == seg.paragraph:
                 out[seg.id] = lead[1]
                 heads.add(lead[1])
+        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence" and not heading
+                and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.dropped
+                and prev.original.rstrip().endswith((":", "：")) and not prev.meta.get("label_only")
+                and "mail_field" not in prev.meta and "mail_field" not in seg.meta and "speaker" not in seg.meta
+                and "quote_head" not in prev.meta):
+            # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
+            out[seg.id] = prev.id
+            heads.add(prev.id)
+        if seg.kind == "sentence" and not seg.dropped and "mail_field" not in seg.meta:
+            # the paragraph just read: (number, its first sentence, its text so far)
+            if above is None or above[0] != seg.paragraph or above[1] is None:
+                above = (seg.paragraph, seg.id, seg.original)
+            else:
+                above = (above[0], above[1], above[2] + " " + seg.original)
+        elif above is not None and above[0] == seg.paragraph:
+            above = (above[0], None, "")  # a paragraph opened by something else: nothing to go with
         if seg.kind == "sentence" and not seg.dropped and _FORWARD_RE.search(seg.original):
             ahead = (seg.paragraph, seg.id)
         elif ahead is not None and seg.paragraph != ahead[0]:
@@ -485,6 +514,12 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         prev = seg
     mail.close()
     return out, heads - _heads_left_by_copies(doc, out)
+
+
+def _block_like(seg: Segment) -> bool:
+    """A table, code block or list, or a part of a quoted block ("> 5.1 The monthly fee is …"):
+    what a lead-in line ending in ":" introduces as a whole."""
+    return seg.kind in _BLOCK_KINDS or seg.meta.get("quote_block") is not None
 
 
 def _quote_context(seg: Segment, quotes: list[tuple[Any, int, str]]) -> str | None:

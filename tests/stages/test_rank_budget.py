@@ -575,3 +575,42 @@ def test_a_bold_warning_is_a_statement_not_a_title_and_no_other_goes_with_the_li
         r = make(plan).compress(text, query="which exclusions apply", budget=budget)
         if "No other exclusions apply." in r.text:
             assert "(l) loss arising" in r.text, (budget, r.text)  # never "no other" without the list it closes
+
+
+AMENDMENT = (
+    "## 2. Amendments to Clause 5 (Fees)\n\n"
+    "2.1 Clause 5.1 of the Agreement is deleted and replaced by the following:\n\n"
+    "> \"5.1 The Customer shall pay a monthly service fee of USD 84,500 for the Services, invoiced monthly in "
+    "arrears, from the service month of March 2024.\"\n\n"
+    "2.2 For the avoidance of doubt, the monthly service fee of USD 71,200 set out in Clause 5.1 as amended by "
+    "Amendment No. 2 applies to invoices for service months ending on or before 29 February 2024.\n\n"
+    "5.3 A new Clause 12.4 is inserted:\n\n"
+    "12.4 The limitation in Clause 12.2 shall not apply to the Supplier's indemnity under Clause 16.\n\n"
+    "## 6. Board resolutions\n\n"
+    "**Resolution 2024/16:** IT WAS RESOLVED that the Glenmoriston project be approved at a capital "
+    "expenditure not exceeding £172 million. The Chief Executive Officer was authorised to sign the contract.\n\n"
+    "The resolution was carried 5–2, Dr Boateng and Ms Lutz dissenting.\n"
+)
+
+
+def test_a_lead_in_never_goes_without_what_it_introduces_and_a_vote_never_without_its_resolution(plan):
+    """"… replaced by the following:" without the quoted clause let the old fee read as the new one;
+    "The resolution was carried 5–2" alone does not say which resolution."""
+    for budget in range(30, 200, 8):
+        r = make(plan).compress(AMENDMENT, query="What is the monthly service fee? Who dissented?", budget=budget)
+        if "replaced by the following:" in r.text:
+            assert "USD 84,500" in r.text, (budget, r.text)
+        if "A new Clause 12.4 is inserted:" in r.text:
+            assert "12.4 The limitation" in r.text, (budget, r.text)
+        if "The resolution was carried 5–2" in r.text:
+            assert "**Resolution 2024/16:** IT WAS RESOLVED" in r.text, (budget, r.text)
+    segs = {s.original[:24]: s for s in make(plan).compress(AMENDMENT, budget=20).document.segments}
+    why = segs["The resolution was carri"].reasons[-1]
+    assert "goes only with" in why and "newer history turn" not in why, why
+
+
+def test_his_or_her_honour_points_back():
+    from odcf.textutil import back_reference
+
+    assert back_reference("Her Honour characterised that decision as wilful default.") == "Her Honour"
+    assert back_reference("Honour among thieves is a proverb.") is None
