@@ -298,7 +298,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
-                opener = (refers_back(seg.original, prior.original, definite=seg.paragraph - prior.paragraph <= 1)
+                opener = (refers_back(seg.original, prior.original, definite=seg.paragraph == prior.paragraph)
                           if not seg.meta.get("budget_needs") else None)
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
                         "length and goes only with its first part" if seg.meta.get("cut_part")
@@ -371,12 +371,19 @@ def _section_heading(seg: Segment) -> bool:
 def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     """What each segment goes only with (id -> id), and the ids of the heads (headings and lead-ins).
 
-    - a sentence that opens by pointing back -> the segment before it in its source, when that one
-      is a sentence too (a heading or a table row is not what "However" answers). Lines of a
-      transcript are left out: a delivered sentence there is written after its speaker's label,
-      and speech opens many sentences with "But" that answer nothing in particular (pairing them
-      cost QMSum evidence recall 0.619 -> 0.584 at 4x);
-    - a segment of a table, code block or list right after a sentence ending in ":" -> that lead-in;
+    - a sentence that points back (:func:`~odcf.textutil.refers_back`: "However, …", "no other …",
+      in its own paragraph a definite noun the sentence before names) -> the segment before it in
+      its source, when that one is a sentence too (a heading or a table row is not what "However"
+      answers), or a part of the same numbered paragraph. Lines of a transcript are left out: a
+      delivered sentence there is written after its speaker's label, and speech opens many
+      sentences with "But" that answer nothing in particular (pairing them cost QMSum evidence
+      recall 0.619 -> 0.584 at 4x);
+    - a sentence opening a paragraph with a definite noun the paragraph above names ("The resolution
+      was carried 5–2") -> that paragraph's first sentence; "No other exclusions apply." after a
+      list -> the list's last part;
+    - a segment of a table, code block, list or quoted block right after a sentence ending in ":",
+      or after a paragraph with a sentence saying "the following" -> that lead-in; the first
+      sentence of the paragraph under a sentence ending in ":" -> that sentence;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
     - a later part of a sentence cut for length -> its first part, which holds the main clause;
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
@@ -386,8 +393,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     - an email's header: its From line (-> the heading above), and a segment of its body -> that
       line; its other header lines ("Sent:", "Subject:", "To:", "-----Original Message-----") -> the
       best-scored segment of its body, so that none is delivered alone;
-    - any other segment under a markdown heading -> that heading; a heading -> the nearest heading
-      above it of a higher level. Headings dropped by an earlier stage head nothing."""
+    - any other segment under a markdown heading (or a bold title on a line of its own, up to a
+      horizontal rule) -> that heading; a heading -> the nearest heading above it of a higher level.
+      Headings dropped by an earlier stage head nothing. A horizontal rule ends an email message."""
     out: dict[str, str] = {}
     heads: set[str] = set()
     mail = _Mail(out, heads)
@@ -399,7 +407,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
-    above: tuple[int, str | None, str] | None = None  # the last paragraph of sentences read (see below)
+    above: tuple[int, str | None, list[str]] | None = None  # (paragraph, its first sentence, its sentences)
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
@@ -433,7 +441,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and above is not None and above[1] is not None and above[0] == seg.paragraph - 1
                 and prev.paragraph == above[0]
-                and "speaker" not in seg.meta and refers_back(seg.original, above[2])):
+                and "speaker" not in seg.meta and refers_back(seg.original, " ".join(above[2]))):
             # "The resolution was carried 5–2 …" opening the paragraph under "**Resolution 2024/16:** IT WAS
             # RESOLVED …": it goes with the first sentence of that paragraph, which names the resolution
             out[seg.id] = above[1]
@@ -481,32 +489,31 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         if heading and not seg.dropped:
             stack.append((_heading_level(seg), seg.id))
             heads.add(seg.id)
-        if (prev is not None and prev.source_id == seg.source_id and _block_like(seg)
-                and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.meta.get("label_only")):
-            if not prev.dropped and prev.original.rstrip().endswith((":", "：")):
-                lead = (seg.paragraph, prev.id)
-            elif ahead is not None and ahead[0] == prev.paragraph:
-                # "4.1 The following requirements are mandatory. A tender that fails any of them …"
-                lead = (seg.paragraph, ahead[1])
-            if lead is not None and lead[0] == seg.paragraph:
-                out[seg.id] = lead[1]
-                heads.add(lead[1])
-        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence" and not heading
-                and seg.paragraph == prev.paragraph + 1 and prev.kind == "sentence" and not prev.dropped
-                and prev.original.rstrip().endswith((":", "：")) and not prev.meta.get("label_only")
-                and "mail_field" not in prev.meta and "mail_field" not in seg.meta and "speaker" not in seg.meta
-                and "quote_head" not in prev.meta):
-            # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
-            out[seg.id] = prev.id
-            heads.add(prev.id)
+        if (prev is not None and prev.source_id == seg.source_id and seg.paragraph == prev.paragraph + 1
+                and prev.kind == "sentence" and not prev.meta.get("label_only")):
+            colon = not prev.dropped and prev.original.rstrip().endswith((":", "："))
+            if _block_like(seg):
+                if colon:
+                    lead = (seg.paragraph, prev.id)
+                elif ahead is not None and ahead[0] == prev.paragraph:
+                    # "4.1 The following requirements are mandatory. A tender that fails any of them …"
+                    lead = (seg.paragraph, ahead[1])
+                if lead is not None and lead[0] == seg.paragraph:
+                    out[seg.id] = lead[1]
+                    heads.add(lead[1])
+            elif (colon and seg.kind == "sentence" and not heading and "mail_field" not in prev.meta
+                    and "mail_field" not in seg.meta and "speaker" not in seg.meta and "quote_head" not in prev.meta):
+                # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
+                out[seg.id] = prev.id
+                heads.add(prev.id)
         if seg.kind == "sentence" and not seg.dropped and "mail_field" not in seg.meta:
-            # the paragraph just read: (number, its first sentence, its text so far)
+            # the paragraph just read: (number, its first sentence, its sentences)
             if above is None or above[0] != seg.paragraph or above[1] is None:
-                above = (seg.paragraph, seg.id, seg.original)
+                above = (seg.paragraph, seg.id, [seg.original])
             else:
-                above = (above[0], above[1], above[2] + " " + seg.original)
+                above[2].append(seg.original)  # a list: a long paragraph is joined once, when asked
         elif above is not None and above[0] == seg.paragraph:
-            above = (above[0], None, "")  # a paragraph opened by something else: nothing to go with
+            above = (above[0], None, [])  # something else inside the paragraph: nothing to go with
         if seg.kind == "sentence" and not seg.dropped and _FORWARD_RE.search(seg.original):
             ahead = (seg.paragraph, seg.id)
         elif ahead is not None and seg.paragraph != ahead[0]:
