@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from odcf.batch.records import record_id
 from odcf.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -262,21 +263,15 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
     if depth > MAX_DEPTH:
         return RawRecord(key, where, error=(
             f"record nested {depth} levels deep, above the limit of {MAX_DEPTH} (it could not be "
-            "handed to a worker process)"), detail={"raw": text}, rid=_usable_id(value))
+            "handed to a worker process)"), detail={"raw": text}, rid=record_id(value))
     if repeated:
         # json.loads keeps the last of two values silently; which one the writer meant is a guess
         path, name = _first_repeat(value) or ("", repeated[0].key)
         return RawRecord(key, where, error=(
             f"duplicate key {name!r} in {path or 'the record'}: it is given twice, and which value is "
             "meant cannot be told"), detail={"raw": text},
-            rid=None if (path, name) == ("", "id") else _usable_id(value))
+            rid=None if (path, name) == ("", "id") else record_id(value))
     return RawRecord(key, where, record=value)
-
-
-def _usable_id(value: Any) -> str | None:
-    """The id a record refused while reading claims (as :func:`odcf.batch.records.record_id`)."""
-    rid = value.get("id") if isinstance(value, dict) else None
-    return str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid).strip() else None
 
 
 class _Repeated(dict):  # type: ignore[type-arg]
@@ -447,7 +442,7 @@ def _batch_records(f: InputFile, batch: Any, first: int, skip: Callable[[Key], b
             found = problems[i]
             more = f" (and {len(found) - 1} more value(s) of the row)" if len(found) > 1 else ""
             yield RawRecord(key, {"file": f.name, "row": first + i}, error=found[0] + more,
-                            detail={"record": row}, rid=_usable_id(row))
+                            detail={"record": row}, rid=record_id(row))
         else:
             yield RawRecord(key, {"file": f.name, "row": first + i}, record=row)
 
