@@ -417,7 +417,7 @@ def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: 
 
 
 def _literal_prefix(regex: re.Pattern[str]) -> str:
-    """The literal text every match of *regex* opens with ("ID-" of ``\bID-(?:\d+)+!``), or ""."""
+    r"""The literal text every match of *regex* opens with ("ID-" of ``\bID-(?:\d+)+!``), or ""."""
     try:
         import re._parser as sre_parse  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - Python < 3.11

@@ -327,12 +327,18 @@ _BLOCK_KINDS = frozenset({"table", "code", "list"})
 _FORWARD_RE = re.compile(r"\b(?:the following(?! (?:year|month|week|day|morning|evening|night)\b)|as follows"
                          r"|(?:set out|listed|shown|given|described) below|下列|如下)", re.IGNORECASE)
 #: A clause's title written as the first sentence of its paragraph: "Section 9.3 Force majeure.",
-#: "Article 4 Payment:", "§ 12 Term."; delivered alone, it would promise a clause that is not there.
+#: "Article 4 Payment:", "§ 12 Term.", "12.2 Termination for cause."; delivered alone, it would promise a clause that is not there.
 _CLAUSE_TITLE_RE = re.compile(
     r"^(?:(?:Section|Sec\.|Clause|Article|Art\.|§)\s*\d+(?:\.\d+)*[.:]?(?:\s+[^\s.!?:;]+){1,6}"
     # any other capitalised name with a number, when the title after it is capitalised too
     # ("Exclusion 3.1 Wear and tear.", "Condition 4 Notice of loss:"; not "Payment 2 was late.")
     r"|[A-Z][a-z]{2,15}\s+\d+(?:\.\d+)*[A-Za-z]?[.:]?\s+[A-Z][^\s.!?:;]*(?:\s+[^\s.!?:;]+){0,5}"
+    # a dotted number alone before a capitalised title ("12.2 Termination for cause.")
+    # that neither opens with a determiner nor holds a verb ("4.1 The following requirements are
+    # mandatory." is the clause itself)
+    r"|\d+(?:\.\d+)+\.?\s+(?!(?:The|This|These|That|Those|A|An|Each|Every|Any|All|No|It|We|You)\b)"
+    r"(?![^.!?:;\n]*\b(?:is|are|was|were|be|been|shall|must|will|may|can|could|should|would|has|have|had|does|do|did)\b)"
+    r"[A-Z][^\s.!?:;]*(?:\s+[^\s.!?:;]+){0,5}"
     r")[.:](?=\s|$)"
     # Chinese: 第7条 免责条款。 / 第三章 赔偿：
     r"|^第[\d一二三四五六七八九十百千]+(?:\.\d+)*[条章节款项]\s*[^\s。！？；：:，,]{1,16}[。：:]$")

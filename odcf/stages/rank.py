@@ -69,8 +69,88 @@ def _identifier(word: str) -> bool:
             or (word.isdigit() and len(word) >= 5))
 
 
+#: Words that name a part of a document, with their short forms: a query's "Section 12.2" names
+#: the clause wherever the document writes "Section 12.2", "Sec. 12.2", "§ 12.2" or opens a line
+#: with "12.2" (a numbered heading or paragraph).
+_CLAUSE_KINDS: dict[str, tuple[str, ...]] = {
+    "section": ("sections", "section", "secs.", "sec.", "§§", "§"),
+    "article": ("articles", "article", "arts.", "art."),
+    "clause": ("clauses", "clause", "cl."),
+    "paragraph": ("paragraphs", "paragraph", "paras.", "para.", "¶"),
+    "appendix": ("appendices", "appendixes", "appendix"),
+    "annex": ("annexes", "annex"),
+    **{w: (w + "s", w) for w in ("schedule", "exhibit", "item", "rule", "part", "chapter", "regulation",
+                                 "requirement")},
+}
+_CLAUSE_WORD = {form: kind for kind, forms in _CLAUSE_KINDS.items() for form in forms}
+_CLAUSE_NUMBER = r"\d+(?:\.\d+)*[a-z]?(?:\([a-z0-9]{1,4}\))*"
+#: a clause word and its number ("part 3", not "party 3"): groups word, number
+_CLAUSE_REF = (r"(" + "|".join(re.escape(f) for f in sorted(_CLAUSE_WORD, key=len, reverse=True))
+               + r")(?!(?<=[a-z])[a-z])\s*(" + _CLAUSE_NUMBER + r")")
+_CLAUSE_REF_RE = re.compile(r"(?<![\w§¶])" + _CLAUSE_REF + r"(?![\w.]\d|\w)", re.IGNORECASE)
+#: more numbers after a clause reference: ", 9.2", " and 14", " or 5(b)"
+_MORE_NUMBERS_RE = re.compile(r"\s*(?:,|;|&|\band\b|\bor\b)\s*(?:and\s+)?(" + _CLAUSE_NUMBER + r")(?![\w.]\d|\w)",
+                              re.IGNORECASE)
+_ZH_DIGITS = "零一二三四五六七八九"
+_ZH_ARTICLE = r"第\s*([0-9]{1,3}|[零一二三四五六七八九十百]{1,6})\s*([条章款节项])"
+_ZH_ARTICLE_RE = re.compile(_ZH_ARTICLE)
+
+
+def _zh_number(text: str) -> int | None:
+    """``"十二"`` → 12, ``"一百零五"`` → 105, ``"12"`` → 12 (up to 999)."""
+    if text.isdigit():
+        return int(text)
+    total, digit = 0, 0
+    for ch in text:
+        if ch in _ZH_DIGITS:
+            digit = _ZH_DIGITS.index(ch)
+        elif ch == "十":
+            total += (digit or 1) * 10
+            digit = 0
+        elif ch == "百":
+            total += (digit or 1) * 100
+            digit = 0
+    total += digit
+    return total or None
+
+
+def _zh_numeral(n: int) -> str:
+    """12 → ``"十二"``, 105 → ``"一百零五"`` (1–999), the way 第…条 is written."""
+    hundreds, rest = divmod(n, 100)
+    tens, ones = divmod(rest, 10)
+    out = (_ZH_DIGITS[hundreds] + "百") if hundreds else ""
+    if tens:
+        out += ("" if tens == 1 and not hundreds else _ZH_DIGITS[tens]) + "十"
+    elif hundreds and ones:
+        out += "零"
+    return out + (_ZH_DIGITS[ones] if ones else "")
+
+
+def clause_references(query: str | None) -> list[str]:
+    """The parts of a document that *query* names by number, as written there.
+
+    >>> clause_references("What does Section 12.2 say, and art. 5(b)? See 第十二条 and § 3.")
+    ['Section 12.2', 'art. 5(b)', '§ 3', '第十二条']
+    >>> clause_references("Compare Sections 9.1, 9.2 and 14")
+    ['Sections 9.1', 'Sections 9.2', 'Sections 14']
+    """
+    if not query:
+        return []
+    found = []
+    for m in _CLAUSE_REF_RE.finditer(query):
+        found.append(" ".join(m.group(0).split()))
+        rest = m.end()  # "Sections 9.1, 9.2 and 14"
+        plural = m.group(1) == "§§" or m.group(1).rstrip(".").lower().endswith("s")
+        while (more := _MORE_NUMBERS_RE.match(query, rest)) is not None and (plural or more.group(0).strip()[0] not in ",;&"):
+            found.append(f"{m.group(1)} {more.group(1)}")
+            rest = more.end()
+    found += [m.group(0) for m in _ZH_ARTICLE_RE.finditer(query)]
+    return list(dict.fromkeys(found))
+
+
 def query_identifiers(query: str | None) -> list[str]:
-    """What *query* names exactly: identifier-like words and quoted phrases, in query order.
+    """What *query* names exactly: identifier-like words, quoted phrases and numbered parts of a
+    document (``Section 12.2``), in query order.
 
     >>> query_identifiers('pods waiting on k8s-node-117 in 2024, error "connection refused"?')
     ['connection refused', 'k8s-node-117']
@@ -82,26 +162,81 @@ def query_identifiers(query: str | None) -> list[str]:
         word = m.group().strip(".:#*")
         if _identifier(word) and word not in found:
             found.append(word)
-    return found
+    return found + [c for c in clause_references(_QUOTED_RE.sub(" ", query)) if c not in found]
+
+
+def _clause_pattern(name: str) -> str | None:
+    """The regex alternative that finds the part *name* names (see :data:`_CLAUSE_KINDS`): the same
+    kind of word before the number, or a line opening with a dotted number; its sub-parts match too
+    (``Section 12.2`` finds ``12.2.1`` and ``12.2(a)``, not ``12.20`` nor ``12.3``)."""
+    m = _CLAUSE_REF_RE.fullmatch(name)
+    if m is None:
+        z = _ZH_ARTICLE_RE.fullmatch(name)
+        if z is None:
+            return None
+        n = _zh_number(z.group(1))
+        if n is None or n > 999:
+            return re.escape(name)
+        forms = sorted({str(n), _zh_numeral(n)}, key=len, reverse=True)
+        return r"第\s*(?:" + "|".join(forms) + r")\s*" + re.escape(z.group(2))
+    kind = _CLAUSE_WORD[m.group(1).lower()]
+    words = "|".join(re.escape(f) for f in sorted(_CLAUSE_KINDS[kind], key=len, reverse=True))
+    number = m.group(2)
+    tail = r"(?:\.\d+)*(?:\([a-z0-9]{1,4}\))*(?![\d\w])"
+    body = re.escape(number) + tail
+    before = rf"(?<![\w§¶])(?:{words})\s*"
+    if "." in number:  # a dotted number opening a line is that clause; a bare "12" opening one is any list item
+        before = rf"(?:{before}|(?m:^)[ \t>#*_-]*)"
+    return before + body
 
 
 def identifier_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
     """One case-insensitive pattern for *names*, each matched as a whole: not inside a longer word
     or a longer identifier (``k8s-node-117`` does not match ``k8s-node-1170`` nor ``k8s-node-117-b``,
-    but matches the host name ``k8s-node-117.prod.internal``)."""
+    but matches the host name ``k8s-node-117.prod.internal``); a numbered part (``Section 12.2``)
+    as :func:`_clause_pattern` finds it."""
     if not names:
         return None
-    alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![\w])(?:{alts})(?![\w]|[-_]\w|\.\d)", re.IGNORECASE)
+    clauses = [c for c in (_clause_pattern(n) for n in names) if c]
+    plain = [n for n in names if _clause_pattern(n) is None]
+    alts = []
+    if plain:
+        alts.append(r"(?<![\w])(?:" + "|".join(re.escape(n) for n in sorted(plain, key=len, reverse=True))
+                    + r")(?![\w]|[-_]\w|\.\d)")
+    alts += [f"(?:{c})" for c in clauses]
+    return re.compile("|".join(alts), re.IGNORECASE)
+
+
+#: A segment that opens with a numbered part of a document: a clause word and a number, a dotted
+#: number ("12.2 Termination"), or 第…条; it ends the part a named clause opened before it.
+_OPENS_PART_RE = re.compile(rf"\s*(?:[#>*_-]+\s*)*(?:{_CLAUSE_REF}|\d+(?:\.\d+)+\b|{_ZH_ARTICLE})", re.IGNORECASE)
 
 
 def exact_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
-    """The identifiers *query* names and the ids of the segments whose text holds one of them."""
+    """The identifiers *query* names and the ids of the segments whose text holds one of them.
+
+    A numbered part the query names (``Section 12.2``) is a hit where the text opens it — its
+    heading or title — and in every segment of that part after it, up to the next heading or the
+    next segment that opens another numbered part (a clause title alone would otherwise be the only
+    hit, and the clause it names would rank as before)."""
     names = query_identifiers(query)
     pattern = identifier_pattern(names)
     if pattern is None:
         return names, set()
-    return names, {s.id for s in segments if pattern.search(s.text)}
+    hits = {s.id for s in segments if pattern.search(s.text)}
+    if not any(_clause_pattern(n) for n in names):
+        return names, hits
+    opened: str | None = None  # the source whose named part is open
+    for seg in segments:
+        opens = _OPENS_PART_RE.match(seg.text)
+        start = pattern.match(seg.text.lstrip(" \t#>*_-"))
+        if seg.kind == "heading" or opens:
+            opened = seg.source_id if start else None
+        elif opened == seg.source_id:
+            hits.add(seg.id)
+        else:
+            opened = None
+    return names, hits
 
 
 #: Where segments holding what the query names exactly are put: at or above this score, the rest

@@ -361,6 +361,8 @@ def test_a_clause_title_alone_is_never_delivered_without_its_clause(plan):
     ("Exclusion 3.1 Wear and tear.", "Loss caused by wear and tear is excluded, unless the loss results in a "
      "sudden and accidental discharge.", "is wear and tear covered"),
     ("第7条 免责条款。", "因洪水、地震导致的损失，保险人不承担赔偿责任。", "免责条款"),
+    ("12.2 Termination for cause.", ("Either party may terminate this Agreement if the other party commits a "
+                                     "material breach that is not cured within 30 days."), "termination for cause"),
 ])
 def test_clause_titles_other_than_section_and_in_chinese_go_only_with_their_clause(plan, title, body, query):
     # QA: "第7条 免责条款。" and "第8条 赔付时限。" were the whole delivery at a tight budget
@@ -614,3 +616,51 @@ def test_his_or_her_honour_points_back():
 
     assert back_reference("Her Honour characterised that decision as wilful default.") == "Her Honour"
     assert back_reference("Honour among thieves is a proverb.") is None
+
+
+CLAUSES = ("## Section 9 Liability\n\n"
+           "Section 9.1 Cap. Each party's total liability shall not exceed $250,000.\n\n"
+           "Section 9.2 Exclusions. Neither party is liable for indirect or consequential damages.\n\n"
+           "## Section 12 Term and Termination\n\n"
+           "Section 12.1 Term. This Agreement runs for 36 months from March 1, 2025.\n\n"
+           "Section 12.2 Termination for cause. Either party may terminate this Agreement immediately if the "
+           "other party commits a material breach that is not cured within 30 days of written notice.\n\n"
+           "Section 12.3 Effect. On termination the Customer pays all fees accrued up to the date of "
+           "termination, and Section 9 survives.\n")
+
+
+@pytest.mark.parametrize("text, query, wanted", [
+    (CLAUSES, "What does Section 12.2 say?", "not cured within 30 days"),
+    (CLAUSES, "sec. 9.2", "indirect or consequential damages"),
+    (CLAUSES.replace("Section 12.", "12."), "clause 12.2", "not cured within 30 days"),  # numbered lines
+    (("第四条 付款。买方应在验收后30日内付款。\n\n第五条 质保。质保期为24个月，自验收合格之日起计算。\n\n"
+      "第六条 违约责任。逾期付款的，每日按未付金额的0.05%支付违约金。\n"), "第5条说了什么", "24个月"),
+])
+def test_a_clause_the_query_names_by_number_is_delivered_whole(plan, text, query, wanted):
+    # QA: "What does Section 12.2 say?" at budget 110 delivered Sections 9.2 and 12.1, and 12.2's
+    # title alone ranked first, so the budget (which never sends a title alone) dropped the clause
+    r = Compressor(plan).compress(text, query=query, budget=60, annotate=False)
+    assert wanted in r.text, r.text
+    assert r.tokens_out <= 60
+
+
+def test_what_names_a_clause_in_a_query_and_what_it_finds():
+    from odcf.stages.rank import (
+        clause_references,
+        identifier_pattern,
+        query_identifiers,
+    )
+
+    assert clause_references("the party 5 items, rule of 3, see 12.2") == []
+    assert clause_references("Sections 9.1, 9.2 and 14; clause 7 or 8; Section 5, 10 staff") == [
+        "Sections 9.1", "Sections 9.2", "Sections 14", "clause 7", "clause 8", "Section 5"]
+    assert query_identifiers("What do Section 12.2 and Art. 5(b) say?") == ["Section 12.2", "Art. 5(b)"]
+    found = identifier_pattern(["Section 12.2"])
+    assert [bool(found.search(t)) for t in (
+        "Section 12.2 Termination", "## 12.2 Termination", "see § 12.2(a)", "Sec. 12.2.1 Notice",
+        "Section 12.20", "Section 12.3", "a fee of 12.2 million", "Article 12.2", "x 12.2 y")] == [
+        True, True, True, True, False, False, False, False, False]
+    bare = identifier_pattern(["Section 5"])
+    assert [bool(bare.search(t)) for t in ("Section 5 Fees", "5. Fees", "Section 5.3 Late fees")] == [True, False, True]
+    zh = identifier_pattern(["第12条"])
+    assert [bool(zh.search(t)) for t in ("第十二条 保密", "第 12 条", "第二条", "第一百二十条")] == [True, True, False, False]
