@@ -126,7 +126,7 @@ def _queries(ontology: Ontology) -> tuple[RerankQuery, ...]:
 def _protection(ontology: Ontology) -> ProtectionRules:
     p = ontology.protect
     return ProtectionRules(
-        anchors=tuple(Anchor(name=a.name, pattern=a.pattern, flags=a.re_flags) for a in p.anchors),
+        anchors=tuple(Anchor(name=a.name, pattern=a.pattern, flags=int(a.re_flags)) for a in p.anchors),
         terms=_unique(" ".join(t.split()) for t in p.terms),
         connectives=resolve_connectives(p.connectives),
         entities=tuple(dict.fromkeys(p.entities)) if p.entities is not None else default_entity_labels,

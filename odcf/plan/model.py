@@ -200,7 +200,7 @@ class Plan:
             "relations": [{"from": r.source, "to": r.target, "type": r.type} for r in self.relations],
             "queries": [{"name": q.name, "text": q.text, "terms": list(q.terms)} for q in self.queries],
             "protection": {
-                "anchors": [{"name": a.name, "pattern": a.pattern, "flags": a.flags} for a in self.protection.anchors],
+                "anchors": [{"name": a.name, "pattern": a.pattern, "flags": int(a.flags)} for a in self.protection.anchors],
                 "terms": list(self.protection.terms),
                 "connectives": list(self.protection.connectives),
                 "entities": list(self.protection.entities),

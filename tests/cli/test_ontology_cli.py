@@ -88,6 +88,18 @@ def test_plan_prints_yaml(capsys):
     assert "适用范围" in out
 
 
+@pytest.mark.parametrize("name", ["agent_ops", "customer_service", "financial_risk", "general", "legal_contract",
+                                  "medical_records", "tender_rfp", "zh_regulation"])
+def test_every_bundled_plan_prints_as_yaml_and_as_json_alike(capsys, name):
+    # QA: anchors with a `flags:` key (legal_contract, medical_records) crashed the YAML dump with
+    # "cannot represent an object: re.IGNORECASE"
+    code, out, err = run(capsys, "plan", name, "--format", "yaml")
+    assert code == 0, err
+    as_yaml = yaml.safe_load(out)
+    code, out, _ = run(capsys, "plan", name)
+    assert code == 0 and as_yaml == json.loads(out)
+
+
 def test_plan_of_a_bad_file_exits_2(capsys):
     code, out, err = run(capsys, "plan", str(BAD))
     assert code == 2 and out == "" and len(err.splitlines()) == 12
