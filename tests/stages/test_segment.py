@@ -690,3 +690,21 @@ def test_labelled_lines_that_go_on_with_other_labels_are_a_form_not_a_mail_heade
     assert not any(s.meta.get("mail_field") for s in seg("## Outbound flight\n\n" + leg + "\n\nCheck in early."))
     mail = "**From:** Marcus Hale (customer)\n**Date:** 2025-05-06 09:22 UTC\n\nYes, we send the header."
     assert [s.meta.get("mail_field") for s in seg(mail)][:2] == ["from", "date"]
+
+
+def test_a_field_under_a_labelled_line_is_never_delivered_after_that_label():
+    # QA: "Buyer: Contract: HC-2024-0415. Terms: CIF Qingdao" — the form's next field was read as the
+    # next line of Buyer's message, and delivered after Buyer's label; the source never says that
+    form = ("Seller: Kasumi Machine Tools Co., Ltd., Tokyo, Japan\n"
+            "Buyer: Qingdao Haichuan Precision Machinery Co., Ltd., Qingdao, China\n"
+            "Invoice date: April 26, 2024. Contract: HC-2024-0415. Terms: CIF Qingdao (Incoterms 2020).\n"
+            "Payment: 30% advance by T/T; balance due 60 days after B/L date.")
+    out = seg(form)
+    assert "".join(s.sep + s.text for s in out) == form
+    for keep in range(len(out)):
+        assert "Buyer: Invoice" not in _delivered(out, {keep}) and "Buyer: Contract" not in _delivered(out, {keep})
+    contract = next(i for i, s in enumerate(out) if s.text.startswith("Contract:"))
+    assert _delivered(out, {contract}) == "Contract: HC-2024-0415. Terms: CIF Qingdao (Incoterms 2020)."
+    # a message's next line of words is still the speaker's
+    chat = seg("Alice: I checked the logs. Nothing odd.\nThe error is in the billing module.\nBob: Thanks.")
+    assert [s.meta.get("speaker") for s in chat if s.text.startswith("The error")] == ["Alice:"]

@@ -34,6 +34,7 @@ from odcf.stages.segment.lines import (
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS  # noqa: F401 - importable from here, as before the split
 from odcf.stages.segment.mail import (
     ATTRIBUTION_RE,
+    FIELD_OPEN_RE,
     MAIL_FIELD_RE,
     QUOTE_END_RE,
     QUOTE_PIECE_CHARS,
@@ -303,7 +304,9 @@ class Segmenter(Stage):
             label = SPEAKER_RE.match(line) if i < speaker_until else None
             if label is not None:
                 last_label = label
-            elif i >= speaker_until:
+            elif i >= speaker_until or FIELD_OPEN_RE.match(line):
+                # a line opening with a field of its own ("Invoice date: …" under "Buyer: …") is a
+                # field of a form, not the next line of the message above
                 last_label = None
             # the next line of a message (no label of its own): the message's speaker, not its opening
             said_by = label if label is not None else last_label
@@ -311,6 +314,8 @@ class Segmenter(Stage):
                 cuts = _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
                 for part, (cs, ce) in enumerate(cuts):
                     meta = speaker_meta(said_by, cs - ps if label is not None else len(line))
+                    if meta and not meta.get("opens_line") and FIELD_OPEN_RE.match(text, cs):
+                        meta = None  # "Contract: HC-2024-0415." after "Invoice: …" is a field, not the invoice's words
                     if len(cuts) > 1:
                         # a part of one over-long sentence: the budget delivers a later part only with
                         # the first (it holds the main clause: "X shall not be liable … unless …")

@@ -53,6 +53,12 @@ QUOTE_PIECE_CHARS = 400
 QUOTE_END_RE = re.compile(r"[.!?:;。！？；][\"'”’)\]]*\s*$")
 
 
+#: A line or sentence that opens with a field name of its own ("Invoice date: …", "Contract: …",
+#: "**Terms:** …"): under a speaker label's line it is the next field of a form, and it is never
+#: delivered after another line's label (that would write "Buyer: Contract: HC-2024-0415.").
+FIELD_OPEN_RE = re.compile(r"[ \t]*(?:\*\*|__)?[A-Za-z][\w'’./&-]*(?: [\w'’./&()-]+){0,3}(?:\*\*|__)?:(?:\*\*|__)?[ \t]+\S")
+
+
 def speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | None:
     """Meta of a piece *offset* characters into a transcript line opened by *label*: its speaker, so
     that a sentence delivered without the line's first one is rendered after the label
