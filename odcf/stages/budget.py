@@ -158,25 +158,43 @@ class Budgeter(Stage):
         def delivered(seg: Segment) -> bool:
             return seg.id in kept
 
-        added = trials = misses = 0
-        by_id = {s.id: s for s in live}
-        for seg in sorted((s for s in live if s.id not in kept), key=lambda s: tiers[s.id]):
-            # each trial renders the delivered text: bounded, and given up after a run of misses
-            if exact >= budget or trials >= self.max_trim_rounds or misses >= _REFILL_MISSES:
-                break
-            if seg.id in kept or seg.id in groups.heads:
-                continue  # added already, with a sentence that points back to it; a head goes only with what it heads
-            group = groups.to_add(seg.id, kept)
-            if not group or sum(counter.count(by_id[i].text) for i in group) - 1 > budget - exact:
-                continue  # cannot fit even if its separator merges away
-            trials += 1
-            kept.update(group)
-            tokens = counter.count(render(probe, delivered, annotate=annotate)[0])
-            if tokens <= budget:
-                exact, added, misses = tokens, added + len(group), 0
-            else:
-                kept.difference_update(group)
-                misses += 1
+        words = {s.id: counter.count(s.text) for s in live if s.id not in kept}
+
+        def offer(order: list[Segment], exact: int, trials: int) -> tuple[int, int, int, bool]:
+            """One pass over *order*: (tokens, segments added, trials, ended by a run of misses)."""
+            added = misses = 0
+            for seg in order:
+                # each trial renders the delivered text: bounded, and given up after a run of misses
+                if exact >= budget or trials >= self.max_trim_rounds:
+                    break
+                if misses >= _REFILL_MISSES:
+                    return exact, added, trials, True
+                if seg.id in kept or seg.id in groups.heads:
+                    continue  # added already, with a sentence that points back to it; a head goes only with what it heads
+                group = groups.to_add(seg.id, kept)
+                if not group or sum(words.get(i, 0) for i in group) - 1 > budget - exact:
+                    continue  # cannot fit even if its separator merges away
+                trials += 1
+                kept.update(group)
+                tokens = counter.count(render(probe, delivered, annotate=annotate)[0])
+                if tokens <= budget:
+                    exact, added, misses = tokens, added + len(group), 0
+                else:
+                    kept.difference_update(group)
+                    misses += 1
+            return exact, added, trials, False
+
+        left = sorted((s for s in live if s.id not in kept), key=lambda s: tiers[s.id])
+        exact, added, trials, gave_up = offer(left, exact, 0)
+        if gave_up:
+            # a run of misses ended the pass in precedence order (each candidate costs more once
+            # assembled than its words: the wrapper of a JSON subset, a table's repeated header);
+            # cheapest first then, so that room a small segment fits is not left empty (QA: budgets
+            # 110-125 delivered nothing where 105 and 130 delivered something)
+            def need(seg: Segment) -> int:
+                return sum(words.get(i, 0) for i in groups.to_add(seg.id, set()) or [seg.id])
+            exact, more, _, _ = offer(sorted(left, key=lambda s: (need(s), tiers[s.id])), exact, trials)
+            added += more
         return exact, added
 
 

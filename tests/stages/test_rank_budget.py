@@ -664,3 +664,29 @@ def test_what_names_a_clause_in_a_query_and_what_it_finds():
     assert [bool(bare.search(t)) for t in ("Section 5 Fees", "5. Fees", "Section 5.3 Late fees")] == [True, False, True]
     zh = identifier_pattern(["第12条"])
     assert [bool(zh.search(t)) for t in ("第十二条 保密", "第 12 条", "第二条", "第一百二十条")] == [True, True, False, False]
+
+
+def test_a_larger_budget_never_delivers_nothing_where_a_smaller_one_delivered_something():
+    # QA: an API response of 200 orders delivered 81 tokens at budget 100 and 0 at 110-125: each order
+    # fits by its words but not with the JSON around it, and the refill gave up after a run of such
+    # misses before it reached the small top-level members
+    import json
+    import random
+
+    rng = random.Random(7)
+    data = [{"order_id": f"ORD-2025-{100000 + 37 * k}", "customer_id": f"cus_{rng.randrange(10000, 99999)}",
+             "status": rng.choice(["shipped", "refunded", "cancelled", "delivered"]),
+             "total": {"amount": round(rng.uniform(10, 900), 2), "currency": "EUR"},
+             "items": [{"sku": f"SKU-{rng.randrange(1000, 9999)}", "qty": rng.randrange(1, 5),
+                        "unit_price": round(rng.uniform(5, 200), 2)}],
+             "shipping": {"carrier": "DHL", "tracking": f"TRK{rng.randrange(10**9, 10**10)}"}} for k in range(200)]
+    doc = json.dumps({"request_id": "req_9f2c1e", "api_version": "2025-06-01",
+                      "page": {"number": 3, "size": 200, "has_more": True}, "data": data}, indent=2)
+    c = Compressor.from_ontology("customer_service")
+    best = 0
+    for budget in range(60, 130, 5):
+        r = c.compress(doc, query="status of order ORD-2025-999999 and can we refund it", budget=budget)
+        assert r.tokens_out <= budget
+        assert r.tokens_out > 0 or best == 0, (budget, r.record["warnings"])
+        best = max(best, r.tokens_out)
+    assert best > 0
