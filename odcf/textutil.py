@@ -128,6 +128,27 @@ def detect_language(text: str) -> str:
     return "en" if latin / len(letters) >= 0.7 else "other"
 
 
+
+def not_for_english_ner(text: str, main_language: str = "auto") -> str | None:
+    """Why the English spaCy model should not read *text*: its detected language (``zh``,
+    ``other``); ``None`` when it reads as English.
+
+    Each segment's own language decides, not the plan's: a ``language: zh`` domain still quotes
+    English invoices, and their names need the English NER; Chinese text goes to the rules,
+    anchors and number patterns instead, which the English model cannot replace. The plan's
+    ``language`` (the domain's main language) settles only the undecided case: text of another
+    script counts as English in an ``en`` domain.
+
+    >>> not_for_english_ner("Siam Servo Co., Ltd.", "zh"), not_for_english_ner("乙方不得转让合同。", "en")
+    (None, 'zh')
+    >>> not_for_english_ner("Ζ-7 Ωmega", "en"), not_for_english_ner("Ζ-7 Ωmega", "auto")
+    (None, 'other')
+    """
+    lang = detect_language(text[:400])
+    if lang == "en" or (lang == "other" and main_language == "en"):
+        return None
+    return lang
+
 @functools.lru_cache(maxsize=1)
 def _jieba():  # pragma: no cover - exercised through words()
     import jieba

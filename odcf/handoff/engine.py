@@ -358,7 +358,7 @@ def _dropped_mandatory(kept: Sequence[HandoffItem], decision: Any, allowed: set[
 
 
 def _state_entries(states: Mapping[str, Any], counter: Any) -> list[dict[str, Any]]:
-    return [{"item": k, "legend": dict(v.legend), "note": v.note,
+    return [{"item": k, "legend": dict(v.legend), "note": v.note, "not_abbreviated": dict(v.kept),
              "tokens_plain": counter.count(v.plain_text), "tokens": counter.count(v.text)}
             for k, v in states.items()]
 

@@ -113,6 +113,21 @@ def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
     """Every violation of *schema* (JSON Schema draft 2020-12, e.g. a plan's ``state_schema``) by
     *data*, as ``/json/pointer: message``, in a stable order; ``[]`` when it validates or when
     *schema* is empty."""
+    return [f"/{'/'.join(map(str, v.path))}: {v.message}" for v in schema_violations(data, schema)]
+
+
+@dataclass(frozen=True)
+class SchemaViolation:
+    """One violation: the JSON path of the failing value (keys and indices), the keywords that
+    failed (with those under a failing ``anyOf``/``oneOf``), and jsonschema's message."""
+
+    path: tuple[str | int, ...]
+    keywords: frozenset[str]
+    message: str
+
+
+def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolation]:
+    """:func:`schema_problems` with the path and the failing keywords of each violation kept apart."""
     if not schema:
         return []
     from jsonschema import Draft202012Validator
@@ -126,9 +141,14 @@ def schema_problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
         with regex_time_limit(SCHEMA_SECONDS):
             errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     except RegexTimeout:
-        return [f"/: checking the value against the state schema ran past {SCHEMA_SECONDS:g} s: a \"pattern\" "
-                "of the schema backtracks catastrophically; rewrite it"]
-    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+        return [SchemaViolation((), frozenset({"pattern"}),
+                                f"checking the value against the state schema ran past {SCHEMA_SECONDS:g} s: "
+                                "a \"pattern\" of the schema backtracks catastrophically; rewrite it")]
+    return [SchemaViolation(tuple(e.absolute_path), frozenset(_keywords(e)), e.message) for e in errors]
+
+
+def _keywords(error: Any) -> list[str]:
+    return [str(error.validator), *(k for sub in error.context or () for k in _keywords(sub))]
 
 
 #: The time limit on checking one value against a state schema (its patterns are the user's).

@@ -1,7 +1,9 @@
 """Entity and dependency-parse protection with spaCy (stage ``entities``).
 
 Adds protected spans (offsets into ``seg.original``) to segments that a lossy stage may
-later compress — layers fact, history and reasoning, English text only:
+later compress — layers fact, history and reasoning, English text only (each segment's own
+detected language decides, so English passages in a ``language: zh`` domain get NER; the
+trace lists the segments skipped for their language under ``not_english``):
 
 - ``entity:LABEL``: named entities whose label is in ``plan.protection.entities``;
 - ``dep:<connective>``: each guarded connective of ``plan.protection.connectives`` together
@@ -47,7 +49,7 @@ from typing import Any
 from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.textutil import STOPWORDS, detect_language
+from odcf.textutil import STOPWORDS, not_for_english_ner
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -312,7 +314,8 @@ class EntityGuard(Stage):
         return chosen
 
     def _skip_reason(self, seg: Segment, plan: Plan, scope: set[str] | None) -> str | None:
-        """Why *seg* gets no spaCy pass (a ``skipped`` key; ``""``: skipped uncounted), or ``None``."""
+        """Why *seg* gets no spaCy pass (a ``skipped`` key, ``language:<detected>`` for text the
+        English model cannot read; ``""``: skipped uncounted), or ``None``."""
         if seg.dropped:
             return ""
         if scope is not None and seg.id not in scope:
@@ -326,8 +329,9 @@ class EntityGuard(Stage):
         if any(sp.rule.startswith("marker:") and sp.start == 0 and sp.end >= len(seg.original)
                for sp in seg.protected):
             return "protected_whole"
-        if plan.language == "zh" or (plan.language != "en" and detect_language(seg.original[:400]) != "en"):
-            return "language"
+        lang = not_for_english_ner(seg.original, plan.language)
+        if lang is not None:
+            return f"language:{lang}"
         return None
 
     def _spans(self, jobs: list[Segment], *, parse: bool, ner: bool, labels: frozenset[str],
@@ -359,6 +363,7 @@ class EntityGuard(Stage):
         want_ner = self.ner and bool(labels)
         want_parse = self.parse and bool(index)
         skipped: Counter[str] = Counter()
+        not_english: dict[str, list[str]] = {}
         parse_jobs: list[Segment] = []
         ner_jobs: list[Segment] = []
         if want_ner or want_parse:
@@ -366,8 +371,11 @@ class EntityGuard(Stage):
             for seg in doc.segments:
                 reason = self._skip_reason(seg, plan, scope)
                 if reason is not None:
-                    if reason:
-                        skipped[reason] += 1
+                    key, _, lang = reason.partition(":")
+                    if key:
+                        skipped[key] += 1
+                    if lang:
+                        not_english.setdefault(lang, []).append(seg.id)
                 elif want_parse and conn_rx is not None and conn_rx.search(seg.original) is not None:
                     parse_jobs.append(seg)
                 elif want_ner and (not self.prefilter or _has_entity_cue(seg.original)):
@@ -387,6 +395,7 @@ class EntityGuard(Stage):
             "parsed": len(parse_jobs),
             "ner_only": len(ner_jobs),
             "skipped": dict(sorted(skipped.items())),
+            "not_english": dict(sorted(not_english.items())),
             "segments_with_new_spans": len(added),
             "spans": dict(sorted(counts.items())),
         })

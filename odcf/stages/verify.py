@@ -5,7 +5,9 @@ Runs after the lossy stages. For every live segment that a stage changed (status
 dropped rows are recorded by the fold stage itself), it collects from the *original*:
 
 - named entities — spaCy NER for English text, labels from ``plan.protection.entities``
-  (the built-in default list when the plan names none);
+  (the built-in default list when the plan names none); each segment's own detected language
+  decides, whatever the plan's ``language``, and the trace lists the changed segments that got
+  no NER for their language under ``not_english``;
 - numbers, dates and amounts — a regular-expression fallback used for every language (so
   Chinese text, which spaCy's English model cannot read, is still checked);
 - every match of the plan's anchors and every dictionary term.
@@ -33,7 +35,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.plan.protection import default_entity_labels
 from odcf.stages.base import Stage
-from odcf.textutil import detect_language
+from odcf.textutil import not_for_english_ner
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -127,8 +129,14 @@ class Verifier(Stage):
     def __call__(self, doc: Document, plan: Plan) -> Document:
         todo = [s for s in doc.segments if self._changed(s)]
         labels = frozenset(plan.protection.entities or default_entity_labels)
-        english = [s for s in todo if plan.language == "en" or (plan.language != "zh" and
-                                                                 detect_language(s.original[:400]) == "en")]
+        not_english: dict[str, list[str]] = {}
+        english: list[Segment] = []
+        for seg in todo:  # each segment's own language decides (see textutil.not_for_english_ner)
+            lang = not_for_english_ner(seg.original, plan.language)
+            if lang is None:
+                english.append(seg)
+            else:
+                not_english.setdefault(lang, []).append(seg.id)
         ner_scope = self._ner_scope(doc, plan, english)
         english = [s for s in english if ner_scope is None or s.id in ner_scope]
         ner_ents: dict[str, list[tuple[str, str]]] = {}
@@ -156,6 +164,7 @@ class Verifier(Stage):
         event = TraceEvent(stage=self.name, data={
             "checked": len(todo), "ner_checked": len(ner_ents),
             "patterns_only": len(todo) - len(ner_ents),
+            "not_english": dict(sorted(not_english.items())),
             "reverted": len(reverts), "reverts": reverts,
         })
         return doc.with_event(event, segments=segments)

@@ -180,6 +180,43 @@ def test_state_layer_is_validated_compact_and_abbreviated(hplan: Any) -> None:
         handoff(hplan, role="planner", items={"state": {"task_progress": "two"}})
 
 
+STATE_ONTOLOGY = """\
+odcf: 1
+domain: state_schema_test
+concepts:
+  - name: coverage
+    keywords: [coverage]
+abbreviations:
+  ROR: reservation of rights
+  ACV: actual cash value
+state:
+  letter_type: {type: string, enum: [reservation of rights, denial, payment]}
+  notes: {type: array, items: {type: string}}
+  settlement_basis: {type: string, pattern: '^(actual cash value|replacement cost value)$'}
+roles:
+  supervisor: {budget: 600, required: [instruction, state]}
+"""
+
+
+def test_handoff_state_abbreviations_keep_the_state_schema(tmp_path: Any) -> None:
+    from odcf.plan.compiler import compile_file
+    from odcf.plan.model import schema_problems
+
+    path = tmp_path / "state.yaml"
+    path.write_text(STATE_ONTOLOGY, encoding="utf-8")
+    plan = compile_file(str(path))
+    state = {"letter_type": "reservation of rights", "notes": ["settled at actual cash value"],
+             "settlement_basis": "actual cash value"}
+    r = handoff(plan, role="supervisor", items={"instruction": "Approve or reject the payment.", "state": state})
+    body = r.text.split("| state\n")[1].splitlines()[0]
+    assert body == ('{"letter_type":"reservation of rights","notes":["settled at ACV"],'
+                    '"settlement_basis":"actual cash value"}')
+    assert schema_problems(json.loads(body), plan.state_schema) == []
+    entry = r.record["handoff"]["state"][0]
+    assert entry["legend"] == {"ACV": "actual cash value"} and "ROR" not in r.text
+    assert list(entry["not_abbreviated"]) == ["/letter_type", "/settlement_basis"]
+
+
 def test_history_layers_on_a_long_chat(hplan: Any) -> None:
     msgs = []
     for k in range(1, 15):

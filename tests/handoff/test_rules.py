@@ -17,6 +17,7 @@ from odcf.handoff.mandatory import decide_mandatory
 from odcf.handoff.reasoning import truncate_reasoning
 from odcf.handoff.state import compact_state, expand_state
 from odcf.handoff.trust import cap_confidence
+from odcf.plan.model import schema_problems
 from odcf.tokens import get_counter
 
 COUNTER = get_counter("o200k_base")
@@ -170,6 +171,65 @@ def test_short_form_already_in_the_state_is_not_used() -> None:
 def test_abbreviation_always_round_trips(notes: list[str]) -> None:
     state = {"notes": notes}
     cs = compact_state(state, schema={}, abbreviations=ABBR)
+    assert expand_state(json.loads(cs.text), cs.legend) == state
+
+
+CLOSED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "letter_type": {"type": "string", "enum": ["reservation of rights", "denial", "payment"]},
+        "basis": {"type": "string", "pattern": "^(actual cash value|replacement cost value)$"},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "parties": {"type": "array", "items": {"type": "object", "properties": {
+            "role": {"const": "reservation of rights"}, "memo": {"type": "string"}}}},
+        "codes": {"type": "object", "patternProperties": {"^c_": {"enum": ["actual cash value", "none"]}}},
+        "either": {"anyOf": [{"enum": ["actual cash value"]}, {"type": "integer"}]},
+        "label": {"type": "string", "minLength": 10},
+    },
+}
+CLOSED_ABBR = {"ROR": "reservation of rights", "ACV": "actual cash value"}
+CLOSED_STATE = {"letter_type": "reservation of rights", "basis": "actual cash value",
+                "notes": ["settled at actual cash value", "reservation of rights sent"],
+                "parties": [{"role": "reservation of rights", "memo": "see actual cash value"}],
+                "codes": {"c_1": "actual cash value", "other": "actual cash value"},
+                "either": "actual cash value", "label": "actual cash value"}
+
+
+def test_abbreviation_never_breaks_the_state_schema() -> None:
+    cs = compact_state(CLOSED_STATE, schema=CLOSED_SCHEMA, abbreviations=CLOSED_ABBR)
+    delivered = json.loads(cs.text)
+    assert schema_problems(delivered, CLOSED_SCHEMA) == []
+    assert delivered == {"letter_type": "reservation of rights", "basis": "actual cash value",
+                         "notes": ["settled at ACV", "ROR sent"],
+                         "parties": [{"role": "reservation of rights", "memo": "see ACV"}],
+                         "codes": {"c_1": "actual cash value", "other": "ACV"},
+                         "either": "actual cash value", "label": "actual cash value"}
+    assert dict(cs.legend) == CLOSED_ABBR
+    assert expand_state(delivered, cs.legend) == CLOSED_STATE
+    # every value left whole is reported, with its reason
+    assert set(cs.kept) == {"/letter_type", "/basis", "/parties/0/role", "/codes/c_1", "/either", "/label"}
+    assert cs.kept["/letter_type"].startswith("enum: ") and cs.kept["/parties/0/role"].startswith("const: ")
+    assert cs.kept["/basis"] == ("abbreviated, it would fail the schema: "
+                                 "'ACV' does not match '^(actual cash value|replacement cost value)$'")
+    assert "is too short" in cs.kept["/label"]
+
+
+def test_no_legend_when_every_abbreviation_is_left_out() -> None:
+    state = {"letter_type": "reservation of rights"}
+    cs = compact_state(state, schema=CLOSED_SCHEMA, abbreviations=CLOSED_ABBR)
+    assert json.loads(cs.text) == state and not cs.legend
+    assert list(cs.kept) == ["/letter_type"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["reservation of rights", "actual cash value", "ROR", "x", " "]),
+                max_size=6).map("".join),
+       st.sampled_from(["reservation of rights", "denial", "payment"]),
+       st.sampled_from(["actual cash value", "replacement cost value"]))
+def test_abbreviated_state_always_validates_and_round_trips(note: str, letter: str, basis: str) -> None:
+    state = {"letter_type": letter, "basis": basis, "notes": [note], "label": note + " label text"}
+    cs = compact_state(state, schema=CLOSED_SCHEMA, abbreviations=CLOSED_ABBR)
+    assert schema_problems(json.loads(cs.text), CLOSED_SCHEMA) == []
     assert expand_state(json.loads(cs.text), cs.legend) == state
 
 

@@ -77,6 +77,20 @@ def test_instruction_state_and_chinese_segments_are_skipped():
     assert not spans(out.segments[0], "dep:")
     ev = next(e for e in out.trace if e.stage == "entities")
     assert ev.data["skipped"]["language"] == 1
+    assert ev.data["not_english"] == {"zh": [out.segments[0].id]}
+
+
+@pytest.mark.parametrize("language", ["zh", "en", "auto"])
+def test_each_segments_own_language_decides_whether_ner_runs(language):
+    # a zh domain quotes an English invoice: its names need the English NER all the same
+    out = run(["Buyer: Qingdao Haichuan Precision Machinery Co., Ltd. paid on March 4, 2024.",
+               "乙方不得在2024年3月前转让合同。"], language=language)
+    en, zh = out.segments
+    assert any("Haichuan" in text for text, _ in spans(en, "entity:ORG"))
+    assert spans(en, "entity:DATE")
+    assert not spans(zh, "entity:") and not spans(zh, "dep:")
+    ev = next(e for e in out.trace if e.stage == "entities")
+    assert ev.data["skipped"] == {"language": 1} and ev.data["not_english"] == {"zh": [zh.id]}
 
 
 def test_trace_counts_and_switches():

@@ -75,6 +75,19 @@ def test_chinese_uses_the_pattern_fallback():
     assert ("5000元", "MONEY") in fallback_entities(text)
 
 
+@pytest.mark.slow
+def test_english_segments_of_a_zh_domain_get_the_ner_check():
+    plan = Plan(domain="t", language="zh", protection=ProtectionRules(entities=("ORG",)))
+    texts = ["The servo motors were made by Siam Servo Co., Ltd. in Chonburi.", "合同于2024年3月1日生效，租金为5000元。"]
+    out = run(texts, ["Siam Servo Co., Ltd. ", "生效"], plan=plan)
+    en, zh = out.segments
+    assert en.status == "reverted" and "(ORG)" in en.reasons[-1]
+    assert zh.status == "compressed"  # no number lost; the English model does not read it
+    ev = next(e for e in out.trace if e.stage == "verify")
+    assert ev.data["ner_checked"] == 1 and ev.data["patterns_only"] == 1
+    assert ev.data["not_english"] == {"zh": [zh.id]}
+
+
 def test_unchanged_and_folded_segments_are_not_checked():
     out = run(["Nothing changes in 2024."], [], ner=False)
     ev = next(e for e in out.trace if e.stage == "verify")
