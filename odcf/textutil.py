@@ -263,11 +263,12 @@ _PRONOUN_OPENER_RE = re.compile(
     r"(?=[\u4e00-\u9fff]))")
 _PRONOUN_MAX_WORDS = 12
 _PRONOUN_MAX_CJK = 24
-#: "It" and "They" as a subject point back at any length ("It renews automatically for successive
+#: "It" and "They" as a subject, and "Its"/"Their" opening a sentence ("Their rated output is
+#: exactly 750 W."), point back at any length ("It renews automatically for successive
 #: 12-month periods unless …" says nothing of what renews) — except "it" as a dummy subject whose
 #: real subject follows: "It is likely that …", "It took three weeks to …".
 _PERSONAL_PRONOUN_RE = re.compile(
-    r"^[\"'\u201c\u2018(\[]*(?:(?i:it|they)|(?:His|Her) (?:Honour|Honor|Lordship|Ladyship))(?=\s+[a-z])"
+    r"^[\"'\u201c\u2018(\[]*(?:(?i:it|they|its|their)|(?:His|Her) (?:Honour|Honor|Lordship|Ladyship))(?=\s+[a-z])"
     r"(?!\s+(?:is|was|'s|would be|will be|could be|may be|might be|has been|had been|seems|seemed|appears|appeared"
     r"|remains|remained|takes|took|turns out|turned out|follows|followed|makes|made)\b[^.;:!?]*?"
     r"\b(?:that|to|whether|if|how|why|when|what)\b)")

@@ -87,7 +87,8 @@ class Budgeter(Stage):
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
         before, heads = _antecedents(doc)
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
-        groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads)
+        groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
+                         whole=_whole_sentences(doc))
         kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
         exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
@@ -103,7 +104,8 @@ class Budgeter(Stage):
             )
         if over_by:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
-        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads)
+        final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
+                                                    whole=groups.whole)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate, groups,
                                 strict=strict, role=contract.name)
         if decided and not live:
@@ -284,7 +286,8 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
 
 def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[int, float, int]], kept: set[str],
             cost: dict[str, int], budget: int, contract: RoleContract,
-            before: dict[str, str], heads: set[str]) -> tuple[list[Segment], int, dict[str, bool]]:
+            before: dict[str, str], heads: set[str], *,
+            whole: dict[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -329,6 +332,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "only with its first sentence")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
+            elif whole and seg.id in whole:
+                why += (f": the parts of a sentence that hold a marker go together, and its {len(whole[seg.id])} "
+                        f"need {sum(cost[i] for i in whole[seg.id])} tokens")
             final.append(seg.with_reason(
                 f"budget: {why} ({where} {seg.layer}, score {seg.score if seg.score is not None else 0:.2f}, "
                 f"{cost[seg.id]} tokens)", status="dropped"))
@@ -622,6 +628,24 @@ def _heads_left_by_copies(doc: Document, before: dict[str, str]) -> set[str]:
     return merged - live
 
 
+def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:
+    """The parts of a sentence cut for length that go together, by each one's id: its first part
+    (the main clause) and every later part that holds a marker (the ontology's "a sentence holding
+    one is kept whole": "provided, however, …" or "in no event …" in a later part must not be left
+    out of the obligation it limits). Later parts without a marker may still be left out, marked " … "."""
+    out: dict[str, tuple[str, ...]] = {}
+    parts: list[Segment] = []
+    for seg in (*doc.segments, None):
+        if seg is not None and seg.meta.get("cut_part") and parts and seg.source_id == parts[0].source_id:
+            parts.append(seg)
+            continue
+        ids = tuple(p.id for k, p in enumerate(parts) if k == 0 or p.meta.get("marker"))
+        if len(ids) > 1:
+            out.update(dict.fromkeys(ids, ids))
+        parts = [seg] if seg is not None and seg.meta.get("cut_part") == 0 else []
+    return out
+
+
 def _chain(sid: str, before: dict[str, str], present: Callable[[str], bool]) -> list[str]:
     """*sid* and the segments it needs (back to the first one *present* or that needs none), the
     needed ones first. A link back to a segment already in the chain ends it."""
@@ -635,21 +659,29 @@ class _Groups:
     """Which segments go in and out together: a sentence that points back needs the one before it."""
 
     def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]],
-                 merged: set[str] | None = None, heads: set[str] | None = None) -> None:
+                 merged: set[str] | None = None, heads: set[str] | None = None,
+                 whole: dict[str, tuple[str, ...]] | None = None) -> None:
         self.before = before
         self.tiers = tiers
         self.merged = merged or set()
         self.heads = heads or set()
+        self.whole = whole or {}  # each part of a sentence that goes whole -> all its parts
         self.after: dict[str, list[str]] = {}
         for sid, prior in before.items():
             self.after.setdefault(prior, []).append(sid)
 
     def to_add(self, sid: str, kept: set[str]) -> list[str]:
-        """What taking *sid* takes: it and the sentences it needs, or [] when one of those cannot
-        be delivered (dropped earlier, or a layer the role does not take). A sentence merged into
-        its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
-        chain = _chain(sid, self.before, lambda i: i in kept or i in self.merged)
-        return [i for i in chain if i not in self.merged] if all(i in self.tiers or i in self.merged for i in chain) else []
+        """What taking *sid* takes: it and the sentences it needs (every part of a sentence that
+        goes whole), or [] when one of those cannot be delivered (dropped earlier, or a layer the
+        role does not take). A sentence merged into its duplicate elsewhere (dedup) counts as
+        delivered: its words are there to read."""
+        out: list[str] = []
+        for part in self.whole.get(sid, (sid,)):
+            chain = _chain(part, self.before, lambda i: i in kept or i in self.merged)
+            if not all(i in self.tiers or i in self.merged for i in chain):
+                return []
+            out += [i for i in chain if i not in self.merged and i not in out]
+        return out
 
     def prune(self, gone: set[str], kept: set[str], required: set[str]) -> None:
         """After *gone* left *kept*: a head (heading, lead-in) none of whose segments is still kept
@@ -664,10 +696,12 @@ class _Groups:
                     todo.append(self.before[head])
 
     def dependents(self, sid: str) -> set[str]:
-        """*sid* and every sentence that, directly or through others, points back to it."""
+        """*sid* and every sentence that, directly or through others, points back to it (and the
+        other parts of a sentence that goes whole)."""
         out, todo = {sid}, [sid]
         while todo:
-            for nxt in self.after.get(todo.pop(), ()):
+            cur = todo.pop()
+            for nxt in (*self.after.get(cur, ()), *self.whole.get(cur, ())):
                 if nxt not in out:
                     out.add(nxt)
                     todo.append(nxt)

@@ -264,6 +264,58 @@ def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
     return out
 
 
+#: A sentence that corrects or replaces a value said before it: "correction: it's 36 people, not
+#: 34", "Addendum 2: the submission deadline is extended to 15 August", "Actually, the budget is
+#: €40,000", "变更为", "以此为准".
+CORRECTION_RE = re.compile(
+    r"\b(?i:corrections?|corrected|erratum|errata|addend(?:um|a)|amended|revised|updated|supersed(?:e|es|ed|ing)"
+    r"|replaced by|actually|no longer|(?:is|are) now|now (?:is|are|stands at)"
+    r"|(?:extended|postponed|changed|moved|reduced|increased|cut|raised|lowered|brought forward) to)\b"
+    r"|\bnot\s+[€$£¥]?\d|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
+_NUMBER_RE = re.compile(r"\d[\d,.]*")
+#: How many segments before a correction it is compared with (bounded work on long inputs).
+CORRECTION_WINDOW = 400
+
+
+def _keys(text: str) -> tuple[set[str], set[str]]:
+    return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
+            {n.rstrip(".,") for n in _NUMBER_RE.findall(text)})
+
+
+def lift_corrections(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+    """*scores* with each segment that corrects something said before it (:data:`CORRECTION_RE`)
+    raised just above the best score of the earlier segments it speaks of: those sharing a number with it,
+    or two words. Else the stale value ("3 lunches x 34 x €24 … total €4,420") ranks above its
+    correction ("correction: it's 36 people, not 34") and is delivered as if current. Returns the
+    scores and how many were raised.
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(
+    ...     ["The submission deadline is 8 August 2025.", "Lunch is served at noon.",
+    ...      "Addendum 2: the submission deadline is extended to 15 August 2025."])]
+    >>> lift_corrections(segs, {"s0": 0.9, "s1": 0.5, "s2": 0.3})
+    ({'s0': 0.9, 's1': 0.5, 's2': 0.900001}, 1)
+    """
+    out = dict(scores)
+    keys: dict[str, tuple[set[str], set[str]]] = {}
+    raised = 0
+    for k, seg in enumerate(segments):
+        if seg.id not in out or not CORRECTION_RE.search(seg.text):
+            continue
+        mine = keys.setdefault(seg.id, _keys(seg.text))
+        best = out[seg.id]
+        for prior in segments[max(0, k - CORRECTION_WINDOW):k]:
+            if prior.id not in out or out[prior.id] <= best:
+                continue
+            theirs = keys.setdefault(prior.id, _keys(prior.text))
+            if mine[1] & theirs[1] or len(mine[0] & theirs[0]) >= 2:
+                best = out[prior.id]
+        if best > out[seg.id]:
+            out[seg.id] = round(best + 1e-6, 6)  # just above: at a tight budget the newer value goes first
+            raised += 1
+    return out, raised
+
+
 def unlift(score: float, hit: bool) -> float:
     """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
     segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
@@ -338,6 +390,7 @@ class LexicalRanker(Stage):
         top_raw = max(raw) if raw else 0.0
         names, hits = exact_hits(live, doc.query)
         scores = lift_hits({seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)}, hits)
+        scores, corrected = lift_corrections(live, scores)
         for seg in live:
             new[seg.id] = seg.replace(score=scores[seg.id])
         for seg in doc.segments:
@@ -352,5 +405,6 @@ class LexicalRanker(Stage):
             "scorer": scorer, "segments": len(live), "queries": used_queries,
             "languages": dict(sorted(langs.items())),
             **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
+            **({"corrections_raised": corrected} if corrected else {}),
         })
         return doc.with_event(event, segments=segments, meta=meta)

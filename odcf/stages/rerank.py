@@ -44,7 +44,7 @@ import numpy as np
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.stages.rank import exact_hits, lift_hits, unlift
+from odcf.stages.rank import exact_hits, lift_corrections, lift_hits, unlift
 from odcf.textutil import detect_language
 from odcf.tokens import get_counter
 
@@ -229,6 +229,10 @@ class EmbeddingReranker(Stage):
             new_scores.update(lift_hits(own, hits))
             data.update({"query_identifiers": names, "exact_matches": len(hits)})
 
+        if new_scores:
+            new_scores, corrected = lift_corrections(english, new_scores)
+            if corrected:
+                data["corrections_raised"] = corrected
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)
         counts = Counter(langs.values())
         scorers: dict[str, str] = {}

@@ -708,3 +708,11 @@ def test_a_field_under_a_labelled_line_is_never_delivered_after_that_label():
     # a message's next line of words is still the speaker's
     chat = seg("Alice: I checked the logs. Nothing odd.\nThe error is in the billing module.\nBob: Thanks.")
     assert [s.meta.get("speaker") for s in chat if s.text.startswith("The error")] == ["Alice:"]
+
+
+def test_a_bare_negation_ending_a_paragraph_goes_with_the_sentence_before_it():
+    out = seg("Interstitial lung disease of any grade: permanently discontinue. Do not rechallenge.\n\n"
+              "The next paragraph starts here. Ok.")
+    assert [s.text for s in out] == [
+        "Interstitial lung disease of any grade: permanently discontinue. Do not rechallenge.",
+        "The next paragraph starts here.", "Ok."]

@@ -310,7 +310,8 @@ class Segmenter(Stage):
                 last_label = None
             # the next line of a message (no label of its own): the message's speaker, not its opening
             said_by = label if label is not None else last_label
-            for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words):
+            for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words,
+                                        backward=said_by is None):
                 cuts = _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
                 for part, (cs, ce) in enumerate(cuts):
                     meta = speaker_meta(said_by, cs - ps if label is not None else len(line))
@@ -506,9 +507,18 @@ def _word_count(sentence: str) -> int:
     return len(sentence.split()) + len(HAN_RE.findall(sentence)) // 2
 
 
-def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> list[tuple[int, int]]:
+#: A very short sentence that only negates or forbids ("Do not rechallenge.", "Never.", "Not
+#: permitted."): what it forbids is in the sentence before it.
+_BARE_NEGATION_RE = re.compile(r"(?i:do not|don't|never|not|no)\b")
+
+
+def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
+                  backward: bool = True) -> list[tuple[int, int]]:
     """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
-    number or a lead-in is never kept without the sentence it introduces (or dropped from it)."""
+    number or a lead-in is never kept without the sentence it introduces (or dropped from it); a
+    very short last sentence ("… permanently discontinue. Do not rechallenge.") to the one before
+    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`; with *backward*, not in a
+    transcript's line, where a sentence is delivered after its speaker's label)."""
     if min_words <= 0 or len(spans) < 2:
         return spans
     out: list[tuple[int, int]] = []
@@ -518,6 +528,11 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int) -> li
         short = _word_count(text[a:b]) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
         if short:
             pending = start
+            continue
+        if (backward and pending is None and k + 1 == len(spans) and out and _word_count(text[a:b]) < min_words
+                and _BARE_NEGATION_RE.match(text, a)
+                and "\n\n" not in text[out[-1][1]:a]):
+            out[-1] = (out[-1][0], b)
             continue
         out.append((start, b))
         pending = None
