@@ -690,3 +690,26 @@ def test_labelled_lines_that_go_on_with_other_labels_are_a_form_not_a_mail_heade
     assert not any(s.meta.get("mail_field") for s in seg("## Outbound flight\n\n" + leg + "\n\nCheck in early."))
     mail = "**From:** Marcus Hale (customer)\n**Date:** 2025-05-06 09:22 UTC\n\nYes, we send the header."
     assert [s.meta.get("mail_field") for s in seg(mail)][:2] == ["from", "date"]
+
+
+def test_a_closing_quote_or_bracket_after_the_full_stop_stays_with_its_sentence():
+    # 'the pump "simply stopped running.' was delivered with an unbalanced quote: the closing mark
+    # went to the space before the next sentence
+    text = 'The insured states that the pump "simply stopped running." Approximately 4 inches of water.'
+    assert [s.text for s in seg(text)] == ['The insured states that the pump "simply stopped running."',
+                                           "Approximately 4 inches of water."]
+    for closed in ("“It stopped.”", "'It stopped.'", "‘It stopped.’", "(It stopped.)", "[It stopped.]",
+                   "«It stopped.»", "He asked “why?”", "(“Stop!”)"):
+        text = f"She said {closed} Then it rained."
+        assert [text[a:b] for a, b in split_sentences(text)] == [f"She said {closed}", "Then it rained."]
+
+
+def test_a_closing_chinese_quote_after_the_full_stop_stays_with_its_sentence():
+    text = "被保险人称：“水泵突然停了。”地下室积水约10厘米。「好。」『行！』（见附件。）他走了。"
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        "被保险人称：“水泵突然停了。”", "地下室积水约10厘米。", "「好。」", "『行！』", "（见附件。）", "他走了。"]
+    # a straight quote after 。 closes when the sentence opened one, else it opens the next sentence
+    text = '他说:"我不去。"然后走了。第一句。"第二句"是引用。'
+    assert [text[a:b] for a, b in split_sentences(text)] == ['他说:"我不去。"', "然后走了。", "第一句。", '"第二句"是引用。']
+    out = seg("被保险人称：“水泵突然停了。”\n地下室积水约10厘米。")
+    assert [s.text for s in out] == ["被保险人称：“水泵突然停了。”", "地下室积水约10厘米。"]
