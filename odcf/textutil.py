@@ -187,36 +187,62 @@ _ABBREV = frozenset(
 # Units ("12 ft.", "30 min.") are not listed: before a lower-case word there is no cut anyway, and
 # before a capital ("for 30 min. Then …") they usually end the sentence.
 
-# A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a likely sentence
-# start (a capital, a digit, or a CJK character: "Done. 下一步。"), or right after a CJK full stop,
-# exclamation, question mark or semicolon.
+# A sentence ends at . ! ? followed by space and a likely sentence start (a capital, a digit, or a
+# CJK character: "Done. 下一步。"), or right after a CJK full stop, exclamation, question mark or
+# semicolon. The closing quotation marks and brackets right after the mark (group "close" or
+# "cjk") belong to the sentence they close: 'the pump "simply stopped running."', '他说：“我不去。”'.
+_CLOSERS = "\"'\u201d\u2019)\\]\u00bb\u300d\u300f\uff09"
 _BOUNDARY_RE = re.compile(
-    r"(?:(?<=[.!?])[\"'\u201d\u2019)\]]*\s+"
+    r"(?:(?<=[.!?])(?P<close>[" + _CLOSERS + r"]*)\s+"
     # a footnote opens with its mark: "¹ Restated for …", "† Not audited."
     r"(?=[\"'\u201c\u2018(\[\u300c\u300e]?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "])"
-    r"|(?<=[\u3002\uff01\uff1f\uff1b])[\"'\u201d\u2019\u300d\u300f)\uff09]*\s*)"
+    r"|(?<=[\u3002\uff01\uff1f\uff1b])(?P<cjk>[" + _CLOSERS + r"]*)\s*)"
 )
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each sentence in *text*, whitespace between sentences excluded."""
+    """``(start, end)`` of each sentence in *text*, whitespace between sentences excluded; the
+    closing quotation marks and brackets after a sentence's final mark are part of it.
+
+    >>> t = 'He said "it stopped." Then 他说：“不行。”然后走了。'
+    >>> [t[a:b] for a, b in split_sentences(t)]
+    ['He said "it stopped."', 'Then 他说：“不行。”', '然后走了。']
+    """
     spans: list[tuple[int, int]] = []
     start = 0
     n = len(text)
     for m in _BOUNDARY_RE.finditer(text):
-        cut = m.start()
-        if cut <= start:
+        mark = m.start()  # right after the final . ! ? 。 …
+        if mark <= start:
             continue
-        candidate = text[start:cut]
-        if _ends_with_abbreviation(candidate):
+        if _ends_with_abbreviation(text[start:mark]):
             continue
+        spaced = m.group("close") is not None
+        closers = m.group("close") if spaced else m.group("cjk")
+        cut = mark + _closing(text, start, mark, closers, spaced=spaced)
         spans.append((start, _rstrip_end(text, start, cut)))
-        start = m.end()
+        # a straight quote after 。 that opens the next sentence ('。"下一句"') starts it
+        start = m.end() if cut == mark + len(closers) else cut
     if start < n:
         end = _rstrip_end(text, start, n)
         if end > start:
             spans.append((start, end))
     return [(s, e) for s, e in spans if e > s]
+
+
+def _closing(text: str, start: int, mark: int, closers: str, *, spaced: bool) -> int:
+    """How many of *closers*, the quotation marks and brackets right after a sentence's final mark at
+    *mark*, close that sentence. Before white space, all of them; after a CJK mark with no space, a
+    straight quote (which opens as well as closes) only when the sentence holds an odd number of it:
+    '他说:"我不去。"然后' closes, '第一句。"第二句"是引用。' opens the next sentence."""
+    if spaced:
+        return len(closers)
+    k = 0
+    for ch in closers:
+        if ch in "\"'" and text.count(ch, start, mark + k) % 2 == 0:
+            break
+        k += 1
+    return k
 
 
 def _rstrip_end(text: str, start: int, end: int) -> int:

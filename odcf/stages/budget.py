@@ -29,7 +29,8 @@ compressed text happens to hold above it. A segment whose meta names another in
 ``budget_needs`` goes only with that one the same way (a handoff links its history turns so).
 
 A markdown section's segments go only with its heading (and a sub-heading with the heading above
-it), and the rows, items or lines of a block go only with the sentence that introduces it (one
+it; a plain-text contract's "ARTICLE 10 — INDEMNITY" is a heading too, with the level the segmenter
+gave it), and the rows, items or lines of a block go only with the sentence that introduces it (one
 ending in ":" right before the block): a heading or such a lead-in is never delivered on its own,
 and leaves when the last of what it heads leaves. Delivered without them, "Do not drive for two
 weeks" under the heading of another section, or an empty "## Allergies", would mislead.
@@ -381,8 +382,12 @@ _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
 
 
 def _heading_level(seg: Segment) -> int:
+    """1–6 for a markdown heading (its ``#``), the level the segmenter gave a plain-text one
+    ("ARTICLE 10 — INDEMNITY": 2, see :mod:`odcf.stages.segment.headings`), 7 for a bold title."""
     if seg.kind != "heading":
         return _BOLD_LEVEL
+    if "heading_level" in seg.meta:
+        return int(seg.meta["heading_level"])
     return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
 
 

@@ -750,3 +750,36 @@ def test_a_correction_ranks_with_what_it_corrects(plan, text, query, stale, fres
         r = Compressor(plan).compress(text, query=query, budget=budget, annotate=False)
         if stale in r.text:
             assert fresh in r.text, (budget, r.text)
+
+
+def test_a_plain_text_contract_heading_goes_with_its_section_and_never_alone(plan):
+    # "ARTICLE 10 — INDEMNITY" was a sentence: delivered alone (the whole output, when the clause under
+    # it did not fit), and "Section 7.1 … holdover" was delivered under "ARTICLE 5 — RENEWAL OPTION"
+    text = ("OFFICE LEASE\n\nARTICLE 5 — RENEWAL OPTION\n\nSection 5.1 Option. Tenant may extend the Term once for "
+            "five (5) years by notice given twelve (12) months before the Expiration Date.\n\n"
+            "ARTICLE 7 — HOLDOVER\n\nSection 7.1 If Tenant remains in possession after the Expiration Date, Tenant "
+            "shall pay Base Rent at one hundred fifty percent (150%) of the last rate.\n\n"
+            "ARTICLE 8 — SUBORDINATION\n\nSection 8.1 This Lease is subordinate to every mortgage on the Building.\n\n"
+            "ARTICLE 10 — INDEMNITY\n\nSection 10.1 Indemnity. Tenant shall indemnify, defend and hold harmless "
+            "Landlord from any claim arising from the use of the Premises, except for the gross negligence of "
+            "Landlord.")
+    heads = ("ARTICLE 5 — RENEWAL OPTION", "ARTICLE 7 — HOLDOVER", "ARTICLE 8 — SUBORDINATION", "ARTICLE 10 — INDEMNITY")
+    seen = set()
+    for query in ("Does the tenant indemnify the landlord?", "holdover rent after expiration"):
+        for budget in range(8, 130, 6):
+            r = make(plan).compress(text, query=query, budget=budget, annotate=False)
+            assert r.tokens_out <= budget
+            assert r.text == r.text.strip()
+            paragraphs = r.text.split("\n\n") if r.text else []
+            seen.add(r.text)
+            for k, par in enumerate(paragraphs):
+                if par in heads:  # never alone, never as the last word, always above its own section
+                    assert k + 1 < len(paragraphs) and not paragraphs[k + 1].startswith("ARTICLE"), r.text
+                    assert paragraphs[k + 1].startswith(f"Section {par.split()[1]}."), r.text
+                elif par.startswith("Section"):
+                    assert k > 0 and paragraphs[k - 1] == next(h for h in heads if h.split()[1] == par.split()[1].split(".")[0]), r.text
+            for seg in r.document.segments:
+                if seg.dropped and seg.kind == "heading":
+                    assert any("delivered only with a part of what it heads" in why or "no room" in why
+                               for why in seg.reasons)
+    assert "ARTICLE 7 — HOLDOVER\n\nSection 7.1 If Tenant remains" in "\n".join(seen)

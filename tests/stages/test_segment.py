@@ -716,3 +716,63 @@ def test_a_bare_negation_ending_a_paragraph_goes_with_the_sentence_before_it():
     assert [s.text for s in out] == [
         "Interstitial lung disease of any grade: permanently discontinue. Do not rechallenge.",
         "The next paragraph starts here.", "Ok."]
+
+
+def test_a_closing_quote_or_bracket_after_the_full_stop_stays_with_its_sentence():
+    # 'the pump "simply stopped running.' was delivered with an unbalanced quote: the closing mark
+    # went to the space before the next sentence
+    text = 'The insured states that the pump "simply stopped running." Approximately 4 inches of water.'
+    assert [s.text for s in seg(text)] == ['The insured states that the pump "simply stopped running."',
+                                           "Approximately 4 inches of water."]
+    for closed in ("“It stopped.”", "'It stopped.'", "‘It stopped.’", "(It stopped.)", "[It stopped.]",
+                   "«It stopped.»", "He asked “why?”", "(“Stop!”)"):
+        text = f"She said {closed} Then it rained."
+        assert [text[a:b] for a, b in split_sentences(text)] == [f"She said {closed}", "Then it rained."]
+
+
+def test_a_closing_chinese_quote_after_the_full_stop_stays_with_its_sentence():
+    text = "被保险人称：“水泵突然停了。”地下室积水约10厘米。「好。」『行！』（见附件。）他走了。"
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        "被保险人称：“水泵突然停了。”", "地下室积水约10厘米。", "「好。」", "『行！』", "（见附件。）", "他走了。"]
+    # a straight quote after 。 closes when the sentence opened one, else it opens the next sentence
+    text = '他说:"我不去。"然后走了。第一句。"第二句"是引用。'
+    assert [text[a:b] for a, b in split_sentences(text)] == ['他说:"我不去。"', "然后走了。", "第一句。", '"第二句"是引用。']
+    out = seg("被保险人称：“水泵突然停了。”\n地下室积水约10厘米。")
+    assert [s.text for s in out] == ["被保险人称：“水泵突然停了。”", "地下室积水约10厘米。"]
+
+
+def _heads(text, kind="text"):
+    return [(s.text, s.meta.get("heading_level")) for s in seg(text, kind=kind) if s.kind == "heading"]
+
+
+def test_capitalised_title_lines_of_a_plain_text_contract_are_headings_with_a_level():
+    text = ("OFFICE LEASE\n\nPART II GENERAL CONDITIONS\n\nARTICLE 10 — INDEMNITY\n\nSection 10.1 Indemnity. "
+            "Tenant shall indemnify Landlord.\n\n10.2 NOTICE OF CLAIMS\nLandlord shall notify Tenant promptly.\n\n"
+            "1. DEFINITIONS\n\n\"Premises\" means Suite 1450.\n\nSCHEDULE B\n\nARTICLE 11\nSUBORDINATION\n\n"
+            "This Lease is subordinate to every mortgage.")
+    out = seg(text)
+    assert "".join(s.sep + s.text for s in out) == text  # the text is cut, never changed
+    assert _heads(text) == [("PART II GENERAL CONDITIONS", 1), ("ARTICLE 10 — INDEMNITY", 2),
+                            ("10.2 NOTICE OF CLAIMS", 4), ("1. DEFINITIONS", 3), ("ARTICLE 11\nSUBORDINATION", 2)]
+    # two title lines of one level in a row head nothing: "OFFICE LEASE" above "PART II", "SCHEDULE B" above "ARTICLE 11"
+    assert [s.kind for s in out if s.text in ("OFFICE LEASE", "SCHEDULE B")] == ["sentence", "sentence"]
+    assert next(s for s in out if s.text.startswith("Landlord shall")).kind == "sentence"
+    zh = "第三章 违约责任\n\n第十条 甲方逾期付款的，应按日支付违约金。\n\n第十一条 验收标准\n乙方应按附件一交货。"
+    assert _heads(zh) == [("第三章 违约责任", 2), ("第十一条 验收标准", 3)]
+
+
+def test_shouted_sentences_labels_tables_lists_code_and_mail_are_not_plain_headings():
+    for text in ("DO NOT EXCEED 4 G PER DAY.\n\nTake with food.", "DO NOT EXCEED 4 G PER DAY\n\nTake with food.",
+                 "WARNING: KEEP OUT OF REACH OF CHILDREN\n\nStore below 25 °C.",
+                 "THE TENANT SHALL PAY ALL RENT WHEN DUE\n\nRent is due monthly.",
+                 "| ITEM | QTY |\n|---|---|\n| PUMP | 2 |\n\nTotal 2.", "1. APPLES\n\n2. PEARS\n\n3. PLUMS",
+                 "ACME CORP\n123 MAIN ST\n\nDear Sir, the pump failed.", "MAX_RETRIES = 3\nTIMEOUT = 30\n\nDone.",
+                 "SUBJECT: PUMP FAILURE\n\nThe pump failed.", "PROFESSOR E: OK.\n\nThe pump failed.",
+                 "The pump failed.\nARTICLE 5 RENT\nRent is due.", "ARTICLE 8 — SUBORDINATION",
+                 "Article 10 — Indemnity\n\nTenant shall indemnify Landlord."):
+        assert _heads(text) == [], text
+    # in a markdown document only markdown's headings are headings (their levels would mix)
+    assert _heads("# Lease\n\nARTICLE 10 — INDEMNITY\n\nTenant shall indemnify Landlord.", kind="markdown") == [
+        ("# Lease", None)]
+    # nor in a chat
+    assert _heads("ARTICLE 10 — INDEMNITY\n\nTenant shall indemnify Landlord.", kind="chat") == []

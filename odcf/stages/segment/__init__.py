@@ -1,15 +1,18 @@
 """Segmentation: cut each source into the units later stages keep, change or drop.
 
-Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole, tables,
-fenced code and runs of list/log lines become block segments (split when very long),
+Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole, and so do the
+capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "第三章 违约责任":
+:mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
+tables, fenced code and runs of list/log lines become block segments (split when very long),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON. Quoted lines of a reply ("> …") are cut in whole lines, so that
 each keeps its marker, and each line of an email's header (From:, To:, …) is a segment of its own. Segments cover their source completely: joining
 ``sep + text`` of every segment gives back the (normalized) source text, less trailing
 whitespace.
 
-Parts: :mod:`.mail` (email headers, quoted replies, transcripts and chat exports), :mod:`.tables`
-(pipe and delimited tables), :mod:`.jsonparts` (JSON members), :mod:`.lines` (what they share).
+Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
+transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
+members), :mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage
+from odcf.stages.segment.headings import plain_heading
 from odcf.stages.segment.jsonparts import top_level_members, value_container
 from odcf.stages.segment.lines import (
     FENCE_RE,
@@ -195,6 +199,8 @@ class Segmenter(Stage):
         i = 0
         n = len(lines)
         code_runs: _CodeRuns | None = None
+        # capitalised title lines are headings only where markdown's are not used (levels would mix)
+        plain = not turn and not any(HEADING_RE.match(line) for _, _, line in lines)
         single_until = 0  # lines before this index are one paragraph each (a run of long items)
         speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
         quotes = messages = 0  # quoted blocks and email headers so far
@@ -268,6 +274,14 @@ class Segmenter(Stage):
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
                 paragraph += 1
                 i = table_end
+                continue
+            heading = plain_heading(lines, i) if plain else None
+            if heading is not None:
+                # "ARTICLE 10 — INDEMNITY" on a line of its own: a heading of its level, as "## …" is
+                end, level = heading
+                pieces.append(_line_piece(lines[i:end], "heading", paragraph, {"heading_level": level}))
+                paragraph += 1
+                i = end
                 continue
             marked_end, prefix_end = _list_run(lines, i), _prefix_run(lines, i)
             list_end = max(marked_end, prefix_end)

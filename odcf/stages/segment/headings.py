@@ -1,0 +1,118 @@
+"""Plain-text headings: the capitalised title lines of contracts, policies and statutes written
+without markdown ("ARTICLE 10 — INDEMNITY", "PART II GENERAL CONDITIONS", "1. DEFINITIONS",
+"SCHEDULE B", "第三章 违约责任").
+
+A heading is a short line on its own: the text starts or a blank line comes before it; it is in
+capitals (or a Chinese 第…编/章/节/条 number and a short title), ends without sentence punctuation,
+and is neither a table row, a mail field, code, nor a statement shouted in capitals ("DO NOT EXCEED
+4 G PER DAY", "WARNING: KEEP AWAY FROM CHILDREN"). Something that is not a heading of its level or
+above must follow it (two capitalised lines of one level in a row are a title page or an address
+block; a run of numbered capitalised lines is a list). Its level, like a markdown heading's:
+
+====  ===================================================================================
+1     PART, BOOK, DIVISION, TITLE with a number; 第…编
+2     ARTICLE, CHAPTER, SCHEDULE, EXHIBIT, ANNEX, APPENDIX, ATTACHMENT, ADDENDUM; 第…章
+3     SECTION, CLAUSE, §, a number with a full stop ("1. DEFINITIONS"), a capitalised title
+      without a number ("BASIC LEASE INFORMATION"); 第…节, 第…条
+4     a dotted number ("10.2 INDEMNITY PROCEDURE")
+====  ===================================================================================
+
+A numbered heading may go on in a capitalised title on the next line ("ARTICLE 10" / "INDEMNITY"):
+one heading of two lines. The segmenter looks for these only in a source without markdown
+headings, so that the two kinds of level never mix.
+"""
+from __future__ import annotations
+
+import re
+
+from odcf.stages.segment.lines import LIST_RE
+
+_KEYWORD_LEVEL = {
+    "PART": 1, "BOOK": 1, "DIVISION": 1, "TITLE": 1,
+    "ARTICLE": 2, "CHAPTER": 2, "SCHEDULE": 2, "EXHIBIT": 2, "ANNEX": 2, "APPENDIX": 2, "ATTACHMENT": 2,
+    "ADDENDUM": 2,
+    "SECTION": 3, "CLAUSE": 3, "§": 3,
+}
+_ROMAN = r"[IVXLC]{1,6}"
+#: A heading's number: a clause word with a number, letter or roman numeral ("ARTICLE 10",
+#: "SCHEDULE B", "PART II", "§ 4"), or a number with a full stop ("1.", "4.2", "4.2.")
+_NUMBERED_RE = re.compile(
+    r"^(?P<word>PART|BOOK|DIVISION|TITLE|ARTICLE|CHAPTER|SCHEDULE|EXHIBIT|ANNEX|APPENDIX|ATTACHMENT|ADDENDUM"
+    r"|SECTION|CLAUSE|§)\s*(?:\d{1,3}(?:\.\d{1,3})*[A-Z]?|" + _ROMAN + r"|[A-Z](?:-\d{1,2})?)\.?(?=\s|$)"
+    r"|^(?P<dotted>\d{1,2}(?:\.\d{1,2})+)\.?(?=\s)"
+    r"|^(?P<num>\d{1,2}|" + _ROMAN + r")\.(?=\s)")
+#: A Chinese heading: 第三章 违约责任, 第5条 付款方式 (the title up to 20 characters, no punctuation of a sentence).
+_ZH_RE = re.compile(r"^第[\d一二三四五六七八九十百千零〇]{1,6}(?P<unit>编|部分|章|节|条)(?:\s*[^\s。！？；，,.:：;!?]{1,20})?$")
+_ZH_LEVEL = {"编": 1, "部分": 1, "章": 2, "节": 3, "条": 3}
+#: What a capitalised heading may hold besides capital letters and digits.
+_HEADING_MARKS = frozenset(" \t.,&/'’()-–—:§")
+#: A line in capitals that says something rather than names a part.
+_STATEMENT_RE = re.compile(r"\b(?:MUST|SHALL|SHOULD|WILL|WOULD|CANNOT|CAN'T|NEVER|DON'T|DOESN'T|DO NOT|DOES NOT"
+                           r"|DID NOT|MAY NOT|NOT TO)\b")
+_LETTERS_RE = re.compile(r"[^\W\d_]{3,}")
+#: Sentence punctuation a heading does not end with.
+_ENDS = (".", "!", "?", ";", ":", ",", "。", "！", "？", "；", "：", "，")
+_MAX_WORDS = 12
+_MAX_WORDS_UNNUMBERED = 8
+
+
+def heading_level(line: str) -> tuple[int, bool] | None:
+    """(level, numbered) of *line* read as a plain-text heading, or None when it cannot be one.
+
+    >>> [heading_level(s) for s in ("ARTICLE 10 — INDEMNITY", "PART II GENERAL CONDITIONS", "1. DEFINITIONS",
+    ...  "10.2 INDEMNITY PROCEDURE", "BASIC LEASE INFORMATION", "第三章 违约责任")]
+    [(2, True), (1, True), (3, True), (4, True), (3, False), (2, True)]
+    >>> [heading_level(s) for s in ("DO NOT EXCEED 4 G PER DAY.", "DO NOT EXCEED 4 G PER DAY", "WARNING: HOT SURFACE",
+    ...  "| A | B |", "Article 10 — Indemnity", "MAX_RETRIES = 3", "第五条 甲方应于合同签订后五日内付款。", "OK")]
+    [None, None, None, None, None, None, None, None]
+    """
+    text = line.strip()
+    if not text or text.endswith(_ENDS) or len(text) > 120:
+        return None
+    z = _ZH_RE.match(text)
+    if z:
+        return _ZH_LEVEL[z.group("unit")], True
+    if not all((ch.isalpha() and ch.isupper()) or ch.isdigit() or ch in _HEADING_MARKS for ch in text):
+        return None
+    if not _LETTERS_RE.search(text) or _STATEMENT_RE.search(text):
+        return None
+    words = len(text.split())
+    m = _NUMBERED_RE.match(text)
+    if m is None:
+        # "WARNING: HOT SURFACE" labels what it says; a title without a number has no colon
+        return (3, False) if words <= _MAX_WORDS_UNNUMBERED and ":" not in text else None
+    if words > _MAX_WORDS:
+        return None
+    if m.group("word"):
+        return _KEYWORD_LEVEL[m.group("word")], True
+    return (4 if m.group("dotted") else 3), True
+
+
+def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] | None:
+    """(end line index, exclusive; level) of a plain-text heading that opens at line *i*, or None."""
+    if i > 0 and lines[i - 1][2].strip():
+        return None  # inside a paragraph
+    first = heading_level(lines[i][2])
+    if first is None:
+        return None
+    n = len(lines)
+    end = i + 1
+    if end < n and lines[end][2].strip():
+        nxt = heading_level(lines[end][2])
+        if nxt is not None:
+            # "ARTICLE 10" / "INDEMNITY": a number, then its title on the next line; any other
+            # lines in capitals in a row are not a heading
+            if not first[1] or nxt[1] or LIST_RE.match(lines[end][2]):
+                return None
+            end += 1
+            if end < n and lines[end][2].strip() and heading_level(lines[end][2]) is not None:
+                return None
+    k = end
+    while k < n and not lines[k][2].strip():
+        k += 1
+    if k == n:
+        return None  # heads nothing
+    after = heading_level(lines[k][2]) if k > end else None
+    if after is not None and after[0] <= first[0]:
+        return None  # heads nothing: the next line is a heading of its level or above (or a list's next item)
+    return end, first[0]
