@@ -9,7 +9,10 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   The attribute is the value's type, refined by a keyword before it in the sentence
   ("refund amount", "price", "departure date"…). A value belongs to the nearest identifier
   before it in its clause (sentence, line or ``;`` part), or after it when none is before,
-  and only within ``MAX_DISTANCE`` characters.
+  and only within ``MAX_DISTANCE`` characters. A bare number ("3", "24", "2,448") is a count or
+  an amount, never an entity, even when a plan anchor matches it. A clause that names no
+  identifier states a value of its subject: "Headcount is 34 people" is attribute ``headcount``
+  of no named entity (``entity`` ""), so "Headcount is 36 people" from another item conflicts.
 - **JSON** (tool output, state): every object with an id field (``order_id``, ``reservation_id``,
   ``flight_number``, ``id``…, or any key ending in ``_id``, ``_number``, ``_no``, ``_ref``, ``Id``,
   ``Number``: ``claim_id``, ``policyNumber``) is an entity, qualified by its parents' ids and its ``date``;
@@ -147,18 +150,28 @@ class Conflict:
                                      "not delivered" if delivered is not None and i not in delivered else "") if x)
                 for i, o, t, c in zip(v.items, v.origins, v.timestamps, v.confidences))
             parts.append(f"{v.raw} [{where}]")
-        return f"- {self.entity} {self.attribute}: " + " vs ".join(parts)
+        return f"- {' '.join(x for x in (self.entity, self.attribute) if x)}: " + " vs ".join(parts)
 
 
 def _id_regex(extra: Sequence[re.Pattern[str]] = ()) -> list[re.Pattern[str]]:
     return [re.compile(p) for p in _ID_PATTERNS] + list(extra)
 
 
+#: Anchor names that say "a number" without saying of what: their matches are quantities, not ids.
+_GENERIC_NUMBER_NAMES = frozenset({"number", "numbers", "num", "nr", "no", "integer", "decimal"})
+#: A bare number ("3", "24", "2,448", "6322.80"): a count or an amount, never an entity to key a
+#: conflict on (a long digit run, a tracking or account number, still is one).
+_BARE_NUMBER_RE = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d{1,9})(?:\.\d+)?")
+
+
 def id_anchors(plan: Any) -> list[re.Pattern[str]]:
     """The plan's anchors that name identifiers (name holds id/number/code/ref)."""
     out: list[re.Pattern[str]] = []
     for a in getattr(getattr(plan, "protection", None), "anchors", ()):
-        # "code" is left out on purpose: airport, currency and error codes name kinds, not entities
+        # "code" is left out on purpose: airport, currency and error codes name kinds, not entities;
+        # an anchor named only "number" (any number) names no kind of thing at all
+        if a.name.lower() in _GENERIC_NUMBER_NAMES:
+            continue
         if re.search(r"(?:^|_)(?:id|ids|no|num|nr|number|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
             out.append(a.regex)
     return out
@@ -291,9 +304,12 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) 
         ids: list[tuple[int, int, str]] = []
         for rx in id_patterns:
             for m in rx.finditer(sent):
+                if _BARE_NUMBER_RE.fullmatch(m.group(0).strip()):
+                    continue  # "24" is how many or how much, not whose
                 if not any(s <= m.start() < e or m.start() <= s < m.end() for s, e, _ in ids):
                     ids.append((m.start(), m.end(), m.group(0)))
         if not ids:
+            out += _subject_facts(item_id, sent)
             continue
         ids.sort()
         for m in _VALUE_RE.finditer(sent):
@@ -315,6 +331,36 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) 
             attr = _attribute_after(kind, sent[m.end():].lower()) or _attribute(kind, lead, sent[:m.start()].lower())
             raw = m.group(0)
             out.append(Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id))
+    return out
+
+
+#: "<subject> is <value>" in a clause that names no identifier: "Headcount is 34 people", "the budget
+#: is €40,000", "Total: …" not. The subject (1–3 words, after a clause start) is the attribute.
+_SUBJECT_RE = re.compile(
+    r"(?:^|[,;:(]\s*|\b(?:and|but|so)\s+)(?:(?:the|our|your|my|their|its)\s+)?"
+    r"(?P<subject>[^\W\d_](?:[^\W\d_]|-)*(?:\s+[^\W\d_](?:[^\W\d_]|-)*){0,2}?)\s+(?:is|are|was|were|will be|has been)\s+"
+    r"(?:(?:now|still|exactly|about|approximately)\s+)?"
+    rf"(?:(?P<money>{_MONEY})|(?P<date>{_DATE})|(?P<number>\d[\d,]*(?:\.\d+)?)(?P<unit>\s+[^\W\d_]+)?)(?![\w.,]*\d)",
+    re.IGNORECASE)
+#: Subjects that name nothing by themselves ("it is 3", "which is €34,253.70", "there are 2").
+_NOT_SUBJECTS = frozenset({"it", "this", "that", "there", "here", "which", "what", "who", "he", "she", "they",
+                           "we", "i", "you", "one", "each", "all", "these", "those", "both", "that one"})
+
+
+def _subject_facts(item_id: str, clause: str) -> list[Fact]:
+    """Facts of a clause without an identifier: the value of a named subject (:data:`_SUBJECT_RE`)."""
+    out: list[Fact] = []
+    for m in _SUBJECT_RE.finditer(clause):
+        subject = " ".join(m.group("subject").lower().split())
+        if subject in _NOT_SUBJECTS or subject.split()[0] in _NOT_SUBJECTS:
+            continue
+        kind = "money" if m.group("money") else "date" if m.group("date") else "number"
+        raw = m.group(kind) + (m.group("unit") or "" if kind == "number" else "")
+        value = normalize_value(kind, raw)
+        if kind == "number":  # "2,448" = "2448", "3 nights" = "3 night" (units compared singular)
+            unit = (m.group("unit") or "").strip().lower()
+            value = " ".join(x for x in (normalize_value("money", m.group("number")), unit.rstrip("s")) if x)
+        out.append(Fact(entity="", attribute=subject, value=value, raw=raw.strip(), item=item_id))
     return out
 
 

@@ -43,7 +43,7 @@ from odcf.document import Document, query_problem, sha256
 from odcf.handoff.conflicts import find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
-from odcf.handoff.history import layer_history
+from odcf.handoff.history import bullet_groups, layer_history
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
 from odcf.handoff.layout import EARLIER_ID, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
@@ -518,11 +518,12 @@ def _history_entries(layered: Any, record: Mapping[str, Any] | None, document: D
     if record is None or document is None:
         return out
     by_id = {s.get("id"): s for s in record.get("sources", [])}
-    earlier = [s for s in document.segments if s.source_id == EARLIER_ID]
+    earlier = bullet_groups([s for s in document.segments if s.source_id == EARLIER_ID])
     for t, entry in zip(layered.turns, out):
         entry["layered_as"] = entry["mode"]
-        if t.mode == "bullet":
-            mine = [s for s in earlier if s.original.strip() and s.original.strip() in t.text]
+        if t.mode == "bullet":  # the bullets are the paragraphs of one source, in turn order
+            k = layered.bullets.index(t)
+            mine = earlier[k] if k < len(earlier) else []
         else:
             mine = list(document.segments_of(t.item.id))
         live = [s for s in mine if not s.dropped]

@@ -10,11 +10,21 @@ the last turn:
 - older turns become one bullet each: the first words of the turn plus the identifiers,
   amounts and dates it holds, up to ``bullet_cap`` tokens.
 
+A user turn stating a constraint (:func:`~odcf.handoff.reasoning.is_constraint`: "don't contact …",
+"must be fully accessible", "max €160 per night", "severe peanut allergy") is never cut by
+position: condensed or as a bullet it holds up to ``turn_cap`` tokens and, when longer, keeps its
+constraint clauses first, the cuts marked " … " (:func:`~odcf.handoff.reasoning.cut_keeping_constraints`,
+the cut drafts get). A bullet's values are the turn's values, not the key names of its JSON (an id
+used as a key, ``"credit_card_5531920": {…}``, is a value), and
+a value the turn denies or replaces ("€40,000 not €50,000", "down from €50,000") is listed last as
+"not €50,000".
+
 Every line keeps its speaker (``user:``, ``assistant:``, ``tool:get_user_details:``) and the
 record lists, per turn, how it was delivered and its tokens before and after.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +32,7 @@ from typing import Any
 from odcf.document import Document, Segment, Source
 from odcf.handoff.conflicts import _VALUE_RE, _id_regex
 from odcf.handoff.items import HandoffItem
+from odcf.handoff.reasoning import ConstraintCut, cut_keeping_constraints, is_constraint
 from odcf.plan.model import Plan
 from odcf.render import join_segments
 from odcf.tokens import TokenCounter
@@ -43,10 +54,17 @@ class LayeredTurn:
     text: str                 # with the speaker prefix
     tokens_in: int
     tokens_out: int
+    constraint: bool = False                  # a user turn stating a constraint
+    clauses: tuple[int, int] | None = None    # (kept, total) when its constraint cut left clauses out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"item": self.item.id, "turn": self.turn, "speaker": speaker_of(self.item), "mode": self.mode,
-                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out}
+        out: dict[str, Any] = {"item": self.item.id, "turn": self.turn, "speaker": speaker_of(self.item),
+                               "mode": self.mode, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out}
+        if self.constraint:
+            out["constraint"] = True
+        if self.clauses is not None:
+            out["clauses_kept"] = f"{self.clauses[0]} of {self.clauses[1]} (constraints first)"
+        return out
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,17 @@ class LayeredHistory:
     def bullet_text(self) -> str:
         """The bullets, one paragraph each, so the budget can drop the oldest first."""
         return "\n\n".join(t.text for t in self.bullets)
+
+
+def bullet_groups(segments: Sequence[Segment]) -> list[list[Segment]]:
+    """The segments of the bullets source (:meth:`LayeredHistory.bullet_text`), one list per
+    bullet in order: a bullet is a paragraph, so a blank line before a segment starts the next."""
+    groups: list[list[Segment]] = []
+    for seg in segments:
+        if not groups or "\n\n" in seg.sep:
+            groups.append([])
+        groups[-1].append(seg)
+    return groups
 
 
 def speaker_of(item: HandoffItem) -> str:
@@ -89,17 +118,27 @@ def layer_history(
         body = it.text if it.text.strip() else "(empty)"
         t_in = counter.count(body)
         who = speaker_of(it)
+        constraint = who == "user" and is_constraint(it.text)
+        cut: ConstraintCut | None = None
         if age <= verbatim:
             text, mode = f"{who}: {body}", "verbatim"
         elif age <= condensed:
-            short = condense(it, plan, counter, cap=turn_cap, query=query)
+            if constraint:
+                cut = constraint_cut(it, counter, cap=turn_cap)
+                short = cut.text if cut.cut else body
+            else:
+                short = condense(it, plan, counter, cap=turn_cap, query=query)
             mode = "verbatim" if short == body else "condensed"
             text = f"{who}: {short}"
         else:
             later = "\n".join(x.text for x in items[k + 1:])
-            text, mode = f"- turn {k + 1} {who}: {gist(it, plan, counter, cap=bullet_cap, later=later)}", "bullet"
+            if constraint:  # a user's constraint holds what a condensed turn may, its constraints first
+                cut = constraint_cut(it, counter, cap=turn_cap)
+            body_text = gist(it, plan, counter, cap=turn_cap if constraint else bullet_cap, later=later, head=cut)
+            text, mode = f"- turn {k + 1} {who}: {body_text}", "bullet"
         turn = LayeredTurn(item=it, turn=k + 1, age=age, mode=mode, text=text, tokens_in=t_in,
-                           tokens_out=counter.count(text))
+                           tokens_out=counter.count(text), constraint=constraint,
+                           clauses=(cut.kept, cut.total) if cut is not None and cut.cut else None)
         (bullets if mode == "bullet" else recent).append(turn)
     return LayeredHistory(recent=tuple(recent), bullets=tuple(bullets))
 
@@ -145,39 +184,62 @@ def condense(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int, 
     return text
 
 
-def gist(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int, later: str = "") -> str:
-    """One bullet's content: the first words of the turn plus the protected values it holds.
+def constraint_cut(item: HandoffItem, counter: TokenCounter, *, cap: int) -> ConstraintCut:
+    """A user's constraint turn within *cap* tokens, its constraint clauses first (on one line)."""
+    return cut_keeping_constraints(" ".join(item.text.split()), cap=cap, counter=counter)
+
+
+def gist(item: HandoffItem, plan: Plan, counter: TokenCounter, *, cap: int, later: str = "",
+         head: ConstraintCut | None = None) -> str:
+    """One bullet's content: the first words of the turn (or *head*, a constraint cut of it) plus
+    the protected values it holds.
 
     Values that later turns repeat (*later*) are listed after the ones only this turn holds, so a
-    bullet spends its room on what would otherwise be lost.
+    bullet spends its room on what would otherwise be lost; a value the turn denies or replaces
+    comes last, as "not VALUE". With *head*, values are added only while they fit *cap*.
     """
     if not item.text.strip():
         return "(empty)"
     spans = key_values(item, plan)
     head_text = " ".join(item.text.split())
-    if item.kind in ("json", "tool") and head_text[:1] in ("{", "["):
-        head = f"JSON result, {counter.count(item.text)} tokens"
+    if head is not None:
+        text = head.text
+    elif item.kind in ("json", "tool") and head_text[:1] in ("{", "["):
+        text = f"JSON result, {counter.count(item.text)} tokens"
     else:
-        head = _head(head_text, counter, max(6, cap // 2))
-        if head != head_text:
-            head += " …"
-    out = head
-    values = sorted((v for v in spans if v not in head), key=lambda v: v in later)
+        text = _head(head_text, counter, max(6, cap // 2))
+        if text != head_text:
+            text += " …"
+    out = text
+    values = sorted(((v, denied) for v, denied in spans if v not in text),
+                    key=lambda p: (p[1], p[0] in later))
+    values = [f"not {v}" if denied else v for v, denied in values]
     if values:
         shown: list[str] = []
         for v in values:
-            trial = f"{head} (values: {', '.join(shown + [v])})"
-            if counter.count(trial) > cap and shown:
+            trial = f"{text} (values: {', '.join(shown + [v])})"
+            if counter.count(trial) > cap and (shown or head is not None):
                 break
             shown.append(v)
         extra = len(values) - len(shown)
-        out = f"{head} (values: {', '.join(shown)}{f', +{extra} more' if extra else ''})"
+        if shown:
+            out = f"{text} (values: {', '.join(shown)}{f', +{extra} more' if extra else ''})"
     return out
 
 
-def key_values(item: HandoffItem, plan: Plan) -> list[str]:
+#: Before a value the turn denies or replaces: "€40,000 not €50,000", "down from €50,000",
+#: "instead of May 2", "不是500元".
+_DENIED_RE = re.compile(r"(?:\b(?:not|never|no longer|instead of|rather than|(?:down|up|changed|corrected|moved) from"
+                        r"|formerly|previously)|n't|不是|并非|不)\s*(?:\w+\s+){0,2}$", re.IGNORECASE)
+#: After a key name of JSON (or of a tool call's arguments): it names a value, it is not one.
+_JSON_KEY_AFTER_RE = re.compile(r'["\']\s*:')
+
+
+def key_values(item: HandoffItem, plan: Plan) -> list[tuple[str, bool]]:
     """Identifiers, amounts and dates in the turn, in order of appearance, without repeats:
-    the plan's protected anchors and terms, plus the built-in id/amount/date patterns."""
+    the plan's protected anchors and terms, plus the built-in id/amount/date patterns; each with
+    whether the turn denies or replaces it (:data:`_DENIED_RE`). Key names of JSON are left out,
+    unless they hold a digit (an id used as a key: ``{"credit_card_5531920": {…}}``)."""
     found: list[tuple[int, str]] = []
     doc = _analyzed(item, plan, None)
     offset = 0
@@ -190,11 +252,17 @@ def key_values(item: HandoffItem, plan: Plan) -> list[str]:
         for m in rx.finditer(item.text):
             if m.lastgroup not in ("status", "qty"):
                 found.append((m.start(), m.group(0)))
-    out: list[str] = []
-    for _, v in sorted(found):
+    out: list[tuple[str, bool]] = []
+    for pos, v in sorted(found):
+        raw = v
         v = v.strip()
-        if v and v not in out and not any(v in o for o in out):
-            out.append(v)
+        if not v or any(v == o or v in o for o, _ in out):
+            continue
+        end = item.text.find(raw, pos)
+        end = (end if end >= 0 else pos) + len(raw)
+        if _JSON_KEY_AFTER_RE.match(item.text, end) and not any(c.isdigit() for c in v):
+            continue  # "caterer_id": names the value after it ("credit_card_5531920": is an id used as a key)
+        out.append((v, bool(_DENIED_RE.search(item.text[max(0, pos - 40):pos]))))
     return out
 
 

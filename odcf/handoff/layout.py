@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from odcf.document import Source
-from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history, speaker_of
+from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.mandatory import MandatoryDecision
-from odcf.handoff.reasoning import ReasoningCut, is_constraint
+from odcf.handoff.reasoning import ReasoningCut
 from odcf.handoff.state import CompactState
 from odcf.plan.model import Plan
 from odcf.tokens import TokenCounter
@@ -95,14 +95,16 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
     history: list[Source] = []
     if layered.bullets:
         first_t, last_t = layered.bullets[0].turn, layered.bullets[-1].turn
+        # a user's constraint ranks with the newest turn however old it is (see HandoffPriority)
+        keep = [k for k, t in enumerate(layered.bullets) if t.constraint]
         history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
                               origin=f"odcf:history turns {first_t}–{last_t} as bullets",
-                              meta={"handoff_order": "ascending"}))
+                              meta={"handoff_order": "ascending", "handoff_constraint_bullets": keep}))
     n = len(layered.recent)
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
         meta = {"handoff_score": score, "handoff_mode": t.mode}
-        if speaker_of(t.item) == "user" and is_constraint(t.item.text):
+        if t.constraint:
             # a user's constraint ("do not …", "make sure … are not alarmed") ranks with the newest
             # turn and is kept without the turns after it (which link to it as before)
             meta.update(handoff_score=1.0, handoff_constraint=True)

@@ -23,13 +23,13 @@ The index lists the citations found in the omitted sentences — ``source 3``, `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from odcf.handoff.items import HandoffItem
 from odcf.textutil import split_sentences
-from odcf.tokens import TokenCounter
+from odcf.tokens import TokenCounter, get_counter  # noqa: F401 - get_counter for the doctests
 
 REASONING_SHARE = 0.25
 
@@ -144,14 +144,18 @@ def _norm_range(r: str) -> str:
     return re.sub(r"\s*–\s*", "–", r)
 
 
-#: How strongly a sentence constrains the next agent, strongest first: a prohibition or an
-#: obligation ("do not quote …", "must not be posted", "never …"), then a limit, condition or
-#: exception ("only if …", "unless …", "except …", "until confirmed"), then any other negation
+#: How strongly a sentence constrains the next agent, strongest first: a prohibition, an
+#: obligation or a safety need ("do not quote …", "must not be posted", "never …", "required",
+#: "severe peanut allergy"), then a limit, condition or exception ("only if …", "unless …",
+#: "except …", "until confirmed", "max €160", "at most 25 minutes"), then any other negation
 #: ("are not affected", "no injuries").
 _CONSTRAINT_TIERS = (
     (3, re.compile(r"\b(?:(?:do|does|did|must|should|shall|may|can|need)\s+not|never|cannot|"
-                   r"(?:do|does|did|must|should|ca|need)n['’]t|must|avoid|forbidden|prohibited)\b", re.IGNORECASE)),
-    (2, re.compile(r"\b(?:only|unless|except(?:ing)?|until|without|provided that)\b", re.IGNORECASE)),
+                   r"(?:do|does|did|must|should|ca|need)n['’]t|must|avoid|forbidden|prohibited|"
+                   r"required|requires?|mandatory|allerg(?:y|ies|ic)|anaphyla\w*|intoleran(?:t|ce))\b",
+                   re.IGNORECASE)),
+    (2, re.compile(r"\b(?:only|unless|except(?:ing)?|until|without|provided that|max(?:imum)?|minimum|"
+                   r"at (?:most|least)|no (?:more|less|later|earlier) than)\b", re.IGNORECASE)),
     (1, re.compile(r"\b(?:not|no|nor|none|nothing|neither)\b|n['’]t\b", re.IGNORECASE)),
 )
 
@@ -205,6 +209,103 @@ def _render_kept(text: str, spans: list[tuple[int, int]], kept: list[int]) -> st
     return " ".join(parts)
 
 
+def keep_constraints_first(pieces: Sequence[str], costs: Sequence[int], cap: int,
+                           fits: Callable[[list[int]], bool]) -> list[int]:
+    """0-based indices (ascending) of the *pieces* to keep within *cap* tokens: the constraint
+    pieces first, strongest first (:func:`constraint_strength`), each tier in source order and a
+    piece that does not fit skipped; then the other pieces from the start, up to the first that
+    does not fit. *costs* are the pieces' tokens; *fits* says whether a trial, written as it will
+    be delivered, is within the cap. Drafts (:func:`truncate_reasoning`) and history turns
+    (:func:`cut_keeping_constraints`) are cut with it.
+    """
+    kept: list[int] = []
+    strength = [constraint_strength(x) for x in pieces]
+    tiers = [([k for k in range(len(pieces)) if strength[k] == tier], True) for tier in (3, 2, 1)]
+    for group, skip in (*tiers, ([k for k in range(len(pieces)) if not strength[k]], False)):
+        for k in group:
+            if sum(costs[j] for j in kept) + costs[k] > cap:
+                if skip:
+                    continue
+                break
+            trial = sorted(kept + [k])
+            if fits(trial):
+                kept = trial
+            elif not skip:
+                break
+    return kept
+
+
+#: Where a sentence divides into clauses: after ",", ";", ":" or a dash followed by a space, outside
+#: brackets ("(procurement@…, ticket PRC-88213)" stays whole).
+_CLAUSE_END_RE = re.compile(r"[,;:](?=\s)|\s[—–-](?=\s)")
+
+
+def split_clauses(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each clause of *text*: its sentences, each divided at commas,
+    semicolons, colons and dashes outside brackets; whitespace between clauses excluded.
+
+    >>> t = "Two are vegan, one has a peanut allergy — the kitchen must be peanut-free (all of it, not the dish)."
+    >>> [t[a:b] for a, b in split_clauses(t)]
+    ['Two are vegan,', 'one has a peanut allergy —', 'the kitchen must be peanut-free (all of it, not the dish).']
+    """
+    out: list[tuple[int, int]] = []
+    for a, b in split_sentences(text):
+        start, depth = a, 0
+        for k in range(a, b):
+            ch = text[k]
+            depth += ch in "([{"
+            depth -= ch in ")]}" and depth > 0
+            if depth == 0 and _CLAUSE_END_RE.match(text, k) and k + 1 < b:
+                end = k + 1 if not text[k].isspace() else k + 2
+                if text[start:end].strip():
+                    out.append((start, end))
+                start = end
+                while start < b and text[start].isspace():
+                    start += 1
+        if start < b:
+            out.append((start, b))
+    return out
+
+
+@dataclass(frozen=True)
+class ConstraintCut:
+    """A text cut by :func:`cut_keeping_constraints`."""
+
+    text: str
+    kept: int       # pieces kept
+    total: int      # pieces in the text
+
+    @property
+    def cut(self) -> bool:
+        return self.kept < self.total
+
+
+def cut_keeping_constraints(text: str, *, cap: int, counter: TokenCounter,
+                            spans: Sequence[tuple[int, int]] | None = None) -> ConstraintCut:
+    """*text* within *cap* tokens, keeping its constraint pieces first, as drafts are cut
+    (:func:`keep_constraints_first`): the pieces (*spans*; its clauses by default,
+    :func:`split_clauses`) kept are written in source order, and " … " marks each cut — before,
+    between or after them. The whole text when it fits.
+
+    >>> c = get_counter("o200k_base")
+    >>> cut_keeping_constraints("Dates are 16-19 September. Please don't contact Eventos Tejo, ever.", cap=12,
+    ...                         counter=c).text
+    "… Please don't contact Eventos Tejo, …"
+    """
+    spans = list(split_clauses(text) if spans is None else spans)
+    if counter.count(text) <= cap or not spans:
+        return ConstraintCut(text, len(spans), len(spans))
+    pieces = [text[a:b] for a, b in spans]
+
+    def render(kept: list[int]) -> str:
+        out = _render_kept(text, spans, kept)
+        return out + " …" if kept and kept[-1] < len(spans) - 1 else out
+
+    kept = keep_constraints_first(pieces, [counter.count(p) for p in pieces], cap,
+                                  lambda trial: counter.count(render(trial)) <= cap)
+    return ConstraintCut(render(kept) if kept else "…", len(kept), len(spans))
+
+
 def truncate_reasoning(
     item: HandoffItem,
     *,
@@ -241,21 +342,7 @@ def truncate_reasoning(
         line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2))
         return (f"{head}\n{line}" if head else line), line, evidence
 
-    kept: list[int] = []
-    strength = [constraint_strength(x) for x in sentences]
-    groups = [([k for k in range(len(spans)) if strength[k] == tier], True) for tier in (3, 2, 1)]
-    for group, skip in (*groups, ([k for k in range(len(spans)) if not strength[k]], False)):
-        for k in group:
-            if sum(costs[j] for j in kept) + costs[k] > cap:
-                if skip:
-                    continue
-                break
-            trial = sorted(kept + [k])
-            out, _, _ = render(trial)
-            if counter.count(out) <= cap:
-                kept = trial
-            elif not skip:
-                break
+    kept = keep_constraints_first(sentences, costs, cap, lambda trial: counter.count(render(trial)[0]) <= cap)
     out, line, evidence = render(kept)
     return ReasoningCut(item.id, out, True, total, counter.count(out), len(kept), len(spans),
                         tuple(evidence), line)

@@ -19,7 +19,11 @@ assistant's acknowledgement after it.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from odcf.document import Document, TraceEvent
+from odcf.handoff.history import bullet_groups
 from odcf.handoff.reasoning import is_constraint
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
@@ -40,6 +44,7 @@ class HandoffPriority(Stage):
             ks = by_source.get(src.id, [])
             fixed = src.meta.get("handoff_score")
             order = src.meta.get("handoff_order")
+            keep = _bullets(segments, ks, src.meta) if order == "ascending" else {}
             for j, k in enumerate(ks):
                 seg = segments[k]
                 if seg.dropped:
@@ -50,6 +55,8 @@ class HandoffPriority(Stage):
                         score -= 0.01  # within a user's constraint turn, the constraint goes last
                 elif order == "ascending":  # older bullets first to go, all below the condensed turns
                     score = round(0.05 + 0.2 * j / max(1, len(ks)), 6)
+                    if k in keep:  # a user's constraint, as a recent one: its constraint part goes last
+                        score = 1.0 if keep[k] or is_constraint(seg.text) else 0.99
                 elif order == "position":
                     last = j == len(ks) - 1 and bool(src.meta.get("handoff_index_last"))
                     if last:
@@ -69,6 +76,25 @@ class HandoffPriority(Stage):
             del meta["order"]
             data["kept_reading_order"] = True
         return doc.with_event(TraceEvent(stage=self.name, data=data), segments=tuple(segments), meta=meta)
+
+
+def _bullets(segments: list, ks: list[int], meta: Mapping[str, Any]) -> dict[int, bool]:
+    """Link each bullet's later segments to its first, which holds its speaker ("- turn 3 user:"),
+    so no part of a bullet is delivered without it; return the positions of the segments of
+    constraint bullets (``handoff_constraint_bullets``), true for a bullet's first segment."""
+    wanted = set(meta.get("handoff_constraint_bullets") or ())
+    keep: dict[int, bool] = {}
+    pos = {segments[k].id: k for k in ks}
+    for b, group in enumerate(bullet_groups([segments[k] for k in ks])):
+        head = group[0]
+        for seg in group:
+            k = pos[seg.id]
+            if b in wanted:
+                keep[k] = seg is head
+            if seg is not head and not seg.dropped and not head.dropped:
+                segments[k] = seg.replace(meta={**seg.meta, "budget_needs": head.id,
+                                                "budget_needs_what": "the start of its history bullet"})
+    return keep
 
 
 def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:

@@ -328,7 +328,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
                         else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
                         else "is a line of an email's header and goes only with a part of its body"
-                        if seg.meta.get("mail_field") else "goes only with a newer history turn"
+                        if seg.meta.get("mail_field")
+                        else f"goes only with {seg.meta.get('budget_needs_what') or 'a newer history turn'}"
                         if seg.meta.get("budget_needs") else "speaks of what the paragraph before it names and goes "
                         "only with its first sentence")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped

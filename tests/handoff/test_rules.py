@@ -302,3 +302,23 @@ def test_prose_ids_from_anchors_named_no_and_a_fee_after_an_amount_is_its_own_va
            HandoffItem(id="c", text="Order #W4817420: deposit of $500 and the fee $20.", origin="z"))
     assert sorted((c.attribute, tuple(v.value for v in c.values)) for c in find_conflicts(fee)) == [
         ("fee", ("5", "20")), ("refund amount", ("50", "45"))]  # $500 is the deposit, not a fee
+
+
+def test_a_bare_number_keys_no_conflict_and_a_named_subject_is_an_attribute() -> None:
+    import types
+
+    from odcf.plan.model import Anchor
+
+    for anchor in (Anchor("number", r"\b\d+(?:,\d{3})*\b"), Anchor("count_no", r"\b\d+(?:,\d{3})*\b")):
+        plan = types.SimpleNamespace(protection=types.SimpleNamespace(anchors=(anchor,)))
+        items = (HandoffItem(id="a", origin="agent:a", text="Lunches: 3 x 34 x €24 = €2,448; dinner 34 x €58 = €1,972."),
+                 HandoffItem(id="b", origin="agent:b", text="Lunches: 3 x 36 x €24 = €2,592; dinner 36 x €58 = €2,088."),
+                 HandoffItem(id="old", origin="agent:intake", text="Headcount is 34 people."),
+                 HandoffItem(id="new", origin="user", text="Headcount is 36 people."))
+        found = find_conflicts(items, plan=plan)
+        # "3", "24", "58" are amounts and counts, not entities; the headcount is what differs
+        assert [(c.entity, c.attribute, [v.value for v in c.values]) for c in found] == [
+            ("", "headcount", ["34 people", "36 people"])], anchor.name
+        assert found[0].render().startswith("- headcount: 34 people [item old (agent:intake)")
+    # a subject stated by one item only, or a pronoun, is no conflict
+    assert find_conflicts((HandoffItem(id="x", text="It is 3 days."), HandoffItem(id="y", text="It is 4 days."))) == ()

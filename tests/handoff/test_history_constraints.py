@@ -1,0 +1,140 @@
+"""A user's constraint survives however old its turn is; bullets keep their speaker, list values
+(not JSON key names), and a correction's bullet does not present the replaced value as the value.
+
+The conversation is an offsite plan written here: the user states a prohibition in turn 3, a
+requirement in turn 5, a limit ("max €160") in turn 14 and an allergy in turn 21; the turns
+between are tool calls, tool results and the assistant's acknowledgements.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from odcf.handoff.engine import handoff
+from odcf.handoff.history import gist, layer_history
+from odcf.handoff.items import HandoffItem
+from odcf.handoff.reasoning import constraint_strength
+from odcf.tokens import get_counter
+
+COUNTER = get_counter("o200k_base")
+VENDOR = "Please don't contact the vendor Eventos Tejo directly"
+ACCESS = "every venue and hotel must be fully accessible"
+ALLERGY = ("one has a severe peanut allergy (anaphylaxis) — the caterer must confirm in writing that there are "
+           "no peanuts anywhere in the kitchen, not just in the dish.")
+
+
+def _tool(name: str, data: Any) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": f"[tool call] {name} {{\"city\": \"Lisbon\"}}"},
+            {"role": "tool", "name": name, "content": json.dumps(data)}]
+
+
+def offsite() -> dict[str, Any]:
+    results = [{"venue_id": f"LIS-V-0{k}12", "capacity": 40 + k, "day_rate_eur": 3000 + 100 * k, "metro_minutes": 10 + k}
+               for k in range(4)]
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "Hi, I need help planning the Q3 offsite in Lisbon for 34 people."},
+        {"role": "assistant", "content": "Great, I can help with that. What dates are you considering?"},
+        {"role": "user", "content": "Dates are 16-19 September 2025. " + VENDOR + ", we had a dispute with them "
+                                    "in 2023 and legal says all communication must go through procurement."},
+        {"role": "assistant", "content": "Understood. I will keep Eventos Tejo out of it."},
+        {"role": "user", "content": "Also, three attendees use wheelchairs, so " + ACCESS + "."},
+        {"role": "assistant", "content": "Noted. Let me search."},
+        *_tool("search_venues", {"results": results}),
+        {"role": "assistant", "content": "I found four venues; Armazém 16 (LIS-V-0012) costs €3,000 a day."},
+        {"role": "user", "content": "Let's go with Armazém 16 then. Can you estimate flights for everyone?"},
+        *_tool("estimate_flights", {"quote_id": "FLQ-2025-07-3391", "grand_total": 9557.70}),
+        {"role": "assistant", "content": "The flight estimate (quote FLQ-2025-07-3391) is €9,557.70 in total."},
+        {"role": "user", "content": "OK. Hotels: we want single rooms for everyone, max €160 per night per room, 3 nights."},
+        {"role": "assistant", "content": "Single rooms for 34 people, 3 nights, so at most €16,320 in all."},
+        *_tool("search_hotels", {"results": [{"hotel_id": "H-LIS-2201", "rate_eur": 148}]}),
+        {"role": "assistant", "content": "Hotel Ribeira Sul (H-LIS-2201) fits at €148 per night."},
+        {"role": "user", "content": "Fine, thanks. That sounds good to me."},
+        {"role": "assistant", "content": "Understood, the total budget is now €40,000 (down from €50,000). "
+                                         "Flights and hotel come to €24,653.70 so far."},
+        {"role": "user", "content": "Food: we need catering for lunches on 3 days, and one team dinner. "
+                                    "Two people are vegan, " + ALLERGY},
+        {"role": "assistant", "content": "Noted: 3 lunches and 1 team dinner, 2 vegan, a peanut-free kitchen."},
+    ]
+    for k in range(6):  # recent chit-chat that the layers keep verbatim or condensed
+        msgs.append({"role": "assistant", "content": f"Update {k}: I am still comparing the caterers' menus and "
+                                                     "delivery windows for the three lunch days in detail."})
+        msgs.append({"role": "user", "content": f"Thanks, update {k} noted."})
+    msgs.append({"role": "user", "content": "Please write the final summary now."})
+    return {"instruction": "Prepare the final Lisbon offsite cost summary.", "messages": msgs}
+
+
+@pytest.fixture(scope="module")
+def general() -> Any:
+    from odcf.compressor import Compressor
+
+    return Compressor.from_ontology("general")
+
+
+def bullets_block(text: str) -> str:
+    start = text.index("as bullets |")
+    end = text.find("\n\n[source ", start)
+    return text[text.index("\n", start) + 1:end if end >= 0 else len(text)]
+
+
+@pytest.mark.parametrize("budget", [700, 900])
+def test_an_early_user_constraint_outlasts_plain_older_turns(general: Any, budget: int) -> None:
+    r = handoff(general, role="writer", items=offsite(), budget=budget)
+    assert r.tokens <= budget
+    for words in (VENDOR, ACCESS, "max €160 per night per room", "severe peanut allergy (anaphylaxis)"):
+        assert words in r.text, (budget, words)
+    turns = {t["turn"]: t for t in r.record["handoff"]["history"]}
+    assert all(turns[k]["constraint"] and turns[k]["mode"] == "bullet" for k in (3, 5, 14, 21)), budget
+    # plain older turns went first: some bullet of the assistant or a tool was left out
+    assert any(t["mode"] == "dropped" and t["speaker"] != "user" for t in turns.values())
+    # the record agrees with the text: a dropped turn's words are not there
+    assert turns[2]["mode"] == "dropped" and "What dates are you considering" not in r.text
+
+
+def test_a_bullet_is_never_delivered_without_its_speaker(general: Any) -> None:
+    for budget in range(500, 1000, 50):
+        r = handoff(general, role="writer", items=offsite(), budget=budget)
+        if "as bullets |" not in r.text:
+            continue
+        for para in bullets_block(r.text).split("\n\n"):
+            assert para.startswith("- turn "), (budget, para)
+
+
+def test_a_cut_constraint_turn_keeps_its_constraint_clauses(general: Any) -> None:
+    food = HandoffItem(id="food", layer="history", speaker="user",
+                       text="Food: we need catering for lunches on 3 days, and one team dinner. Two people are vegan, "
+                            + ALLERGY)
+    filler = [HandoffItem(id=f"f{k}", layer="history", speaker="assistant", text=f"Reply {k}.") for k in range(11)]
+    layered = layer_history([food, *filler], general.plan, COUNTER, turn_cap=40)
+    bullet = layered.bullets[0]
+    assert bullet.constraint and bullet.tokens_out <= 40 + 8     # the cap holds the body, not "- turn 1 user: "
+    assert "severe peanut allergy (anaphylaxis) — the caterer must confirm in writing" in bullet.text
+    assert "… " in bullet.text                                    # the cut is marked, as in a draft
+    assert bullet.to_dict()["clauses_kept"].endswith("(constraints first)")
+    # the same cut as the drafts', by clause: a limit counts, a plain clause does not
+    from odcf.handoff.reasoning import cut_keeping_constraints
+
+    cut = cut_keeping_constraints("We want single rooms for everyone, max €160 per night, 3 nights in all.",
+                                  cap=9, counter=COUNTER)
+    assert cut.text == "… max €160 per night, …" and cut.cut
+    assert constraint_strength("max €160 per night") == 2 and constraint_strength("a severe peanut allergy") == 3
+
+
+def test_bullet_values_are_values_and_a_correction_keeps_the_new_value(general: Any) -> None:
+    tool = HandoffItem(id="t", layer="history", kind="json", speaker="tool:search_caterers", text=json.dumps(
+        {"results": [{"caterer_id": "CAT-117", "name": "Sabores do Rio", "lunch_pp_eur": 24, "dinner_pp_eur": 58},
+                     {"caterer_id": "CAT-204", "name": "Mesa Tejo", "lunch_pp_eur": 19, "dinner_pp_eur": 49}]}))
+    out = gist(tool, general.plan, COUNTER, cap=48)
+    assert "CAT-117" in out and "24" in out
+    assert not any(key in out for key in ("caterer_id", "lunch_pp_eur", "dinner_pp_eur"))
+    fix = HandoffItem(id="c", layer="history", speaker="assistant",
+                      text="Actually, the budget is €40,000 not €50,000 — finance cut it this morning. Everything else stays.")
+    out = gist(fix, general.plan, COUNTER, cap=24)
+    assert "€40,000" in out and "(values: €50,000" not in out
+    assert out.index("€40,000") < out.find("€50,000") or "€50,000" not in out
+    down = HandoffItem(id="d", layer="history", speaker="assistant",
+                       text="Understood, the total budget is now €40,000 (down from €50,000). Running total so far: "
+                            "flights €9,557.70 + hotel €15,096, which is €24,653.70.")
+    out = gist(down, general.plan, COUNTER, cap=24)
+    assert "(values: €50,000" not in out and "€40,000" in out
