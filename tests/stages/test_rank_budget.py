@@ -664,3 +664,45 @@ def test_what_names_a_clause_in_a_query_and_what_it_finds():
     assert [bool(bare.search(t)) for t in ("Section 5 Fees", "5. Fees", "Section 5.3 Late fees")] == [True, False, True]
     zh = identifier_pattern(["第12条"])
     assert [bool(zh.search(t)) for t in ("第十二条 保密", "第 12 条", "第二条", "第一百二十条")] == [True, True, False, False]
+
+
+def _pods() -> tuple[str, list[str]]:
+    header = ("NAME                                   READY   STATUS             RESTARTS        AGE     "
+              "IP             NODE              NOMINATED NODE   READINESS GATES")
+    rows = []
+    for k, app in enumerate(["ledger-api", "ledger-worker", "fx-rates", "webhook-dispatcher", "recon-batch",
+                             "notifier"] * 6):
+        status, restarts = {7: ("CrashLoopBackOff", "37 (2m14s ago)"), 17: ("OOMKilled", "5 (11m ago)"),
+                            22: ("Pending", "0")}.get(k, ("Running", "0"))
+        name = f"{app}-7d9f8c{100 + 7 * k}-{chr(97 + k % 26)}{k:02d}x"
+        cells = [name, "1/1" if status == "Running" else "0/1", status, restarts, f"{k + 1}d",
+                 f"10.42.{k % 10}.{k + 3}", f"k8s-node-{100 + k}", "<none>"]
+        rows.append("".join(f"{c:<{w}}" for c, w in zip(cells, (39, 8, 19, 16, 8, 15, 18, 17))) + "<none>")
+    return header + "\n" + "\n".join(rows), rows
+
+
+def test_kubectl_and_psql_output_is_cut_as_a_table_and_the_rows_a_query_names_come_whole(plan):
+    # QA: space-aligned rows came out as list and sentence blocks, the 8-line block holding the
+    # OOMKilled and Pending rows was too big and dropped, and "[PREFIX: ledger-worker-]" cut pod names
+    text, rows = _pods()
+    header = text.split("\n")[0]
+    r = Compressor(plan).compress(text, query='which pods are "OOMKilled" or "Pending"', budget=300, annotate=False)
+    lines = r.text.split("\n")
+    assert lines[0] == header and rows[17] in lines and rows[22] in lines, r.text
+    assert any(line.startswith("[DATA_ROWS: ") for line in lines) and "[PREFIX" not in r.text
+    assert all(line in rows or line == header or line.startswith("[DATA_ROWS: ") for line in lines), r.text
+    named = rows[7].split()[0]
+    r = Compressor(plan).compress(text, query=f"why is {named} crashing?", budget=120, annotate=False)
+    assert r.text.split("\n")[0] == header and rows[7] in r.text.split("\n"), r.text
+    psql = (" version |       applied_at        | applied_by |     checksum     | success \n"
+            "---------+-------------------------+------------+------------------+---------\n"
+            + "\n".join(f"      {v} | 2025-06-{v - 20:02d} 10:04:24.140 | {'mkowalski' if v % 3 else 'deploy-bot'} | "
+                        f"89c6948f6d30c0{v:02d} | {'f' if v == 41 else 't'}" for v in range(41, 26, -1))
+            + "\n(15 rows)")
+    r = Compressor(plan).compress(psql, query="which migration version failed (success = f)?", budget=120,
+                                  annotate=False)
+    lines = [line.rstrip() for line in psql.split("\n")]  # (the rules stage drops spaces at the end of a line)
+    assert r.text.startswith("\n".join(lines[:3]) + "\n"), r.text
+    out = r.text.split("\n")
+    marked = sum(int(line[12:-1]) for line in out if line.startswith("[DATA_ROWS: "))
+    assert marked + sum(line in lines[2:17] for line in out) == 15, r.text  # "(15 rows)" is no row

@@ -48,6 +48,7 @@ from odcf.stages.segment.mail import (
     speaker_run,
 )
 from odcf.stages.segment.tables import (
+    aligned_run,
     csv_records,
     declared_delimiter,
     one_record_a_line,
@@ -262,6 +263,14 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = code_end
                 continue
+            aligned_end, head_n = aligned_run(lines, i)
+            if aligned_end > i:
+                # command output in columns of spaces: a row a line, the header (and psql's ---+--- line) first
+                rows = [[line] for line in lines[i:aligned_end]]
+                pieces.extend(self._records_parts(rows, "table", paragraph, counter, head_n=head_n, aligned=True))
+                paragraph += 1
+                i = aligned_end
+                continue
             table_end = table_run(lines, i)
             if table_end > i:
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
@@ -438,16 +447,20 @@ class Segmenter(Stage):
         return self._records_parts(records, kind, paragraph, counter, head_n=head_n)
 
     def _records_parts(self, records: list[list[tuple[int, int, str]]], kind: str, paragraph: int, counter: Any,
-                       *, head_n: int) -> list[Piece]:
-        """The parts of a table given as its records (the lines of each), the first *head_n* its header."""
+                       *, head_n: int, aligned: bool = False) -> list[Piece]:
+        """The parts of a table given as its records (the lines of each), the first *head_n* its header.
+        *aligned*: columns laid out with spaces, so a part keeps its first line's indentation (psql's
+        right-aligned "      41 | …") and says so (``table_aligned``: no quote joins its rows)."""
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
         # counted without a CRLF's \r, so that a table cuts the same whatever its line endings
         chunks = _pack(rows, lambda line: counter.count(line[2].rstrip("\r")) + 1, self.max_table_tokens,
                        head=head_lines)
+        extra = {"table_aligned": True} if aligned else {}
         return [_line_piece(c, kind, paragraph, {"table_header": header, "table_part": i,
-                                                 "table_rows": [f, m], "table_total": len(rows)})
+                                                 "table_rows": [f, m], "table_total": len(rows), **extra},
+                            indent=aligned)
                 for i, (c, f, m) in enumerate(chunks)]
 
 
@@ -538,9 +551,10 @@ def _code_parts(parts: list[Piece], lines: list[tuple[int, int, str]]) -> list[P
     return out
 
 
-def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None) -> Piece:
+def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,
+                *, indent: bool = False) -> Piece:
     first = chunk[0]
-    start = first[0] + (len(first[2]) - len(first[2].lstrip()))
+    start = first[0] + (0 if indent else len(first[2]) - len(first[2].lstrip()))
     last = chunk[-1]
     end = last[0] + len(last[2].rstrip())
     return Piece(start, max(start, end), kind, paragraph, meta)
@@ -610,7 +624,7 @@ def _find_all(text: str, sep: str) -> list[int]:
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
-                or mail_header_run(lines, j) > j or table_run(lines, j) > j
+                or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
                 or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
                 or _list_run(lines, j) - j >= 2)
