@@ -565,6 +565,37 @@ def test_a_message_ends_at_a_rule_and_a_bold_title_heads_what_follows(plan):
     assert segs["**From:** Marcus Hale (customer)"].meta.get("mail_field") == "from"
 
 
+NOTES_THREAD = (
+    "**Internal note — Jonas Berg, 14 Jul 2025 09:30**\n"
+    "Refund of PSP 8825117418 needs Tier 3 approval because the amount is above NOK 10,000.\n"
+    "Requested approval from Maria Lund (Tier 3) at 09:28.\n\n"
+    "**Internal note — Maria Lund (Tier 3), 14 Jul 2025 10:05**\n"
+    "Approved refund of NOK 14,388.00 for PSP 8825117418 to the original payment method.\n"
+    "Do not apply the standard 2% goodwill credit here.\n\n"
+    "**Internal note — Jonas Berg, 14 Jul 2025 10:20**\n"
+    "Correction to my 09:30 note: the incident number is INC-5527, not INC-5521.\n"
+    "Refund submitted at 10:18, refund ref RF-2025-07-30991.\n"
+)
+
+
+def test_a_bold_title_with_text_right_under_it_heads_that_text(plan):
+    # QA: with no blank line under it, the title was read as the start of the first sentence, dropped
+    # with it, and "Refund submitted at 10:18" was delivered right under Maria Lund's note
+    seen = 0
+    for budget in range(30, 130, 6):
+        r = make(plan).compress(NOTES_THREAD, query="refund ref and when it was submitted", budget=budget)
+        if "Refund submitted at 10:18" in r.text:
+            seen += 1
+            before = r.text.split("Refund submitted at 10:18")[0]
+            assert before.rstrip().endswith(("**Internal note — Jonas Berg, 14 Jul 2025 10:20**", "not INC-5521.")), (
+                budget, r.text)
+            assert "Jonas Berg, 14 Jul 2025 10:20" in before.split("Maria Lund (Tier 3), 14 Jul")[-1], (budget, r.text)
+    assert seen
+    segs = make(plan).compress(NOTES_THREAD, budget=1000).document.segments
+    assert [s.original for s in segs if s.original.startswith("**")] == [
+        line for line in NOTES_THREAD.split("\n") if line.startswith("**")]
+
+
 def test_a_bold_warning_is_a_statement_not_a_title_and_no_other_goes_with_the_list_before_it(plan):
     text = ("## Paracetamol dosing for adults\n\nParacetamol is the first-line analgesic on this ward for mild "
             "to moderate pain in adults.\n\n**Never exceed 4 g of paracetamol in any 24-hour period.**\n\n"

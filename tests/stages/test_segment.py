@@ -768,3 +768,15 @@ def test_ls_l_is_a_table_without_a_header_and_prose_with_double_spaces_is_no_tab
              "It was a long day for all of us and nobody  wanted  to stay.\n"
              "Notes  Owner  Due\nReview the budget  before the board meeting  on Friday please.\nSend the deck.")
     assert all(s.kind == "sentence" for s in seg(prose))
+
+
+def test_a_line_all_in_bold_is_a_segment_of_its_own_with_or_without_a_blank_line_around_it():
+    text = ("The refund was requested on Friday.\n**Internal note — Jonas Berg, 14 Jul 2025 10:20**\n"
+            "Correction to my note: INC-5527.\nRefund submitted at 10:18.\n\n**Summary**\nAll done. Closed.")
+    out = seg(text)
+    assert [s.text for s in out] == ["The refund was requested on Friday.",
+                                     "**Internal note — Jonas Berg, 14 Jul 2025 10:20**",
+                                     "Correction to my note: INC-5527.", "Refund submitted at 10:18.",
+                                     "**Summary**", "All done. Closed."]
+    assert out[1].paragraph != out[2].paragraph and out[4].paragraph != out[5].paragraph
+    assert seg("**Note:** the fee is due.\nPay by Friday.")[0].text == "**Note:** the fee is due."  # not all bold

@@ -24,6 +24,7 @@ from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage
 from odcf.stages.segment.jsonparts import top_level_members, value_container
 from odcf.stages.segment.lines import (
+    BOLD_LINE_RE,
     FENCE_RE,
     HEADING_RE,
     LIST_RE,
@@ -305,6 +306,11 @@ class Segmenter(Stage):
             else:
                 while j < n and lines[j][2].strip() and not _structural(lines, j):
                     j += 1
+            # a line all in bold ("**Internal note — Jonas Berg, 14 Jul 2025 10:20**") is a paragraph of
+            # its own, as with a blank line under it: a title that heads the lines below (budget), never
+            # the start of their first sentence
+            j = i + 1 if BOLD_LINE_RE.match(line) else next(
+                (k for k in range(i + 1, j) if BOLD_LINE_RE.match(lines[k][2])), j)
             ps, pe = lines[i][0], lines[j - 1][1]
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and LIST_RE.match(line):
