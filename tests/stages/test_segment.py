@@ -780,3 +780,18 @@ def test_a_line_all_in_bold_is_a_segment_of_its_own_with_or_without_a_blank_line
                                      "**Summary**", "All done. Closed."]
     assert out[1].paragraph != out[2].paragraph and out[4].paragraph != out[5].paragraph
     assert seg("**Note:** the fee is due.\nPay by Friday.")[0].text == "**Note:** the fee is due."  # not all bold
+
+
+def test_a_test_runs_progress_lines_are_whole_lines_never_cut_at_their_dots():
+    # QA: "tests/test_webhooks.py ....E....  [65%]" was cut at the dots, and an orphan "[65%]" delivered
+    progress = ["tests/unit/test_money.py ..s......................ss......................s [ 34%]",
+                "tests/unit/test_fx.py ..................................................... [ 47%]",
+                "tests/integration/test_webhooks.py .....E................s.s...... [ 65%]",
+                "..........F.. [100%]"]
+    text = "collected 412 items\n\n" + "\n".join(progress) + "\n\n=== ERRORS ===\nKeyError: 'key_v2'."
+    out = seg(text, max_list_tokens=40)
+    lists = [s for s in out if s.kind == "list"]
+    assert [line for s in lists for line in s.text.split("\n")] == progress
+    assert not any(s.text.startswith("[") for s in out)
+    verbose = "platform linux -- Python 3.11.9\ntests/test_fx.py::test_rate PASSED  [ 50%]\ntests/test_fx.py::test_jpy FAILED  [100%]"
+    assert [s.text for s in seg(verbose)][-1] == "tests/test_fx.py::test_rate PASSED  [ 50%]\ntests/test_fx.py::test_jpy FAILED  [100%]"

@@ -28,6 +28,7 @@ from odcf.stages.segment.lines import (
     FENCE_RE,
     HEADING_RE,
     LIST_RE,
+    PROGRESS_RE,
     TABLE_PIPE_RE,
     Piece,
     rstrip,
@@ -278,6 +279,16 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = table_end
                 continue
+            progress_end = i
+            while progress_end < n and PROGRESS_RE.match(lines[progress_end][2]):
+                progress_end += 1
+            if progress_end > i:
+                # a test run's progress lines ("tests/test_fx.py ....F.. [17%]"): whole lines, never cut
+                # at their dots (an orphan "[65%]")
+                pieces.extend(self._block(lines[i:progress_end], "list", paragraph, counter, items=True))
+                paragraph += 1
+                i = progress_end
+                continue
             marked_end, prefix_end = _list_run(lines, i), _prefix_run(lines, i)
             list_end = max(marked_end, prefix_end)
             if list_end - i >= 3 and _short_lines(lines[i:list_end]):
@@ -310,7 +321,7 @@ class Segmenter(Stage):
             # its own, as with a blank line under it: a title that heads the lines below (budget), never
             # the start of their first sentence
             j = i + 1 if BOLD_LINE_RE.match(line) else next(
-                (k for k in range(i + 1, j) if BOLD_LINE_RE.match(lines[k][2])), j)
+                (k for k in range(i + 1, j) if BOLD_LINE_RE.match(lines[k][2]) or PROGRESS_RE.match(lines[k][2])), j)
             ps, pe = lines[i][0], lines[j - 1][1]
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and LIST_RE.match(line):
