@@ -74,7 +74,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if prev is not None and prev.meta.get("table_rows") and prev.paragraph == seg.paragraph:
                 omitted = rows[0] - sum(prev.meta["table_rows"])  # rows between two parts of one table
             else:
-                if seg.meta.get("table_part"):
+                if seg.meta.get("table_part") and seg.meta["table_header"]:  # ls -l has none
                     out.append(seg.meta["table_header"].replace("\n", nl) + nl)  # repeat the header
                 omitted = rows[0]
             if omitted > 0:

@@ -1,7 +1,8 @@
 """Table folding: header + first and last rows + kept rows, omitted rows counted in place.
 
-A table is a markdown pipe table (header line, ``|---|`` line, rows) or a CSV/TSV block
-(header line, rows; a quoted field may span lines). Rows that the caller wants kept — because
+A table is a markdown pipe table (header line, ``|---|`` line, rows), a CSV/TSV block
+(header line, rows; a quoted field may span lines) or command output in columns of spaces (header
+line, a line of dashes such as psql's ``---+---``, rows of one line each). Rows that the caller wants kept — because
 they hold a protected span or a query term — survive wherever they are; each run of omitted
 rows becomes one line ``[DATA_ROWS: k]``. Folding a folded table changes nothing more:
 existing markers are read back and merged with any new gap next to them.
@@ -28,6 +29,9 @@ from dataclasses import dataclass
 
 #: The |---| line under a markdown table header (also used by segmentation).
 TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+#: The line under the header of command output (also used by segmentation): psql's
+#: "---------+-----------", or dashes under each column ("----     ------", kubectl's events).
+COLUMNS_SEP_RE = re.compile(r"^\s*-+(?:(?:\+| +)-+)+\s*$")
 _MARKER = re.compile(r"^\s*\[DATA_ROWS: (\d+)\]\s*$")
 
 #: ``keep(start, end, row_text)``: offsets of the row in the table text.
@@ -50,19 +54,22 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def split_table(text: str, *, header: bool = True) -> tuple[int, list[_Item]] | None:
+def split_table(text: str, *, header: bool = True, quoted: bool = True) -> tuple[int, list[_Item]] | None:
     """(end offset of the header part, body items), or None when *text* is not a table.
-    ``header=False``: *text* is a later part of a long table, data rows only (header end 0)."""
+    ``header=False``: *text* is a later part of a long table, data rows only (header end 0).
+    ``quoted=False``: a row is a line, whatever its quotes (columns laid out with spaces)."""
     lines = _lines(text)
     if len(lines) < (2 if header else 1):
         return None
     if header:
-        body_from = 2 if TABLE_SEP_RE.match(text[lines[1][0]:lines[1][1]]) else 1
+        sep = text[lines[1][0]:lines[1][1]]
+        body_from = 2 if TABLE_SEP_RE.match(sep) or COLUMNS_SEP_RE.match(sep) else 1
         header_end = lines[body_from - 1][1]
         csv = body_from == 1
     else:
         body_from, header_end = 0, 0
         csv = not text.lstrip().startswith("|")
+    csv = csv and quoted
     items: list[_Item] = []
     open_start: int | None = None
     quotes = 0
@@ -93,14 +100,16 @@ def fold_table(
     head_rows: int = 2,
     tail_rows: int = 1,
     header: bool = True,
+    quoted: bool = True,
 ) -> tuple[str, dict[str, int]] | None:
     """Fold *text* when it has more than *max_rows* data rows; None when nothing changes.
-    ``header=False``: *text* holds data rows only (a later part of a long table).
+    ``header=False``: *text* holds data rows only (a later part of a long table); ``quoted=False``:
+    a row is a line (see :func:`split_table`).
 
     Stats: ``rows`` (data rows, counting those behind existing markers), ``kept``,
     ``omitted`` and ``gaps`` (markers in the output).
     """
-    parsed = split_table(text, header=header)
+    parsed = split_table(text, header=header, quoted=quoted)
     if parsed is None:
         return None
     header_end, items = parsed

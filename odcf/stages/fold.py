@@ -78,6 +78,26 @@ def _term_regex(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(parts))
 
 
+#: A name in a query: a run of word characters joined by "-", ".", "/", ":" or "_" (a pod, a host, a path).
+_NAME_RE = re.compile(r"\w+(?:[-./:]\w+)+")
+
+
+def query_names(query: str) -> tuple[str, ...]:
+    """The compound names of a query (``ledger-worker-7d9f8c412-x8k2p``, ``db-01.prod``): a line-prefix
+    fold ends between words, so it could cut one of these, never a plain word."""
+    return tuple(dict.fromkeys(_NAME_RE.findall(query)))
+
+
+def _occurrences(text: str, names: tuple[str, ...]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for name in names:
+        pos = text.find(name)
+        while pos >= 0:
+            out.append((pos, pos + len(name)))
+            pos = text.find(name, pos + 1)
+    return out
+
+
 def _span_ranges(seg: Segment) -> list[tuple[int, int]]:
     """Protected ranges in ``seg.text``: the spans' own offsets while the text is the original,
     otherwise every place where a span's text occurs."""
@@ -138,6 +158,7 @@ class FoldStage(Stage):
         if self.keep_concept_rows:
             texts.extend(t for q in plan.queries for t in q.terms)
         terms = _term_regex(query_terms(texts))
+        names = query_names(doc.query or "")
         counter = get_counter(doc.tokenizer or plan.tokenizer)
         stats: dict[str, Any] = {
             "tables": {"seen": 0, "folded": 0, "rows": 0, "kept": 0, "omitted": 0},
@@ -155,7 +176,7 @@ class FoldStage(Stage):
                 new = self._table(seg, terms, stats["tables"], details)
             elif seg.kind == "list" and self.prefixes:
                 stats["lists"]["seen"] += 1
-                new = self._list(seg, counter, stats["lists"], details)
+                new = self._list(seg, counter, stats["lists"], details, names)
             if new is None:
                 continue
             if not _spans_survive(seg, new.text):
@@ -184,7 +205,10 @@ class FoldStage(Stage):
             return False
 
         result = fold_table(seg.text, keep, max_rows=self.max_rows, head_rows=self.head_rows,
-                            tail_rows=self.tail_rows, header=not seg.meta.get("table_part"))
+                            tail_rows=self.tail_rows,
+                            # a later part, or a table without a header (ls -l): data rows only
+                            header=not seg.meta.get("table_part") and seg.meta.get("table_header") != "",
+                            quoted=not seg.meta.get("table_aligned"))
         if result is None:
             return None
         text, st = result
@@ -203,9 +227,11 @@ class FoldStage(Stage):
         return seg.with_reason(reason, text=text, status="folded")
 
     def _list(self, seg: Segment, counter: Any, stats: dict[str, int],
-              details: list[dict[str, Any]]) -> Segment | None:
+              details: list[dict[str, Any]], names: tuple[str, ...] = ()) -> Segment | None:
+        # a name the query asks about ("ledger-worker-7d9f8c412-x8k2p") stays whole, like a protected span
+        spans = _span_ranges(seg) + _occurrences(seg.text, names)
         text, st = fold_prefixes(seg.text, min_lines=self.min_prefix_lines, min_chars=self.min_prefix_chars,
-                                 spans=_span_ranges(seg))
+                                 spans=spans)
         if not st["runs"] or text == seg.text:
             return None
         before, after = counter.count(seg.text), counter.count(text)

@@ -134,6 +134,34 @@ def test_prefix_fold_stops_before_a_protected_span(plan):
     assert unfold_prefixes(out.text) == seg.original
 
 
+def test_a_prefix_fold_never_cuts_a_name_the_query_names():
+    # QA: "[PREFIX: ledger-worker-]" left "7d9f8c412-x8k2p …": the pod the query asked about was no longer whole
+    pods = ["7d9f8c314-yeban", "7d9f8c444-z0emr", "7d9f8c412-x8k2p", "7d9f8c985-z0nar", "7d9f8c111-0hipg"]
+    text = "\n".join(f"ledger-worker-{p} restarted after probe failure (exit code {k})" for k, p in enumerate(pods))
+    plan = Plan(domain="d")
+    seg = _only(_prepare(text, plan, kind="text"), "list")
+    folded = _only(FoldStage()(Document(sources=(), segments=(seg,), query="why is ledger-worker-7d9f8c985-z0nar down"),
+                               plan), "list")
+    assert "ledger-worker-7d9f8c985-z0nar restarted" in folded.text
+    assert unfold_prefixes(folded.text) == text
+    assert _only(FoldStage()(Document(sources=(), segments=(seg,), query="which worker restarted"), plan),
+                 "list").text.startswith("[PREFIX: ledger-worker-]\n7d9f8c314-yeban")  # no name asked for: folded
+    from odcf.stages.fold import query_names
+
+    assert query_names('is "db-01.prod" or /var/log/app.log full? ledger-worker-x, ok') == (
+        "db-01.prod", "var/log/app.log", "ledger-worker-x")
+
+
+def test_a_row_of_a_table_in_columns_of_spaces_is_a_line_whatever_its_quotes():
+    header = "NAME                 STATUS      COMMAND"
+    rows = [f'job-{i:02d}               {"Failed " if i == 6 else "Complete"}    {chr(34) if i == 3 else "run"}.sh'
+            for i in range(1, 13)]
+    plan = Plan(domain="d")
+    doc = _prepare(header + "\n" + "\n".join(rows), plan, query="what Failed", kind="text")
+    out = _only(FoldStage()(doc, plan), "table")
+    assert out.text.split("\n") == [header, rows[0], rows[1], "[DATA_ROWS: 3]", rows[5], "[DATA_ROWS: 5]", rows[11]]
+
+
 def test_fold_never_applies_when_a_span_would_be_lost():
     # A span whose offsets say row 5, but whose text was changed upstream: the text check refuses.
     table = _table(ROWS[:20])

@@ -565,6 +565,37 @@ def test_a_message_ends_at_a_rule_and_a_bold_title_heads_what_follows(plan):
     assert segs["**From:** Marcus Hale (customer)"].meta.get("mail_field") == "from"
 
 
+NOTES_THREAD = (
+    "**Internal note — Jonas Berg, 14 Jul 2025 09:30**\n"
+    "Refund of PSP 8825117418 needs Tier 3 approval because the amount is above NOK 10,000.\n"
+    "Requested approval from Maria Lund (Tier 3) at 09:28.\n\n"
+    "**Internal note — Maria Lund (Tier 3), 14 Jul 2025 10:05**\n"
+    "Approved refund of NOK 14,388.00 for PSP 8825117418 to the original payment method.\n"
+    "Do not apply the standard 2% goodwill credit here.\n\n"
+    "**Internal note — Jonas Berg, 14 Jul 2025 10:20**\n"
+    "Correction to my 09:30 note: the incident number is INC-5527, not INC-5521.\n"
+    "Refund submitted at 10:18, refund ref RF-2025-07-30991.\n"
+)
+
+
+def test_a_bold_title_with_text_right_under_it_heads_that_text(plan):
+    # QA: with no blank line under it, the title was read as the start of the first sentence, dropped
+    # with it, and "Refund submitted at 10:18" was delivered right under Maria Lund's note
+    seen = 0
+    for budget in range(30, 130, 6):
+        r = make(plan).compress(NOTES_THREAD, query="refund ref and when it was submitted", budget=budget)
+        if "Refund submitted at 10:18" in r.text:
+            seen += 1
+            before = r.text.split("Refund submitted at 10:18")[0]
+            assert before.rstrip().endswith(("**Internal note — Jonas Berg, 14 Jul 2025 10:20**", "not INC-5521.")), (
+                budget, r.text)
+            assert "Jonas Berg, 14 Jul 2025 10:20" in before.split("Maria Lund (Tier 3), 14 Jul")[-1], (budget, r.text)
+    assert seen
+    segs = make(plan).compress(NOTES_THREAD, budget=1000).document.segments
+    assert [s.original for s in segs if s.original.startswith("**")] == [
+        line for line in NOTES_THREAD.split("\n") if line.startswith("**")]
+
+
 def test_a_bold_warning_is_a_statement_not_a_title_and_no_other_goes_with_the_list_before_it(plan):
     text = ("## Paracetamol dosing for adults\n\nParacetamol is the first-line analgesic on this ward for mild "
             "to moderate pain in adults.\n\n**Never exceed 4 g of paracetamol in any 24-hour period.**\n\n"
@@ -783,3 +814,45 @@ def test_a_plain_text_contract_heading_goes_with_its_section_and_never_alone(pla
                     assert any("delivered only with a part of what it heads" in why or "no room" in why
                                for why in seg.reasons)
     assert "ARTICLE 7 — HOLDOVER\n\nSection 7.1 If Tenant remains" in "\n".join(seen)
+
+
+def _pods() -> tuple[str, list[str]]:
+    header = ("NAME                                   READY   STATUS             RESTARTS        AGE     "
+              "IP             NODE              NOMINATED NODE   READINESS GATES")
+    rows = []
+    for k, app in enumerate(["ledger-api", "ledger-worker", "fx-rates", "webhook-dispatcher", "recon-batch",
+                             "notifier"] * 6):
+        status, restarts = {7: ("CrashLoopBackOff", "37 (2m14s ago)"), 17: ("OOMKilled", "5 (11m ago)"),
+                            22: ("Pending", "0")}.get(k, ("Running", "0"))
+        name = f"{app}-7d9f8c{100 + 7 * k}-{chr(97 + k % 26)}{k:02d}x"
+        cells = [name, "1/1" if status == "Running" else "0/1", status, restarts, f"{k + 1}d",
+                 f"10.42.{k % 10}.{k + 3}", f"k8s-node-{100 + k}", "<none>"]
+        rows.append("".join(f"{c:<{w}}" for c, w in zip(cells, (39, 8, 19, 16, 8, 15, 18, 17))) + "<none>")
+    return header + "\n" + "\n".join(rows), rows
+
+
+def test_kubectl_and_psql_output_is_cut_as_a_table_and_the_rows_a_query_names_come_whole(plan):
+    # QA: space-aligned rows came out as list and sentence blocks, the 8-line block holding the
+    # OOMKilled and Pending rows was too big and dropped, and "[PREFIX: ledger-worker-]" cut pod names
+    text, rows = _pods()
+    header = text.split("\n")[0]
+    r = Compressor(plan).compress(text, query='which pods are "OOMKilled" or "Pending"', budget=300, annotate=False)
+    lines = r.text.split("\n")
+    assert lines[0] == header and rows[17] in lines and rows[22] in lines, r.text
+    assert any(line.startswith("[DATA_ROWS: ") for line in lines) and "[PREFIX" not in r.text
+    assert all(line in rows or line == header or line.startswith("[DATA_ROWS: ") for line in lines), r.text
+    named = rows[7].split()[0]
+    r = Compressor(plan).compress(text, query=f"why is {named} crashing?", budget=120, annotate=False)
+    assert r.text.split("\n")[0] == header and rows[7] in r.text.split("\n"), r.text
+    psql = (" version |       applied_at        | applied_by |     checksum     | success \n"
+            "---------+-------------------------+------------+------------------+---------\n"
+            + "\n".join(f"      {v} | 2025-06-{v - 20:02d} 10:04:24.140 | {'mkowalski' if v % 3 else 'deploy-bot'} | "
+                        f"89c6948f6d30c0{v:02d} | {'f' if v == 41 else 't'}" for v in range(41, 26, -1))
+            + "\n(15 rows)")
+    r = Compressor(plan).compress(psql, query="which migration version failed (success = f)?", budget=120,
+                                  annotate=False)
+    lines = [line.rstrip() for line in psql.split("\n")]  # (the rules stage drops spaces at the end of a line)
+    assert r.text.startswith("\n".join(lines[:3]) + "\n"), r.text
+    out = r.text.split("\n")
+    marked = sum(int(line[12:-1]) for line in out if line.startswith("[DATA_ROWS: "))
+    assert marked + sum(line in lines[2:17] for line in out) == 15, r.text  # "(15 rows)" is no row

@@ -776,3 +776,108 @@ def test_shouted_sentences_labels_tables_lists_code_and_mail_are_not_plain_headi
         ("# Lease", None)]
     # nor in a chat
     assert _heads("ARTICLE 10 — INDEMNITY\n\nTenant shall indemnify Landlord.", kind="chat") == []
+
+
+PODS = (
+    "NAME                                READY   STATUS             RESTARTS       AGE\n"
+    "ledger-api-7d9f8c289-9326m          1/1     Running            0              16d\n"
+    "ledger-worker-7d9f8c314-yeban       1/1     Running            0              16d\n"
+    "ledger-worker-7d9f8c412-x8k2p       0/1     CrashLoopBackOff   37 (2m ago)    3h12m\n"
+    "ledger-worker-7d9f8c985-z0nar       1/1     Running            0              10d\n"
+    "settlement-cron-7d9f8c590-qq7m1     0/1     OOMKilled          5 (11m ago)    52m\n"
+    "recon-batch-7d9f8c233-h2n9d         0/1     Pending            0              8m\n"
+    'web-7d9f8c111-0hipg                 1/1     Running            0              "odd\n'
+)
+
+
+def test_command_output_in_columns_of_spaces_is_a_table_of_whole_lines():
+    # QA: kubectl's rows came out as list and sentence blocks (a shared "ledger-worker-" made a list),
+    # the header a sentence of its own; a '"' in a cell must join no rows
+    text = "$ kubectl get pods -n payments\n" + PODS + "\nThat is all."
+    out = seg(text, max_table_tokens=20)
+    assert [s.kind for s in out] == ["sentence"] + ["table"] * 7 + ["sentence"]
+    rows = PODS.rstrip("\n").split("\n")
+    assert [s.text for s in out[1:8]] == ["\n".join(rows[:2])] + rows[2:]  # every row byte for byte
+    assert all(s.meta["table_header"] == rows[0] for s in out[1:8])
+    assert [s.meta["table_rows"] for s in out[1:8]] == [[k, 1] for k in range(7)]
+    assert "".join(s.sep + s.text for s in out) == text
+    assert join_segments([out[5]]) == rows[0] + "\n[DATA_ROWS: 4]\n" + rows[5] + "\n[DATA_ROWS: 2]"
+    # docker ps (an empty PORTS cell), df -h (right-aligned numbers), kubectl's events (dashes under the header)
+    docker = ("CONTAINER ID   IMAGE          COMMAND                  STATUS                     PORTS                    NAMES\n"
+              "4c01db0b339c   postgres:15    \"docker-entrypoint.s…\"   Up 2 hours                 0.0.0.0:5432->5432/tcp   pg\n"
+              "d7886598dbe2   redis:7        \"redis-server\"           Exited (137) 5 minutes ago                           cache\n"
+              "a1b2c3d4e5f6   nginx:1.25     \"/docker-entrypoint.…\"   Up 5 days                  80/tcp, 443/tcp          web")
+    df = ("Filesystem      Size  Used Avail Use% Mounted on\nudev            7.8G     0  7.8G   0% /dev\n"
+          "/dev/nvme0n1p2  468G  441G  3.5G 100% /\n/dev/nvme0n1p1  511M  6.1M  505M   2% /boot/efi")
+    events = ("Events:\n  Type     Reason     Age                  From     Message\n"
+              "  ----     ------     ----                 ----     -------\n"
+              "  Warning  BackOff    2m14s (x160 over 3h) kubelet  Back-off restarting failed container worker")
+    for sample, header in ((docker, docker.split("\n")[0]), (df, df.split("\n")[0]),
+                           (events, "\n".join(events.split("\n")[1:3]))):
+        parts = [s for s in seg(sample, max_table_tokens=20) if s.kind == "table"]
+        assert parts and parts[0].meta["table_header"] == header, sample
+        assert sum(s.meta["table_rows"][1] for s in parts) == parts[0].meta["table_total"] == len(
+            sample.split("\n")) - len(header.split("\n")) - (1 if sample is events else 0)
+        assert join_segments(parts) == sample[sample.index(header):], sample
+
+
+def test_a_psql_result_is_a_table_under_its_header_and_dashes_and_its_footer_is_no_row():
+    # QA: psql's result was one sentence segment of 574 tokens, its header row indented and its
+    # "---------+-----" line read as prose
+    text = (" version |       applied_at        | applied_by | success \n"
+            "---------+-------------------------+------------+---------\n"
+            "      41 | 2025-07-14 09:12:44.501 | deploy-bot | f\n"
+            "      40 | 2025-06-14 10:04:24.140 | deploy-bot | t\n"
+            "      39 | 2025-06-13 19:03:23.139 | mkowalski | t\n"
+            "(3 rows)\n")
+    out = seg(text, max_table_tokens=20)
+    assert [s.kind for s in out] == ["table"] * 3 + ["sentence"]
+    lines = text.split("\n")
+    assert out[0].meta["table_header"] == "\n".join(lines[:2])
+    assert out[0].text == "\n".join(lines[:3])  # the header keeps its indentation (" version |")
+    assert [s.text for s in out[1:3]] == [lines[3], lines[4]]  # "      40 | …": right-aligned, kept as it is
+    assert out[0].meta["table_total"] == 3 and out[3].text == "(3 rows)"
+    assert "".join(s.sep + s.text for s in out) == text.rstrip()
+    assert join_segments([out[2]]) == "\n".join(lines[:2]) + "\n[DATA_ROWS: 2]\n" + lines[4]
+
+
+def test_ls_l_is_a_table_without_a_header_and_prose_with_double_spaces_is_no_table():
+    text = ("total 24\ndrwxr-xr-x  5 ana staff  160 Jul 14 09:12 .\n"
+            "-rw-r--r--  1 ana staff 1204 Jul 14 09:10 config.yaml\n"
+            "-rw-r--r--  1 ana staff   88 Jul 13 18:02 \"odd name.txt\n"
+            "-rwxr-xr-x  1 ana staff 4096 Jul 12 08:00 run.sh")
+    out = seg(text, max_table_tokens=20)
+    assert out[0].text == "total 24" and all(s.kind == "table" for s in out[1:])
+    assert out[1].meta["table_header"] == "" and out[1].meta["table_total"] == 4
+    assert join_segments([out[-1]]) == "[DATA_ROWS: 3]\n" + text.split("\n")[-1]  # no empty header line
+    prose = ("The team met on Monday.  Everyone agreed.  Then we left.\n"
+             "It was a long day for all of us and nobody  wanted  to stay.\n"
+             "Notes  Owner  Due\nReview the budget  before the board meeting  on Friday please.\nSend the deck.")
+    assert all(s.kind == "sentence" for s in seg(prose))
+
+
+def test_a_line_all_in_bold_is_a_segment_of_its_own_with_or_without_a_blank_line_around_it():
+    text = ("The refund was requested on Friday.\n**Internal note — Jonas Berg, 14 Jul 2025 10:20**\n"
+            "Correction to my note: INC-5527.\nRefund submitted at 10:18.\n\n**Summary**\nAll done. Closed.")
+    out = seg(text)
+    assert [s.text for s in out] == ["The refund was requested on Friday.",
+                                     "**Internal note — Jonas Berg, 14 Jul 2025 10:20**",
+                                     "Correction to my note: INC-5527.", "Refund submitted at 10:18.",
+                                     "**Summary**", "All done. Closed."]
+    assert out[1].paragraph != out[2].paragraph and out[4].paragraph != out[5].paragraph
+    assert seg("**Note:** the fee is due.\nPay by Friday.")[0].text == "**Note:** the fee is due."  # not all bold
+
+
+def test_a_test_runs_progress_lines_are_whole_lines_never_cut_at_their_dots():
+    # QA: "tests/test_webhooks.py ....E....  [65%]" was cut at the dots, and an orphan "[65%]" delivered
+    progress = ["tests/unit/test_money.py ..s......................ss......................s [ 34%]",
+                "tests/unit/test_fx.py ..................................................... [ 47%]",
+                "tests/integration/test_webhooks.py .....E................s.s...... [ 65%]",
+                "..........F.. [100%]"]
+    text = "collected 412 items\n\n" + "\n".join(progress) + "\n\n=== ERRORS ===\nKeyError: 'key_v2'."
+    out = seg(text, max_list_tokens=40)
+    lists = [s for s in out if s.kind == "list"]
+    assert [line for s in lists for line in s.text.split("\n")] == progress
+    assert not any(s.text.startswith("[") for s in out)
+    verbose = "platform linux -- Python 3.11.9\ntests/test_fx.py::test_rate PASSED  [ 50%]\ntests/test_fx.py::test_jpy FAILED  [100%]"
+    assert [s.text for s in seg(verbose)][-1] == "tests/test_fx.py::test_rate PASSED  [ 50%]\ntests/test_fx.py::test_jpy FAILED  [100%]"

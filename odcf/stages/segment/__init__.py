@@ -28,18 +28,20 @@ from odcf.stages.base import Stage
 from odcf.stages.segment.headings import plain_heading
 from odcf.stages.segment.jsonparts import top_level_members, value_container
 from odcf.stages.segment.lines import (
+    BOLD_LINE_RE,
     FENCE_RE,
     HEADING_RE,
     LIST_RE,
+    PROGRESS_RE,
     TABLE_PIPE_RE,
     Piece,
     rstrip,
 )
-from odcf.stages.segment.mail import MAIL_HEAD_FIELDS  # noqa: F401 - importable from here, as before the split
 from odcf.stages.segment.mail import (
     ATTRIBUTION_RE,
     FIELD_OPEN_RE,
     MAIL_FIELD_RE,
+    MAIL_HEAD_FIELDS,  # noqa: F401 - importable from here, as before the split
     QUOTE_END_RE,
     QUOTE_PIECE_CHARS,
     QUOTE_RE,
@@ -53,6 +55,7 @@ from odcf.stages.segment.mail import (
     speaker_run,
 )
 from odcf.stages.segment.tables import (
+    aligned_run,
     csv_records,
     declared_delimiter,
     one_record_a_line,
@@ -269,6 +272,14 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = code_end
                 continue
+            aligned_end, head_n = aligned_run(lines, i)
+            if aligned_end > i:
+                # command output in columns of spaces: a row a line, the header (and psql's ---+--- line) first
+                rows = [[line] for line in lines[i:aligned_end]]
+                pieces.extend(self._records_parts(rows, "table", paragraph, counter, head_n=head_n, aligned=True))
+                paragraph += 1
+                i = aligned_end
+                continue
             table_end = table_run(lines, i)
             if table_end > i:
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
@@ -282,6 +293,16 @@ class Segmenter(Stage):
                 pieces.append(_line_piece(lines[i:end], "heading", paragraph, {"heading_level": level}))
                 paragraph += 1
                 i = end
+                continue
+            progress_end = i
+            while progress_end < n and PROGRESS_RE.match(lines[progress_end][2]):
+                progress_end += 1
+            if progress_end > i:
+                # a test run's progress lines ("tests/test_fx.py ....F.. [17%]"): whole lines, never cut
+                # at their dots (an orphan "[65%]")
+                pieces.extend(self._block(lines[i:progress_end], "list", paragraph, counter, items=True))
+                paragraph += 1
+                i = progress_end
                 continue
             marked_end, prefix_end = _list_run(lines, i), _prefix_run(lines, i)
             list_end = max(marked_end, prefix_end)
@@ -311,6 +332,11 @@ class Segmenter(Stage):
             else:
                 while j < n and lines[j][2].strip() and not _structural(lines, j):
                     j += 1
+            # a line all in bold ("**Internal note — Jonas Berg, 14 Jul 2025 10:20**") is a paragraph of
+            # its own, as with a blank line under it: a title that heads the lines below (budget), never
+            # the start of their first sentence
+            j = i + 1 if BOLD_LINE_RE.match(line) else next(
+                (k for k in range(i + 1, j) if BOLD_LINE_RE.match(lines[k][2]) or PROGRESS_RE.match(lines[k][2])), j)
             ps, pe = lines[i][0], lines[j - 1][1]
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and LIST_RE.match(line):
@@ -458,16 +484,20 @@ class Segmenter(Stage):
         return self._records_parts(records, kind, paragraph, counter, head_n=head_n)
 
     def _records_parts(self, records: list[list[tuple[int, int, str]]], kind: str, paragraph: int, counter: Any,
-                       *, head_n: int) -> list[Piece]:
-        """The parts of a table given as its records (the lines of each), the first *head_n* its header."""
+                       *, head_n: int, aligned: bool = False) -> list[Piece]:
+        """The parts of a table given as its records (the lines of each), the first *head_n* its header.
+        *aligned*: columns laid out with spaces, so a part keeps its first line's indentation (psql's
+        right-aligned "      41 | …") and says so (``table_aligned``: no quote joins its rows)."""
         head_lines = [line for rec in records[:head_n] for line in rec]
         header = "\n".join(line[2].rstrip("\r") for line in head_lines)  # assembly writes the source's line breaks
         rows = records[head_n:]
         # counted without a CRLF's \r, so that a table cuts the same whatever its line endings
         chunks = _pack(rows, lambda line: counter.count(line[2].rstrip("\r")) + 1, self.max_table_tokens,
                        head=head_lines)
+        extra = {"table_aligned": True} if aligned else {}
         return [_line_piece(c, kind, paragraph, {"table_header": header, "table_part": i,
-                                                 "table_rows": [f, m], "table_total": len(rows)})
+                                                 "table_rows": [f, m], "table_total": len(rows), **extra},
+                            indent=aligned)
                 for i, (c, f, m) in enumerate(chunks)]
 
 
@@ -572,9 +602,10 @@ def _code_parts(parts: list[Piece], lines: list[tuple[int, int, str]]) -> list[P
     return out
 
 
-def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None) -> Piece:
+def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,
+                *, indent: bool = False) -> Piece:
     first = chunk[0]
-    start = first[0] + (len(first[2]) - len(first[2].lstrip()))
+    start = first[0] + (0 if indent else len(first[2]) - len(first[2].lstrip()))
     last = chunk[-1]
     end = last[0] + len(last[2].rstrip())
     return Piece(start, max(start, end), kind, paragraph, meta)
@@ -644,7 +675,7 @@ def _find_all(text: str, sep: str) -> list[int]:
 def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
-                or mail_header_run(lines, j) > j or table_run(lines, j) > j
+                or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
                 or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
                 or _list_run(lines, j) - j >= 2)

@@ -10,6 +10,12 @@ FENCE_RE = re.compile(r"^\s*(```|~~~)")
 HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 LIST_RE = re.compile(r"^\s*(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S")
 TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
+#: A progress line of a test run: pytest's "tests/test_fx.py ..s..F.. [ 17%]", a line of outcomes
+#: alone, or a verbose "tests/test_fx.py::test_rate PASSED [ 17%]".
+PROGRESS_RE = re.compile(r"^(?:\S+\.py(?:::\S+)?\s+)?(?:[.sSxXfFEp]+|PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)"
+                         r"\s+\[\s*\d{1,3}%\]\s*$")
+#: A line all in bold ("**Internal note — Maria Lund (Tier 3), 14 Jul 2025 10:05**").
+BOLD_LINE_RE = re.compile(r"^\s*(\*\*|__)(?=\S)[^*_\n]{1,200}(?<=\S)\1[:.]?\s*$")
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
-"""Tables in the segmenter: pipe tables, and comma- or tab-separated records (read by Python's csv
-module where the file name declares the delimiter)."""
+"""Tables in the segmenter: pipe tables, comma- or tab-separated records (read by Python's csv
+module where the file name declares the delimiter), and command output laid out in columns of
+spaces (``kubectl get pods``, ``docker ps``, ``df -h``, psql results, ``ls -l``)."""
 from __future__ import annotations
 
 import csv
+import re
 
 from odcf.document import Source
+from odcf.rules.tables import COLUMNS_SEP_RE
 from odcf.stages.segment.lines import LIST_RE, TABLE_PIPE_RE
 from odcf.stages.segment.mail import STAMPED_SPEAKER_RE
 
@@ -38,6 +41,65 @@ def table_run(lines: list[tuple[int, int, str]], i: int) -> int:
                     and not all(line[2][:1] in " \t" for line in lines[i:j])):  # indented: a traceback, code
                 return j
     return i
+
+
+#: psql's footer ("(15 rows)"): no row, so no part of the table.
+PSQL_FOOTER_RE = re.compile(r"^\s*\(\d+ rows?\)\s*$")
+#: A line of ``ls -l``: permissions, links ("-rw-r--r--  1 ana staff 1204 …", "drwxr-xr-x@ 5 …").
+_LS_ROW_RE = re.compile(r"^[-dlcbps][-rwxsStT]{9}[.@+]?\s+\d+\s+\S")
+#: The gap between two columns of a header laid out with spaces.
+_COLUMN_GAP_RE = re.compile(r"(?<=\S) {2,}(?=\S)")
+_SENTENCE_END = (".", "!", "?", ":", ";", ",")
+
+
+def aligned_run(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int]:
+    """(end index, header lines) of a table laid out in columns of spaces that starts at line *i*,
+    or (i, 0) when there is none. Rows are whole lines, never joined by a quote (a ``"`` in a cell
+    opens nothing). Three layouts:
+
+    - a header of three columns or more, two or more spaces apart ("NAME   READY   STATUS"), maybe
+      a line of dashes under each column (header lines: 2), then rows that keep a space inside each
+      of the header's gaps (left- or right-aligned cells: ``kubectl``, ``docker ps``, ``df -h``,
+      ``ps``) and have a gap of two spaces of their own; two rows at least, or one under dashes;
+    - psql: a header with ``|`` between columns, its ``---+---`` line, then rows up to a blank line
+      or the ``(N rows)`` footer, which is no row (header lines: 2);
+    - ``ls -l``: three lines or more that open with permissions and a link count (no header)."""
+    n = len(lines)
+    head = lines[i][2].rstrip()
+    under = lines[i + 1][2] if i + 1 < n else ""
+    sep = bool(COLUMNS_SEP_RE.match(under))
+    if i + 2 < n and "|" in head and sep and head.count("|") == under.count("+"):
+        j = i + 2
+        while j < n and lines[j][2].strip() and not PSQL_FOOTER_RE.match(lines[j][2]) \
+                and lines[j][2].count("|") >= head.count("|"):
+            j += 1
+        return (j, 2) if j > i + 2 else (i, 0)
+    if _LS_ROW_RE.match(head):
+        j = i + 1
+        while j < n and _LS_ROW_RE.match(lines[j][2]):
+            j += 1
+        return (j, 0) if j - i >= 3 else (i, 0)
+    gaps = list(_COLUMN_GAP_RE.finditer(head))
+    if len(gaps) < 2:
+        return i, 0
+    cells = _COLUMN_GAP_RE.split(head.strip())
+    if any(len(c) > 40 or c.endswith(_SENTENCE_END) or not any(ch.isalpha() for ch in c) for c in cells):
+        return i, 0  # a header names its columns; cells of words that end a sentence are prose
+    masks = [set(range(m.start(), m.end())) for m in gaps]
+    reach = gaps[1].end()  # a row has a cell in the third column at least
+    head_n = 2 if sep and "+" not in under else 1  # dashes under each column ("----   ------")
+    j = i + head_n
+    while j < n:
+        row = lines[j][2].rstrip()
+        if len(row) <= reach or not _COLUMN_GAP_RE.search(row):
+            break
+        kept = [{p for p in mask if p >= len(row) or row[p] == " "} for mask in masks]
+        if not all(kept):
+            break
+        masks = kept
+        j += 1
+    # two rows at least, or one under a line of dashes
+    return (j, head_n) if j - i >= 3 else (i, 0)
 
 
 def wordy(lines: list[tuple[int, int, str]]) -> bool:
