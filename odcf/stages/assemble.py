@@ -20,8 +20,22 @@ RECORD_FORMAT = 2
 
 
 
-#: The reason a source without text (after the rules stage) carries in the record.
+#: The reason a source without text carries in the record.
 EMPTY_INPUT = "empty input: no text to compress"
+#: ... and one the rules stage left without text (``"rules removed all text (noise: todo_lines): ..."``).
+RULES_EMPTIED = "rules removed all text"
+
+
+def empty_reason(src: Source) -> str:
+    """The record's reason for a source without text: given empty, or emptied by a named rule."""
+    by = src.meta.get("emptied_by")
+    return f"{RULES_EMPTIED} ({by}): nothing to compress" if by else EMPTY_INPUT
+
+
+def is_empty_reason(reason: object) -> bool:
+    """True for the reason of a source that had (or was left with) no text."""
+    return isinstance(reason, str) and (reason == EMPTY_INPUT or reason.startswith(RULES_EMPTIED + " ("))
+
 
 class Assembler(Stage):
     name = "assemble"
@@ -115,7 +129,7 @@ class Assembler(Stage):
             if value is not None:
                 entry[key] = value
         if not src.text.strip():
-            entry["reason"] = EMPTY_INPUT
+            entry["reason"] = empty_reason(src)
         if src.mandatory:
             entry["mandatory"] = True
         if src.meta.get("original_kind"):  # the kind as read (before rules), for `odcf verify` to redo the selection
