@@ -101,10 +101,13 @@ class Assembler(Stage):
     def _source_entry(self, n: int, src: Source, segs: tuple[Segment, ...], body: str, counter: Any,
                       input_sha: str | None, input_tokens: int | None) -> dict[str, Any]:
         live = [s for s in segs if not s.dropped]
+        # the segments are cut from the text after the rules stage: a source it edited (comments,
+        # editor marks, TODO lines removed) is not delivered verbatim even when every segment is
+        edited = src.meta.get("original_sha256", src.sha256) != src.sha256
         if not segs or not live:
             status = "dropped"
         elif all(s.status == "verbatim" for s in segs):
-            status = "verbatim"
+            status = "compressed" if edited else "verbatim"
         elif all(s.status in ("verbatim", "folded") for s in segs):
             status = "folded"
         elif all(s.status in ("verbatim", "reverted") for s in segs):
