@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odcf._lazy import lazy_getattr
+from odcf._lazy import lazy_dir, lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -40,3 +40,4 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
+__dir__ = lazy_dir(_LAZY, globals())

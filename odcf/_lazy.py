@@ -8,6 +8,8 @@
 Traceback (most recent call last):
 ...
 AttributeError: module 'demo' has no attribute 'nope'
+>>> lazy_dir({"dumps": ("json", "dumps")}, {"__version__": "1"})()
+['__version__', 'dumps']
 """
 from __future__ import annotations
 
@@ -34,3 +36,11 @@ def lazy_getattr(package: str, table: Mapping[str, str | tuple[str, str]],
         return value
 
     return __getattr__
+
+
+def lazy_dir(table: Mapping[str, str | tuple[str, str]], namespace: Mapping[str, Any]) -> Callable[[], list[str]]:
+    """A module ``__dir__`` that lists the lazy names of *table* (not yet imported) with the module's globals."""
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(table))
+
+    return __dir__

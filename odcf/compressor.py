@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from odcf.document import KINDS, LAYERS, Document, Source, query_problem
-from odcf.errors import InputError, OdcfError, OntologyError, PlanError, StageError
+from odcf.errors import InputError, InvalidPlanError, OdcfError, OntologyError, PlanError, StageError
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan, schema_problems
 from odcf.textutil import loads_json
@@ -106,9 +106,21 @@ class Compressor:
 
     @classmethod
     def from_plan_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> Compressor:
-        """From a plan JSON written by ``odcf plan --format json``."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls(Plan.from_dict(data), **kwargs)
+        """From a plan JSON written by ``odcf plan --format json``. A file that cannot be read, is not
+        JSON or not a plan raises :class:`~odcf.errors.InvalidPlanError` naming the file."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidPlanError(f"plan file must be a path, got {type(path).__name__} {path!r}")
+        try:
+            data = loads_json(Path(path).read_bytes())
+        except OSError as exc:
+            raise InvalidPlanError(f"{path}: cannot read the plan: {exc.strerror or exc}") from exc
+        except ValueError as exc:  # invalid JSON or UTF-8
+            raise InvalidPlanError(f"{path}: not a plan JSON file: {exc}") from exc
+        try:
+            plan = Plan.from_dict(data)
+        except PlanError as exc:
+            raise InvalidPlanError(f"{path}: {exc}") from exc
+        return cls(plan, **kwargs)
 
     def warm_up(self) -> Compressor:
         self.pipeline.warm_up()

@@ -1,6 +1,7 @@
 """Frozen data that flows through the pipeline: sources, segments, spans, trace.
 
-This module imports nothing else from odcf. Stages never mutate a document;
+This module imports nothing else from odcf but its error classes and frozen maps. Stages never
+mutate a document;
 they return ``doc.replace(...)`` with a new trace event appended.
 
 >>> from odcf.document import Source, Document
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from odcf.errors import SourceError
 from odcf.frozen import EMPTY as _EMPTY
 from odcf.frozen import FrozenMap
 
@@ -102,35 +104,35 @@ class Source:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"source {self.id!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
+            raise SourceError(f"source {self.id!r}: unknown kind {self.kind!r} (expected one of {', '.join(KINDS)})")
         if self.layer not in LAYERS:
-            raise ValueError(f"source {self.id!r}: unknown layer {self.layer!r} (expected one of {', '.join(LAYERS)})")
+            raise SourceError(f"source {self.id!r}: unknown layer {self.layer!r} (expected one of {', '.join(LAYERS)})")
         if not isinstance(self.id, str):
-            raise ValueError(f"source id must be a string, got {type(self.id).__name__} {self.id!r}")
+            raise SourceError(f"source id must be a string, got {type(self.id).__name__} {self.id!r}")
         for name in ("text", "read_range"):
             if not isinstance(getattr(self, name), str):
-                raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+                raise SourceError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
         for name in ("origin", "timestamp", "category", "speaker"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                raise ValueError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
+                raise SourceError(f"source {self.id!r}: {name} must be a string, got {getattr(self, name)!r}")
         # every string is hashed and written as UTF-8 into the record: a lone surrogate in any of them
         # would fail there, far from its cause
         problem = unicode_problem(self.id)
         if problem:
-            raise ValueError(f"source id {self.id!r} {problem}")
+            raise SourceError(f"source id {self.id!r} {problem}")
         for name in ("text", "read_range", "origin", "timestamp", "category", "speaker"):
             value = getattr(self, name)
             problem = unicode_problem(value) if value is not None else None
             if problem:
-                raise ValueError(f"source {self.id!r}: {name} {problem}")
+                raise SourceError(f"source {self.id!r}: {name} {problem}")
         if not isinstance(self.mandatory, bool):  # "false" would be true
-            raise ValueError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
+            raise SourceError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
         if self.confidence is not None and (isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float))):
-            raise ValueError(f"source {self.id!r}: confidence must be a number within [0, 1], got {self.confidence!r}")
+            raise SourceError(f"source {self.id!r}: confidence must be a number within [0, 1], got {self.confidence!r}")
         if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
-            raise ValueError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
+            raise SourceError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
         if self.meta is not None and not isinstance(self.meta, Mapping):
-            raise ValueError(f"source {self.id!r}: meta must be a mapping, got {type(self.meta).__name__}")
+            raise SourceError(f"source {self.id!r}: meta must be a mapping, got {type(self.meta).__name__}")
         object.__setattr__(self, "meta", _freeze(self.meta))
 
     @property
@@ -258,7 +260,7 @@ class Document:
         seen: set[str] = set()
         for s in self.sources:
             if s.id in seen:
-                raise ValueError(f"duplicate source id {s.id!r}")
+                raise SourceError(f"duplicate source id {s.id!r}")
             seen.add(s.id)
 
     @classmethod

@@ -47,6 +47,11 @@ class PlanError(OdcfError):
     """A plan that cannot be built or used (unknown role, bad plan file)."""
 
 
+class InvalidPlanError(PlanError, ValueError):
+    """A plan file or plan mapping that does not read as a plan: missing, not JSON, a field of the
+    wrong type. A :class:`ValueError` too, as the JSON error of a plan file was."""
+
+
 class StageError(OdcfError):
     """A stage that cannot run: missing requirement, missing model, bad option."""
 
@@ -66,6 +71,12 @@ class ExportParityError(OdcfError):
 
 class InputError(OdcfError):
     """Input that cannot be read: invalid UTF-8, a broken record, an unknown kind."""
+
+
+class SourceError(InputError, ValueError):
+    """A :class:`~odcf.document.Source` (or a document of them) with a field of the wrong type or
+    value: ``Source(id=1, ...)``, ``confidence=2``, two sources of one id. A :class:`ValueError`
+    too, as it was."""
 
 
 def format_problems(problems: Sequence[Problem]) -> str:

@@ -1,23 +1,42 @@
 """Token counters: ``o200k_base`` (default), ``cl100k_base``, a Hugging Face tokenizer by
 local path (``hf:/path/to/tokenizer.json`` or a folder holding one), or ``bytes`` (UTF-8).
 
+Counts are exact: the count of a text is the length of its encoding. ``bpe-openai`` refuses very long
+inputs, so a text over 16,000 characters is counted in pieces cut only where the encoder's
+pre-tokenizer splits anyway (after a newline, before " word", at the edges of a number and every
+third digit of one, between a word and a punctuation mark), which changes nothing. Only a run of
+over 50,000 characters with no such place in it (one "word" of 50,000 letters) is cut where it
+must be, and each such cut may change the count by a token or two. A Hugging Face tokenizer counts
+the whole text in one call, without the padding and truncation its tokenizer.json may set.
+
 >>> from odcf.tokens import get_counter
 >>> get_counter("bytes").count("héllo")
 6
+>>> get_counter("o200k_base").count("1234567890" * 2000)   # in pieces, yet as one encoding counts
+6667
 """
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
+import unicodedata
 from collections import OrderedDict
 from typing import Protocol
 
 from odcf.errors import InputError, OdcfError
 
 DEFAULT_TOKENIZER = "o200k_base"
-#: bpe-openai refuses very long single inputs; longer texts are counted in pieces cut after newlines.
+#: A text up to this many characters is counted in one call; a longer one in pieces of about this size.
 _CHUNK_CHARS = 16_000
+#: The longest piece counted in one call when no split point is nearer: at most 4 tokens a character
+#: keeps it under bpe-openai's 200,000-token and 1,000,000-character limits.
+_MAX_PIECE_CHARS = 50_000
+#: Texts up to this many characters are cached ...
+_CACHE_TEXT_CHARS = 4_096
+#: ... up to this many bytes of text in all (CJK takes 2 bytes a character, emoji 4).
+_CACHE_BYTES = 32 * 2**20
 
 
 class TokenCounter(Protocol):
@@ -27,12 +46,14 @@ class TokenCounter(Protocol):
 
 
 class _CachedCounter:
-    """Counting is called on the same segment text many times; cache small results."""
+    """Counting is called on the same segment text many times; cache the counts of short texts,
+    bounded by the bytes of text held (not the number of texts: 4,096 emoji take 16 KiB)."""
 
-    def __init__(self, name: str, maxsize: int = 65_536) -> None:
+    def __init__(self, name: str, max_bytes: int = _CACHE_BYTES) -> None:
         self.name = name
         self._cache: OrderedDict[str, int] = OrderedDict()
-        self._maxsize = maxsize
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def _count(self, text: str) -> int:  # pragma: no cover - abstract
@@ -41,7 +62,7 @@ class _CachedCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if len(text) > 4096:
+        if len(text) > _CACHE_TEXT_CHARS:
             return self._count_long(text)
         with self._lock:
             hit = self._cache.get(text)
@@ -49,37 +70,114 @@ class _CachedCounter:
                 self._cache.move_to_end(text)
                 return hit
         n = self._count(text)
+        size = sys.getsizeof(text)
         with self._lock:
-            self._cache[text] = n
-            if len(self._cache) > self._maxsize:
-                self._cache.popitem(last=False)
+            if text not in self._cache:
+                self._cache[text] = n
+                self._bytes += size
+                while self._bytes > self._max_bytes:
+                    old, _ = self._cache.popitem(last=False)
+                    self._bytes -= sys.getsizeof(old)
         return n
 
     def _count_long(self, text: str) -> int:
-        total = 0
-        for piece in _pieces(text, _CHUNK_CHARS):
-            total += self._count(piece)
-        return total
+        return sum(self._count(piece) for piece in _pieces(text, _CHUNK_CHARS))
 
     def __repr__(self) -> str:
         return f"<token counter {self.name}>"
 
 
+def _is_number(c: str) -> bool:
+    return "0" <= c <= "9" or (c > "\x7f" and unicodedata.category(c)[0] == "N")
+
+
+def _splits(text: str, i: int) -> bool:
+    """True where the o200k_base and cl100k_base pre-tokenizers certainly end a piece before text[i],
+    so that the counts of text[:i] and text[i:] add up to the count of text.
+
+    Inside a run of digits (cut in threes from its start) this says False: :func:`_split_before`
+    and :func:`_split_after` find those places.
+    """
+    if i <= 0 or i >= len(text):
+        return False
+    a, b = text[i - 1], text[i]
+    if a in "\r\n":  # a newline ends a piece unless more space or the "/" of "!\n/" follows
+        return not b.isspace() and b != "/"
+    if a.isspace():  # spaces at the end of a text may form other pieces (cl100k's \s++$)
+        return False
+    if b == " ":  # " word" is one piece, so what is before it has ended
+        return i + 1 < len(text) and text[i + 1].isalpha()
+    na, nb = _is_number(a), _is_number(b)
+    if na or nb:  # only a run of digits holds a digit
+        return na != nb
+    # a word ends before a punctuation mark or symbol (not "'", which may open "'s")
+    return a.isalpha() and b != "'" and unicodedata.category(b)[0] in "PS"
+
+
+def _digit_run(text: str, i: int) -> tuple[int, int]:
+    """The start and end of the run of digits that holds text[i]."""
+    start, end = i, i + 1
+    while start > 0 and _is_number(text[start - 1]):
+        start -= 1
+    while end < len(text) and _is_number(text[end]):
+        end += 1
+    return start, end
+
+
+def _inside_digits(text: str, i: int) -> bool:
+    return 0 < i < len(text) and _is_number(text[i - 1]) and _is_number(text[i])
+
+
+def _split_before(text: str, lo: int, hi: int) -> int:
+    """The last place in (lo, hi] where the pre-tokenizer splits, or -1."""
+    i = hi
+    while i > lo:
+        if _inside_digits(text, i):
+            start, _ = _digit_run(text, i)
+            cut = start + (i - start) // 3 * 3
+            if cut > max(lo, start):
+                return cut
+            i = start  # the run's start: an edge, which _splits judges
+            continue
+        if _splits(text, i):
+            return i
+        i -= 1
+    return -1
+
+
+def _split_after(text: str, lo: int, hi: int) -> int:
+    """The first place in [lo, hi) where the pre-tokenizer splits, or -1."""
+    i = lo
+    while i < hi:
+        if _inside_digits(text, i):
+            start, end = _digit_run(text, i)
+            cut = start + -(-(i - start) // 3) * 3
+            if cut < end:
+                return cut if cut < hi else -1
+            i = end
+            continue
+        if _splits(text, i):
+            return i
+        i += 1
+    return -1
+
+
 def _pieces(text: str, size: int) -> list[str]:
-    """Cut *text* into pieces of at most about *size* chars, after a newline or a space when possible."""
+    """Cut *text* into pieces of about *size* characters where the pre-tokenizer splits anyway, so
+    that the counts of the pieces add up to the count of the text. A stretch of over
+    ``_MAX_PIECE_CHARS`` characters with no such place is cut at that length: the one inexact case."""
     out: list[str] = []
-    start = 0
-    n = len(text)
-    while start < n:
-        end = min(n, start + size)
-        if end < n:
-            cut = text.rfind("\n", start + size // 2, end)
-            if cut < 0:
-                cut = text.rfind(" ", start + size // 2, end)
-            if cut >= 0:
-                end = cut + 1
+    start, n = 0, len(text)
+    while n - start > size:
+        end = _split_before(text, start, start + size)
+        if end < 0:
+            end = _split_after(text, start + size + 1, min(n, start + _MAX_PIECE_CHARS))
+        if end < 0:
+            end = min(n, start + _MAX_PIECE_CHARS)
         out.append(text[start:end])
         start = end
+    if start < n:
+        out.append(text[start:])
     return out
 
 
@@ -112,9 +210,17 @@ class HFCounter(_CachedCounter):
             what = "" if file == path else f"{file} "
             raise InputError(f"tokenizer {path!r}: {what}is not a readable Hugging Face tokenizer.json "
                              f"({' '.join(str(exc).split()) or type(exc).__name__})") from exc
+        # tokenizer.json may ask for padding and truncation (MiniLM's: both at 128), which would
+        # make every text count as the padded or truncated length
+        self._tok.no_padding()
+        self._tok.no_truncation()
 
     def _count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def _count_long(self, text: str) -> int:
+        # pre-tokenizers differ (a sentencepiece "▁" opens a text): cut nowhere, count in one call
+        return self._count(text)
 
 
 class ByteCounter:

@@ -243,3 +243,27 @@ def test_wrong_argument_types_are_one_clear_odcf_error_naming_the_argument(plan)
     for call, error, message in cases:
         with pytest.raises(error, match=message):
             call()
+
+
+def test_an_emoji_line_is_delivered_and_an_emoji_only_source_is_not_empty_input():
+    from odcf import Compressor
+
+    c = Compressor.from_ontology("general")
+    r = c.compress("Reactions:\n\n😀🎉🔥😀🎉🔥\n\nDone.", budget=4000)
+    assert "😀🎉🔥😀🎉🔥" in r.text
+    r = c.compress("😀🎉🔥" * 40 + "\n🇩🇪🇫🇷", budget=4000)
+    assert r.tokens_out >= r.tokens_in > 0 and "🇩🇪🇫🇷" in r.text
+    assert "reason" not in r.record["sources"][0] and r.record["sources"][0]["status"] == "verbatim"
+
+
+def test_a_source_the_rules_leave_without_text_names_the_rule_in_the_record():
+    from odcf import Compressor
+
+    r = Compressor.from_ontology("general").compress(
+        [{"id": "notes", "text": "TODO: fix\n<!-- editor note -->"}, {"id": "empty", "text": " "},
+         {"id": "body", "text": "The cap is $5."}], budget=100)
+    entries = {e["id"]: e for e in r.record["sources"]}
+    reason = "rules removed all text (noise: html_comments, todo_lines): nothing to compress"
+    assert (entries["notes"]["status"], entries["notes"]["reason"]) == ("dropped", reason)
+    assert entries["empty"]["reason"] == "empty input: no text to compress"
+    assert f"source notes: {reason}" in r.record["warnings"] and "$5" in r.text

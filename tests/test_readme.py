@@ -23,3 +23,56 @@ def test_tour_compression_keeps_the_cap(tmp_path):
     r = c.compress({"id": "msa", "text": text, "origin": "examples/msa_excerpt.md"},
                    query="liability cap", role="writer", budget=250)
     assert r.tokens_out <= 250 and "$250,000" in r.text and "Section 9.1" in r.text
+
+
+def test_the_pipeline_diagram_is_the_stage_order():
+    from odcf.pipeline import STAGE_ORDER
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("rules → segment")
+    diagram = readme[start:readme.index("\n", start)]
+    assert diagram.split(" → ") == [name for name, _ in STAGE_ORDER]
+
+
+def test_files_the_readme_commands_name_exist():
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in re.findall(r"(?:-O|--ontology) ((?:ontologies|examples)/[\w./]+)", readme):
+        assert (ROOT / path).is_file(), path
+
+
+def test_the_record_fields_in_internals_are_the_fields_a_compress_record_has():
+    import re
+
+    doc = (ROOT / "docs" / "internals.md").read_text(encoding="utf-8")
+    start = doc.index("## Delivery record")
+    opening = doc.index("```\n", start) + 4
+    block = doc[opening:doc.index("\n```", opening)]
+    top = block[:block.index('"sources": [') + 10] + block[block.index('"stages"'):]
+    documented = set(re.findall(r'"(\w+)"(?=[,:\s}]| \()', top))
+    r = Compressor.from_ontology("general").compress(
+        [{"id": "a", "text": "The cap is $5.", "timestamp": "2024-01-01", "confidence": 0.5, "category": "x",
+          "speaker": "bob", "mandatory": True}, {"id": "b", "text": " "}], budget=100)
+    assert set(r.record) <= documented and not documented & {"missing", "conflicts", "not_searched"}
+    for entry in r.record["sources"]:
+        assert all(f'"{key}"' in block for key in entry), entry
+        for seg in entry["segments"]:
+            assert all(f'"{key}"' in block for key in seg), seg
+    assert '"reason"' in block[block.index('"sources": ['):block.index('"segments": [{')]
+
+
+def test_the_handoff_page_python_example_runs_as_written_on_its_json_example(tmp_path, monkeypatch):
+    import json
+    import re
+
+    page = (ROOT / "docs" / "handoff.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    items = re.search(r"```json\n(.*?)```", page, re.S).group(1)
+    json.loads(items)
+    (tmp_path / "items.json").write_text(items, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(code, "docs/handoff.md", "exec"), scope)  # noqa: S102 - the project's own documentation
+    r = scope["r"]
+    assert r.text and r.tokens > 0 and r.record["role"] == "executor"

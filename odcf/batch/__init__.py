@@ -12,7 +12,7 @@ Nothing heavy is imported until a job runs.
 """
 from __future__ import annotations
 
-from odcf._lazy import lazy_getattr
+from odcf._lazy import lazy_dir, lazy_getattr
 
 _LAZY = {
     "run_batch": ("odcf.batch.job", "run_batch"),
@@ -25,3 +25,4 @@ __all__ = sorted(_LAZY)
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
+__dir__ = lazy_dir(_LAZY, globals())

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from odcf.batch.io import Key
 from odcf.batch.items import Done, Task, WorkItem, error_row, has_field, ok_row
 from odcf.batch.records import DEFAULT_MAX_CHARS, DEFAULT_QUERY_FIELD, RecordError, to_request
-from odcf.stages.assemble import EMPTY_INPUT
+from odcf.stages.assemble import EMPTY_INPUT, is_empty_reason
 
 if TYPE_CHECKING:  # pragma: no cover
     from odcf.compressor import Compressor
@@ -145,9 +145,12 @@ class Worker:
                 tokenizer=cfg.tokenizer, strict=cfg.strict, annotate=cfg.annotate,
             ).to_dict()
             sources = result["record"].get("sources") or []
-            if sources and all(src.get("reason") == EMPTY_INPUT for src in sources):
-                # only invisible characters, or a page without text: as an empty context, an error
-                raise RecordError("empty context: no text left once invisible characters and markup are removed")
+            if sources and all(is_empty_reason(src.get("reason")) for src in sources):
+                # only invisible characters, or text a rule removed (a page without text): as an
+                # empty context, an error, which names the rule as the record would
+                named = [f"source {src['id']}: {src['reason']}" for src in sources if src["reason"] != EMPTY_INPUT]
+                raise RecordError("empty context: " + ("; ".join(named) or "no text left once invisible "
+                                                       "characters and markup are removed"))
             if not cfg.timings:
                 result["record"] = without_timings(result["record"])
             return Outcome(task.key, ok_row(task.key, task.id, result, queried=queried), True,

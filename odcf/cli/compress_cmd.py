@@ -45,6 +45,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor, read_source_file
     from odcf.document import Source
+    from odcf.stages.assemble import EMPTY_INPUT, is_empty_reason
 
     refuse_overwrites([*args.files, args.ontology],
                       {f"--{flag}": getattr(args, flag, None) for flag in ("out", "record", "html", "trace")})
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if len(empty) == len(sources):
         # an empty output would hide an upstream problem (as `odcf batch` treats an empty context)
         raise InputError(f"{', '.join(empty)}: empty input (no text): nothing to compress")
+    file_ids = {s.id for s in sources}
     for origin in empty:
         print(f"odcf compress: warning: {origin}: empty input (no text); the record lists it as dropped",
               file=sys.stderr)
@@ -62,6 +64,14 @@ def run(args: argparse.Namespace) -> int:
     result = compressor.compress(sources, query=args.query, role=args.role, budget=args.budget,
                                  strict=args.strict, annotate=not args.no_annotate,
                                  timings=not args.no_timings)
+    emptied = [e for e in result.record["sources"] if e["id"] in file_ids and is_empty_reason(e.get("reason"))
+               and e["reason"] != EMPTY_INPUT]
+    if emptied and len(emptied) + len(empty) == len(file_ids):
+        # as `odcf batch` and the record: every input left without text is an error naming the rule
+        raise InputError("; ".join(f"{e.get('origin') or e['id']}: {e['reason']}" for e in emptied))
+    for e in emptied:
+        print(f"odcf compress: warning: {e.get('origin') or e['id']}: {e['reason']}; the record lists it as "
+              "dropped", file=sys.stderr)
     if args.record:
         write_text(args.record, result.record_json() + "\n")
     args.run_context = {"inputs": sources, "compressor": compressor}

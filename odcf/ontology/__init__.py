@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odcf._lazy import lazy_getattr
+from odcf._lazy import lazy_dir, lazy_getattr
 
 _LAZY = {
     "Ontology": "odcf.ontology.schema",
@@ -29,3 +29,4 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
+__dir__ = lazy_dir(_LAZY, globals())

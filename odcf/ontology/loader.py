@@ -580,6 +580,9 @@ def loads_ontology(text: str | bytes, source: str = "<string>") -> Ontology:
 
 def load_ontology(path_or_name: str | os.PathLike[str]) -> Ontology:
     """Load a ``task_ontology.yaml`` file, or a bundled ontology by name (``"legal_contract"``)."""
+    if not isinstance(path_or_name, (str, os.PathLike)):
+        raise OntologyError(f"ontology must be a bundled ontology name or a YAML path, "
+                            f"got {type(path_or_name).__name__} {path_or_name!r}")
     target = _locate(path_or_name)
     try:
         raw = target.read_bytes()

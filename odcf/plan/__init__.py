@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odcf._lazy import lazy_getattr
+from odcf._lazy import lazy_dir, lazy_getattr
 
 _LAZY = {
     "Plan": "odcf.plan.model",
@@ -36,3 +36,4 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
+__dir__ = lazy_dir(_LAZY, globals())

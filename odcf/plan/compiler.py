@@ -28,7 +28,7 @@ import os
 import re
 from typing import Any
 
-from odcf.errors import OntologyError, Problem
+from odcf.errors import OntologyError, PlanError, Problem
 from odcf.ontology.schema import Ontology
 from odcf.ontology.schema import Role as RoleSpec
 from odcf.plan.model import (
@@ -60,6 +60,10 @@ _LABELS = {"zh": ("关键词", "属性"), "default": ("Keywords", "Attributes")}
 def compile_plan(ontology: Ontology) -> Plan:
     """The plan of *ontology*. Raises :class:`OntologyError` (with ``FILE:LINE``) for a role that
     is not a preset and sets no budget — the only check that needs the presets."""
+    if not isinstance(ontology, Ontology):
+        hint = (f": for a bundled name or a YAML path use odcf.compile_plan(odcf.load_ontology({ontology!r}))"
+                if isinstance(ontology, (str, os.PathLike)) else "")
+        raise PlanError(f"compile_plan needs a loaded Ontology, got {type(ontology).__name__}{hint}")
     problems: list[Problem] = []
     roles = _roles(ontology, problems)
     if problems:

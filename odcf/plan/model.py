@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odcf.document import to_plain
-from odcf.errors import PlanError
+from odcf.errors import InvalidPlanError, PlanError
+from odcf.textutil import check_fields, json_kind
 from odcf.frozen import EMPTY as _EMPTY
 from odcf.frozen import FrozenMap
 
@@ -240,6 +241,17 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        """The plan a :meth:`to_dict` mapping (``odcf plan --format json``) describes. Raises
+        :class:`InvalidPlanError` naming every field that is missing or of the wrong type.
+
+        >>> Plan.from_dict({"domain": 5, "roles": {"w": {"budget": "80"}}})
+        Traceback (most recent call last):
+        ...
+        odcf.errors.InvalidPlanError: not a valid plan: domain: expected a string, got a number (5); roles.w.budget: expected an integer, got a string ('80')
+        """
+        problems = plan_problems(data)
+        if problems:
+            raise InvalidPlanError("not a valid plan: " + "; ".join(problems))
         try:
             prot = data.get("protection", {})
             return cls(
@@ -275,7 +287,7 @@ class Plan:
                 pipeline=data.get("pipeline", {}),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise PlanError(f"not a valid plan: {exc!r}") from exc
+            raise InvalidPlanError(f"not a valid plan: {exc!r}") from exc
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, indent=2)
@@ -289,3 +301,71 @@ class Plan:
     @property
     def version(self) -> str:
         return f"{self.domain}@{self.hash[:12]}"
+
+
+_STRINGS = "array of strings"
+#: The fields of a plan mapping and their JSON types (every one optional but ``domain``).
+_PLAN_FIELDS: dict[str, tuple[str, bool]] = {
+    "format": ("integer", False), "domain": ("string", True), "description": ("string", False),
+    "language": ("string", False), "task_goal": ("string", False), "tokenizer": ("string", False),
+    "concepts": ("array", False), "relations": ("array", False), "queries": ("array", False),
+    "protection": ("object", False), "state_schema": ("object", False), "abbreviations": ("object", False),
+    "roles": ("object", False), "pipeline": ("object", False),
+}
+_ITEM_FIELDS: dict[str, dict[str, tuple[str, bool]]] = {
+    "concepts": {"name": ("string", True), "description": ("string", False), "keywords": (_STRINGS, False),
+                 "attributes": (_STRINGS, False)},
+    "relations": {"from": ("string", True), "to": ("string", True), "type": ("string", True)},
+    "queries": {"name": ("string", True), "text": ("string", True), "terms": (_STRINGS, False)},
+}
+_PROTECTION_FIELDS = {"anchors": ("array", False), "terms": (_STRINGS, False), "connectives": (_STRINGS, False),
+                      "entities": (_STRINGS, False), "markers": (_STRINGS, False)}
+_ANCHOR_FIELDS = {"name": ("string", True), "pattern": ("string", True), "flags": ("integer", False)}
+_ROLE_FIELDS = {"budget": ("integer", True), "required": (_STRINGS, False), "optional": (_STRINGS, False),
+                "forbidden": (_STRINGS, False), "unit": ("string", False), "categories": (_STRINGS, False)}
+
+
+def _fields(obj: Any, spec: Mapping[str, tuple[str, bool]], where: str, out: list[str]) -> bool:
+    """:func:`check_fields`, with ``array of strings`` as a type."""
+    plain = {k: ("array" if kind == _STRINGS else kind, req) for k, (kind, req) in spec.items()}
+    if not check_fields(obj, plain, where, out):
+        return False
+    for key, (kind, _) in spec.items():
+        value = obj.get(key)
+        if kind == _STRINGS and isinstance(value, list):
+            for i, item in enumerate(value):
+                if not isinstance(item, str):
+                    out.append(f"{where + '.' if where else ''}{key}[{i}]: expected a string, got {json_kind(item)}")
+    return True
+
+
+def plan_problems(data: Any) -> list[str]:
+    """Every field of a plan mapping that is missing or of the wrong JSON type, as ``path: message``
+    (``[]`` for a valid plan); a protection pattern must compile too."""
+    out: list[str] = []
+    if not isinstance(data, Mapping):
+        return [f"a plan is a JSON object, got {json_kind(data)}"]
+    _fields(data, _PLAN_FIELDS, "", out)
+    for key, spec in _ITEM_FIELDS.items():
+        if isinstance(data.get(key), list):
+            for i, item in enumerate(data[key]):
+                _fields(item, spec, f"{key}[{i}]", out)
+    prot = data.get("protection")
+    if isinstance(prot, Mapping) and _fields(prot, _PROTECTION_FIELDS, "protection", out) \
+            and isinstance(prot.get("anchors"), list):
+        for i, anchor in enumerate(prot["anchors"]):
+            where = f"protection.anchors[{i}]"
+            if _fields(anchor, _ANCHOR_FIELDS, where, out) and isinstance(anchor.get("pattern"), str) \
+                    and isinstance(anchor.get("flags", 0) or 0, int):
+                try:
+                    re.compile(anchor["pattern"], anchor.get("flags") or 0)
+                except (re.error, ValueError) as exc:
+                    out.append(f"{where}.pattern: does not compile: {exc}")
+    if isinstance(data.get("abbreviations"), Mapping):
+        for key, value in data["abbreviations"].items():
+            if not isinstance(value, str):
+                out.append(f"abbreviations.{key}: expected a string, got {json_kind(value)}")
+    if isinstance(data.get("roles"), Mapping):
+        for name, role in data["roles"].items():
+            _fields(role, _ROLE_FIELDS, f"roles.{name}", out)
+    return out

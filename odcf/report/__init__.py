@@ -8,7 +8,7 @@ Nothing heavy loads on import; ``rich`` loads only when a table is printed.
 """
 from __future__ import annotations
 
-from odcf._lazy import lazy_getattr
+from odcf._lazy import lazy_dir, lazy_getattr
 
 _LAZY = {
     "analyze": ("odcf.report.analyze", "analyze"),
@@ -21,3 +21,4 @@ __all__ = sorted(_LAZY)
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
+__dir__ = lazy_dir(_LAZY, globals())

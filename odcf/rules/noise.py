@@ -14,7 +14,8 @@ Each rule is counted separately in the report:
 - ``blank_lines``: runs of blank lines become one blank line;
 - ``trailing_spaces``: spaces and tabs at line ends;
 - ``ocr_lines`` (``ocr=True``; the rules stage uses it for documents, not tool output): lines that
-  look like OCR garbage: 6+ visible characters, no vowel, no non-ASCII letter, under 30% digits,
+  look like OCR garbage: 6+ visible characters, no vowel, no non-ASCII letter, mark or symbol
+  (emoji and flags are content), under 30% digits,
   at least half punctuation with two different marks, and not shaped like code (``}``/``)`` first,
   ``{``/``;``/``,`` last); a line number opening the line (``237:``) is not counted.
 
@@ -31,6 +32,7 @@ anchor, term or marker is ever removed: the removal is skipped and counted as ``
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -68,12 +70,18 @@ _HUNK_LINE = (" ", "+", "-", "\\")
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:[:|]|\s{2,})")
 
 
+def _is_script(c: str) -> bool:
+    """A letter, digit, mark or symbol of some script, emoji and flags included ("😀", "🇩🇪", "✓",
+    "©"): what OCR garbage, a soup of ASCII punctuation, is not made of."""
+    return c.isalnum() or unicodedata.category(c) in ("Mn", "Mc", "Me", "So", "Sk", "Cf")
+
+
 def _is_garbage(line: str) -> bool:
     s = _LINE_NUMBER.sub("", line, count=1).strip()  # "237:    ----------" is a listing's rule line
     visible = [c for c in s if not c.isspace()]
     if len(visible) < 6 or s.startswith(("|", "}", "]", ")")) or s.endswith(("{", ";", ",", "[", "(")):
         return False
-    if _DECOR.match(s) or any(c in _VOWELS or (c.isalpha() and ord(c) > 127) for c in visible):
+    if _DECOR.match(s) or any(c in _VOWELS or (ord(c) > 127 and _is_script(c)) for c in visible):
         return False
     if sum(c.isdigit() for c in visible) >= 0.3 * len(visible):
         return False

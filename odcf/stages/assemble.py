@@ -20,8 +20,22 @@ RECORD_FORMAT = 2
 
 
 
-#: The reason a source without text (after the rules stage) carries in the record.
+#: The reason a source without text carries in the record.
 EMPTY_INPUT = "empty input: no text to compress"
+#: ... and one the rules stage left without text (``"rules removed all text (noise: todo_lines): ..."``).
+RULES_EMPTIED = "rules removed all text"
+
+
+def empty_reason(src: Source) -> str:
+    """The record's reason for a source without text: given empty, or emptied by a named rule."""
+    by = src.meta.get("emptied_by")
+    return f"{RULES_EMPTIED} ({by}): nothing to compress" if by else EMPTY_INPUT
+
+
+def is_empty_reason(reason: object) -> bool:
+    """True for the reason of a source that had (or was left with) no text."""
+    return isinstance(reason, str) and (reason == EMPTY_INPUT or reason.startswith(RULES_EMPTIED + " ("))
+
 
 class Assembler(Stage):
     name = "assemble"
@@ -87,10 +101,13 @@ class Assembler(Stage):
     def _source_entry(self, n: int, src: Source, segs: tuple[Segment, ...], body: str, counter: Any,
                       input_sha: str | None, input_tokens: int | None) -> dict[str, Any]:
         live = [s for s in segs if not s.dropped]
+        # the segments are cut from the text after the rules stage: a source it edited (comments,
+        # editor marks, TODO lines removed) is not delivered verbatim even when every segment is
+        edited = src.meta.get("original_sha256", src.sha256) != src.sha256
         if not segs or not live:
             status = "dropped"
         elif all(s.status == "verbatim" for s in segs):
-            status = "verbatim"
+            status = "compressed" if edited else "verbatim"
         elif all(s.status in ("verbatim", "folded") for s in segs):
             status = "folded"
         elif all(s.status in ("verbatim", "reverted") for s in segs):
@@ -115,7 +132,7 @@ class Assembler(Stage):
             if value is not None:
                 entry[key] = value
         if not src.text.strip():
-            entry["reason"] = EMPTY_INPUT
+            entry["reason"] = empty_reason(src)
         if src.mandatory:
             entry["mandatory"] = True
         if src.meta.get("original_kind"):  # the kind as read (before rules), for `odcf verify` to redo the selection

@@ -16,7 +16,9 @@ Three rules, each switchable (constructor keyword, or the ontology's
 
 Sources of the ``instruction`` layer are passed through untouched: instructions are never
 compressed. A changed source keeps its id and gets ``meta["original_sha256"]`` (the hash of the text as
-given), so a delivery record can still be checked against the input. The stage appends one
+given), so a delivery record can still be checked against the input; a source the rules leave
+without text gets ``meta["emptied_by"]`` (``"noise: todo_lines"``), which its record entry's
+``reason`` names. The stage appends one
 trace event: ``data = {"sources": {id: {rule: report}}, "changed": n, "chars_in": .., "chars_out": ..}``.
 
 >>> from odcf.document import Document, Source
@@ -40,6 +42,7 @@ from odcf.rules.jsonmin import minify_json
 from odcf.rules.noise import INVISIBLE, remove_noise
 from odcf.stages.base import Stage
 from odcf.stages.segment.tables import declared_delimiter
+from odcf.textutil import has_visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -126,9 +129,24 @@ class RuleStage(Stage):
             return source, report
         meta = dict(source.meta)
         meta.setdefault("original_sha256", sha256(source.text))
+        if not has_visible_text(text) and has_visible_text(source.text):
+            meta["emptied_by"] = _rules_fired(report)  # the record says which rule left nothing
         if kind != source.kind:
             meta.setdefault("original_kind", source.kind)
         return dataclasses.replace(source, text=text, kind=kind, meta=meta), report
 
     def config(self) -> dict[str, Any]:
         return {"html": self.html, "json_minify": self.json_minify, "noise": self.noise}
+
+
+#: Report keys of :func:`remove_noise` that are bookkeeping, not rules.
+_NOT_RULES = frozenset({"removed_lines", "chars_removed", "examples", "kept_protected"})
+
+
+def _rules_fired(report: dict[str, Any]) -> str:
+    """The rules that changed a source, as a record names them: ``"noise: html_comments, todo_lines"``."""
+    parts = []
+    for rule, rep in report.items():
+        fired = sorted(k for k in rep if k not in _NOT_RULES) if rule == "noise" and isinstance(rep, dict) else []
+        parts.append(f"{rule}: {', '.join(fired)}" if fired else rule)
+    return "; ".join(parts) or "rules"

@@ -399,6 +399,19 @@ def test_a_context_of_invisible_characters_or_an_empty_page_is_an_error(tmp_path
     assert all(e.startswith("empty context") for e in errors.values())
 
 
+def test_a_context_the_rules_leave_without_text_is_an_error_naming_the_rule_and_emoji_are_text(tmp_path, ontology):
+    p = tmp_path / "in.jsonl"
+    write_jsonl(p, [{"id": "notes", "context": "TODO: fix\n<!-- editor note -->"},
+                    {"id": "emoji", "context": "😀🎉🔥" * 3 + " 🇩🇪🇫🇷"}])
+    s = run_batch(p, tmp_path / "out.jsonl", config(ontology), workers=0)
+    assert (s.records_out, s.records_failed) == (1, 1)
+    [error] = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert error["error"] == ("empty context: source source-1: rules removed all text "
+                              "(noise: html_comments, todo_lines): nothing to compress")
+    [row] = read_jsonl(tmp_path / "out.jsonl")
+    assert row["id"] == "emoji" and "🇩🇪🇫🇷" in row["text"] and row["tokens_out"] >= row["tokens_in"]
+
+
 def test_format_contradicting_the_extension_is_refused(tmp_path, ontology):
     p = tmp_path / "in.jsonl"
     write_jsonl(p, records(1))

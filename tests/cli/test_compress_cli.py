@@ -163,6 +163,24 @@ def test_an_empty_input_is_an_error_and_one_empty_file_among_others_a_warning(co
     assert "reason" not in record["sources"][1] and "$250,000" in json.loads(captured.out)["text"]
 
 
+def test_an_input_the_rules_leave_without_text_is_an_error_naming_the_rule_as_in_the_record(contract, tmp_path,
+                                                                                           capsys):
+    notes, emoji = tmp_path / "notes.md", tmp_path / "emoji.txt"
+    notes.write_text("TODO: fix\n<!-- editor note -->\n", encoding="utf-8")
+    emoji.write_text("😀🎉🔥" * 40 + "\n", encoding="utf-8")
+    reason = "rules removed all text (noise: html_comments, todo_lines): nothing to compress"
+    assert main(["compress", str(notes)]) == 1
+    err = capsys.readouterr().err
+    assert f"{notes}: {reason}" in err and len(err.strip().splitlines()) == 1
+    assert main(["compress", str(notes), str(contract), "--json"]) == 0  # beside text: a warning
+    captured = capsys.readouterr()
+    assert f"{notes}: {reason}" in captured.err
+    assert json.loads(captured.out)["record"]["sources"][0]["reason"] == reason
+    assert main(["compress", str(emoji), "--json"]) == 0  # emoji are text
+    out = json.loads(capsys.readouterr().out)
+    assert "😀🎉🔥" * 40 in out["text"] and out["tokens_out"] >= out["tokens_in"] > 0
+
+
 def test_json_nested_too_deeply_is_compressed_as_text_with_the_reason_recorded(tmp_path, capsys):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000, encoding="utf-8")

@@ -63,6 +63,15 @@ def test_code_shaped_and_numeric_lines_are_not_ocr_garbage():
     assert out == text and "ocr_lines" not in report
 
 
+@pytest.mark.parametrize("line", ["😀🎉🔥😀🎉🔥", "🇩🇪🇫🇷🇮🇹🇪🇸", "👍🏻👍🏽 !!", "1️⃣ 2️⃣ 3️⃣", "✓ ✓ ✗ — ✓ ✓", "©®™ ©®™",
+                                  "🤝 + 💰 = ✅", "👨‍👩‍👧 👨‍👩‍👧"])
+def test_emoji_flags_and_symbols_are_content_not_ocr_garbage(line):
+    text = f"Reactions:\n\n{line}\n\nDone."
+    out, report = remove_noise(text, ocr=True)
+    assert out == text and "ocr_lines" not in report
+    assert remove_noise(line, ocr=True)[0] == line
+
+
 def test_ocr_rule_can_be_switched_off():
     out, _ = remove_noise("~~;:'|,.;~", ocr=False)
     assert out == "~~;:'|,.;~"

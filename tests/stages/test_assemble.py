@@ -33,6 +33,21 @@ def test_everything_fits_is_verbatim_and_unannotated_text_is_the_source(plan):
     assert r.record["sources"][0]["status"] == "verbatim"
 
 
+def test_a_source_the_rules_stage_edited_is_compressed_not_verbatim(plan, tmp_path):
+    from odcf.reverify import verify_record
+
+    text = "Intro [draft] text.\n<!-- editor note -->\nTODO: check the cap\n\nThe cap is $5,000."
+    path = tmp_path / "notes.md"
+    path.write_text(text, encoding="utf-8")
+    r = Compressor(plan).compress([{"id": "notes", "text": text, "origin": str(path)},
+                                   {"id": "plain", "text": "Nothing to clean here."}], budget=1000, timings=False)
+    edited, plain = r.record["sources"]
+    assert (edited["status"], plain["status"]) == ("compressed", "verbatim")
+    assert edited["tokens_out"] < edited["tokens_in"] and "[draft]" not in r.text and "TODO" not in r.text
+    assert {g["status"] for g in edited["segments"]} == {"verbatim"}  # verbatim cuts of the cleaned text
+    assert not verify_record(r.record, text=r.text, plan=plan)  # and `odcf verify` agrees
+
+
 def test_records_are_byte_identical_without_timings(plan, contract_text):
     c = Compressor(plan, stages={"rules": False, "fold": False})
     a = c.compress(contract_text, query="liability", budget=60, timings=False)
