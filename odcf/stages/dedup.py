@@ -8,7 +8,9 @@ source, a log printed again, is merged regardless) are duplicates when their tex
 whitespace and case folding, or when the cosine of their embeddings is at least
 ``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
 an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
-are close in embedding space and are *not* duplicates.
+are close in embedding space and are *not* duplicates. Nor are two sentences that go on from
+different first sentences of their paragraphs ("Participant P-0112 was screened …" / "…P-0114…"):
+the same words there say different things.
 
 Of each group, the segment kept is the one whose source is the most confident
 (``Source.confidence``), then the most recent (``Source.timestamp``, ISO 8601 compared as
@@ -171,7 +173,7 @@ class SemanticDedup(Stage):
                 if a.layer == b.layer and (self.within_source or a.source_id != b.source_id):
                     pairs.setdefault((a.id, b.id), round(float(sims[i, j]), 4))
 
-        merged, kept, blocked = self._groups(live, pairs, sources, position)
+        merged, kept, blocked = self._groups(live, pairs, sources, position, _contexts(doc))
         by_id = {s.id: s for s in live}
         updates: dict[str, Segment] = {}
         decisions: list[dict[str, Any]] = []
@@ -198,9 +200,11 @@ class SemanticDedup(Stage):
         return doc.with_event(event, segments=segments)
 
     def _groups(self, live: Sequence[Segment], pairs: dict[tuple[str, str], float],
-                sources: dict[str, Source], position: dict[str, int]
+                sources: dict[str, Source], position: dict[str, int], contexts: dict[str, str] | None = None,
                 ) -> tuple[set[str], dict[str, list[tuple[str, float]]], int]:
-        """Greedy grouping: the best keeper claims its duplicates first."""
+        """Greedy grouping: the best keeper claims its duplicates first. Two segments whose
+        *contexts* differ are never one (see :func:`_contexts`)."""
+        contexts = contexts or {}
         by_id = {s.id: s for s in live}
         neighbours: dict[str, dict[str, float]] = {}
         for (a, b), cos in pairs.items():
@@ -224,12 +228,33 @@ class SemanticDedup(Stage):
             for other_id, cos in sorted(neighbours[keeper.id].items(), key=lambda kv: position[kv[0]]):
                 if other_id in merged or other_id in kept:
                     continue
-                if sig(keeper) != sig(by_id[other_id]):
+                if sig(keeper) != sig(by_id[other_id]) or not _same_context(keeper, by_id[other_id], contexts):
                     blocked.add(tuple(sorted((keeper.id, other_id))))  # type: ignore[arg-type]
                     continue
                 merged.add(other_id)
                 kept.setdefault(keeper.id, []).append((other_id, cos))
         return merged, kept, len(blocked)
+
+
+def _contexts(doc: Document) -> dict[str, str]:
+    """For each sentence that is not the first of its paragraph, that first sentence (folded): what
+    it goes on from. "The investigator confirmed a diagnosis of diabetic kidney disease …" under
+    "Participant P-0112 was screened …" and the same words under "Participant P-0114 …" are two
+    statements, and merging them took P-0114's diagnosis out of what was delivered of P-0114."""
+    first: dict[tuple[str, int], Segment] = {}
+    out: dict[str, str] = {}
+    for seg in doc.segments:
+        opener = first.setdefault((seg.source_id, seg.paragraph), seg)
+        if opener is not seg and seg.kind == "sentence":
+            out[seg.id] = _norm(opener.original)
+    return out
+
+
+def _same_context(a: Segment, b: Segment, contexts: dict[str, str]) -> bool:
+    """Whether *a* and *b* go on from the same thing: both open their paragraphs, or go on from
+    the same first sentence, or one goes on from the other (a sentence said twice in a row)."""
+    ca, cb = contexts.get(a.id), contexts.get(b.id)
+    return ca == cb or (ca is None and cb == _norm(a.original)) or (cb is None and ca == _norm(b.original))
 
 
 def _why(keeper: Source, other: Source) -> str:

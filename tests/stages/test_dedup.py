@@ -127,3 +127,17 @@ def test_a_copy_whose_kept_duplicate_is_not_delivered_is_dropped_saying_so():
     copies = [s for s in r.document.segments if "module_0" in s.text]
     assert copies[0].status == "dropped" and copies[1].status == "dropped"
     assert copies[1].reasons[-1] == f"budget: its duplicate {copies[0].id} was not delivered, so neither is it"
+
+
+def test_the_same_words_going_on_from_different_first_sentences_are_two_statements():
+    # QA: P-0114's "The investigator confirmed a diagnosis of diabetic kidney disease …" was merged
+    # into P-0112's identical sentence, so what was delivered of P-0114 lost its diagnosis
+    said = ("The investigator confirmed a diagnosis of diabetic kidney disease with eGFR 31 and UACR 840, "
+            "documented in the referral letter.")
+    notes = [Source(id=f"p{k}", text=f"Participant P-011{k} was screened on 12 March 2024. {said}") for k in (2, 4)]
+    out = run(notes)
+    assert not any(s.status == "merged" for s in out.segments)
+    assert next(e for e in out.trace if e.stage == "dedup").data["blocked"] == 1
+    # the same paragraph twice is still one
+    again = run([Source(id="a", text=notes[0].text), Source(id="b", text=notes[0].text)])
+    assert sum(s.status == "merged" for s in again.segments) == 2
