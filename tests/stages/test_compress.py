@@ -129,6 +129,19 @@ def test_comparison_signs_are_kept_with_their_numbers() -> None:
         assert sign in kept, s.text
 
 
+def test_the_words_joining_two_kept_amounts_and_a_field_label_are_kept_with_them() -> None:
+    # QA: "$29,174.90 − $2,150.00 − $740.00 = $26,284.90" lost its second minus sign, "$10,000 less
+    # $1,000 = $9,000.00" its "less", and "Buyer: Qingdao Haichuan …" its label
+    text = ("The adjusted figure after all of the listed exclusions is $29,174.90 − $2,150.00 − $740.00 = "
+            "$26,284.90 and the insured was told about it on the phone by the adjuster on site. Net: $10,000 less "
+            "$1,000 = $9,000.00 which the carrier will pay by cheque after the usual review of the whole file.")
+    spans = [_span(text, m.group(0), "anchor:money") for m in re.finditer(r"\$[\d,]+(?:\.\d+)?", text)]
+    s = stage(rate=0.1)(make_doc(seg("a#0", text, protected=spans)), PLAN).segments[0]
+    assert s.status == "compressed"
+    for part in ("$29,174.90 − $2,150.00 − $740.00 = $26,284.90", "Net: $10,000 less $1,000 = $9,000.00"):
+        assert part in s.text, s.text
+
+
 def test_rate_is_global_across_segments_not_per_segment() -> None:
     doc = make_doc(seg("a#0", LONG), seg("b#0", STOPS))
     out = stage(rate=0.3)(doc, PLAN)
