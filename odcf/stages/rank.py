@@ -316,6 +316,39 @@ def lift_corrections(segments: Sequence[Segment], scores: dict[str, float]) -> t
     return out, raised
 
 
+#: An email's legal boilerplate: a confidentiality notice, a virus disclaimer, an unsubscribe or
+#: print-saving line. It scored above a support agent's instructions ("please notify the sender" reads
+#: as an instruction) and took their room.
+BOILERPLATE_RE = re.compile(
+    r"(?i:if you have received this (?:e-?mail|message|communication) in error|not the (?:intended|named) (?:recipient|addressee)"
+    r"|(?:this|the) (?:e-?mail|message|communication)(?: and any (?:attachments?|files?)[^.]{0,40})? "
+    r"(?:is|are|may be|contains?) (?:strictly )?(?:confidential|privileged)"
+    r"|accepts? no (?:liability|responsibility) for (?:any )?(?:damage|loss)[^.]{0,40}virus"
+    r"|consider the environment before printing|to unsubscribe|unsubscribe from (?:this|these|our)"
+    r"|confidentiality notice:)")
+#: What a boilerplate segment's score is multiplied by.
+BOILERPLATE_WEIGHT = 0.3
+
+
+def demote_boilerplate(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+    """*scores* with each segment of email boilerplate (:data:`BOILERPLATE_RE`) weighted down by
+    :data:`BOILERPLATE_WEIGHT` (a segment the query names exactly keeps its place: see
+    :func:`lift_hits`, applied after); returns the scores and how many were demoted.
+
+    >>> from odcf.document import Segment
+    >>> t = "If you are not the intended recipient, please notify the sender and delete this e-mail."
+    >>> demote_boilerplate([Segment(id="a", source_id="s", index=0, text=t, original=t, kind="sentence")], {"a": 0.6})
+    ({'a': 0.18}, 1)
+    """
+    out = dict(scores)
+    n = 0
+    for seg in segments:
+        if seg.id in out and BOILERPLATE_RE.search(seg.text):
+            out[seg.id] = round(out[seg.id] * BOILERPLATE_WEIGHT, 6)
+            n += 1
+    return out, n
+
+
 def unlift(score: float, hit: bool) -> float:
     """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
     segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
@@ -389,7 +422,9 @@ class LexicalRanker(Stage):
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
         top_raw = max(raw) if raw else 0.0
         names, hits = exact_hits(live, doc.query)
-        scores = lift_hits({seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)}, hits)
+        scores, boilerplate = demote_boilerplate(
+            live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
+        scores = lift_hits(scores, hits)
         scores, corrected = lift_corrections(live, scores)
         for seg in live:
             new[seg.id] = seg.replace(score=scores[seg.id])
@@ -406,5 +441,6 @@ class LexicalRanker(Stage):
             "languages": dict(sorted(langs.items())),
             **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
             **({"corrections_raised": corrected} if corrected else {}),
+            **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
         })
         return doc.with_event(event, segments=segments, meta=meta)

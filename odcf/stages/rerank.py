@@ -44,7 +44,13 @@ import numpy as np
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.stages.rank import exact_hits, lift_corrections, lift_hits, unlift
+from odcf.stages.rank import (
+    demote_boilerplate,
+    exact_hits,
+    lift_corrections,
+    lift_hits,
+    unlift,
+)
 from odcf.textutil import detect_language
 from odcf.tokens import get_counter
 
@@ -222,6 +228,10 @@ class EmbeddingReranker(Stage):
                     new_scores[seg.id] = round(0.99 * floor * (1.0 - pos / len(rest)), 6)
         elif english:
             data["note"] = "no query: lexical scores kept"
+        if new_scores:
+            new_scores, boilerplate = demote_boilerplate(english, new_scores)
+            if boilerplate:
+                data["boilerplate_demoted"] = boilerplate
         if names:
             # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
             # first; among those, the rest of the query orders them

@@ -856,3 +856,17 @@ def test_kubectl_and_psql_output_is_cut_as_a_table_and_the_rows_a_query_names_co
     out = r.text.split("\n")
     marked = sum(int(line[12:-1]) for line in out if line.startswith("[DATA_ROWS: "))
     assert marked + sum(line in lines[2:17] for line in out) == 15, r.text  # "(15 rows)" is no row
+
+
+def test_an_email_disclaimer_ranks_below_what_the_message_says(plan):
+    # QA: "If you are not the intended recipient, please notify the sender …" (0.68) was delivered and
+    # the agent's instructions (0.41-0.55) dropped
+    text = ("From: Maria Lund\nDate: 14 July 2025\n\nApproved refund of NOK 14,388.00 to the card ending 4417. "
+            "Please notify the customer that the refund is on its way and do not apply any credit.\n\n"
+            "CONFIDENTIALITY NOTICE: This e-mail and any attachments are confidential. If you are not the intended "
+            "recipient, please notify the sender immediately and delete this e-mail.\n")
+    r = Compressor(plan).compress(text, query="what to do about the e-mail", budget=200, annotate=False)
+    scores = {s.text[:24]: s.score for s in r.document.segments}
+    notice = max(v for k, v in scores.items() if k.startswith(("CONFIDENTIALITY", "If you are not")))
+    assert notice < scores["Please notify the custom"] and notice < scores["Approved refund of NOK 1"]
+    assert any(e.data.get("boilerplate_demoted") for e in r.document.trace if e.stage in ("rank", "rerank"))
