@@ -212,6 +212,10 @@ def identifier_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
 _OPENS_PART_RE = re.compile(rf"\s*(?:[#>*_-]+\s*)*(?:{_CLAUSE_REF}|\d+(?:\.\d+)+\b|{_ZH_ARTICLE})", re.IGNORECASE)
 
 
+#: What follows a numbered part's number in its title: a capitalised word, a mark, or the line's end.
+_TITLE_AFTER_RE = re.compile(r"[.:)\]*_]*[ \t]*(?:[—–-][ \t]*)?(?:[A-Z\u4e00-\u9fff(\"“]|$)", re.MULTILINE)
+
+
 def exact_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
     """The identifiers *query* names and the ids of the segments whose text holds one of them.
 
@@ -227,11 +231,19 @@ def exact_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str
     if not any(_clause_pattern(n) for n in names):
         return names, hits
     opened: str | None = None  # the source whose named part is open
+    first = {}  # (source, paragraph) -> its first segment's id
     for seg in segments:
+        first.setdefault((seg.source_id, seg.paragraph), seg.id)
         opens = _OPENS_PART_RE.match(seg.text)
         start = pattern.match(seg.text.lstrip(" \t#>*_-"))
         if seg.kind == "heading" or opens:
-            opened = seg.source_id if start else None
+            # a part is opened by its heading, or by a title opening a paragraph ("Section 12.2
+            # Termination for cause.", "12.2 Termination"), not by a sentence that names it ("Section
+            # 2 of the plan was reviewed …") nor by an amount ("2.1 million rows …")
+            title = seg.kind == "heading" or (first[(seg.source_id, seg.paragraph)] == seg.id and start is not None
+                                              and _TITLE_AFTER_RE.match(seg.text, start.end() + len(seg.text)
+                                                                        - len(seg.text.lstrip(" \t#>*_-"))))
+            opened = seg.source_id if start and title else None
         elif opened == seg.source_id:
             hits.add(seg.id)
         else:
@@ -265,21 +277,24 @@ def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
 
 
 #: A sentence that corrects or replaces a value said before it: "correction: it's 36 people, not
-#: 34", "Addendum 2: the submission deadline is extended to 15 August", "Actually, the budget is
-#: €40,000", "变更为", "以此为准".
+#: 34", "Addendum 2: the submission deadline is extended to 15 August", "the budget is €40,000 not
+#: €50,000", "变更为", "以此为准". Not "actually", "updated", "revised" or "is now": prose is full of
+#: them ("The office address was updated on 30 January" rose above an indemnity clause).
 CORRECTION_RE = re.compile(
-    r"\b(?i:corrections?|corrected|erratum|errata|addend(?:um|a)|amended|revised|updated|supersed(?:e|es|ed|ing)"
-    r"|replaced by|actually|no longer|(?:is|are) now|now (?:is|are|stands at)"
-    r"|(?:extended|postponed|changed|moved|reduced|increased|cut|raised|lowered|brought forward) to)\b"
+    r"\b(?i:corrections?|corrected|erratum|errata|addend(?:um|a)|supersed(?:e|es|ed|ing)|replaced by"
+    r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|brought forward) to)\b"
     r"|\bnot\s+[€$£¥]?\d|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
 _NUMBER_RE = re.compile(r"\d[\d,.]*")
+_YEAR_RE = re.compile(r"(?:19|20)\d\d")
 #: How many segments before a correction it is compared with (bounded work on long inputs).
 CORRECTION_WINDOW = 400
 
 
 def _keys(text: str) -> tuple[set[str], set[str]]:
+    """Content words, and the numbers that name one value: not a year, not a lone digit."""
+    numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
-            {n.rstrip(".,") for n in _NUMBER_RE.findall(text)})
+            {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)})
 
 
 def lift_corrections(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:

@@ -870,3 +870,21 @@ def test_an_email_disclaimer_ranks_below_what_the_message_says(plan):
     notice = max(v for k, v in scores.items() if k.startswith(("CONFIDENTIALITY", "If you are not")))
     assert notice < scores["Please notify the custom"] and notice < scores["Approved refund of NOK 1"]
     assert any(e.data.get("boilerplate_demoted") for e in r.document.trace if e.stage in ("rank", "rerank"))
+
+
+@pytest.mark.parametrize("text, query, answer", [
+    # "updated on 30 January" shares only "30" with the answer, and "updated" corrects nothing
+    ("3. INDEMNITY\n\nThe Supplier shall indemnify the Customer against all losses arising from any claim that the "
+     "Services infringe a third party's rights, provided that the Customer notifies the Supplier within 30 days.\n\n"
+     "5. NOTICES\n\nThe office address in Schedule 3 was updated on 30 January to reflect the Supplier's move.",
+     "What does the Supplier indemnify the Customer against?", "indemnify the Customer against all losses"),
+    # a sentence naming "Section 2" in running prose opens no part that lifts the rest of the memo
+    ("Hi all,\n\nRollback must be approved by the incident commander on duty. Section 2 of the rollout plan was "
+     "reviewed by legal last week. The cafeteria will be closed on Friday. Please submit expense reports by the "
+     "end of the month. New laptops arrive next Tuesday.", "Per section 2, who approves a rollback?",
+     "approved by the incident commander"),
+])
+def test_common_words_and_a_named_section_in_prose_do_not_outrank_the_answer(plan, text, query, answer):
+    # QA of this stop's changes: both answers were dropped for the sentence after them
+    r = Compressor(plan).compress(text, query=query, budget=60, annotate=False)
+    assert answer in r.text, r.text

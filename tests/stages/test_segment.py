@@ -881,3 +881,15 @@ def test_a_test_runs_progress_lines_are_whole_lines_never_cut_at_their_dots():
     assert not any(s.text.startswith("[") for s in out)
     verbose = "platform linux -- Python 3.11.9\ntests/test_fx.py::test_rate PASSED  [ 50%]\ntests/test_fx.py::test_jpy FAILED  [100%]"
     assert [s.text for s in seg(verbose)][-1] == "tests/test_fx.py::test_rate PASSED  [ 50%]\ntests/test_fx.py::test_jpy FAILED  [100%]"
+
+
+def test_a_wrapped_capitals_sentence_a_bold_part_of_a_sentence_and_a_chat_line_with_a_colon_stay_prose():
+    # QA of this stop's changes: each of these became a heading, a title or a form field
+    caps = seg("Terms of the beta.\n\nEXCEPT AS EXPRESSLY PROVIDED IN THIS AGREEMENT\nTHE SERVICE IS PROVIDED "
+               "\"AS IS\", WITHOUT WARRANTY OF ANY KIND.\n\nThe beta ends on 30 June 2025.")
+    assert not any(s.kind == "heading" for s in caps)
+    bold = seg("Please note that\n**opened software, gift cards and custom orders**\ncannot be refunded.")
+    assert len(bold) == 1
+    chat = seg("Customer: My order arrived broken.\nAgent: Sorry to hear that. I checked this morning.\n"
+               "Good news: we will refund EUR 40 by Friday.\nCustomer: Thanks.")
+    assert [s.meta.get("speaker") for s in chat if s.text.startswith("Good news")] == ["Agent:"]

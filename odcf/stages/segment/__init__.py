@@ -335,8 +335,8 @@ class Segmenter(Stage):
             # a line all in bold ("**Internal note — Jonas Berg, 14 Jul 2025 10:20**") is a paragraph of
             # its own, as with a blank line under it: a title that heads the lines below (budget), never
             # the start of their first sentence
-            j = i + 1 if BOLD_LINE_RE.match(line) else next(
-                (k for k in range(i + 1, j) if BOLD_LINE_RE.match(lines[k][2]) or PROGRESS_RE.match(lines[k][2])), j)
+            j = i + 1 if _bold_title(lines, i) else next(
+                (k for k in range(i + 1, j) if _bold_title(lines, k) or PROGRESS_RE.match(lines[k][2])), j)
             ps, pe = lines[i][0], lines[j - 1][1]
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and LIST_RE.match(line):
@@ -344,9 +344,12 @@ class Segmenter(Stage):
             label = SPEAKER_RE.match(line) if i < speaker_until else None
             if label is not None:
                 last_label = label
-            elif i >= speaker_until or FIELD_OPEN_RE.match(line):
-                # a line opening with a field of its own ("Invoice date: …" under "Buyer: …") is a
-                # field of a form, not the next line of the message above
+            form = (label is None and i > 0 and FIELD_OPEN_RE.match(line) is not None
+                    and not lines[i - 1][2].rstrip().endswith((".", "!", "?", "。", "！", "？")))
+            if label is None and (i >= speaker_until or form):
+                # a line opening with a field of its own ("Invoice date: …" under "Buyer: Qingdao …",
+                # a value that ends no sentence) is a field of a form, not the next line of the message
+                # above ("Good news: …" under "Agent: … this morning." is the agent's)
                 last_label = None
             # the next line of a message (no label of its own): the message's speaker, not its opening
             said_by = label if label is not None else last_label
@@ -355,8 +358,6 @@ class Segmenter(Stage):
                 cuts = _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
                 for part, (cs, ce) in enumerate(cuts):
                     meta = speaker_meta(said_by, cs - ps if label is not None else len(line))
-                    if meta and not meta.get("opens_line") and FIELD_OPEN_RE.match(text, cs):
-                        meta = None  # "Contract: HC-2024-0415." after "Invoice: …" is a field, not the invoice's words
                     if len(cuts) > 1:
                         # a part of one over-long sentence: the budget delivers a later part only with
                         # the first (it holds the main clause: "X shall not be liable … unless …")
@@ -554,6 +555,19 @@ def _word_count(sentence: str) -> int:
 #: A very short sentence that only negates or forbids ("Do not rechallenge.", "Never.", "Not
 #: permitted."): what it forbids is in the sentence before it.
 _BARE_NEGATION_RE = re.compile(r"(?i:do not|don't|never|not|no)\b")
+
+
+def _bold_title(lines: list[tuple[int, int, str]], k: int) -> bool:
+    """Line *k* is all in bold and stands as a title: the line above it (if any) ends a sentence or
+    is blank, and the line below does not go on in lower case ("Please note that" / "**opened
+    software, gift cards**" / "cannot be refunded." is one sentence with a bold part)."""
+    if not BOLD_LINE_RE.match(lines[k][2]):
+        return False
+    above = lines[k - 1][2].rstrip() if k > 0 else ""
+    if above and not above.endswith((".", "!", "?", ":", "*", "_", "-", "。", "！", "？", "：")):
+        return False
+    below = lines[k + 1][2].lstrip() if k + 1 < len(lines) else ""
+    return not below[:1].islower()
 
 
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,

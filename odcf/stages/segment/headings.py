@@ -99,6 +99,9 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
     end = i + 1
     if end < n and lines[end][2].strip():
         nxt = heading_level(lines[end][2])
+        letters = [ch for ch in lines[end][2] if ch.isalpha()]
+        if nxt is None and len(letters) >= 3 and sum(ch.isupper() for ch in letters) >= 0.6 * len(letters):
+            return None  # a sentence in capitals wrapped over lines ("EXCEPT AS … AGREEMENT" / "THE SERVICE …,")
         if nxt is not None:
             # "ARTICLE 10" / "INDEMNITY": a number, then its title on the next line; any other
             # lines in capitals in a row are not a heading

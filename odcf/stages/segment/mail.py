@@ -53,9 +53,9 @@ QUOTE_PIECE_CHARS = 400
 QUOTE_END_RE = re.compile(r"[.!?:;。！？；][\"'”’)\]]*\s*$")
 
 
-#: A line or sentence that opens with a field name of its own ("Invoice date: …", "Contract: …",
-#: "**Terms:** …"): under a speaker label's line it is the next field of a form, and it is never
-#: delivered after another line's label (that would write "Buyer: Contract: HC-2024-0415.").
+#: A line that opens with a field name of its own ("Invoice date: …", "**Terms:** …"): under a
+#: labelled line whose value ends no sentence ("Buyer: Qingdao Haichuan …") it is the next field of a
+#: form, never delivered after that label (it wrote "Buyer: Contract: HC-2024-0415.").
 FIELD_OPEN_RE = re.compile(r"[ \t]*(?:\*\*|__)?[A-Za-z][\w'’./&-]*(?: [\w'’./&()-]+){0,3}(?:\*\*|__)?:(?:\*\*|__)?[ \t]+\S")
 
 
