@@ -335,7 +335,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
             elif whole and seg.id in whole:
-                why += (f": the parts of a sentence that hold a marker go together, and its {len(whole[seg.id])} "
+                why += (f": the parts of a sentence that hold a marker go together, and those {len(whole[seg.id])} parts "
                         f"need {sum(cost[i] for i in whole[seg.id])} tokens")
             final.append(seg.with_reason(
                 f"budget: {why} ({where} {seg.layer}, score {seg.score if seg.score is not None else 0:.2f}, "
