@@ -197,8 +197,9 @@ def identifier_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
     as :func:`_clause_pattern` finds it."""
     if not names:
         return None
-    clauses = [c for c in (_clause_pattern(n) for n in names) if c]
-    plain = [n for n in names if _clause_pattern(n) is None]
+    found = {n: _clause_pattern(n) for n in names}
+    clauses = [c for c in found.values() if c]
+    plain = [n for n, c in found.items() if c is None]
     alts = []
     if plain:
         alts.append(r"(?<![\w])(?:" + "|".join(re.escape(n) for n in sorted(plain, key=len, reverse=True))
