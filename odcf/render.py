@@ -184,8 +184,9 @@ def _gap(prev: Segment, seg: Segment) -> str:
     if seg.meta.get("cut_part") and prev.meta.get("cut_part") is not None and prev.paragraph == seg.paragraph:
         return " … "  # parts of one sentence cut for length, with a part between them left out
     if seg.paragraph != prev.paragraph:
-        if seg.meta.get("speaker") and prev.meta.get("speaker"):
-            return "\n"  # lines of a transcript stay one per line
+        if (seg.meta.get("speaker") and prev.meta.get("speaker")
+                and not ("turn" in seg.meta and seg.meta.get("turn") == prev.meta.get("turn"))):
+            return "\n"  # lines of a transcript stay one per line (paragraphs of one turn keep their break)
         # a gap across blocks: keep the block break even if the segment opening the next block was dropped
         return seg.sep if "\n\n" in seg.sep else "\n\n"
     if "\n" in seg.sep or seg.meta.get("table_rows"):

@@ -451,7 +451,8 @@ def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_it
     joined = join_segments([out[1], one_stop])
     assert joined.endswith("\nassistant: " + one_stop.text) or joined.endswith("\n\nassistant: " + one_stop.text)
     please = next(s for s in out if s.text.startswith("Please tell me"))
-    assert join_segments([out[1], please]) == out[1].text + "\n" + please.text  # same turn: no label again
+    # same turn: no label again, and the paragraph break of the source
+    assert join_segments([out[1], please]) == out[1].text + "\n\n" + please.text
     # a transcript of one line a turn (no message over paragraphs) is not a chat log of turns
     assert all("turn" not in s.meta for s in seg("Alice: We ship today.\nBob: Fine.\nAlice: Good.\nBob: Bye.\n"))
 
@@ -893,3 +894,36 @@ def test_a_wrapped_capitals_sentence_a_bold_part_of_a_sentence_and_a_chat_line_w
     chat = seg("Customer: My order arrived broken.\nAgent: Sorry to hear that. I checked this morning.\n"
                "Good news: we will refund EUR 40 by Friday.\nCustomer: Thanks.")
     assert [s.meta.get("speaker") for s in chat if s.text.startswith("Good news")] == ["Agent:"]
+
+
+def test_an_agent_log_with_role_tags_is_cut_into_its_turns():
+    # a rendered agent trajectory: "[role]" / "[assistant -> tool]" / "[tool name]" tags, no colon. Before,
+    # "Please confirm … method.\n[user] Yes …\n[assistant -> update] {…}\n[tool update] {…}" was one
+    # 390-token "sentence" cut for length, delivered or dropped all together
+    text = ("[system] # Airline policy\n\nBasic economy flights cannot be modified.\n\n"
+            "- Refunds go to the original payment method.\n\n"
+            "[user] Hi! I want to upgrade reservation M20IZO.\n"
+            "[assistant -> get_reservation_details] {\"reservation_id\": \"M20IZO\"}\n"
+            "[tool get_reservation_details] {\"reservation_id\": \"M20IZO\", \"cabin\": \"economy\"}\n"
+            "[assistant] The upgrade costs $1,194. Please confirm this payment method.\n"
+            "[user] Yes, please use credit_card_9074831.\n"
+            "[assistant -> update_reservation_flights] {\"reservation_id\": \"M20IZO\", \"cabin\": \"business\"}\n"
+            "[assistant] Your reservation M20IZO is upgraded.\n\n"
+            "If there's anything else, let me know!\n[user] Thank you for your help. That's all I needed for now.\n")
+    out = seg(text)
+    assert "".join(s.sep + s.text for s in out) == text.rstrip("\n")
+    by_text = {s.text: s for s in out}
+    assert "Please confirm this payment method." in by_text  # the turn's sentence ends at its line
+    assert by_text["[user] Yes, please use credit_card_9074831."].meta["speaker"] == "[user]"
+    call = next(s for s in out if s.text.startswith("[assistant -> update_reservation_flights]"))
+    assert call.meta["speaker"] == "[assistant -> update_reservation_flights]" and "cut_part" not in call.meta
+    # a tagged line right under another message's line opens a turn of its own
+    assert by_text["[user] Thank you for your help."].meta.get("opens_line")
+    assert by_text["That's all I needed for now."].meta["speaker"] == "[user]"
+    assert by_text["If there's anything else, let me know!"].meta["speaker"] == "[assistant]"
+    # a later sentence delivered alone is written after its tag; paragraphs of one turn keep their break
+    assert _delivered(out, {by_text["That's all I needed for now."].index}) == "[user] That's all I needed for now."
+    policy = [by_text["[system] # Airline policy"].index, by_text["Basic economy flights cannot be modified."].index]
+    assert _delivered(out, set(policy)) == "[system] # Airline policy\n\nBasic economy flights cannot be modified."
+    # a bracketed word that is no role is no tag
+    assert all("speaker" not in s.meta for s in seg("[Note] The fee is due.\n[2] See the annex.\n[Note] Paid."))

@@ -45,6 +45,7 @@ from odcf.stages.segment.mail import (
     QUOTE_END_RE,
     QUOTE_PIECE_CHARS,
     QUOTE_RE,
+    ROLE_LINE_RE,
     SPEAKER_RE,
     SPEAKER_RUN,
     STAMPED_SPEAKER_RE,
@@ -341,7 +342,7 @@ class Segmenter(Stage):
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and LIST_RE.match(line):
                 kind = "list"
-            label = SPEAKER_RE.match(line) if i < speaker_until else None
+            label = SPEAKER_RE.match(line) if i < speaker_until or ROLE_LINE_RE.match(line) else None
             if label is not None:
                 last_label = label
             form = (label is None and i > 0 and FIELD_OPEN_RE.match(line) is not None
@@ -691,6 +692,7 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
                 or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
                 or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
+                or ROLE_LINE_RE.match(line)  # "[user] …" opens a turn of an agent log
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
                 or _list_run(lines, j) - j >= 2)
 

@@ -26,10 +26,19 @@ STAMP = (r"(?:" + BRACKETED_TIME + "|" + DMY + TIME + r"[ \t]+-|" + TIME + r")[ 
 #: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"); an email header
 #: field ("To: Sam Ortega") is not one. Group 1 is the label up to its colon; the speaker is group
 #: ``name`` and the colon (see :func:`speaker_of`).
+#: An agent log's role tag in brackets, without a colon: "[user]", "[assistant]", "[system]",
+#: "[assistant -> get_order]" (a tool call), "[tool get_order]" (its result); a role word, then maybe
+#: the tool's name. "[Note]" or "[2]" is no role.
+ROLE_TAG = (r"\[(?i:user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer)"
+            r"(?:[ \t]*(?:->|→|:)[ \t]*[\w.\-]{1,40}|[ \t]+[\w.\-]{1,40})?\]")
 LABEL = (r"^[ \t]{0,3}(?:" + STAMP + r")?(?!" + MAIL_FIELDS + r":)"
          r"((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
-         r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + BRACKETED_TIME + r")?:)")
+         r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + BRACKETED_TIME + r")?:"
+         r"|(?P<tag>" + ROLE_TAG + r":?))")
 SPEAKER_RE = re.compile(LABEL + r"[ \t]+\S")
+#: A line that opens with a role tag ("[user] Thanks.", "[tool get_order] {…}"): a new turn of an agent
+#: log even right under another message's line (a tag is never the next line of a sentence).
+ROLE_LINE_RE = re.compile(r"^[ \t]{0,3}(?:" + STAMP + r")?" + ROLE_TAG + r":?[ \t]+\S")
 #: A chat line that opens with a time stamp ("[14:12] dana (dba): NO."): a message, not a line of a
 #: log whose lines share a prefix, nor a numbered listing ("14:" is not line 14).
 STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + STAMP + LABEL[1:] + r"[ \t]+\S")
@@ -72,8 +81,9 @@ def speaker_meta(label: re.Match[str] | None, offset: int) -> dict[str, Any] | N
 
 
 def speaker_of(label: re.Match[str]) -> str:
-    """The speaker of a label: its name and colon, without a time stamp ("[14:12] dana (dba):" -> "dana (dba):")."""
-    return label.group("name") + ":"
+    """The speaker of a label: its name and colon, without a time stamp ("[14:12] dana (dba):" -> "dana (dba):"),
+    or a role tag as written ("[assistant -> get_order]")."""
+    return label.group("tag") or label.group("name") + ":"
 
 
 #: Lines of one message without a label of their own, between two labelled lines of a transcript.
@@ -90,8 +100,8 @@ def chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     turns: list[tuple[int, int, str]] = []
     unlabelled_inside = False
     for k, (ls, _le, line) in enumerate(lines):
-        if not line.strip() or (k and lines[k - 1][2].strip()):
-            continue  # not the first line of a paragraph
+        if not line.strip() or (k and lines[k - 1][2].strip() and not ROLE_LINE_RE.match(line)):
+            continue  # not the first line of a paragraph (nor a line opening with a role tag)
         m = SPEAKER_RE.match(line) or LABEL_ONLY_RE.match(line)
         if m:
             turns.append((ls, ls + m.end(1), speaker_of(m)))
