@@ -361,8 +361,8 @@ _CLAUSE_TITLE_RE = re.compile(
     r"|[A-Z][a-z]{2,15}\s+\d+(?:\.\d+)*[A-Za-z]?[.:]?\s+[A-Z][^\s.!?:;]*(?:\s+[^\s.!?:;]+){0,5}"
     # a dotted number alone before a capitalised title ("12.2 Termination for cause.")
     # that neither opens with a determiner nor holds a verb ("4.1 The following requirements are
-    # mandatory." is the clause itself)
-    r"|\d+(?:\.\d+)+\.?\s+(?!(?:The|This|These|That|Those|A|An|Each|Every|Any|All|No|It|We|You)\b)"
+    # mandatory." is the clause itself; "18.7 No proceedings pending or threatened." is a title)
+    r"|\d+(?:\.\d+)+\.?\s+(?!(?:The|This|These|That|Those|A|An|Each|Every|Any|All|It|We|You)\b)"
     r"(?![^.!?:;\n]*\b(?:is|are|was|were|be|been|shall|must|will|may|can|could|should|would|has|have|had|does|do|did)\b)"
     r"[A-Z][^\s.!?:;]*(?:\s+[^\s.!?:;]+){0,5}"
     r")[.:](?=\s|$)"
@@ -474,6 +474,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 and "mail_field" not in prev.meta
                 and refers_back(seg.original, prev.original, definite=seg.paragraph == prev.paragraph)):
             out[seg.id] = prev.id
+            if title is not None and title[1] == prev.id:
+                heads.add(prev.id)  # "18.6 Pari passu ranking. Its payment obligations …": still only a title
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and above is not None and above[1] is not None and above[0] == seg.paragraph - 1
                 and prev.paragraph == above[0]

@@ -363,6 +363,11 @@ def test_a_clause_title_alone_is_never_delivered_without_its_clause(plan):
     ("第7条 免责条款。", "因洪水、地震导致的损失，保险人不承担赔偿责任。", "免责条款"),
     ("12.2 Termination for cause.", ("Either party may terminate this Agreement if the other party commits a "
                                      "material breach that is not cured within 30 days."), "termination for cause"),
+    # QA: "25.3 No fiduciary duties." and "18.6 Pari passu ranking." (its clause opening "Its …") went alone
+    ("25.3 No fiduciary duties.", "Nothing in this Agreement constitutes the Agent as a trustee or fiduciary "
+     "of any other person.", "is the agent a fiduciary"),
+    ("18.6 Pari passu ranking.", "Its payment obligations under the Finance Documents rank at least pari passu "
+     "with the claims of all its other unsecured creditors.", "pari passu ranking"),
 ])
 def test_clause_titles_other_than_section_and_in_chinese_go_only_with_their_clause(plan, title, body, query):
     # QA: "第7条 免责条款。" and "第8条 赔付时限。" were the whole delivery at a tight budget

@@ -762,6 +762,24 @@ def test_capitalised_title_lines_of_a_plain_text_contract_are_headings_with_a_le
     assert _heads(zh) == [("第三章 违约责任", 2), ("第十一条 验收标准", 3)]
 
 
+def test_numbered_titles_in_ordinary_case_and_document_titles_with_a_date_are_plain_headings():
+    # QA (a facility agreement): "22.1 Authorisations" was a sentence, so the text of 22.3 was delivered
+    # under it; (a claim file) "DOCUMENT 13 — LETTER FROM INSURER TO INSURED (2 April 2024)" was a sentence,
+    # so every letter was delivered under "DOCUMENT 2 — POLICY SCHEDULE …"
+    text = ("22. GENERAL UNDERTAKINGS\n\n22.1 Authorisations\n\nEach Obligor shall maintain every Authorisation.\n\n"
+            "22.2 Negative pledge\n\nNo Obligor shall create any Security.\n\n2.1 The Facilities\n\n"
+            "The Lenders make a term loan facility available.\n\n2.2 The fees are due on signing\n\nSee Schedule 4.\n\n"
+            "2.1 million rows\n\nwere migrated.")
+    assert _heads(text) == [("22. GENERAL UNDERTAKINGS", 3), ("22.1 Authorisations", 4), ("22.2 Negative pledge", 4),
+                            ("2.1 The Facilities", 4)]
+    claim = ("DOCUMENT 2 — POLICY SCHEDULE AND WORDING EXTRACT\n\nBuildings sum insured: GBP 410,000.\n\n"
+             "DOCUMENT 13 — LETTER FROM INSURER TO INSURED (2 April 2024)\n\nWe agree the claim at GBP 40,860.00.\n\n"
+             "DIARY NOTE (6 February 2024)\n\nInsured called.")
+    assert _heads(claim) == [("DOCUMENT 2 — POLICY SCHEDULE AND WORDING EXTRACT", 2),
+                             ("DOCUMENT 13 — LETTER FROM INSURER TO INSURED (2 April 2024)", 2),
+                             ("DIARY NOTE (6 February 2024)", 3)]
+
+
 def test_shouted_sentences_labels_tables_lists_code_and_mail_are_not_plain_headings():
     for text in ("DO NOT EXCEED 4 G PER DAY.\n\nTake with food.", "DO NOT EXCEED 4 G PER DAY\n\nTake with food.",
                  "WARNING: KEEP OUT OF REACH OF CHILDREN\n\nStore below 25 °C.",

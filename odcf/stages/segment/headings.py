@@ -11,11 +11,16 @@ block; a run of numbered capitalised lines is a list). Its level, like a markdow
 
 ====  ===================================================================================
 1     PART, BOOK, DIVISION, TITLE with a number; 第…编
-2     ARTICLE, CHAPTER, SCHEDULE, EXHIBIT, ANNEX, APPENDIX, ATTACHMENT, ADDENDUM; 第…章
+2     ARTICLE, CHAPTER, SCHEDULE, EXHIBIT, ANNEX, APPENDIX, ATTACHMENT, ADDENDUM, DOCUMENT,
+      ENCLOSURE; 第…章
 3     SECTION, CLAUSE, §, a number with a full stop ("1. DEFINITIONS"), a capitalised title
       without a number ("BASIC LEASE INFORMATION"); 第…节, 第…条
-4     a dotted number ("10.2 INDEMNITY PROCEDURE")
+4     a dotted number ("10.2 INDEMNITY PROCEDURE"), also before a title in ordinary case
+      ("22.1 Authorisations", "2.1 The Facilities"; no verb)
 ====  ===================================================================================
+
+A title in capitals may end in a note in brackets in any case ("DOCUMENT 13 — LETTER FROM INSURER
+(2 April 2024)").
 
 A numbered heading may go on in a capitalised title on the next line ("ARTICLE 10" / "INDEMNITY"):
 one heading of two lines. The segmenter looks for these only in a source without markdown
@@ -30,14 +35,15 @@ from odcf.stages.segment.lines import LIST_RE
 _KEYWORD_LEVEL = {
     "PART": 1, "BOOK": 1, "DIVISION": 1, "TITLE": 1,
     "ARTICLE": 2, "CHAPTER": 2, "SCHEDULE": 2, "EXHIBIT": 2, "ANNEX": 2, "APPENDIX": 2, "ATTACHMENT": 2,
-    "ADDENDUM": 2,
+    "ADDENDUM": 2, "DOCUMENT": 2, "ENCLOSURE": 2,
     "SECTION": 3, "CLAUSE": 3, "§": 3,
 }
 _ROMAN = r"[IVXLC]{1,6}"
 #: A heading's number: a clause word with a number, letter or roman numeral ("ARTICLE 10",
 #: "SCHEDULE B", "PART II", "§ 4"), or a number with a full stop ("1.", "4.2", "4.2.")
 _NUMBERED_RE = re.compile(
-    r"^(?P<word>PART|BOOK|DIVISION|TITLE|ARTICLE|CHAPTER|SCHEDULE|EXHIBIT|ANNEX|APPENDIX|ATTACHMENT|ADDENDUM"
+    r"^(?P<word>PART|BOOK|DIVISION|TITLE|ARTICLE|CHAPTER|SCHEDULE|EXHIBIT|ANNEX|APPENDIX|ATTACHMENT|ADDENDUM|DOCUMENT"
+    r"|ENCLOSURE"
     r"|SECTION|CLAUSE|§)\s*(?:\d{1,3}(?:\.\d{1,3})*[A-Z]?|" + _ROMAN + r"|[A-Z](?:-\d{1,2})?)\.?(?=\s|$)"
     r"|^(?P<dotted>\d{1,2}(?:\.\d{1,2})+)\.?(?=\s)"
     r"|^(?P<num>\d{1,2}|" + _ROMAN + r")\.(?=\s)")
@@ -52,6 +58,15 @@ _STATEMENT_RE = re.compile(r"\b(?:MUST|SHALL|SHOULD|WILL|WOULD|CANNOT|CAN'T|NEVE
 _LETTERS_RE = re.compile(r"[^\W\d_]{3,}")
 #: Sentence punctuation a heading does not end with.
 _ENDS = (".", "!", "?", ";", ":", ",", "。", "！", "？", "；", "：", "，")
+#: A date or note in brackets after a title in capitals, in any case: "LETTER FROM INSURER TO INSURED
+#: (2 April 2024)", "DIARY NOTE (6 February 2024)".
+_TRAILING_NOTE_RE = re.compile(r"\s+\([^()\n]{1,40}\)$")
+#: A clause's dotted number and its title in ordinary case, on a line of its own: "22.1 Authorisations",
+#: "22.2 Negative pledge", "2.1 The Facilities" (up to eight words after the number, no verb: "2.1 The
+#: fees are due" says something).
+_TITLE_CASE_RE = re.compile(
+    r"^\d{1,2}(?:\.\d{1,2})+\.?\s+(?![^\n]*\b(?:is|are|was|were|be|been|shall|must|will|may|can|could|should|would"
+    r"|has|have|had|does|do|did)\b)[A-Z][\w'’()&/-]*(?:\s+[\w'’()&/,-]+){0,7}$")
 _MAX_WORDS = 12
 _MAX_WORDS_UNNUMBERED = 8
 
@@ -72,9 +87,12 @@ def heading_level(line: str) -> tuple[int, bool] | None:
     z = _ZH_RE.match(text)
     if z:
         return _ZH_LEVEL[z.group("unit")], True
-    if not all((ch.isalpha() and ch.isupper()) or ch.isdigit() or ch in _HEADING_MARKS for ch in text):
+    if _TITLE_CASE_RE.match(text):
+        return 4, True
+    caps = _TRAILING_NOTE_RE.sub("", text)
+    if not all((ch.isalpha() and ch.isupper()) or ch.isdigit() or ch in _HEADING_MARKS for ch in caps):
         return None
-    if not _LETTERS_RE.search(text) or _STATEMENT_RE.search(text):
+    if not _LETTERS_RE.search(caps) or _STATEMENT_RE.search(caps):
         return None
     words = len(text.split())
     m = _NUMBERED_RE.match(text)
