@@ -131,6 +131,9 @@ class _Renderer:
                 self._record_drop("links:list", el)
                 return
             self._list(el, ordered=tag == "ol")
+        elif tag == "dl":
+            self.flush()
+            self._definitions(el, article)
         elif tag == "table":
             self.flush()
             self._table(el)
@@ -172,11 +175,45 @@ class _Renderer:
         else:
             self.walk(el)
 
+    def _definitions(self, el: Element, article: bool) -> None:
+        """A definition list: each definition on one line after its term ("Health Data: Personal data
+        …"), a paragraph each, so that a term is never delivered without what it means (terms that
+        share a definition are written together, "API, Interface: …"; a second definition of a term
+        is written after the term again)."""
+        terms: list[str] = []
+        label: str | None = None
+        for child in el.children:
+            if isinstance(child, str):
+                if child.strip():
+                    self.blocks.append(_WS.sub(" ", child).strip())
+                continue
+            reason = self._drop_reason(child)
+            if reason is not None:
+                self._record_drop(reason, child)
+                continue
+            if child.tag == "div":  # <dl><div><dt/><dd/></div></dl> (HTML 5.2 groups)
+                self._definitions(child, article)
+                continue
+            text = " ".join(b.replace("\n", " ") for b in self.sub(child, article))
+            if not text:
+                continue
+            if child.tag == "dt":
+                terms.append(text)
+            elif child.tag == "dd" and (terms or label):
+                label = ", ".join(terms) if terms else label
+                terms = []
+                self.blocks.append(f"{label}: {text}")
+            else:
+                self.blocks.append(text)
+        if terms:
+            self.blocks.append(", ".join(terms))  # terms without a definition
+
     def _list(self, el: Element, ordered: bool) -> None:
         try:
             n = int(el.attrs.get("start", "1") or 1) if ordered else 1
         except ValueError:
             n = 1
+        kind = el.attrs.get("type", "1") if ordered else "1"
         lines: list[str] = []
         for child in el.children:
             if isinstance(child, str):
@@ -198,7 +235,7 @@ class _Renderer:
             if child.tag != "li":
                 lines.extend(blocks)
                 continue
-            prefix = f"{n}. " if ordered else "- "
+            prefix = f"{_ordinal(n, kind)}. " if ordered else "- "
             n += 1
             body = "\n".join(blocks).split("\n")
             pad = " " * len(prefix)
@@ -293,6 +330,24 @@ class _Renderer:
             fence += "`"
         self.blocks.append(f"{fence}{lang}\n{code}\n{fence}")
         self.report["code_blocks"] += 1
+
+
+def _ordinal(n: int, kind: str) -> str:
+    """Item *n*'s number as ``<ol type=…>`` shows it: 1, a, A, i, I (a clause's "(b)" stays b)."""
+    if kind in ("a", "A") and 1 <= n <= 26 * 27:
+        letters = ""
+        while n:
+            n, r = divmod(n - 1, 26)
+            letters = chr(ord("a") + r) + letters
+        return letters if kind == "a" else letters.upper()
+    if kind in ("i", "I") and 1 <= n < 4000:
+        out = ""
+        for value, numeral in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"),
+                               (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):
+            while n >= value:
+                out, n = out + numeral, n - value
+        return out if kind == "i" else out.upper()
+    return str(n)
 
 
 def _span(cell: Element, attr: str) -> int:

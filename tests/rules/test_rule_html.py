@@ -182,3 +182,19 @@ def test_rowspan_cells_fill_their_column_below_so_values_stay_under_their_header
         "<tr><td>A</td><td>1</td><td rowspan='3'>kg</td></tr><tr><td>B</td><td>2</td></tr>"
         "</table></body></html>")
     assert text.splitlines()[2:] == ["| Temp | -20 | °C |", "| Temp | +60 | °C |", "| A | 1 | kg |", "| B | 2 | kg |"]
+
+
+def test_a_definition_list_writes_each_term_with_its_definition_and_ol_type_keeps_its_letters():
+    # QA (a privacy policy): <dt>/<dd> became separate blocks, so the budget delivered "Health Data",
+    # "Account Data", … as bare words without what they mean; <ol type="a"> came out "1. 2. 3." while
+    # the text cites "Section 5.2(b)"
+    html = ("<html><body><h2>Definitions</h2><dl><dt>Health Data</dt><dd>Personal data concerning your "
+            "<b>health</b>.</dd><dt>API</dt><dt>Interface</dt><dd>A published contract.</dd><dd>Also a port.</dd>"
+            "<div><dt>Inactive Account</dt><dd>No sign-in for 24 months.</dd></div><dt>Orphan</dt></dl>"
+            "<ol type=\"a\"><li>first</li><li>second</li></ol><ol type=\"i\" start=\"3\"><li>x</li><li>y</li></ol>"
+            "<ol type=\"A\"><li>p</li></ol></body></html>")
+    text, _ = html_to_text(html)
+    assert text.split("\n\n") == [
+        "## Definitions", "Health Data: Personal data concerning your health.", "API, Interface: A published contract.",
+        "API, Interface: Also a port.", "Inactive Account: No sign-in for 24 months.", "Orphan",
+        "a. first\nb. second", "iii. x\niv. y", "A. p"]
