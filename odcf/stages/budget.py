@@ -529,7 +529,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             heads.add(seg.id)
         if (prev is not None and prev.source_id == seg.source_id and seg.paragraph == prev.paragraph + 1
                 and prev.kind == "sentence" and not prev.meta.get("label_only")):
-            colon = not prev.dropped and prev.original.rstrip().endswith((":", "："))
+            # a line ending in ":" introduces the block under it, and so does a shell command its output
+            # ("tool (bash): $ kubectl get pods" over the pods' table: never delivered without it)
+            colon = not prev.dropped and (prev.original.rstrip().endswith((":", "："))
+                                          or _COMMAND_RE.search(prev.original.rstrip().rsplit("\n", 1)[-1]) is not None)
             if _block_like(seg):
                 if colon:
                     lead = (seg.paragraph, prev.id)
@@ -559,6 +562,11 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         prev = seg
     mail.close()
     return out, heads - _heads_left_by_copies(doc, out)
+
+
+#: A shell command on the last line of a sentence, after the prompt "$ " (maybe after a speaker's
+#: label, "tool (bash): $ kubectl …"): what follows it is its output.
+_COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+\S[^\n]*$")
 
 
 def _block_like(seg: Segment) -> bool:

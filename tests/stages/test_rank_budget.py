@@ -893,3 +893,29 @@ def test_common_words_and_a_named_section_in_prose_do_not_outrank_the_answer(pla
     # QA of this stop's changes: both answers were dropped for the sentence after them
     r = Compressor(plan).compress(text, query=query, budget=60, annotate=False)
     assert answer in r.text, r.text
+
+
+def test_a_shell_command_goes_only_with_its_output(plan):
+    # QA: "tool (bash): $ kubectl -n prod get pods …" was delivered twice with nothing under it (both
+    # tables dropped): a command without output reads as "No resources found", and the only status
+    # left was the stale CrashLoopBackOff
+    text = ("user: payments-api in prod is crashing. Raise the memory limit to 1Gi.\n\n"
+            "tool (bash): $ kubectl -n prod get pods -l app=payments-api\n"
+            "NAME                           READY   STATUS             RESTARTS      AGE\n"
+            "payments-api-7d9f8c6b5-x2k4q   0/1     CrashLoopBackOff   7 (2m ago)    105m\n"
+            "payments-api-7d9f8c6b5-q8w1z   0/1     CrashLoopBackOff   6 (4m ago)    105m\n\n"
+            "assistant: Both pods are in CrashLoopBackOff with OOMKilled as last state.\n\n"
+            "tool (bash): $ kubectl -n prod get pods -l app=payments-api\n"
+            "NAME                           READY   STATUS    RESTARTS   AGE\n"
+            "payments-api-5c4b7a9d2-m3n6p   1/1     Running   0          95s\n"
+            "payments-api-5c4b7a9d2-t7r2k   1/1     Running   0          60s\n")
+    seen = set()
+    for budget in range(20, 160, 7):
+        r = make(plan).compress(text, query="what is the current status of the payments-api pods?", budget=budget,
+                                annotate=False)
+        lines = r.text.split("\n")
+        for k, line in enumerate(lines):
+            if "$ kubectl" in line:
+                assert k + 1 < len(lines) and lines[k + 1].startswith(("NAME", "payments-api-")), (budget, r.text)
+        seen.add("Running" in r.text)
+    assert seen == {True, False}
