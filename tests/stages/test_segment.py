@@ -927,3 +927,41 @@ def test_an_agent_log_with_role_tags_is_cut_into_its_turns():
     assert _delivered(out, set(policy)) == "[system] # Airline policy\n\nBasic economy flights cannot be modified."
     # a bracketed word that is no role is no tag
     assert all("speaker" not in s.meta for s in seg("[Note] The fee is due.\n[2] See the annex.\n[Note] Paid."))
+
+
+def test_log_levels_and_traceback_lines_are_no_speakers():
+    # Before, "Traceback (most recent call last):" opening three paragraphs made a chat of "turns", and a
+    # paragraph delivered alone was written after it: "Traceback (most recent call last): During handling
+    # of the above exception, another exception occurred:", a line that is not in the source
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/srv/app/pg/connection.py", line 728, in connect\n'
+          "    raise last_ex.with_traceback(None)\n"
+          'psycopg.OperationalError: password authentication failed for user "billing_rw"\n\n'
+          "The above exception was the direct cause of the following exception:\n\n"
+          "Traceback (most recent call last):\n"
+          '  File "/srv/app/billing/db.py", line 44, in get_pool\n'
+          "    pool = ConnectionPool(conninfo=DSN)\n"
+          "billing.db.PoolInitError: could not open pool after 3 attempts\n\n"
+          "During handling of the above exception, another exception occurred:\n\n"
+          "Traceback (most recent call last):\n"
+          '  File "/srv/app/billing/worker.py", line 112, in run_forever\n'
+          "    self.process_batch(batch_id=batch_id)\n"
+          "RuntimeError: database unavailable; not retrying\n")
+    out = seg(tb)
+    assert all("speaker" not in s.meta for s in out)
+    alone = [s.index for s in out if s.text.startswith("During handling")]
+    assert _delivered(out, set(alone)) == "During handling of the above exception, another exception occurred:"
+    # pip's levels in a row were "a transcript": "INFO: This could take a while." was delivered
+    pip = ("INFO: pip is looking at multiple versions of langchain-core. This could take a while.\n"
+           "ERROR: Cannot install -r requirements.txt (line 2) and langchain-core==0.1.52.\n"
+           "WARNING: Retrying after connection broken.\n"
+           "error: could not compile `odcf`. note: run with `RUST_BACKTRACE=1` for a backtrace.\n"
+           "RuntimeError: database unavailable. Not retrying.\n")
+    out = seg(pip)
+    assert all("speaker" not in s.meta for s in out)
+    later = [s.index for s in out if s.text.startswith("This could take")]
+    assert later and _delivered(out, set(later)) == "This could take a while."
+    # a transcript is still one
+    chat = seg("Alice: We ship today. It is late.\nBob: Fine by me.\nNote Taker: Noted.\n")
+    assert [s.meta.get("speaker") for s in chat] == ["Alice:", "Alice:", "Bob:", "Note Taker:"]
+
