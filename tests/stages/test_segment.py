@@ -965,3 +965,38 @@ def test_log_levels_and_traceback_lines_are_no_speakers():
     chat = seg("Alice: We ship today. It is late.\nBob: Fine by me.\nNote Taker: Noted.\n")
     assert [s.meta.get("speaker") for s in chat] == ["Alice:", "Alice:", "Bob:", "Note Taker:"]
 
+
+def test_a_java_stack_trace_is_code_cut_in_whole_lines_a_part_per_cause():
+    # Before, a Java trace was prose split at "..." as a sentence end: parts opened "42 more" and ended
+    # with a bare "...", and the "Caused by:" sections dropped re-linked the cause chain wrongly
+    frames = "".join(f"\tat org.apache.catalina.core.Valve{k}.invoke(Valve{k}.java:{100 + k})\n" for k in range(6))
+    text = ("2024-06-11 10:42:17,331 ERROR [exec-7] c.a.o.web.OrderController - Request failed: POST /orders/8812\n"
+            "org.springframework.web.util.NestedServletException: Request processing failed; nested exception "
+            "is com.acme.orders.PaymentCaptureException: capture rejected for order 8812\n" + frames +
+            "Caused by: com.acme.orders.PaymentCaptureException: capture rejected for order 8812\n"
+            "\tat com.acme.orders.PaymentService.capture(PaymentService.java:211)\n"
+            "\tat java.base/jdk.internal.reflect.NativeMethodAccessorImpl.invoke0(Native Method)\n"
+            "\t... 42 more\n"
+            "Caused by: com.acme.gateway.GatewayTimeoutException: upstream stripe-proxy did not answer within "
+            "3000 ms (attempt 3 of 3)\n"
+            "\tat com.acme.gateway.HttpGateway.post(HttpGateway.java:148)\n"
+            "\t... 47 more\n"
+            "Caused by: java.net.SocketTimeoutException: Read timed out\n"
+            "\tat java.base/java.net.Socket$SocketInputStream.read(Socket.java:966)\n"
+            "\t... 53 more\n"
+            "2024-06-11 10:42:17,402 INFO  [exec-7] c.a.o.web.OrderController - responded 502 in 9012 ms\n")
+    out = seg(text)
+    assert {s.kind for s in out} == {"code"}
+    line_starts = {0} | {k + 1 for k, ch in enumerate(text) if ch == "\n"}
+    # every part is whole lines (its first line's indentation aside): never "42 more" nor a bare "..."
+    assert all(text.rfind("\n", 0, text.index(s.text)) + 1 in line_starts and text[text.index(s.text) + len(s.text)]
+               == "\n" for s in out)
+    causes = [s.text.split("\n")[0] for s in out if s.text.startswith("Caused by:")]
+    assert len(causes) == 3 and causes[-1] == "Caused by: java.net.SocketTimeoutException: Read timed out"
+    assert all(s.text.rstrip().endswith(("more", "ms", ")")) for s in out)
+    # a JavaScript trace too
+    js = seg("TypeError: Cannot read properties of undefined (reading 'id')\n"
+             "    at getUser (/app/src/users.js:42:17)\n"
+             "    at async Promise.all (index 0)\n"
+             "    at /app/src/server.js:88:5\n")
+    assert [s.kind for s in js] == ["code"]

@@ -391,7 +391,8 @@ class Segmenter(Stage):
         tokens = 0
         for line in lines:
             t = counter.count(line[2]) + 1
-            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > self.max_block_tokens):
+            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > self.max_block_tokens
+                          or (kind == "code" and _CAUSE_LINE_RE.match(line[2]))):
                 out.append(_line_piece(chunk, kind, paragraph))
                 chunk, tokens = [], 0
             chunk.append(line)
@@ -704,9 +705,18 @@ _CODE_LINE_RE = re.compile(
     r"|finally:|with .+:$|for .+ in .+:$|while .+:$|if .+:$|@\w+|#include|const |let |var |function\b|public |private )"
     r"|^\s*[\w.\[\]'\"]+\s*(?:[-+*/%|&]?=)\s*\S(?:.*[^.!?])?$"  # an assignment
     r"|^\$ \S|^Traceback \(most recent call last\):|^\s+File \".+\", line \d+"  # a shell command, a traceback
-    r"|^\s*\^+\s*$|^[\w.]+(?:Error|Exception|Warning): "
+    r"|^\s*\^+\s*$|^[\w.$]+(?:Error|Exception|Warning|Throwable): "
+    # a Java or JavaScript stack trace: its frames ("\tat pkg.Class.method(File.java:12)", "    at
+    # Object.<anonymous> (/app/x.js:3:9)", "    at /app/x.js:3:9"), "\t... 47 more", a cause
+    r"|^\s+at (?:async )?[\w$.<>/\[\]\-]+ ?\(.*\)\s*$|^\s+at (?:async )?\S+:\d+(?::\d+)?\)?\s*$"
+    r"|^\s+\.\.\. \d+ (?:more|common frames omitted)\s*$|^Exception in thread \""
+    r"|^\s*(?:Caused by|Suppressed): [\w.$]+"
     r"|^\s*[\w.]+\(.*\)\s*;?$"  # a call
     r"|^\s*[}\])]+[;,]?\s*$")
+#: A line of a stack trace that opens the next exception of its chain ("Caused by: java.net.
+#: SocketTimeoutException: Read timed out", "Suppressed: …"): a code block's part starts there, so
+#: that each cause goes with its message and frames, not with the tail of the exception above.
+_CAUSE_LINE_RE = re.compile(r"^\s*(?:Caused by|Suppressed): \S")
 #: A line that ends as a C-like statement or block opens ("foo(bar);", "if (x) {"): code, unless it
 #: reads as words (see :func:`_wordy_line`).
 _CODE_END_RE = re.compile(r"[{;]\s*$")
