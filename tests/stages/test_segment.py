@@ -5,6 +5,7 @@ from odcf.plan.model import Plan
 from odcf.render import join_segments
 from odcf.stages.segment import Segmenter
 from odcf.textutil import split_sentences
+from odcf.tokens import get_counter
 
 PLAN = Plan(domain="t")
 
@@ -1000,3 +1001,33 @@ def test_a_java_stack_trace_is_code_cut_in_whole_lines_a_part_per_cause():
              "    at async Promise.all (index 0)\n"
              "    at /app/src/server.js:88:5\n")
     assert [s.kind for s in js] == ["code"]
+
+
+def test_a_fenced_code_block_is_cut_in_parts_of_about_60_tokens_each_line_keeping_its_indentation():
+    # Before, a fenced block's parts were up to 400 tokens (README: cut as a table is, about 60), so a
+    # traceback's last lines (the answer) went in one 380-token part with many frames, dropped at a
+    # budget of 200; and a part delivered alone lost its first line's indentation ("File …" for
+    # "  File …")
+    frames = "".join(f'  File "/srv/app/venv/lib/python3.11/site-packages/alembic/frame_{k}.py", line {100 + k}, '
+                     f"in step_{k}\n    return self._step_{k}(ctx)\n" for k in range(1, 31))
+    text = ("The migration failed with the following traceback:\n\n```\n" + frames +
+            "sqlalchemy.exc.IntegrityError: (psycopg.errors.UniqueViolation) duplicate key value violates "
+            'unique constraint "users_email_key"\nDETAIL:  Key (email)=(ops@example.com) already exists.\n```\n')
+    out = seg(text)
+    code = [s for s in out if s.kind == "code"]
+    counter = get_counter(PLAN.tokenizer)
+    assert len(code) > 10 and max(counter.count(s.text) for s in code) <= 80
+    assert join_segments(list(out)) == text.rstrip("\n")
+    for s in code[1:]:  # each part is whole lines of the source, indentation and all
+        assert text[text.rfind("\n", 0, text.index(s.text)) + 1:].startswith(s.text)
+    middle = join_segments([code[3]])
+    assert middle.split("\n")[2].startswith('  File "/srv/app/venv/') or middle.split("\n")[2].startswith(
+        "    return self._step_")
+    assert "\n".join(middle.split("\n")[2:-2]) in text  # the delivered lines, byte for byte
+    last = join_segments([code[-1]])
+    assert 'unique constraint "users_email_key"' in last and last.startswith("```\n[CODE_LINES: ")
+    # unfenced code keeps its first line's indentation too (a Java frame delivered alone keeps its tab)
+    trace = ("java.lang.IllegalStateException: boom\n" +
+             "".join(f"\tat com.acme.Step{k}.run(Step{k}.java:{k})\n" for k in range(60)))
+    parts = [s for s in seg(trace, max_block_tokens=100) if s.kind == "code"]
+    assert len(parts) > 2 and all(p.text.startswith("\tat ") for p in parts[1:])
