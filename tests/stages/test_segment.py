@@ -5,6 +5,7 @@ from odcf.plan.model import Plan
 from odcf.render import join_segments
 from odcf.stages.segment import Segmenter
 from odcf.textutil import split_sentences
+from odcf.tokens import get_counter
 
 PLAN = Plan(domain="t")
 
@@ -945,3 +946,106 @@ def test_an_agent_log_with_role_tags_is_cut_into_its_turns():
     assert _delivered(out, set(policy)) == "[system] # Airline policy\n\nBasic economy flights cannot be modified."
     # a bracketed word that is no role is no tag
     assert all("speaker" not in s.meta for s in seg("[Note] The fee is due.\n[2] See the annex.\n[Note] Paid."))
+
+
+def test_log_levels_and_traceback_lines_are_no_speakers():
+    # Before, "Traceback (most recent call last):" opening three paragraphs made a chat of "turns", and a
+    # paragraph delivered alone was written after it: "Traceback (most recent call last): During handling
+    # of the above exception, another exception occurred:", a line that is not in the source
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/srv/app/pg/connection.py", line 728, in connect\n'
+          "    raise last_ex.with_traceback(None)\n"
+          'psycopg.OperationalError: password authentication failed for user "billing_rw"\n\n'
+          "The above exception was the direct cause of the following exception:\n\n"
+          "Traceback (most recent call last):\n"
+          '  File "/srv/app/billing/db.py", line 44, in get_pool\n'
+          "    pool = ConnectionPool(conninfo=DSN)\n"
+          "billing.db.PoolInitError: could not open pool after 3 attempts\n\n"
+          "During handling of the above exception, another exception occurred:\n\n"
+          "Traceback (most recent call last):\n"
+          '  File "/srv/app/billing/worker.py", line 112, in run_forever\n'
+          "    self.process_batch(batch_id=batch_id)\n"
+          "RuntimeError: database unavailable; not retrying\n")
+    out = seg(tb)
+    assert all("speaker" not in s.meta for s in out)
+    alone = [s.index for s in out if s.text.startswith("During handling")]
+    assert _delivered(out, set(alone)) == "During handling of the above exception, another exception occurred:"
+    # pip's levels in a row were "a transcript": "INFO: This could take a while." was delivered
+    pip = ("INFO: pip is looking at multiple versions of langchain-core. This could take a while.\n"
+           "ERROR: Cannot install -r requirements.txt (line 2) and langchain-core==0.1.52.\n"
+           "WARNING: Retrying after connection broken.\n"
+           "error: could not compile `odcf`. note: run with `RUST_BACKTRACE=1` for a backtrace.\n"
+           "RuntimeError: database unavailable. Not retrying.\n")
+    out = seg(pip)
+    assert all("speaker" not in s.meta for s in out)
+    later = [s.index for s in out if s.text.startswith("This could take")]
+    assert later and _delivered(out, set(later)) == "This could take a while."
+    # a transcript is still one
+    chat = seg("Alice: We ship today. It is late.\nBob: Fine by me.\nNote Taker: Noted.\n")
+    assert [s.meta.get("speaker") for s in chat] == ["Alice:", "Alice:", "Bob:", "Note Taker:"]
+
+
+def test_a_java_stack_trace_is_code_cut_in_whole_lines_a_part_per_cause():
+    # Before, a Java trace was prose split at "..." as a sentence end: parts opened "42 more" and ended
+    # with a bare "...", and the "Caused by:" sections dropped re-linked the cause chain wrongly
+    frames = "".join(f"\tat org.apache.catalina.core.Valve{k}.invoke(Valve{k}.java:{100 + k})\n" for k in range(6))
+    text = ("2024-06-11 10:42:17,331 ERROR [exec-7] c.a.o.web.OrderController - Request failed: POST /orders/8812\n"
+            "org.springframework.web.util.NestedServletException: Request processing failed; nested exception "
+            "is com.acme.orders.PaymentCaptureException: capture rejected for order 8812\n" + frames +
+            "Caused by: com.acme.orders.PaymentCaptureException: capture rejected for order 8812\n"
+            "\tat com.acme.orders.PaymentService.capture(PaymentService.java:211)\n"
+            "\tat java.base/jdk.internal.reflect.NativeMethodAccessorImpl.invoke0(Native Method)\n"
+            "\t... 42 more\n"
+            "Caused by: com.acme.gateway.GatewayTimeoutException: upstream stripe-proxy did not answer within "
+            "3000 ms (attempt 3 of 3)\n"
+            "\tat com.acme.gateway.HttpGateway.post(HttpGateway.java:148)\n"
+            "\t... 47 more\n"
+            "Caused by: java.net.SocketTimeoutException: Read timed out\n"
+            "\tat java.base/java.net.Socket$SocketInputStream.read(Socket.java:966)\n"
+            "\t... 53 more\n"
+            "2024-06-11 10:42:17,402 INFO  [exec-7] c.a.o.web.OrderController - responded 502 in 9012 ms\n")
+    out = seg(text)
+    assert {s.kind for s in out} == {"code"}
+    line_starts = {0} | {k + 1 for k, ch in enumerate(text) if ch == "\n"}
+    # every part is whole lines (its first line's indentation aside): never "42 more" nor a bare "..."
+    assert all(text.rfind("\n", 0, text.index(s.text)) + 1 in line_starts and text[text.index(s.text) + len(s.text)]
+               == "\n" for s in out)
+    causes = [s.text.split("\n")[0] for s in out if s.text.startswith("Caused by:")]
+    assert len(causes) == 3 and causes[-1] == "Caused by: java.net.SocketTimeoutException: Read timed out"
+    assert all(s.text.rstrip().endswith(("more", "ms", ")")) for s in out)
+    # a JavaScript trace too
+    js = seg("TypeError: Cannot read properties of undefined (reading 'id')\n"
+             "    at getUser (/app/src/users.js:42:17)\n"
+             "    at async Promise.all (index 0)\n"
+             "    at /app/src/server.js:88:5\n")
+    assert [s.kind for s in js] == ["code"]
+
+
+def test_a_fenced_code_block_is_cut_in_parts_of_about_60_tokens_each_line_keeping_its_indentation():
+    # Before, a fenced block's parts were up to 400 tokens (README: cut as a table is, about 60), so a
+    # traceback's last lines (the answer) went in one 380-token part with many frames, dropped at a
+    # budget of 200; and a part delivered alone lost its first line's indentation ("File …" for
+    # "  File …")
+    frames = "".join(f'  File "/srv/app/venv/lib/python3.11/site-packages/alembic/frame_{k}.py", line {100 + k}, '
+                     f"in step_{k}\n    return self._step_{k}(ctx)\n" for k in range(1, 31))
+    text = ("The migration failed with the following traceback:\n\n```\n" + frames +
+            "sqlalchemy.exc.IntegrityError: (psycopg.errors.UniqueViolation) duplicate key value violates "
+            'unique constraint "users_email_key"\nDETAIL:  Key (email)=(ops@example.com) already exists.\n```\n')
+    out = seg(text)
+    code = [s for s in out if s.kind == "code"]
+    counter = get_counter(PLAN.tokenizer)
+    assert len(code) > 10 and max(counter.count(s.text) for s in code) <= 80
+    assert join_segments(list(out)) == text.rstrip("\n")
+    for s in code[1:]:  # each part is whole lines of the source, indentation and all
+        assert text[text.rfind("\n", 0, text.index(s.text)) + 1:].startswith(s.text)
+    middle = join_segments([code[3]])
+    assert middle.split("\n")[2].startswith('  File "/srv/app/venv/') or middle.split("\n")[2].startswith(
+        "    return self._step_")
+    assert "\n".join(middle.split("\n")[2:-2]) in text  # the delivered lines, byte for byte
+    last = join_segments([code[-1]])
+    assert 'unique constraint "users_email_key"' in last and last.startswith("```\n[CODE_LINES: ")
+    # unfenced code keeps its first line's indentation too (a Java frame delivered alone keeps its tab)
+    trace = ("java.lang.IllegalStateException: boom\n" +
+             "".join(f"\tat com.acme.Step{k}.run(Step{k}.java:{k})\n" for k in range(60)))
+    parts = [s for s in seg(trace, max_block_tokens=100) if s.kind == "code"]
+    assert len(parts) > 2 and all(p.text.startswith("\tat ") for p in parts[1:])

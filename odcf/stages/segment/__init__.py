@@ -86,6 +86,7 @@ class Segmenter(Stage):
         max_block_lines: int = 40,
         max_block_tokens: int = 400,
         max_table_tokens: int = 60,
+        max_code_tokens: int = 60,
         max_list_tokens: int = 100,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
@@ -94,6 +95,7 @@ class Segmenter(Stage):
         self.max_block_lines = max_block_lines
         self.max_block_tokens = max_block_tokens
         self.max_table_tokens = max_table_tokens
+        self.max_code_tokens = max_code_tokens
         self.max_list_tokens = max_list_tokens
         self.json_split_tokens = json_split_tokens
         self.max_sentence_chars = max_sentence_chars
@@ -389,16 +391,25 @@ class Segmenter(Stage):
         out: list[Piece] = []
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
+        fenced = kind == "code" and FENCE_RE.match(lines[0][2]) is not None
+        # a fenced block is cut as a table is, in parts of about max_code_tokens, delivered inside its
+        # fences with the lines left out counted (a traceback's last two lines, the answer, are not
+        # all or nothing with 30 frames above them); loose code lines have no such marks, so their
+        # parts stay larger
+        limit = self.max_code_tokens if fenced else self.max_block_tokens
+        # a part of code starts at its line's start: its first line keeps its indentation ("  File …")
+        indent = kind == "code"
         for line in lines:
             t = counter.count(line[2]) + 1
-            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > self.max_block_tokens):
-                out.append(_line_piece(chunk, kind, paragraph))
+            if chunk and (len(chunk) >= self.max_block_lines or tokens + t > limit
+                          or (kind == "code" and _CAUSE_LINE_RE.match(line[2]))):
+                out.append(_line_piece(chunk, kind, paragraph, indent=indent))
                 chunk, tokens = [], 0
             chunk.append(line)
             tokens += t
         if chunk:
-            out.append(_line_piece(chunk, kind, paragraph))
-        if kind == "code" and len(out) > 1 and FENCE_RE.match(lines[0][2]):
+            out.append(_line_piece(chunk, kind, paragraph, indent=indent))
+        if fenced and len(out) > 1:
             out = _code_parts(out, lines)
         return out
 
@@ -704,9 +715,18 @@ _CODE_LINE_RE = re.compile(
     r"|finally:|with .+:$|for .+ in .+:$|while .+:$|if .+:$|@\w+|#include|const |let |var |function\b|public |private )"
     r"|^\s*[\w.\[\]'\"]+\s*(?:[-+*/%|&]?=)\s*\S(?:.*[^.!?])?$"  # an assignment
     r"|^\$ \S|^Traceback \(most recent call last\):|^\s+File \".+\", line \d+"  # a shell command, a traceback
-    r"|^\s*\^+\s*$|^[\w.]+(?:Error|Exception|Warning): "
+    r"|^\s*\^+\s*$|^[\w.$]+(?:Error|Exception|Warning|Throwable): "
+    # a Java or JavaScript stack trace: its frames ("\tat pkg.Class.method(File.java:12)", "    at
+    # Object.<anonymous> (/app/x.js:3:9)", "    at /app/x.js:3:9"), "\t... 47 more", a cause
+    r"|^\s+at (?:async )?[\w$.<>/\[\]\-]+ ?\(.*\)\s*$|^\s+at (?:async )?\S+:\d+(?::\d+)?\)?\s*$"
+    r"|^\s+\.\.\. \d+ (?:more|common frames omitted)\s*$|^Exception in thread \""
+    r"|^\s*(?:Caused by|Suppressed): [\w.$]+"
     r"|^\s*[\w.]+\(.*\)\s*;?$"  # a call
     r"|^\s*[}\])]+[;,]?\s*$")
+#: A line of a stack trace that opens the next exception of its chain ("Caused by: java.net.
+#: SocketTimeoutException: Read timed out", "Suppressed: …"): a code block's part starts there, so
+#: that each cause goes with its message and frames, not with the tail of the exception above.
+_CAUSE_LINE_RE = re.compile(r"^\s*(?:Caused by|Suppressed): \S")
 #: A line that ends as a C-like statement or block opens ("foo(bar);", "if (x) {"): code, unless it
 #: reads as words (see :func:`_wordy_line`).
 _CODE_END_RE = re.compile(r"[{;]\s*$")
