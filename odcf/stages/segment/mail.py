@@ -31,17 +31,17 @@ NOT_SPEAKER = (r"(?i:trace|debug|info|notice|note|hint|tip|warn|warning|error|er
                r"|severe|panic|alert|emerg|emergency|caution|important|traceback|stack ?trace|caused by"
                r"|during handling|exception)(?:[ \t]*\([^()\n]*\))?:"
                r"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)(?:[ \t]*\([^()\n]*\))?:")
-#: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
-#: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
-#: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"); an email header
-#: field ("To: Sam Ortega") is not one, nor a log level or a traceback's line (:data:`NOT_SPEAKER`).
-#: Group 1 is the label up to its colon; the speaker is group ``name`` and the colon (see
-#: :func:`speaker_of`).
 #: An agent log's role tag in brackets, without a colon: "[user]", "[assistant]", "[system]",
 #: "[assistant -> get_order]" (a tool call), "[tool get_order]" (its result); a role word, then maybe
 #: the tool's name. "[Note]" or "[2]" is no role.
 ROLE_TAG = (r"\[(?i:user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer)"
             r"(?:[ \t]*(?:->|→|:)[ \t]*[\w.\-]{1,40}|[ \t]+[\w.\-]{1,40})?\]")
+#: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
+#: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
+#: word; a role in brackets), after a time stamp or before one ("priya [14:06]:"); an email header
+#: field ("To: Sam Ortega") is not one, nor a log level or a traceback's line (:data:`NOT_SPEAKER`).
+#: Or an agent log's role tag (:data:`ROLE_TAG`, group ``tag``). Group 1 is the label up to its colon
+#: (or the tag); the speaker is group ``name`` and the colon, or the tag (see :func:`speaker_of`).
 LABEL = (r"^[ \t]{0,3}(?:" + STAMP + r")?(?!" + MAIL_FIELDS + r":)(?!" + NOT_SPEAKER + r")"
          r"((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
          r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + BRACKETED_TIME + r")?:"
