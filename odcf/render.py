@@ -57,7 +57,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
     nl = "\r\n" if segments[0].meta.get("crlf") else "\n"  # the segmenter marks every segment of a CRLF source
     out: list[str] = []
     prev: Segment | None = None
+    yaml = _YamlMarks(out, nl)
     for k, seg in enumerate(segments):
+        yaml.enter(seg)
         if prev is not None:
             gap = _gap(prev, seg)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
@@ -118,8 +120,50 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("code_lines"):
                 rest = seg.meta["code_total"] - sum(code) - (1 if seg.meta["code_closed"] else 0)
                 out.append((f"{nl}[CODE_LINES: {rest}]" if rest > 0 else "") + nl + seg.meta["code_close"])
+        yaml.opened(seg)
         prev = seg
+    yaml.enter(None)
     return "".join(out)
+
+
+class _YamlMarks:
+    """The nodes of a YAML config (odcf.stages.segment.yamlparts) open while a source is joined:
+    when one closes (the next segment delivered is not under it), a comment at its children's
+    indentation says how many of them were left out (``  # [YAML_KEYS: 3]``, ``# [YAML_ITEMS: 2]``
+    for items): the text stays valid YAML, and a reader does not take the keys delivered for all
+    of them. The block itself counts as a node: its top-level keys left out are said at its end."""
+
+    def __init__(self, out: list[str], nl: str) -> None:
+        self.out = out
+        self.nl = nl
+        self.block: object = None
+        self.stack: list[tuple[int | None, list[object], set[int]]] = []  # (node index, children, seen)
+
+    def enter(self, seg: Segment | None) -> None:
+        """Close what *seg* (None: the end) is not under; count it as seen by its parent."""
+        block = seg.meta.get("yaml_block") if seg is not None else None
+        path = seg.meta.get("yaml_path", []) if seg is not None and block is not None else []
+        while self.stack and (block != self.block or (self.stack[-1][0] is not None
+                                                       and self.stack[-1][0] not in path)):
+            self._close()
+        if seg is None or block is None:
+            return
+        if not self.stack:
+            self.block = block
+            self.stack.append((None, list(seg.meta.get("yaml_root", [0, "", False])), set()))
+        self.stack[-1][2].add(seg.index)
+
+    def opened(self, seg: Segment) -> None:
+        """*seg* was written: a node with children stays open until they are done."""
+        kids = seg.meta.get("yaml_children")
+        if seg.meta.get("yaml_block") is not None and kids and kids[0]:
+            self.stack.append((seg.index, list(kids), set()))
+
+    def _close(self) -> None:
+        _, (total, indent, items), seen = self.stack.pop()  # type: ignore[misc]
+        omitted = int(total) - len(seen)  # type: ignore[call-overload]
+        if omitted > 0:
+            self.out.append(f"{self.nl}{indent}# [YAML_{'ITEMS' if items else 'KEYS'}: {omitted}]")
 
 
 def _turn(seg: Segment) -> object:
