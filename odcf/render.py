@@ -58,8 +58,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
     out: list[str] = []
     prev: Segment | None = None
     yaml = _YamlMarks(out, nl)
+    diff = _DiffMarks(out, nl)
     for k, seg in enumerate(segments):
         yaml.enter(seg)
+        diff.enter(seg)
         if prev is not None:
             gap = _gap(prev, seg)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
@@ -123,7 +125,68 @@ def join_segments(segments: Sequence[Segment]) -> str:
         yaml.opened(seg)
         prev = seg
     yaml.enter(None)
+    diff.enter(None)
     return "".join(out)
+
+
+class _DiffMarks:
+    """The file and hunk of a unified diff (odcf.stages.segment.diffparts) open while a source is
+    joined: lines of a hunk left out are said where they are (``[DIFF_LINES: n]``), a file's hunks
+    left out after its last delivered one (``[DIFF_HUNKS: n]``), files left out at the diff's end
+    (``[DIFF_FILES: n]``), so that a hunk delivered is never read as all the file's changes."""
+
+    def __init__(self, out: list[str], nl: str) -> None:
+        self.out = out
+        self.nl = nl
+        self.block: object = None
+        self.files: set[int] = set()  # files of the open diff with something delivered
+        self.file: tuple[int, int, set[int]] | None = None  # (file, its hunks, hunks delivered)
+        self.hunk: tuple[int, int, int] | None = None  # (hunk, its lines, lines up to the last delivered)
+        self.total_files = 0
+
+    def _mark(self, what: str, n: int) -> None:
+        if n > 0:
+            self.out.append(f"{self.nl}[DIFF_{what}: {n}]")
+
+    def _close_hunk(self) -> None:
+        if self.hunk is not None:
+            self._mark("LINES", self.hunk[1] - self.hunk[2])
+        self.hunk = None
+
+    def _close_file(self) -> None:
+        self._close_hunk()
+        if self.file is not None:
+            self._mark("HUNKS", self.file[1] - len(self.file[2]))
+        self.file = None
+
+    def enter(self, seg: Segment | None) -> None:
+        """Say what is left out before *seg* (None: the end of the source)."""
+        block = seg.meta.get("diff_block") if seg is not None else None
+        if self.block is not None and block != self.block:
+            self._close_file()
+            self._mark("FILES", self.total_files - len(self.files))
+            self.block, self.files = None, set()
+        if seg is None or block is None:
+            return
+        self.block, self.total_files = block, int(seg.meta["diff_files"])
+        f = int(seg.meta["diff_file"])
+        if self.file is None or self.file[0] != f:
+            self._close_file()
+            self.file = (f, int(seg.meta.get("diff_hunks", 0)), set())
+            self.files.add(f)
+        h = seg.meta.get("diff_hunk")
+        if h is None:
+            return
+        if self.hunk is None or self.hunk[0] != h:
+            self._close_hunk()
+            self.file[2].add(int(h))
+            # a long hunk (its @@ line, then parts): count its lines; a hunk of one piece is whole
+            total = seg.meta.get("diff_total")
+            self.hunk = (int(h), int(total), 0) if total is not None else None
+        lines = seg.meta.get("diff_lines")
+        if lines is not None and self.hunk is not None:
+            self._mark("LINES", lines[0] - self.hunk[2])
+            self.hunk = (self.hunk[0], self.hunk[1], lines[0] + lines[1])
 
 
 class _YamlMarks:
