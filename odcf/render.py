@@ -57,7 +57,11 @@ def join_segments(segments: Sequence[Segment]) -> str:
     nl = "\r\n" if segments[0].meta.get("crlf") else "\n"  # the segmenter marks every segment of a CRLF source
     out: list[str] = []
     prev: Segment | None = None
+    yaml = _YamlMarks(out, nl)
+    diff = _DiffMarks(out, nl)
     for k, seg in enumerate(segments):
+        yaml.enter(seg)
+        diff.enter(seg)
         if prev is not None:
             gap = _gap(prev, seg)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
@@ -118,8 +122,111 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("code_lines"):
                 rest = seg.meta["code_total"] - sum(code) - (1 if seg.meta["code_closed"] else 0)
                 out.append((f"{nl}[CODE_LINES: {rest}]" if rest > 0 else "") + nl + seg.meta["code_close"])
+        yaml.opened(seg)
         prev = seg
+    yaml.enter(None)
+    diff.enter(None)
     return "".join(out)
+
+
+class _DiffMarks:
+    """The file and hunk of a unified diff (odcf.stages.segment.diffparts) open while a source is
+    joined: lines of a hunk left out are said where they are (``[DIFF_LINES: n]``), a file's hunks
+    left out after its last delivered one (``[DIFF_HUNKS: n]``), files left out at the diff's end
+    (``[DIFF_FILES: n]``), so that a hunk delivered is never read as all the file's changes."""
+
+    def __init__(self, out: list[str], nl: str) -> None:
+        self.out = out
+        self.nl = nl
+        self.block: object = None
+        self.files: set[int] = set()  # files of the open diff with something delivered
+        self.file: tuple[int, int, set[int]] | None = None  # (file, its hunks, hunks delivered)
+        self.hunk: tuple[int, int, int] | None = None  # (hunk, its lines, lines up to the last delivered)
+        self.total_files = 0
+
+    def _mark(self, what: str, n: int) -> None:
+        if n > 0:
+            self.out.append(f"{self.nl}[DIFF_{what}: {n}]")
+
+    def _close_hunk(self) -> None:
+        if self.hunk is not None:
+            self._mark("LINES", self.hunk[1] - self.hunk[2])
+        self.hunk = None
+
+    def _close_file(self) -> None:
+        self._close_hunk()
+        if self.file is not None:
+            self._mark("HUNKS", self.file[1] - len(self.file[2]))
+        self.file = None
+
+    def enter(self, seg: Segment | None) -> None:
+        """Say what is left out before *seg* (None: the end of the source)."""
+        block = seg.meta.get("diff_block") if seg is not None else None
+        if self.block is not None and block != self.block:
+            self._close_file()
+            self._mark("FILES", self.total_files - len(self.files))
+            self.block, self.files = None, set()
+        if seg is None or block is None:
+            return
+        self.block, self.total_files = block, int(seg.meta["diff_files"])
+        f = int(seg.meta["diff_file"])
+        if self.file is None or self.file[0] != f:
+            self._close_file()
+            self.file = (f, int(seg.meta.get("diff_hunks", 0)), set())
+            self.files.add(f)
+        h = seg.meta.get("diff_hunk")
+        if h is None:
+            return
+        if self.hunk is None or self.hunk[0] != h:
+            self._close_hunk()
+            self.file[2].add(int(h))
+            # a long hunk (its @@ line, then parts): count its lines; a hunk of one piece is whole
+            total = seg.meta.get("diff_total")
+            self.hunk = (int(h), int(total), 0) if total is not None else None
+        lines = seg.meta.get("diff_lines")
+        if lines is not None and self.hunk is not None:
+            self._mark("LINES", lines[0] - self.hunk[2])
+            self.hunk = (self.hunk[0], self.hunk[1], lines[0] + lines[1])
+
+
+class _YamlMarks:
+    """The nodes of a YAML config (odcf.stages.segment.yamlparts) open while a source is joined:
+    when one closes (the next segment delivered is not under it), a comment at its children's
+    indentation says how many of them were left out (``  # [YAML_KEYS: 3]``, ``# [YAML_ITEMS: 2]``
+    for items): the text stays valid YAML, and a reader does not take the keys delivered for all
+    of them. The block itself counts as a node: its top-level keys left out are said at its end."""
+
+    def __init__(self, out: list[str], nl: str) -> None:
+        self.out = out
+        self.nl = nl
+        self.block: object = None
+        self.stack: list[tuple[int | None, list[object], set[int]]] = []  # (node index, children, seen)
+
+    def enter(self, seg: Segment | None) -> None:
+        """Close what *seg* (None: the end) is not under; count it as seen by its parent."""
+        block = seg.meta.get("yaml_block") if seg is not None else None
+        path = seg.meta.get("yaml_path", []) if seg is not None and block is not None else []
+        while self.stack and (block != self.block or (self.stack[-1][0] is not None
+                                                       and self.stack[-1][0] not in path)):
+            self._close()
+        if seg is None or block is None:
+            return
+        if not self.stack:
+            self.block = block
+            self.stack.append((None, list(seg.meta.get("yaml_root", [0, "", False])), set()))
+        self.stack[-1][2].add(seg.index)
+
+    def opened(self, seg: Segment) -> None:
+        """*seg* was written: a node with children stays open until they are done."""
+        kids = seg.meta.get("yaml_children")
+        if seg.meta.get("yaml_block") is not None and kids and kids[0]:
+            self.stack.append((seg.index, list(kids), set()))
+
+    def _close(self) -> None:
+        _, (total, indent, items), seen = self.stack.pop()  # type: ignore[misc]
+        omitted = int(total) - len(seen)  # type: ignore[call-overload]
+        if omitted > 0:
+            self.out.append(f"{self.nl}{indent}# [YAML_{'ITEMS' if items else 'KEYS'}: {omitted}]")
 
 
 def _turn(seg: Segment) -> object:

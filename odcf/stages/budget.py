@@ -317,6 +317,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "an email's header line" if seg.meta.get("mail_field")
                         else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
+                        else "a YAML key line" if "yaml_block" in seg.meta
+                        else "a diff's file header" if seg.meta.get("diff") == "file"
+                        else "a diff's hunk line (@@)" if seg.meta.get("diff") == "hunk"
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
@@ -421,6 +424,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       or after a paragraph with a sentence saying "the following" -> that lead-in; the first
       sentence of the paragraph under a sentence ending in ":" -> that sentence;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
+    - a segment whose meta names a segment it is ``under`` (its index): a node of a YAML config ->
+      its parent key line, a part of a diff's hunk -> the hunk's ``@@`` line -> its file's header
+      lines; the one above is a head;
     - a later part of a sentence cut for length -> its first part, which holds the main clause;
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
@@ -444,10 +450,15 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
     above: tuple[int, str | None, list[str]] | None = None  # (paragraph, its first sentence, its sentences)
+    under: dict[int, str] = {}  # the current source's segment ids by index, for the ``under`` links
+    by_index: dict[int, Segment] = {}
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
             mail.close()
+            under, by_index = {}, {}
+        under[seg.index] = seg.id
+        by_index[seg.index] = seg
         heading = _section_heading(seg)
         if _RULE_RE.match(seg.original.strip()):
             mail.close()  # a message, or the section of a bold title, ends at a horizontal rule
@@ -463,6 +474,13 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             out[seg.id] = str(seg.meta["budget_needs"])
         elif seg.meta.get("cut_part") and first_cut is not None:
             out[seg.id] = first_cut
+        elif seg.meta.get("under") is not None:
+            # a node of a YAML config under its key line, a diff's hunk under its file's header lines
+            # (odcf.stages.segment.yamlparts, .diffparts): the key or header line heads it; one that an
+            # earlier stage dropped is not delivered, so neither is this
+            out[seg.id] = under.get(seg.meta["under"], "")
+            if out[seg.id] and not by_index[seg.meta["under"]].dropped:
+                heads.add(out[seg.id])
         elif field:
             if field in MAIL_HEAD_FIELDS and (mail.chain or stack):
                 out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]

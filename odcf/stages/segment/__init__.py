@@ -55,6 +55,8 @@ from odcf.stages.segment.mail import (
     speaker_meta,
     speaker_run,
 )
+from odcf.stages.segment.diffparts import diff_files, diff_pieces
+from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
@@ -211,10 +213,38 @@ class Segmenter(Stage):
         speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
         quotes = messages = 0  # quoted blocks and email headers so far
         last_label: re.Match[str] | None = None  # the label of the transcript line a message began on
+        yaml_blocks = diffs = 0
+        yaml_read = 0  # lines before this index were read as no YAML block's start
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
                 i += 1
+                continue
+            files = diff_files(lines, i) if line.startswith(("diff --git ", "--- ")) else []
+            if files:
+                # a unified diff: a piece per file header and per hunk, each hunk under its file's header
+                # (odcf.stages.segment.diffparts); its lines are never headings, never re-indented
+                diffs += 1
+                pieces.extend(diff_pieces(lines, i, files, paragraph, len(pieces), diffs, _line_piece,
+                                          lambda s: counter.count(s) + 1, self.max_list_tokens))
+                paragraph += 1
+                i = max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
+                continue
+            yaml_end = i
+            if not pieces and COMMENT_RE.match(line):
+                # a YAML file opening with comments ("# Helm values for payments-api"): comments,
+                # not markdown headings, when all the text is YAML
+                yaml_end, _ = yaml_run(lines, i, comments_before=True)
+                if any(lines[k][2].strip() for k in range(yaml_end, n)):
+                    yaml_end = i
+            elif i >= yaml_read and KEY_RE.match(line):
+                yaml_end, yaml_read = yaml_run(lines, i)
+            if yaml_end > i:
+                # a config: a node a piece, each delivered only under its path (odcf.stages.segment.yamlparts)
+                yaml_blocks += 1
+                pieces.extend(yaml_pieces(lines[i:yaml_end], paragraph, len(pieces), yaml_blocks, _line_piece))
+                paragraph += 1
+                i = yaml_end
                 continue
             if FENCE_RE.match(line):
                 fence = FENCE_RE.match(line).group(1)  # type: ignore[union-attr]

@@ -1,0 +1,118 @@
+"""Unified diffs in the segmenter (``git diff``, ``diff -u``): cut per file and per hunk.
+
+A hunk means nothing without the file it changes: hunks of five files delivered under the
+header of the first read as changes to that one. So a file's header lines (``diff --git``,
+``index``, ``---``, ``+++``, modes, renames) are one piece, each hunk (its ``@@`` line and the
+lines the ``@@`` counts announce) is a piece under it (meta ``under``: the budget delivers a hunk
+only with its file's header, and a header only with one of its hunks), and a long hunk is an ``@@``
+piece with parts of whole lines under it. Every piece keeps its lines as they are (a context line
+`` # Session and token lifetimes`` is no heading, and its leading space is its meaning), and says
+where it sits (``diff_file``, ``diff_hunk``, ``diff_lines``), so that assembly marks the lines,
+hunks and files left out (``[DIFF_LINES: n]``, ``[DIFF_HUNKS: n]``, ``[DIFF_FILES: n]``;
+odcf.render).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from odcf.stages.segment.lines import Piece
+
+#: The first line of a file's header: git's, or the "--- a" of a plain unified diff.
+GIT_HEAD_RE = re.compile(r"^diff --git \S")
+#: The other lines of a file's header.
+_HEAD_LINE_RE = re.compile(r"^(?:index [0-9a-f]+\.\.[0-9a-f]+|--- \S|\+\+\+ \S|(?:new|deleted) file mode |old mode |"
+                           r"new mode |similarity index |dissimilarity index |rename (?:from|to) |copy (?:from|to) |"
+                           r"Binary files )")
+#: A hunk's header, with its counts of old and new lines.
+HUNK_RE = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def _file_start(lines: list[tuple[int, int, str]], j: int) -> bool:
+    line = lines[j][2]
+    if GIT_HEAD_RE.match(line):
+        return True
+    return (line.startswith("--- ") and j + 2 < len(lines) and lines[j + 1][2].startswith("+++ ")
+            and bool(HUNK_RE.match(lines[j + 2][2])))
+
+
+def diff_files(lines: list[tuple[int, int, str]], i: int) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """The files of a unified diff that starts at line *i* (none when it does not): for each, the
+    indices of its header lines and the (``@@`` line, end) of each hunk, read by the hunk's counts
+    (a line "-- " or "+++" inside a hunk is a line of the hunk, not a header)."""
+    n = len(lines)
+    out: list[tuple[list[int], list[tuple[int, int]]]] = []
+    j = i
+    while j < n and _file_start(lines, j):
+        head = [j]
+        j += 1
+        while j < n and _HEAD_LINE_RE.match(lines[j][2]) and not GIT_HEAD_RE.match(lines[j][2]):
+            head.append(j)
+            j += 1
+        hunks: list[tuple[int, int]] = []
+        while j < n:
+            m = HUNK_RE.match(lines[j][2])
+            if not m:
+                break
+            old = int(m.group(1)) if m.group(1) is not None else 1
+            new = int(m.group(2)) if m.group(2) is not None else 1
+            k = j + 1
+            while k < n and (old > 0 or new > 0):
+                mark = lines[k][2][:1]
+                if mark in (" ", "") and old > 0 and new > 0:  # a context line (its space may be trimmed)
+                    old, new = old - 1, new - 1
+                elif mark == "-" and old > 0:
+                    old -= 1
+                elif mark == "+" and new > 0:
+                    new -= 1
+                elif mark != "\\":
+                    break  # the counts do not match the lines: the hunk ends here
+                k += 1
+            while k < n and lines[k][2].startswith("\\"):  # "\ No newline at end of file"
+                k += 1
+            hunks.append((j, k))
+            j = k
+        out.append((head, hunks))
+    if not any(hunks for _, hunks in out):
+        return []  # a "diff --git" line alone (a quoted command) is no diff
+    return out
+
+
+def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[list[int], list[tuple[int, int]]]],
+                paragraph: int, offset: int, block: int, line_piece: Callable[..., Piece],
+                cost: Callable[[str], int], limit: int) -> list[Piece]:
+    """The pieces of the diff read by :func:`diff_files`, the first to be piece number *offset* of
+    its source. A hunk over *limit* tokens (each line costing ``cost(line)``) is its ``@@`` line,
+    then parts of whole lines of about half *limit* tokens under it (small: a part comes with its
+    file's header and its @@ line, so that the line a query asks for fits a small budget)."""
+    out: list[Piece] = []
+    for f, (head, hunks) in enumerate(files):
+        base = {"diff_block": block, "diff_file": f, "diff_files": len(files)}
+        head_at = offset + len(out)
+        out.append(line_piece([lines[k] for k in head], "code", paragraph,
+                              {**base, "diff": "file", "diff_hunks": len(hunks)}, indent=True))
+        for h, (at, end) in enumerate(hunks):
+            body = lines[at + 1:end]
+            meta: dict[str, Any] = {**base, "diff_hunk": h, "diff_hunks": len(hunks), "under": head_at}
+            if sum(cost(ln[2]) for ln in lines[at:end]) <= limit or not body:
+                out.append(line_piece(lines[at:end], "code", paragraph, {**meta, "diff": "hunk"}, indent=True))
+                continue
+            hunk_at = offset + len(out)
+            out.append(line_piece([lines[at]], "code", paragraph, {**meta, "diff": "hunk", "diff_total": len(body)},
+                                  indent=True))
+            chunk: list[tuple[int, int, str]] = []
+            first = tokens = 0
+            for k, ln in enumerate(body):
+                t = cost(ln[2])
+                if chunk and tokens + t > limit // 2:
+                    out.append(line_piece(chunk, "code", paragraph, {**meta, "diff": "lines", "under": hunk_at,
+                                                                     "diff_lines": [first, len(chunk)],
+                                                                     "diff_total": len(body)}, indent=True))
+                    chunk, first, tokens = [], k, 0
+                chunk.append(ln)
+                tokens += t
+            out.append(line_piece(chunk, "code", paragraph, {**meta, "diff": "lines", "under": hunk_at,
+                                                             "diff_lines": [first, len(chunk)],
+                                                             "diff_total": len(body)}, indent=True))
+    return out

@@ -1,0 +1,197 @@
+"""YAML in the segmenter: a config (a Helm ``values.yaml``, a compose file, a block of YAML in a
+tool's output) cut into one node a piece, each knowing the key lines above it.
+
+A YAML line means nothing without its path: ``enabled: true`` delivered under ``autoscaling:``
+when it is ``ingress.enabled`` says the opposite of the config. So every node (a key line or a
+``- `` item, with the comment lines above it and the lines of its block scalar) is a piece whose
+meta names its parent node (``under``, a piece index: the budget delivers a node only with every
+key line of its path, and a key line only with one of its children) and its ancestors
+(``yaml_path``), and each parent says how many children it has, so that assembly marks those left
+out (``# [YAML_KEYS: n]``, a comment: the delivered text stays valid YAML; odcf.render).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from odcf.stages.segment.lines import Piece
+
+#: A key line: optional "- " item marks, a plain or quoted key, ":" and a space or the end.
+KEY_RE = re.compile(r"""^(\s*)(?:-\s+)*(?:"[^"\n]*"|'[^'\n]*'|[^\s#'"\-?:,\[\]{}()=;<>|&*!%@`][^#:()=;<>{}]*?)\s*:(?:\s|$)""")
+#: A sequence item: "- value" or a lone "-".
+ITEM_RE = re.compile(r"^(\s*)-(?:\s|$)")
+COMMENT_RE = re.compile(r"^\s*#")
+#: A key whose value is a block scalar on the lines below it ("script: |", "description: >-").
+BLOCK_SCALAR_RE = re.compile(r":\s*[|>][-+0-9]*\s*(?:#.*)?$")
+#: Statements of code that read as keys ("else:", "def f():" is kept out by the parentheses).
+_CODE_KEY_RE = re.compile(r"^\s*(?:if|else|elif|for|while|try|except|finally|with|def|class|return|case|default)\b")
+#: A YAML block is at least this many nodes (with one holding another): fewer is a form or a header.
+_MIN_NODES = 3
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _node_line(line: str) -> bool:
+    return bool((KEY_RE.match(line) and not _CODE_KEY_RE.match(line)) or ITEM_RE.match(line))
+
+
+def _prose_key(line: str) -> bool:
+    """A "key" that is words of a sentence ("The deploy failed. Current config of the service:"):
+    it holds a full stop and a space, or more than four words."""
+    m = KEY_RE.match(line)
+    key = line[m.end(1):m.end()].rstrip().rstrip(":") if m else ""
+    return ". " in key or len(key.split()) > 4
+
+
+def _depth(line: str) -> float:
+    """How deep a node line sits: its indentation, half a step more for an item ("hosts:" over an
+    unindented "- a" still holds it)."""
+    return _indent(line) + (0.5 if ITEM_RE.match(line) else 0.0)
+
+
+def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool = False) -> tuple[int, int]:
+    """End (exclusive) of a block of YAML that starts at line *i* (a key line), or *i* when the
+    lines there are not one: nodes at its indentation or deeper, comment and blank lines between
+    them, at least :data:`_MIN_NODES` nodes with a key holding another key, and the whole parses
+    as a YAML mapping. With *comments_before*, line *i* may be a comment over the first key.
+    Second: where the lines read stop, so that a caller need not ask again for the lines before
+    it (a transcript of "name: text" lines would be read again from each line)."""
+    n = len(lines)
+    k = i
+    if comments_before:
+        while k < n and (not lines[k][2].strip() or COMMENT_RE.match(lines[k][2])):
+            k += 1
+        if k == n:
+            return i, k
+    first = lines[k][2]
+    if not KEY_RE.match(first) or ITEM_RE.match(first) or _CODE_KEY_RE.match(first):
+        return i, k + 1
+    if _prose_key(first):
+        return i, k + 1
+    base = _indent(first)
+    end = k
+    nodes = 0
+    nested = False
+    prev_key: str | None = None  # the last node line, while it holds nothing below it yet
+    scalar: int | None = None  # indentation of the key whose block scalar is being read
+    j = k
+    while j < n:
+        line = lines[j][2]
+        if not line.strip() or COMMENT_RE.match(line) and scalar is None:
+            j += 1
+            continue
+        ind = _indent(line)
+        if scalar is not None and ind > scalar:
+            end = j + 1
+            j += 1
+            continue
+        scalar = None
+        if ind < base or (ind == base and not _node_line(line)):
+            break
+        if _node_line(line):
+            if nodes == 1 and prev_key is not None and prev_key.rstrip().endswith(":") \
+                    and _depth(line) <= _depth(prev_key):
+                return i, k + 1  # "Current config:" over the config: a lead-in, not a key holding nothing
+            nodes += 1
+            if prev_key is not None and _depth(line) > _depth(prev_key) and prev_key.rstrip().endswith(":") \
+                    and KEY_RE.match(line):
+                nested = True  # a key under a key: "Rules:" over "- …" items alone is a lead-in and its list
+            prev_key = line
+            if BLOCK_SCALAR_RE.search(line):
+                scalar = ind
+        elif prev_key is None or ind <= _indent(prev_key):
+            break  # a line that is neither a node nor a value running on from the node above
+        end = j + 1
+        j += 1
+    if nodes < _MIN_NODES or not nested:
+        return i, max(j, k + 1)
+    start = i if comments_before else k
+    return (end if _parses(lines[start:end], base) else i), max(j, k + 1)
+
+
+def _parses(lines: list[tuple[int, int, str]], base: int) -> bool:
+    import yaml
+
+    body = "\n".join(line[base:] if not line[:base].strip() else line for _, _, line in lines)
+    try:
+        value = yaml.safe_load(body)
+    except yaml.YAMLError:
+        return False
+    except Exception:  # noqa: BLE001 - a constructor may fail on odd tags: not a config then
+        return False
+    return isinstance(value, dict)
+
+
+def yaml_pieces(lines: list[tuple[int, int, str]], paragraph: int, offset: int, block: int,
+                line_piece: Any) -> list[Piece]:
+    """The nodes of the YAML block *lines* as pieces, the first to be piece number *offset* of its
+    source (``under`` and ``yaml_path`` name pieces by number). Comment lines go with the node below
+    them (at the end of the block: with the node above); the lines of a block scalar, or of a value
+    running over lines, with their key."""
+    groups: list[list[tuple[int, int, str]]] = []  # each node's lines
+    node_lines: list[str] = []  # each node's own line
+    pending: list[tuple[int, int, str]] = []  # comment lines waiting for the node below them
+    scalar: int | None = None
+    for ln in lines:
+        text = ln[2]
+        if not text.strip():
+            continue
+        ind = _indent(text)
+        if groups and scalar is not None and ind > scalar:
+            groups[-1].extend(pending + [ln])
+            pending = []
+            continue
+        scalar = None
+        if COMMENT_RE.match(text):
+            pending.append(ln)
+            continue
+        if groups and not _node_line(text):
+            groups[-1].extend(pending + [ln])  # a plain value running on over lines
+            pending = []
+            continue
+        groups.append(pending + [ln])
+        node_lines.append(text)
+        pending = []
+        if BLOCK_SCALAR_RE.search(text):
+            scalar = ind
+    if pending:
+        if groups:
+            groups[-1].extend(pending)
+        else:
+            groups.append(pending)
+            node_lines.append(pending[-1][2])
+    parents: list[int | None] = []
+    stack: list[int] = []
+    for k, text in enumerate(node_lines):
+        while stack and _depth(node_lines[stack[-1]]) >= _depth(text):
+            stack.pop()
+        parents.append(stack[-1] if stack else None)
+        stack.append(k)
+    children: dict[int | None, list[int]] = {}
+    for k, p in enumerate(parents):
+        children.setdefault(p, []).append(k)
+
+    def count(p: int | None) -> list[Any]:
+        """[children, their indentation, whether they are items] of node *p* (None: the block)."""
+        kids = children.get(p, [])
+        if not kids:
+            return [0, "", False]
+        first = node_lines[kids[0]]
+        return [len(kids), first[:_indent(first)], bool(ITEM_RE.match(first))]
+
+    root = count(None)
+    out: list[Piece] = []
+    for k, group in enumerate(groups):
+        path: list[int] = []
+        p = parents[k]
+        while p is not None:
+            path.append(offset + p)
+            p = parents[p]
+        meta: dict[str, Any] = {"yaml_block": block, "yaml_path": path[::-1], "yaml_root": root,
+                                "yaml_children": count(k)}
+        if parents[k] is not None:
+            meta["under"] = offset + parents[k]  # type: ignore[operator]
+        out.append(line_piece(group, "code", paragraph, meta, indent=True))
+    return out

@@ -1,0 +1,149 @@
+"""A unified diff is cut per file and per hunk: a hunk is delivered only under its own file's
+header lines and its @@ line, its lines as they are, and what is left out is marked."""
+import re
+
+import pytest
+
+from odcf.compressor import Compressor
+from odcf.document import Document, Source
+from odcf.plan.model import Plan
+from odcf.render import join_segments
+from odcf.stages.segment import Segmenter
+
+
+def handler(k):
+    return (f"diff --git a/app/handlers/handler_{k}.py b/app/handlers/handler_{k}.py\n"
+            f"index f0f953{k}..0761e0{k} 100644\n"
+            f"--- a/app/handlers/handler_{k}.py\n"
+            f"+++ b/app/handlers/handler_{k}.py\n"
+            f"@@ -7,7 +7,9 @@ class Handler{k}(BaseHandler):\n"
+            " \n"
+            "     def handle(self, request):\n"
+            "         payload = self.parse(request)\n"
+            "-        result = self.service.run(payload)\n"
+            f"+        with self.tracer.span(\"handler_{k}\"):\n"
+            "+            result = self.service.run(payload)\n"
+            f"+        self.metrics.increment(\"handler_{k}.calls\")\n"
+            "         return self.render(result)\n"
+            " \n"
+            "     def parse(self, request):\n")
+
+
+SETTINGS = ("diff --git a/config/settings.py b/config/settings.py\n"
+            "index a094f77..40722d9 100644\n"
+            "--- a/config/settings.py\n"
+            "+++ b/config/settings.py\n"
+            "@@ -3,12 +3,12 @@ import os\n"
+            " BASE_DIR = os.path.dirname(os.path.abspath(__file__))\n"
+            " \n"
+            " DEBUG = os.environ.get(\"DEBUG\", \"0\") == \"1\"\n"
+            "-ALLOWED_HOSTS = [\"api.example.com\"]\n"
+            "+ALLOWED_HOSTS = [\"api.example.com\", \"api-staging.example.com\"]\n"
+            " \n"
+            " # Session and token lifetimes\n"
+            "-SESSION_TIMEOUT_SECONDS = 3600\n"
+            "+SESSION_TIMEOUT_SECONDS = 900\n"
+            " TOKEN_REFRESH_WINDOW = 300\n"
+            "-MAX_LOGIN_ATTEMPTS = 5\n"
+            "+MAX_LOGIN_ATTEMPTS = 3\n"
+            " LOCKOUT_MINUTES = 15\n"
+            "-RATE_LIMIT_PER_MINUTE = 120\n"
+            "+RATE_LIMIT_PER_MINUTE = 60\n"
+            " CACHE_BACKEND = \"redis://cache-01:6379/2\"\n")
+
+DIFF = "".join(handler(k) for k in range(6)) + SETTINGS
+HEADER_RE = re.compile(r"^diff --git a/(\S+) ")
+
+
+def check(text, source=DIFF):
+    """Every delivered diff line is a line of *source* (or a marker), and each hunk line is under
+    its own file's header and its own @@ line."""
+    files = {}  # line -> the files it is in (with its @@ line)
+    current = hunk = None
+    for line in source.splitlines():
+        m = HEADER_RE.match(line)
+        if m:
+            current = m.group(1)
+        elif line.startswith("@@"):
+            hunk = line
+        elif not line.startswith(("index ", "--- ", "+++ ")):
+            files.setdefault(line, set()).add((current, hunk))
+    current = hunk = None
+    for line in text.splitlines():
+        if re.fullmatch(r"\[DIFF_(LINES|HUNKS|FILES): \d+\]", line):
+            continue
+        m = HEADER_RE.match(line)
+        if m:
+            current, hunk = m.group(1), None
+            continue
+        if line.startswith(("index ", "--- ", "+++ ")):
+            assert current is not None, text
+            continue
+        if line.startswith("@@"):
+            assert current is not None, (line, text)
+            hunk = line
+            continue
+        assert (current, hunk) in files.get(line, ()), (line, current, hunk, text)
+
+
+@pytest.mark.parametrize("query,budget,want", [
+    ("which file adds the span handler_4?", 400, "handler_4.py"),
+    ("which file adds the span handler_4?", 200, "handler_4.py"),
+    ("what is the new value of SESSION_TIMEOUT_SECONDS?", 400, "config/settings.py"),
+    ("what is the new value of SESSION_TIMEOUT_SECONDS?", 160, "config/settings.py"),
+])
+def test_a_hunk_is_delivered_only_under_its_own_files_header(query, budget, want):
+    # QA: hunks of handler_1…5 delivered under the header of handler_0.py, and the settings.py
+    # hunk with no header at all
+    r = Compressor.from_ontology("agent_ops").compress([Source(id="real.diff", text=DIFF)], query=query,
+                                                       budget=budget, annotate=False, timings=False)
+    check(r.text)
+    assert re.search(rf"^diff --git a/\S*{re.escape(want)} ", r.text, re.M), r.text
+    assert "[DIFF_FILES: " in r.text  # the files left out are said
+    if "SESSION" in query:
+        k = r.text.index("+SESSION_TIMEOUT_SECONDS = 900")
+        assert r.text.rfind("diff --git a/config/settings.py", 0, k) >= 0
+
+
+def test_diff_lines_are_never_headings_nor_reindented():
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=DIFF)]), Plan(domain="t")).segments
+    assert not any(s.kind == "heading" for s in segs)
+    assert join_segments(segs) == DIFF.rstrip()
+    (hunk,) = [s for s in segs if "# Session and token lifetimes" in s.text]
+    assert "\n # Session and token lifetimes\n" in hunk.text
+    heads = [s for s in segs if s.meta.get("diff") == "file"]
+    assert [s.text.splitlines()[0] for s in heads] == [
+        *(f"diff --git a/app/handlers/handler_{k}.py b/app/handlers/handler_{k}.py" for k in range(6)),
+        "diff --git a/config/settings.py b/config/settings.py"]
+    for s in segs:  # every hunk and part goes under its file's header
+        if s.meta.get("diff") != "file":
+            top = s
+            while "under" in top.meta:
+                top = segs[top.meta["under"]]
+            assert top.meta["diff"] == "file" and top.meta["diff_file"] == s.meta["diff_file"]
+
+
+def test_a_long_hunk_is_cut_in_whole_lines_and_lines_left_out_are_marked():
+    segs = Segmenter(max_list_tokens=60)(Document.from_sources([Source(id="a", text=SETTINGS)]),
+                                         Plan(domain="t")).segments
+    parts = [s for s in segs if s.meta.get("diff") == "lines"]
+    assert len(parts) >= 2 and segs[parts[0].meta["under"]].text.startswith("@@ -3,12 +3,12 @@")
+    assert all(line in SETTINGS.splitlines() for p in parts for line in p.text.splitlines())
+    (mid,) = [p for p in parts if "+SESSION_TIMEOUT_SECONDS = 900" in p.text]
+    head, at = segs[0], segs[mid.meta["under"]]
+    got = join_segments([head, at, mid])
+    first, n = mid.meta["diff_lines"]
+    total = mid.meta["diff_total"]
+    want = [head.text, at.text] + ([f"[DIFF_LINES: {first}]"] if first else []) + [mid.text] + (
+        [f"[DIFF_LINES: {total - first - n}]"] if total - first - n else [])
+    assert got == "\n".join(want)
+
+
+def test_hunks_and_files_left_out_are_marked():
+    two = handler(0).replace("     def parse(self, request):\n", "     def parse(self, request):\n"
+                             "@@ -40,3 +42,3 @@ class Handler0(BaseHandler):\n"
+                             "     def render(self, result):\n-        return result\n+        return dict(result)\n")
+    text = two + handler(1) + handler(2)
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+    pick = [s for s in segs if s.meta.get("diff_file") == 0 and s.meta.get("diff_hunk") in (None, 1)]
+    assert join_segments(pick).endswith("+        return dict(result)\n[DIFF_HUNKS: 1]\n[DIFF_FILES: 2]")

@@ -1,0 +1,159 @@
+"""A YAML config (a .yaml file, or a block of YAML in a tool's output) is delivered by paths: a
+line only under its key lines, a key line only with a child, children left out said in a comment."""
+import pytest
+import yaml
+
+from odcf.compressor import Compressor
+from odcf.document import Document, Source
+from odcf.plan.model import Plan
+from odcf.render import join_segments
+from odcf.stages.segment import Segmenter
+
+VALUES = """\
+# Helm values for payments-api (prod)
+replicaCount: 4
+image:
+  repository: registry.internal/payments-api
+  tag: v2.14.3
+  pullPolicy: IfNotPresent
+
+# Sidecar
+logShipper:
+  enabled: true
+  resources:
+    limits:
+      cpu: 200m
+      memory: 2Gi
+
+autoscaling:
+  enabled: false
+  minReplicas: 4
+  maxReplicas: 12
+  targetCPUUtilizationPercentage: 70
+
+ingress:
+  enabled: true
+  className: nginx
+  hosts:
+    - host: payments.example.com
+      paths:
+        - path: /
+          pathType: Prefix
+
+podDisruptionBudget:
+  enabled: true
+  minAvailable: 2
+"""
+
+QUERIES = ("is autoscaling enabled and what is maxReplicas?", "which image repository and tag?",
+           "is the pod disruption budget enabled?", "ingress host and path")
+
+
+def leaves(value, path=()):
+    """(path, value) of every scalar of a loaded YAML value."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            yield from leaves(v, path + (k,))
+    else:
+        yield path, value
+
+
+def lookup(value, path):
+    for k in path:
+        value = value[k]
+    return value
+
+
+@pytest.mark.parametrize("ontology", ["agent_ops", "general"])
+def test_a_yaml_line_is_delivered_only_under_its_own_path(ontology):
+    # QA: "autoscaling:" / "maxReplicas: 12" / "enabled: true" / "enabled: true" read as
+    # autoscaling.enabled = true; those were ingress.enabled and podDisruptionBudget.enabled
+    c = Compressor.from_ontology(ontology)
+    full = yaml.safe_load(VALUES)
+    delivered_any = False
+    for query in QUERIES:
+        for budget in (40, 60, 90, 140, 200):
+            r = c.compress([Source(id="values.yaml", text=VALUES)], query=query, budget=budget,
+                           annotate=False, timings=False)
+            if not r.text.strip():
+                continue
+            got = yaml.safe_load(r.text)  # the markers are comments: still YAML
+            assert isinstance(got, dict), (query, budget, r.text)
+            for path, value in leaves(got):
+                delivered_any = True
+                assert lookup(full, path) == value, (query, budget, path, r.text)
+            for line in r.text.splitlines():
+                if line.rstrip().endswith(":") and not line.lstrip().startswith("#"):
+                    # a key line delivered with none of its children would read as null
+                    key = line.strip().rstrip(":").lstrip("- ")
+                    assert _holds_something(got, key), (query, budget, line, r.text)
+    assert delivered_any
+
+
+def _holds_something(value, key):
+    if isinstance(value, dict):
+        return any((k == key and v is not None) or _holds_something(v, key) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_something(v, key) for v in value)
+    return False
+
+
+def test_children_left_out_are_marked_as_yaml_comments():
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=VALUES)]), Plan(domain="t")).segments
+    pick = [s for s in segs if s.text.strip() in ("autoscaling:", "maxReplicas: 12")]
+    # autoscaling holds 4 keys, the file 6: what is left out of each is said at its indentation
+    assert join_segments(pick) == "autoscaling:\n  maxReplicas: 12\n  # [YAML_KEYS: 3]\n# [YAML_KEYS: 5]"
+    hosts = [s for s in segs if s.text.strip() in ("ingress:", "hosts:", "- host: payments.example.com", "paths:",
+                                                  "- path: /", "pathType: Prefix")]
+    assert join_segments(hosts).endswith("pathType: Prefix\n  # [YAML_KEYS: 2]\n# [YAML_KEYS: 5]")
+    assert join_segments(segs) == VALUES.rstrip()  # all delivered: no marker
+    r = Compressor.from_ontology("agent_ops").compress([Source(id="values.yaml", text=VALUES)],
+                                                       query="what is maxReplicas?", budget=60,
+                                                       annotate=False, timings=False)
+    top = [line for line in r.text.splitlines() if line[:1].isalpha()]
+    mark = [line for line in r.text.splitlines() if line.startswith("# [YAML_KEYS: ")]
+    assert len(top) + sum(int(m.split(": ")[1].rstrip("]")) for m in mark) == 6, r.text
+
+
+def test_yaml_segments_are_nodes_with_their_paths():
+    doc = Document.from_sources([Source(id="a", text=VALUES)])
+    segs = Segmenter()(doc, Plan(domain="t")).segments
+    by_text = {s.text.strip().splitlines()[-1].strip(): s for s in segs}
+    enabled = by_text["enabled: false"]
+    assert segs[enabled.meta["under"]].text.strip() == "autoscaling:"
+    assert all(s.kind == "code" for s in segs)  # YAML comments are no markdown headings
+    assert segs[0].text.startswith("# Helm values") and segs[0].text.endswith("replicaCount: 4")
+    path = by_text["pathType: Prefix"].meta["yaml_path"]
+    assert [segs[i].text.strip().splitlines()[-1].strip() for i in path] == [
+        "ingress:", "hosts:", "- host: payments.example.com", "paths:", "- path: /"]
+
+
+def test_yaml_inside_text_is_read_as_a_config_and_prose_is_not():
+    text = ("The deploy failed. Current config of the service:\n\nservice:\n  name: payments\n  port: 8080\n"
+            "autoscaling:\n  enabled: false\n  maxReplicas: 12\ningress:\n  enabled: true\n"
+            "  host: pay.example.com\n\nPlease check why the pods do not scale.\n")
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+    assert segs[0].kind == "sentence" and segs[-1].kind == "sentence"
+    maxr = next(s for s in segs if s.text.strip() == "maxReplicas: 12")
+    assert segs[maxr.meta["under"]].text == "autoscaling:"
+    c = Compressor.from_ontology("agent_ops")
+    for budget in (40, 60, 80):
+        r = c.compress([Source(id="a", text=text)], query="is autoscaling enabled?", budget=budget,
+                       annotate=False, timings=False)
+        lines = r.text.splitlines()
+        for k, line in enumerate(lines):
+            if line.strip() in ("enabled: false", "enabled: true"):
+                parent = next(x for x in reversed(lines[:k]) if x and not x.startswith(" "))
+                want = "autoscaling:" if line.strip() == "enabled: false" else "ingress:"
+                assert parent == want, r.text
+
+
+def test_email_headers_transcripts_and_code_are_no_yaml():
+    for text in ("From: a@x.com\nTo: b@x.com\nSubject: Refund\n\nPlease refund order 7.\n",
+                 "Alice: we ship today\nBob: fine by me\nAlice: good\n",
+                 "class A:\n    x: int = 1\n    y: str\n"):
+        segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+        assert not any("yaml_block" in s.meta for s in segs), text
