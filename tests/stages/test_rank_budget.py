@@ -783,6 +783,28 @@ def test_a_correction_ranks_with_what_it_corrects(plan, text, query, stale, fres
             assert fresh in r.text, (budget, r.text)
 
 
+def test_a_correction_rises_only_above_what_it_corrects():
+    # QA: "Section 9.2(b) is changed … (previously three or more) … Minor editorial corrections" was raised just
+    # above the bullet changing exclusion criterion 7 (the answer, which it shares only "changed" and "previously"
+    # with) and pushed it out; a loan agreement's amendment rose above any clause naming a "Clause" and a "paragraph"
+    from odcf.document import Segment
+    from odcf.stages.rank import lift_corrections
+
+    texts = ["7. Estimated glomerular filtration rate (eGFR) below 60 mL/min/1.73 m2 at Screening.",
+             "- **Exclusion criterion 7** is changed: participants with eGFR below 45 mL/min/1.73 m2 (previously 60 "
+             "mL/min/1.73 m2) at Screening are excluded.",
+             "- **Section 9.2(b)** is changed: enrolment is paused at two or more cases (previously three or more) of "
+             "venous thromboembolism. Minor editorial corrections throughout."]
+    clauses = [f"Clause {k}.1 Notices: a notice under paragraph (a) of this Clause is given in writing." for k in range(4)]
+    texts += clauses + ["(b) In paragraph (c) of Clause 21.2, the figure \"GBP 9,000,000\" is deleted and replaced "
+                        "with \"GBP 11,500,000\"."]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(texts)]
+    scores = {"s0": 0.9, "s1": 1.0, "s2": 0.5, "s3": 0.8, "s4": 0.2, "s5": 0.2, "s6": 0.2, "s7": 0.3}
+    lifted, raised = lift_corrections(segs, scores)
+    assert lifted["s2"] == 0.5 and lifted["s7"] == 0.3 and lifted["s1"] == 1.0
+    assert raised == 0
+
+
 def test_a_plain_text_contract_heading_goes_with_its_section_and_never_alone(plan):
     # "ARTICLE 10 — INDEMNITY" was a sentence: delivered alone (the whole output, when the clause under
     # it did not fit), and "Section 7.1 … holdover" was delivered under "ARTICLE 5 — RENEWAL OPTION"
