@@ -28,6 +28,12 @@ alone, "However, this obligation does not apply" would read as an exception to w
 compressed text happens to hold above it. A segment whose meta names another in
 ``budget_needs`` goes only with that one the same way (a handoff links its history turns so).
 
+A segment that a later one corrects (meta ``corrected_by``, set by the rank stage: "the figure
+"3.50:1" is deleted and replaced with "3.75:1"", "up to 6 hours (previously 8 hours)") goes only with
+its corrections: taking it takes them (all must fit), leaving a correction out leaves it out, and
+when the corrections cannot be delivered it is dropped saying so. Delivered alone, "shall not
+exceed 3.50:1" is a stale value presented as current; the ratio left out is the lesser harm.
+
 A markdown section's segments go only with its heading (and a sub-heading with the heading above
 it; a plain-text contract's "ARTICLE 10 — INDEMNITY" is a heading too, with the level the segmenter
 gave it), and the rows, items or lines of a block go only with the sentence that introduces it (one
@@ -88,8 +94,9 @@ class Budgeter(Stage):
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
         before, heads = _antecedents(doc)
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
+        corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
-                         whole=_whole_sentences(doc))
+                         whole=_whole_sentences(doc), corrected_by=corrected_by)
         kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
         exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
@@ -106,7 +113,7 @@ class Budgeter(Stage):
         if over_by:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
-                                                    whole=groups.whole)
+                                                    whole=groups.whole, corrected_by=corrected_by)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate, groups,
                                 strict=strict, role=contract.name)
         if decided and not live:
@@ -121,6 +128,7 @@ class Budgeter(Stage):
             "refilled": refilled,
             "kept_linked": sum(1 for i in kept if i in before and before[i] not in heads),  # with what they need
             "heads_kept": sum(1 for i in kept if i in heads),  # headings and lead-ins, with what they head
+            "kept_with_corrections": sum(1 for i in kept if i in corrected_by),  # a stale value with what changes it
             "warnings": warnings,
         }
         meta = dict(doc.meta)
@@ -288,7 +296,8 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
 def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[int, float, int]], kept: set[str],
             cost: dict[str, int], budget: int, contract: RoleContract,
             before: dict[str, str], heads: set[str], *,
-            whole: dict[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            whole: dict[str, tuple[str, ...]] | None = None,
+            corrected_by: dict[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -337,6 +346,12 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "only with its first sentence")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
+            elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
+                fix = next(by_id[f] for f in corrected_by[seg.id] if f not in kept and by_id[f].status != "merged")
+                link = (f"is corrected by {fix.id}, a later segment that changes what it says, and goes only with it "
+                        "(a stale value is not delivered as current)")
+                why = (f"{link}; an earlier stage dropped {fix.id}" if fix.dropped or fix.id not in tiers
+                       else f"{link}; {fix.id} was not delivered: {why}")
             elif whole and seg.id in whole:
                 why += (f": the parts of a sentence that hold a marker go together, and those {len(whole[seg.id])} parts "
                         f"need {sum(cost[i] for i in whole[seg.id])} tokens")
@@ -694,7 +709,8 @@ class _Groups:
 
     def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]],
                  merged: set[str] | None = None, heads: set[str] | None = None,
-                 whole: dict[str, tuple[str, ...]] | None = None) -> None:
+                 whole: dict[str, tuple[str, ...]] | None = None,
+                 corrected_by: dict[str, tuple[str, ...]] | None = None) -> None:
         self.before = before
         self.tiers = tiers
         self.merged = merged or set()
@@ -703,18 +719,31 @@ class _Groups:
         self.after: dict[str, list[str]] = {}
         for sid, prior in before.items():
             self.after.setdefault(prior, []).append(sid)
+        self.corrected_by = corrected_by or {}  # a stale value -> the later segments that correct it
+        self.corrects: dict[str, list[str]] = {}
+        for sid, fixes in self.corrected_by.items():
+            for fix in fixes:
+                self.corrects.setdefault(fix, []).append(sid)
 
     def to_add(self, sid: str, kept: set[str]) -> list[str]:
         """What taking *sid* takes: it and the sentences it needs (every part of a sentence that
-        goes whole), or [] when one of those cannot be delivered (dropped earlier, or a layer the
-        role does not take). A sentence merged into its duplicate elsewhere (dedup) counts as
-        delivered: its words are there to read."""
+        goes whole), and what corrects any of them with what that needs, or [] when one of those
+        cannot be delivered (dropped earlier, or a layer the role does not take). A sentence merged
+        into its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
         out: list[str] = []
         for part in self.whole.get(sid, (sid,)):
             chain = _chain(part, self.before, lambda i: i in kept or i in self.merged)
             if not all(i in self.tiers or i in self.merged for i in chain):
                 return []
             out += [i for i in chain if i not in self.merged and i not in out]
+        for i in list(out):
+            for fix in self.corrected_by.get(i, ()):
+                if fix in kept or fix in self.merged or fix in out:
+                    continue
+                more = self.to_add(fix, kept | set(out))
+                if not more:
+                    return []
+                out += [j for j in more if j not in out]
         return out
 
     def prune(self, gone: set[str], kept: set[str], required: set[str]) -> None:
@@ -731,11 +760,11 @@ class _Groups:
 
     def dependents(self, sid: str) -> set[str]:
         """*sid* and every sentence that, directly or through others, points back to it (and the
-        other parts of a sentence that goes whole)."""
+        other parts of a sentence that goes whole, and what it corrects)."""
         out, todo = {sid}, [sid]
         while todo:
             cur = todo.pop()
-            for nxt in (*self.after.get(cur, ()), *self.whole.get(cur, ())):
+            for nxt in (*self.after.get(cur, ()), *self.whole.get(cur, ()), *self.corrects.get(cur, ())):
                 if nxt not in out:
                     out.add(nxt)
                     todo.append(nxt)

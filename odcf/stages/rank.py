@@ -279,31 +279,78 @@ def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
 
 #: A sentence that corrects or replaces a value said before it: "correction: it's 36 people, not
 #: 34", "Addendum 2: the submission deadline is extended to 15 August", "the budget is €40,000 not
-#: €50,000", "变更为", "以此为准". Not "actually", "updated", "revised" or "is now": prose is full of
-#: them ("The office address was updated on 30 January" rose above an indemnity clause).
+#: €50,000", an amendment ('the figure "3.50:1" is deleted and replaced with "3.75:1"', "is amended by
+#: replacing …", "up to 6 hours (previously 8 hours)", "reduced from 2 years to 18 months", "1.75:1 in
+#: place of 2.00:1"), "变更为", "以此为准". Not "actually", "updated", "revised" or "is now": prose is full
+#: of them ("The office address was updated on 30 January" rose above an indemnity clause); nor "may be
+#: amended" or "in place of" before a word (a contract's amendment clause, "used in place of insulin").
 CORRECTION_RE = re.compile(
     r"\b(?i:corrections?|corrected|erratum|errata|addend(?:um|a)|supersed(?:e|es|ed|ing)|replaced by"
-    r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|brought forward) to)\b"
+    r"|(?:deleted|struck out|removed) and replaced|(?:is|are|shall be|is hereby|are hereby) amended (?:by|to read|as follows)"
+    r"|amended to read|now reads"
+    r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
+    r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
     r"|\bnot\s+[€$£¥]?\d|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
 _NUMBER_RE = re.compile(r"\d[\d,.]*")
+#: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
+_DIGIT_UNIT_RE = re.compile(r"(?<![\d,.])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
 _YEAR_RE = re.compile(r"(?:19|20)\d\d")
 #: How many segments before a correction it is compared with (bounded work on long inputs).
 CORRECTION_WINDOW = 400
+#: A word or number found in more segments than this says nothing about which one a correction
+#: corrects: "Clause", "paragraph", "30" (a day of the month) in a loan agreement, "10 mg" in a protocol.
+CORRECTION_RARE = 3
 
 
 def _keys(text: str) -> tuple[set[str], set[str]]:
-    """Content words, and the numbers that name one value: not a year, not a lone digit."""
+    """Content words, and the numbers that name one value: not a year; a lone digit only with
+    the word after it ("8 hours")."""
     numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
+    units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text) if m.group(2)}
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
-            {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)})
+            {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)} | units)
 
 
-def lift_corrections(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
-    """*scores* with each segment that corrects something said before it (:data:`CORRECTION_RE`)
-    raised just above the best score of the earlier segments it speaks of: those sharing a number with it,
-    or two words. Else the stale value ("3 lunches x 34 x €24 … total €4,420") ranks above its
-    correction ("correction: it's 36 people, not 34") and is delivered as if current. Returns the
-    scores and how many were raised.
+def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
+    """What each segment that corrects something (:data:`CORRECTION_RE`) corrects: the earlier
+    segments, not corrections or headings themselves, that share with it a number or two words found in at most
+    :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
+    from", do not count). One amendment bullet is not what the next one corrects ("Section 9.2(b) is
+    changed … (previously three or more) … Minor editorial corrections" rose above the bullet changing
+    exclusion criterion 7, the answer, on "changed" and "previously"), and words every clause holds
+    name no clause. Returns {correction id: [ids of what it corrects]}, corrections in order.
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(
+    ...     ["A missed dose may be taken up to 8 hours after the usual dosing time.", "Lunch is served at noon.",
+    ...      "Section 6.1 is clarified: a missed dose may be taken up to 6 hours (previously 8 hours)."])]
+    >>> correction_links(segs)
+    {'s2': ['s0']}
+    """
+    fixes = [k for k, seg in enumerate(segments) if CORRECTION_RE.search(seg.text)]
+    if not fixes:
+        return {}
+    keys = [_keys(seg.text) for seg in segments]
+    df = Counter(key for ws, ns in keys for key in ws | ns)
+    fixing = set(fixes)
+    out: dict[str, list[str]] = {}
+    for k in fixes:
+        cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
+        mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
+        mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
+        found = [segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
+                 if j not in fixing and segments[j].kind != "heading" and (mine_numbers & keys[j][1] or len(mine_words & keys[j][0]) >= 2)]
+        if found:
+            out[segments[k].id] = found
+    return out
+
+
+def lift_corrections(segments: Sequence[Segment], scores: dict[str, float],
+                     links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
+    """*scores* with each segment that corrects something said before it raised just above the best
+    score of what it corrects (*links*, by default :func:`correction_links` of *segments*). Else the
+    stale value ("3 lunches x 34 x €24 … total €4,420") ranks above its correction ("correction:
+    it's 36 people, not 34") and is delivered as if current. Returns the scores and how many were raised.
 
     >>> from odcf.document import Segment
     >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(
@@ -313,21 +360,13 @@ def lift_corrections(segments: Sequence[Segment], scores: dict[str, float]) -> t
     ({'s0': 0.9, 's1': 0.5, 's2': 0.900001}, 1)
     """
     out = dict(scores)
-    keys: dict[str, tuple[set[str], set[str]]] = {}
     raised = 0
-    for k, seg in enumerate(segments):
-        if seg.id not in out or not CORRECTION_RE.search(seg.text):
+    for fix, stale in (correction_links(segments) if links is None else links).items():
+        if fix not in out:
             continue
-        mine = keys.setdefault(seg.id, _keys(seg.text))
-        best = out[seg.id]
-        for prior in segments[max(0, k - CORRECTION_WINDOW):k]:
-            if prior.id not in out or out[prior.id] <= best:
-                continue
-            theirs = keys.setdefault(prior.id, _keys(prior.text))
-            if mine[1] & theirs[1] or len(mine[0] & theirs[0]) >= 2:
-                best = out[prior.id]
-        if best > out[seg.id]:
-            out[seg.id] = round(best + 1e-6, 6)  # just above: at a tight budget the newer value goes first
+        best = max((out[s] for s in stale if s in out), default=out[fix])
+        if best > out[fix]:
+            out[fix] = round(best + 1e-6, 6)  # just above: at a tight budget the newer value goes first
             raised += 1
     return out, raised
 
@@ -441,9 +480,20 @@ class LexicalRanker(Stage):
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores = lift_hits(scores, hits)
-        scores, corrected = lift_corrections(live, scores)
+        links = correction_links(live)
+        scores, corrected = lift_corrections(live, scores, links)
+        corrected_by: dict[str, list[str]] = {}
+        for fix, stale in links.items():
+            for sid in stale:
+                corrected_by.setdefault(sid, []).append(fix)
         for seg in live:
             new[seg.id] = seg.replace(score=scores[seg.id])
+            if seg.id in corrected_by:
+                # the budget delivers it only with its corrections (see odcf.stages.budget)
+                fixes = corrected_by[seg.id]
+                new[seg.id] = new[seg.id].replace(meta={**seg.meta, "corrected_by": fixes}).with_reason(
+                    f"rank: corrected by {', '.join(fixes)}, a later segment that changes what it says; "
+                    "delivered only with it")
         for seg in doc.segments:
             if seg.layer in PINNED_LAYERS and not seg.dropped:
                 new[seg.id] = seg.replace(score=1.0)
@@ -457,6 +507,7 @@ class LexicalRanker(Stage):
             "languages": dict(sorted(langs.items())),
             **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
             **({"corrections_raised": corrected} if corrected else {}),
+            **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
         })
         return doc.with_event(event, segments=segments, meta=meta)

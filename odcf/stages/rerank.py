@@ -240,7 +240,12 @@ class EmbeddingReranker(Stage):
             data.update({"query_identifiers": names, "exact_matches": len(hits)})
 
         if new_scores:
-            new_scores, corrected = lift_corrections(english, new_scores)
+            # what each correction corrects, as the rank stage found it (and recorded for the budget)
+            links: dict[str, list[str]] = {}
+            for seg in english:
+                for fix in seg.meta.get("corrected_by", ()):
+                    links.setdefault(fix, []).append(seg.id)
+            new_scores, corrected = lift_corrections(english, new_scores, links)
             if corrected:
                 data["corrections_raised"] = corrected
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)

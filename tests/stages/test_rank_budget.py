@@ -788,6 +788,94 @@ def test_a_correction_ranks_with_what_it_corrects(plan, text, query, stale, fres
             assert fresh in r.text, (budget, r.text)
 
 
+AMENDED = [
+    ("21.2 Financial condition\n\n"
+     "(a) Leverage: the Leverage Ratio in respect of any Relevant Period shall not exceed 3.50:1, provided that in "
+     "respect of the Relevant Periods ending on 31 March 2025 and 30 June 2025 the Leverage Ratio shall not exceed 4.00:1;\n\n"
+     "(b) Interest Cover: Interest Cover in respect of any Relevant Period shall not be less than 4.00:1.\n\n"
+     "29. AMENDMENTS AND WAIVERS\n\n"
+     "29.1 Any term of the Finance Documents may be amended or waived only with the consent of the Majority Lenders.\n\n"
+     "AMENDMENT LETTER NO. 1\n\n"
+     "2. The Majority Lenders have consented to the following amendments with effect from 1 January 2025:\n\n"
+     "(a) In paragraph (a) of Clause 21.2 (Financial condition), the figure \"3.50:1\" is deleted and replaced with "
+     "\"3.75:1\", and the proviso relating to the Relevant Periods ending on 31 March 2025 and 30 June 2025 is deleted "
+     "in its entirety.\n\n"
+     "(b) In Clause 22.5 (Dividends), paragraph (b) is amended by replacing \"2.00:1\" with \"1.75:1\".",
+     "What is the maximum Leverage Ratio for the Relevant Period ending 30 June 2025?", "exceed 3.50:1", "3.75:1"),
+    ("### 6.1 Dosing\n\nEach dose consists of two tablets taken with water. A missed dose may be taken up to 8 hours "
+     "after the usual dosing time. Participants must not take two doses on the same day.\n\n"
+     "### 6.2 Dose Modification\n\n| Laboratory finding | Action |\n|---|---|\n"
+     "| ALT or AST > 3x ULN | Repeat within 72 hours |\n| ALT or AST > 5x ULN | Permanently discontinue |\n\n"
+     "## 15. Summary of Changes\n\nThe following changes apply to all sites:\n\n"
+     "- **Exclusion criterion 7** is changed: participants with eGFR below 45 (previously 60) at Screening are excluded.\n"
+     "- **Section 6.2** is changed: the threshold for permanent discontinuation for ALT or AST is lowered from > 5x ULN "
+     "to > 4x ULN.\n"
+     "- **Section 6.1** is clarified: a missed dose may be taken up to 6 hours (previously 8 hours) after the usual "
+     "dosing time.\n"
+     "- Minor editorial corrections throughout.",
+     "How late can a missed dose still be taken?", "up to 8 hours after", "6 hours"),
+    ("## 5. Retention\n\n| Data category | Retention period | Starts from |\n|---|---|---|\n"
+     "| Payment Data | 6 years | End of the financial year |\n| Support Data | 2 years | Ticket closure |\n"
+     "| Usage Data | 14 months | Collection |\n\n## 11. Changes to this Policy\n\n"
+     "We will notify you in the app at least 30 days before any material change takes effect.\n\n"
+     "### Update of 15 November 2024\n\n"
+     "With effect from 1 January 2025, the retention period for Usage Data is reduced from 14 months to 9 months, and "
+     "the retention period for Support Data is reduced from 2 years to 18 months.",
+     "How long is Support Data kept after a ticket is closed?", "| 2 years", "18 months"),
+]
+
+
+@pytest.mark.parametrize("text, query, stale, fresh", AMENDED)
+def test_an_amended_value_is_never_delivered_without_its_amendment(text, query, stale, fresh):
+    # QA: clause 21.2(a) "shall not exceed 3.50:1" was delivered and the amendment letter's "deleted and replaced
+    # with 3.75:1" dropped; "up to 8 hours" without "6 hours (previously 8 hours)"; "Support Data | 2 years" without
+    # "reduced from 2 years to 18 months" (cues not recognised, and nothing kept the two together)
+    compressor = Compressor.from_ontology("general")
+    delivered = 0
+    for budget in range(20, 260, 8):
+        r = compressor.compress(text, query=query, budget=budget, annotate=False)
+        delivered += fresh in r.text
+        if stale in r.text:
+            assert fresh in r.text, (budget, r.text)
+    assert delivered
+
+
+def test_a_stale_value_whose_correction_cannot_be_delivered_is_dropped_saying_so(plan):
+    text = ("The submission deadline is 8 August 2025 at 14:00 CET.\n\n"
+            "Addendum 2: the submission deadline is extended to 15 August 2025 at 14:00 CET, and bidders who already "
+            "submitted may resubmit their complete bid through the portal until the new deadline without penalty.")
+    r = make(plan).compress(text, query="When is the submission deadline?", budget=30, annotate=False)
+    assert "8 August" not in r.text, r.text
+    old = next(s for s in r.document.segments if "8 August" in s.text)
+    fix = next(s for s in r.document.segments if "15 August" in s.text)
+    assert old.meta["corrected_by"] == [fix.id]
+    assert fix.dropped and old.dropped
+    assert f"is corrected by {fix.id}" in old.reasons[-1] and "not delivered" in old.reasons[-1], old.reasons
+    assert any(why.startswith(f"rank: corrected by {fix.id}") for why in old.reasons), old.reasons
+
+
+def test_a_correction_rises_only_above_what_it_corrects():
+    # QA: "Section 9.2(b) is changed … (previously three or more) … Minor editorial corrections" was raised just
+    # above the bullet changing exclusion criterion 7 (the answer, which it shares only "changed" and "previously"
+    # with) and pushed it out; a loan agreement's amendment rose above any clause naming a "Clause" and a "paragraph"
+    from odcf.document import Segment
+    from odcf.stages.rank import lift_corrections
+
+    texts = ["7. Estimated glomerular filtration rate (eGFR) below 60 mL/min/1.73 m2 at Screening.",
+             "- **Exclusion criterion 7** is changed: participants with eGFR below 45 mL/min/1.73 m2 (previously 60 "
+             "mL/min/1.73 m2) at Screening are excluded.",
+             "- **Section 9.2(b)** is changed: enrolment is paused at two or more cases (previously three or more) of "
+             "venous thromboembolism. Minor editorial corrections throughout."]
+    clauses = [f"Clause {k}.1 Notices: a notice under paragraph (a) of this Clause is given in writing." for k in range(4)]
+    texts += clauses + ["(b) In paragraph (c) of Clause 21.2, the figure \"GBP 9,000,000\" is deleted and replaced "
+                        "with \"GBP 11,500,000\"."]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(texts)]
+    scores = {"s0": 0.9, "s1": 1.0, "s2": 0.5, "s3": 0.8, "s4": 0.2, "s5": 0.2, "s6": 0.2, "s7": 0.3}
+    lifted, raised = lift_corrections(segs, scores)
+    assert lifted["s2"] == 0.5 and lifted["s7"] == 0.3 and lifted["s1"] == 1.0
+    assert raised == 0
+
+
 def test_a_plain_text_contract_heading_goes_with_its_section_and_never_alone(plan):
     # "ARTICLE 10 — INDEMNITY" was a sentence: delivered alone (the whole output, when the clause under
     # it did not fit), and "Section 7.1 … holdover" was delivered under "ARTICLE 5 — RENEWAL OPTION"
