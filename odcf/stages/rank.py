@@ -417,6 +417,21 @@ def unlift(score: float, hit: bool) -> float:
     return min(1.0, score / HIT_FLOOR)
 
 
+def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
+    """The text each of *segs* is scored by: its own, after the keys of the config lines above it
+    (a YAML or ``kubectl describe`` node's path, odcf.stages.segment.yamlparts). "memory: 512Mi"
+    alone is as much a request as a limit; scored as "Containers payments-api Limits memory: 512Mi"
+    it answers "what is its memory limit?"."""
+    by_index = {(s.source_id, s.index): s for s in doc.segments if s.meta.get("yaml_children") is not None}
+    out = []
+    for seg in segs:
+        path = seg.meta.get("yaml_path")
+        keys = [by_index[(seg.source_id, i)].original.strip().split(":", 1)[0].lstrip("- ")
+                for i in path or () if (seg.source_id, i) in by_index]
+        out.append(" ".join([*keys, seg.text]) if keys else seg.text)
+    return out
+
+
 def density(seg: Segment) -> float:
     """Share of the segment's characters covered by protected spans (markers count as 0.5)."""
     if not seg.original:
@@ -448,7 +463,7 @@ class LexicalRanker(Stage):
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
         live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
-        tokenized = [words(s.text, stop=True) for s in live]
+        tokenized = [words(t, stop=True) for t in scoring_texts(doc, live)]
         bm25 = BM25(tokenized) if live else None
         rel = [0.0] * len(live)
         used_queries = 0

@@ -49,6 +49,7 @@ from odcf.stages.rank import (
     exact_hits,
     lift_corrections,
     lift_hits,
+    scoring_texts,
     unlift,
 )
 from odcf.textutil import detect_language
@@ -136,12 +137,12 @@ class EmbeddingReranker(Stage):
                 warm()
 
     def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], task: bool,
-                          hits: set[str]) -> list[Segment]:
+                          hits: set[str], scored_as: dict[str, str]) -> list[Segment]:
         """Segments best first by the cheap score: lexical, or lexical blended with static embeddings."""
         if self.first_pass == "lexical":
             return sorted(segs, key=lambda s: -(s.score or 0.0))  # stable: ties keep document order
         static = self._static_model()
-        sem = self._semantic(static.encode([s.text for s in segs]), static.encode(list(qtexts)), task)
+        sem = self._semantic(static.encode([scored_as[s.id] for s in segs]), static.encode(list(qtexts)), task)
         lex = self._lexical(segs, hits)
         cheap = 0.5 * sem + 0.5 * lex
         order = sorted(range(len(segs)), key=lambda i: (-round(float(cheap[i]), 6), i))
@@ -190,6 +191,7 @@ class EmbeddingReranker(Stage):
             task = "" if task in foreign else task
 
         if english and (task or queries):
+            scored_as = dict(zip((s.id for s in english), scoring_texts(doc, english)))
             counter = get_counter(doc.tokenizer or plan.tokenizer)
             mean_tokens = sum(counter.count(s.text) for s in english) / len(english)
             budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
@@ -198,7 +200,7 @@ class EmbeddingReranker(Stage):
             if k is None or k >= len(english):
                 chosen, rest = list(english), []
             else:
-                ranked = self._first_pass_order(english, qtexts, bool(task), hits)
+                ranked = self._first_pass_order(english, qtexts, bool(task), hits, scored_as)
                 chosen, rest = ranked[:k], ranked[k:]
                 # the segments naming what the query names that the lexical rank put first are
                 # embedded too: when the named host is in every block of a log, the static first pass
@@ -213,7 +215,7 @@ class EmbeddingReranker(Stage):
 
             model = self._model()
             qvec = model.encode(qtexts)
-            svec = model.encode([s.text for s in chosen])
+            svec = model.encode([scored_as[s.id] for s in chosen])
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
             sem = self._semantic(svec, qvec, bool(task))

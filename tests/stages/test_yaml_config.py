@@ -157,3 +157,60 @@ def test_email_headers_transcripts_and_code_are_no_yaml():
                  "class A:\n    x: int = 1\n    y: str\n"):
         segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
         assert not any("yaml_block" in s.meta for s in segs), text
+
+
+DESCRIBE = """\
+Name:             payments-api-7d9f8c6b5-x2k4q
+Namespace:        prod
+Service Account:  payments-api
+Annotations:      kubectl.kubernetes.io/restartedAt: 2024-06-10T22:15:03Z
+Labels:           app=payments-api
+                  version=v2.14.3
+Status:           Running
+Containers:
+  payments-api:
+    Image:          registry.internal/payments-api:v2.14.3
+    State:          Running
+      Started:      Tue, 11 Jun 2024 09:47:12 +0000
+    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+    Restart Count:  7
+    Limits:
+      cpu:     1
+      memory:  512Mi
+    Requests:
+      cpu:      250m
+      memory:   256Mi
+    Mounts:
+      /var/run/secrets/kubernetes.io/serviceaccount from kube-api-access-7h2xq (ro)
+QoS Class:        Burstable
+Events:
+  Type     Reason     Age                 From     Message
+  ----     ------     ----                ----     -------
+  Normal   Pulled     14m (x8 over 105m)  kubelet  Container image already present on machine
+  Warning  BackOff    15m (x21 over 98m)  kubelet  Back-off restarting failed container payments-api
+"""
+
+
+def test_kubectl_describe_is_read_as_a_tree_of_keys_and_scored_with_its_path():
+    # QA: the whole "Containers:" block was one 463-token sentence, so OOMKilled, exit code 137 and the
+    # 512Mi limit could not be delivered under ~800 tokens; its values hold colons, so it is no YAML
+    out = Segmenter()(Document.from_sources([Source(id="d", text=DESCRIBE)]), Plan(domain="t")).segments
+    by_text = {s.text.strip(): s for s in out}
+    reason = by_text["Reason:       OOMKilled"]
+    assert [out[i].text.strip() for i in reason.meta["yaml_path"]] == [
+        "Containers:", "payments-api:", "Last State:     Terminated"]
+    assert by_text["Labels:           app=payments-api\n                  version=v2.14.3"].kind == "code"
+    assert [s.kind for s in out if "BackOff" in s.text or "Pulled" in s.text] == ["table", "table"]
+    # "memory: 512Mi" is scored as the limit it is, under "Limits:", and the request under "Requests:"
+    from odcf.stages.rank import scoring_texts
+
+    doc = Segmenter()(Document.from_sources([Source(id="d", text=DESCRIBE)]), Plan(domain="t"))
+    limit = next(s for s in doc.segments if s.text.strip() == "memory:  512Mi")
+    assert scoring_texts(doc, [limit]) == ["Containers payments-api Limits " + limit.text]
+    r = Compressor.from_ontology("agent_ops").compress(
+        {"id": "d", "text": DESCRIBE}, query="why does payments-api keep restarting and what is its memory limit?",
+        budget=150)  # of 317
+    assert "Reason:       OOMKilled" in r.text and "memory:  512Mi" in r.text, r.text
+    assert "    Last State:     Terminated\n      Reason:       OOMKilled" in r.text

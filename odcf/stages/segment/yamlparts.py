@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from odcf.stages.segment.lines import Piece
+from odcf.stages.segment.tables import aligned_run
 
 #: A key line: optional "- " item marks, a plain or quoted key, ":" and a space or the end.
 KEY_RE = re.compile(r"""^(\s*)(?:-\s+)*(?:"[^"\n]*"|'[^'\n]*'|[^\s#'"\-?:,\[\]{}()=;<>|&*!%@`][^#:()=;<>{}]*?)\s*:(?:\s|$)""")
@@ -27,6 +28,10 @@ BLOCK_SCALAR_RE = re.compile(r":\s*[|>][-+0-9]*\s*(?:#.*)?$")
 _CODE_KEY_RE = re.compile(r"^\s*(?:if|else|elif|for|while|try|except|finally|with|def|class|return|case|default)\b")
 #: A YAML block is at least this many nodes (with one holding another): fewer is a form or a header.
 _MIN_NODES = 3
+#: Key lines that nest but do not parse as YAML (``kubectl describe pod``: "Annotations:  kubectl…/
+#: restartedAt: 2024-…", values with colons) are read as a config too from this many nodes on: a
+#: tree of keys all the same, where "Reason: OOMKilled" means nothing without "Last State:" above it.
+_LOOSE_MIN_NODES = 8
 
 
 def _indent(line: str) -> int:
@@ -103,12 +108,19 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
                 scalar = ind
         elif prev_key is None or ind <= _indent(prev_key):
             break  # a line that is neither a node nor a value running on from the node above
+        elif prev_key.rstrip().endswith(":") and aligned_run(lines, j)[0] > j:
+            # a table under a key that holds no value ("Events:" over kubectl's events): a table of its
+            # own, cut in rows, not the value of the key
+            end = j - 1 if j and lines[j - 1][2] == prev_key else end
+            break
         end = j + 1
         j += 1
     if nodes < _MIN_NODES or not nested:
         return i, max(j, k + 1)
     start = i if comments_before else k
-    return (end if _parses(lines[start:end], base) else i), max(j, k + 1)
+    if _parses(lines[start:end], base) or (nodes >= _LOOSE_MIN_NODES and not comments_before):
+        return end, max(j, k + 1)
+    return i, max(j, k + 1)
 
 
 def _parses(lines: list[tuple[int, int, str]], base: int) -> bool:
