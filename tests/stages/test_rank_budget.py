@@ -1007,3 +1007,33 @@ def test_a_shell_command_goes_only_with_its_output(plan):
                 assert k + 1 < len(lines) and lines[k + 1].startswith(("NAME", "payments-api-")), (budget, r.text)
         seen.add("Running" in r.text)
     assert seen == {True, False}
+
+
+def test_a_query_about_a_failure_lifts_the_lines_that_report_it(plan):
+    # QA: over a CI log without its summary, "which test failed and what were the assertion values?"
+    # never got the "E  AssertionError: assert Decimal('32.49') == …" line below 6,000 tokens: it scored
+    # 0.06 and the 400 PASSED lines about 0.6
+    lines, k = [], 0
+    for f in ("invoice", "tax", "currency", "ledger", "refund", "webhooks", "export"):
+        for i in range(58):
+            status = "FAILED" if (f, i) == ("refund", 41) else "PASSED"
+            lines.append(f"tests/test_{f}.py::test_case_{i:03d} {status}{' ' * 39}[{k * 100 // 406:3d}%]")
+            k += 1
+    text = ("\n".join(lines) + "\n\n=================================== FAILURES ===================================\n"
+            "___________________________ test_case_041 ___________________________\n\n"
+            "    def test_case_041():\n        order = make_order(total=Decimal(\"129.99\"), currency=\"EUR\")\n"
+            "        refund = compute_partial_refund(order, ratio=0.25)\n"
+            ">       assert refund.amount == Decimal(\"32.50\")\n"
+            "E       AssertionError: assert Decimal('32.49') == Decimal('32.50')\n"
+            "E        +  where Decimal('32.49') = Refund(amount=Decimal('32.49'), currency='EUR').amount\n\n"
+            "tests/test_refund.py:218: AssertionError\n")
+    for budget in (200, 600, 1200):
+        r = make(plan).compress(text, query="which test failed and what were the assertion values?", budget=budget)
+        assert "Decimal('32.49')" in r.text, (budget, r.text)
+    # not for a query that asks about something else, nor where every line reports an error
+    from odcf.stages.rank import failure_hits
+
+    segs = r.document.segments
+    assert failure_hits(segs, "how many tests passed?") == set()
+    noisy = [s.replace(text="ERROR: disk full") for s in segs]
+    assert failure_hits(noisy, "what error stopped the job?") == set()
