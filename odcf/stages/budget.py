@@ -598,8 +598,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
 
 
 #: A shell command on the last line of a sentence, after the prompt "$ " (maybe after a speaker's
-#: label, "tool (bash): $ kubectl …"): what follows it is its output.
-_COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+\S[^\n]*$")
+#: label, "tool (bash): $ kubectl …"): what follows it is its output. A command starts with a letter
+#: or a path, not a digit ("Amount due: $ 1,250.00" is an amount).
+_COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+[A-Za-z_./~][^\n]*$")
 
 
 def _block_like(seg: Segment) -> bool:

@@ -345,6 +345,29 @@ def _keys(text: str) -> tuple[set[str], set[str]]:
             {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)} | units)
 
 
+#: A number and the word or sign right after it: its unit ("64 GB", "64 MB", "5%"), if any.
+_NUMBER_UNIT_RE = re.compile(r"(\d[\d,.]*\d|\d)(?:\s?([^\W\d_]+|%))?")
+
+
+def _units(text: str) -> dict[str, set[str | None]]:
+    """Each number of *text* with the units it is written with (None: none)."""
+    out: dict[str, set[str | None]] = {}
+    for m in _NUMBER_UNIT_RE.finditer(text):
+        out.setdefault(m.group(1).rstrip(".,"), set()).add(m.group(2).lower() if m.group(2) else None)
+    return out
+
+
+def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict[str, set[str | None]]) -> bool:
+    """Whether a number both hold names the same value: written with a common unit, or without a
+    unit on one side ("not 34" and "34 x €24"); "64 MB" is not "64 GB"."""
+    for key in shared:
+        n = key.split(" ", 1)[0]
+        a, b = mine.get(n, {None}), theirs.get(n, {None})
+        if None in a or None in b or a & b:
+            return True
+    return False
+
+
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """What each segment that corrects something (:data:`CORRECTION_RE`) corrects: the earlier
     segments, not corrections or headings themselves, that share with it a number or two words found in at most
@@ -365,6 +388,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     if not fixes:
         return {}
     keys = [_keys(seg.text) for seg in segments]
+    units = [_units(seg.text) for seg in segments]
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
     out: dict[str, list[str]] = {}
@@ -373,7 +397,8 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
         found = [segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
-                 if j not in fixing and segments[j].kind != "heading" and (mine_numbers & keys[j][1] or len(mine_words & keys[j][0]) >= 2)]
+                 if j not in fixing and segments[j].kind != "heading"
+                 and (_same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2)]
         if found:
             out[segments[k].id] = found
     return out

@@ -1037,3 +1037,26 @@ def test_a_query_about_a_failure_lifts_the_lines_that_report_it(plan):
     assert failure_hits(segs, "how many tests passed?") == set()
     noisy = [s.replace(text="ERROR: disk full") for s in segs]
     assert failure_hits(noisy, "what error stopped the job?") == set()
+
+
+def test_a_shared_number_in_another_unit_is_no_correction_and_an_amount_is_no_command(plan):
+    # QA of this stop's changes: "… cache limit was raised to 64 MB …" was taken for the correction of
+    # "The database server has 64 GB of RAM", which then went only with it and was dropped; "Amount due:
+    # $ 1,250.00" was read as a shell command introducing the list under it, and dropped with it
+    from odcf.stages.rank import correction_links
+
+    infra = ("Infrastructure overview\n\nThe database server has 64 GB of RAM and 16 CPU cores.\n\n"
+             "The web tier runs behind a load balancer with health checks every 10 seconds.\n\n"
+             "In an unrelated change last spring, the frontend page cache limit was raised to 64 MB after the "
+             "marketing team asked for faster page loads during the seasonal campaign, which also required new "
+             "CDN rules and a review by the security team.")
+    for budget in (25, 40):
+        r = make(plan).compress(infra, query="how much RAM does the database server have", budget=budget,
+                                annotate=False)
+        assert "64 GB of RAM" in r.text, r.text
+    assert correction_links(r.document.segments) == {}
+    invoice = ("Invoice 2024-117 for Northwind Ltd\n\nAmount due: $ 1,250.00\n\n- Consulting, 10 hours at $ 100\n"
+               "- Travel to the Leeds site, 2 days\n- Hotel, 2 nights\n- Printing of the workshop material\n"
+               "- Rental of the projector and screen\n\nPayment is due within 30 days of the invoice date.")
+    r = make(plan).compress(invoice, query="what is the amount due", budget=20, annotate=False)
+    assert "Amount due: $ 1,250.00" in r.text, r.text

@@ -1049,3 +1049,31 @@ def test_a_fenced_code_block_is_cut_in_parts_of_about_60_tokens_each_line_keepin
              "".join(f"\tat com.acme.Step{k}.run(Step{k}.java:{k})\n" for k in range(60)))
     parts = [s for s in seg(trace, max_block_tokens=100) if s.kind == "code"]
     assert len(parts) > 2 and all(p.text.startswith("\tat ") for p in parts[1:])
+
+
+def test_a_role_tag_wrapped_into_a_sentence_a_speaker_named_tip_and_a_wrapped_numbered_sentence():
+    # QA of this stop's changes: "… edit the log_dir key in the\n[system] section; …" was cut in two at
+    # the tag; a chat speaker "Tip" was taken for a log level and her line given to Dana; "4.2 Tonnes
+    # of packaging waste\nwere recycled …" became a heading over the next paragraph
+    text = ("To change the log directory, open config.ini and edit the log_dir key in the\n"
+            "[system] section; the default is /var/log/acme. Restart the service afterwards.")
+    out = seg(text)
+    assert out[0].text.endswith("the default is /var/log/acme.") and "speaker" not in out[0].meta
+    chat = seg("Dana: Did the nightly import finish?\nTip: It did. I cannot make the vendor call on Tuesday.\n"
+               "Dana: Fine.\nTip: Will do after lunch.\n")
+    assert {s.text: s.meta.get("speaker") for s in chat if "vendor call" in s.text or "lunch" in s.text} == {
+        "Tip: It did. I cannot make the vendor call on Tuesday.": "Tip:", "Tip: Will do after lunch.": "Tip:"}
+    report = ("Quarterly report\n\n4.2 Tonnes of packaging waste\nwere recycled in the quarter.\n\n"
+              "Staffing: the night shift was cut to 12 people.")
+    assert _heads(report) == []
+
+
+def test_a_fenced_config_or_diff_is_not_cut_into_small_parts():
+    # QA of this stop's changes: a ```yaml block cut in 60-token parts delivered '    value: "false"'
+    # without its keys, read as ingress.enabled
+    body = "\n".join(f"key{i}:\n  name: value-{i}\n  enabled: {'true' if i % 2 else 'false'}" for i in range(30))
+    for lang in ("yaml", "diff"):
+        out = seg(f"Values:\n\n```{lang}\n{body}\n```\n")
+        code = [s for s in out if s.kind == "code"]
+        assert len(code) <= 3, [len(s.text) for s in code]
+    assert len([s for s in seg(f"Log:\n\n```\n{body}\n```\n") if s.kind == "code"]) > 6

@@ -45,13 +45,13 @@ from odcf.stages.segment.mail import (
     QUOTE_END_RE,
     QUOTE_PIECE_CHARS,
     QUOTE_RE,
-    ROLE_LINE_RE,
     SPEAKER_RE,
     SPEAKER_RUN,
     STAMPED_SPEAKER_RE,
     chat_turns,
     in_turn,
     mail_header_run,
+    opens_turn,
     speaker_meta,
     speaker_run,
 )
@@ -374,7 +374,7 @@ class Segmenter(Stage):
             kind = "turn" if turn else "sentence"
             if list_end - i >= 1 and LIST_RE.match(line):
                 kind = "list"
-            label = SPEAKER_RE.match(line) if i < speaker_until or ROLE_LINE_RE.match(line) else None
+            label = SPEAKER_RE.match(line) if i < speaker_until or opens_turn(lines, i) else None
             if label is not None:
                 last_label = label
             form = (label is None and i > 0 and FIELD_OPEN_RE.match(line) is not None
@@ -426,7 +426,10 @@ class Segmenter(Stage):
         # fences with the lines left out counted (a traceback's last two lines, the answer, are not
         # all or nothing with 30 frames above them); loose code lines have no such marks, so their
         # parts stay larger
-        limit = self.max_code_tokens if fenced else self.max_block_tokens
+        # (not a fenced config or diff: a part of one without its key lines or file header would
+        # mislead, "    value: \"false\"" read as ingress.enabled; those go whole or in large parts)
+        whole = fenced and _FENCE_LANG_RE.match(lines[0][2].strip().lstrip("`~")) is not None
+        limit = self.max_code_tokens if fenced and not whole else self.max_block_tokens
         # a part of code starts at its line's start: its first line keeps its indentation ("  File …")
         indent = kind == "code"
         for line in lines:
@@ -733,7 +736,7 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
                 or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
                 or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
-                or ROLE_LINE_RE.match(line)  # "[user] …" opens a turn of an agent log
+                or opens_turn(lines, j)  # "[user] …" opens a turn of an agent log
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
                 or _list_run(lines, j) - j >= 2)
 
@@ -756,6 +759,8 @@ _CODE_LINE_RE = re.compile(
 #: A line of a stack trace that opens the next exception of its chain ("Caused by: java.net.
 #: SocketTimeoutException: Read timed out", "Suppressed: …"): a code block's part starts there, so
 #: that each cause goes with its message and frames, not with the tail of the exception above.
+#: A fenced block's language whose lines mean nothing without the lines above them.
+_FENCE_LANG_RE = re.compile(r"(?i:ya?ml|diff|patch|udiff|toml|ini)\b")
 _CAUSE_LINE_RE = re.compile(r"^\s*(?:Caused by|Suppressed): \S")
 #: A line that ends as a C-like statement or block opens ("foo(bar);", "if (x) {"): code, unless it
 #: reads as words (see :func:`_wordy_line`).

@@ -115,6 +115,8 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
         return None
     n = len(lines)
     end = i + 1
+    if end < n and lines[end][2].strip()[:1].islower():
+        return None  # a sentence wrapped over lines ("4.2 Tonnes of packaging waste" / "were recycled …")
     if end < n and lines[end][2].strip():
         nxt = heading_level(lines[end][2])
         letters = [ch for ch in lines[end][2] if ch.isalpha()]

@@ -21,15 +21,16 @@ BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T]|" + DMY + r")?" + TIME + r"\]"
 #: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
 STAMP = (r"(?:" + BRACKETED_TIME + "|" + DMY + TIME + r"[ \t]+-|" + TIME + r")[ \t]+"
          r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
-#: What opens a line of a tool's output or a document the way a speaker opens a message, and is no
-#: speaker: a log level ("INFO: This could take a while.", "error: could not compile", "note: …"),
-#: an admonition ("Warning: …"), a traceback's lines ("Traceback (most recent call last):", "Caused
-#: by: …", "During handling of …:") and an exception's class ("RuntimeError: database unavailable").
+#: What opens a line of a tool's output the way a speaker opens a message, and is no speaker: a log
+#: level in capitals or, as compilers write it, in lower case ("INFO: This could take a while.",
+#: "error: could not compile", "note: …"; a person named Tip, Alert or Note stays a speaker), a
+#: traceback's lines ("Traceback (most recent call last):", "Caused by: …", "During handling of …:")
+#: and an exception's class ("RuntimeError: database unavailable").
 #: Taken for a speaker, its words were written before an unrelated sentence delivered alone
 #: ("Traceback (most recent call last): During handling of the above exception, …").
-NOT_SPEAKER = (r"(?i:trace|debug|info|notice|note|hint|tip|warn|warning|error|err|fatal|critical|crit"
-               r"|severe|panic|alert|emerg|emergency|caution|important|traceback|stack ?trace|caused by"
-               r"|during handling|exception)(?:[ \t]*\([^()\n]*\))?:"
+NOT_SPEAKER = (r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE|PANIC|EMERG"
+               r"|trace|debug|info|warn|warning|error|fatal|note|help|hint)(?:[ \t]*\([^()\n]*\))?:"
+               r"|(?:Traceback|Stack ?trace|Caused by|During handling|Exception)\b[^:\n]{0,40}:"
                r"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)(?:[ \t]*\([^()\n]*\))?:")
 #: An agent log's role tag in brackets, without a colon: "[user]", "[assistant]", "[system]",
 #: "[assistant -> get_order]" (a tool call), "[tool get_order]" (its result); a role word, then maybe
@@ -50,6 +51,19 @@ SPEAKER_RE = re.compile(LABEL + r"[ \t]+\S")
 #: A line that opens with a role tag ("[user] Thanks.", "[tool get_order] {…}"): a new turn of an agent
 #: log even right under another message's line (a tag is never the next line of a sentence).
 ROLE_LINE_RE = re.compile(r"^[ \t]{0,3}(?:" + STAMP + r")?" + ROLE_TAG + r":?[ \t]+\S")
+#: How a line ends when the next may open a turn with a role tag: a sentence's end, a JSON value's
+#: close, a colon. A line ending mid-sentence goes on in the next ("… edit the log_dir key in the" /
+#: "[system] section; …" is one sentence).
+TURN_END_RE = re.compile(r"[.!?:;}\])\"'”’…。！？]\s*$")
+
+
+def opens_turn(lines: list[tuple[int, int, str]], j: int) -> bool:
+    """Whether line *j* opens a turn of an agent log with a role tag (:data:`ROLE_LINE_RE`): it
+    does, unless the line above it ends mid-sentence."""
+    if not ROLE_LINE_RE.match(lines[j][2]):
+        return False
+    above = lines[j - 1][2] if j else ""
+    return not above.strip() or TURN_END_RE.search(above) is not None or ROLE_LINE_RE.match(above) is not None
 #: A chat line that opens with a time stamp ("[14:12] dana (dba): NO."): a message, not a line of a
 #: log whose lines share a prefix, nor a numbered listing ("14:" is not line 14).
 STAMPED_SPEAKER_RE = re.compile(r"^[ \t]{0,3}" + STAMP + LABEL[1:] + r"[ \t]+\S")
@@ -111,7 +125,7 @@ def chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     turns: list[tuple[int, int, str]] = []
     unlabelled_inside = False
     for k, (ls, _le, line) in enumerate(lines):
-        if not line.strip() or (k and lines[k - 1][2].strip() and not ROLE_LINE_RE.match(line)):
+        if not line.strip() or (k and lines[k - 1][2].strip() and not opens_turn(lines, k)):
             continue  # not the first line of a paragraph (nor a line opening with a role tag)
         m = SPEAKER_RE.match(line) or LABEL_ONLY_RE.match(line)
         if m:
