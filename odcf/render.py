@@ -96,8 +96,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
             # a part of a long code block delivered without the part before it: inside the fences
             if prev is None or prev.paragraph != seg.paragraph or not prev.meta.get("code_lines"):
-                out.append(seg.meta["code_open"] + nl)
-                omitted = code[0] - 1  # lines after the opening fence
+                if seg.meta["code_open"]:
+                    out.append(seg.meta["code_open"] + nl)
+                omitted = code[0] - (1 if seg.meta["code_open"] else 0)  # lines after the opening fence
             else:
                 omitted = code[0] - sum(prev.meta["code_lines"])
             if omitted > 0:
@@ -121,7 +122,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
             # the part after this one was not delivered: say how many lines, and close the fence
             if nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("code_lines"):
                 rest = seg.meta["code_total"] - sum(code) - (1 if seg.meta["code_closed"] else 0)
-                out.append((f"{nl}[CODE_LINES: {rest}]" if rest > 0 else "") + nl + seg.meta["code_close"])
+                out.append((f"{nl}[CODE_LINES: {rest}]" if rest > 0 else "")
+                           + (nl + seg.meta["code_close"] if seg.meta["code_open"] else ""))
         yaml.opened(seg)
         prev = seg
     yaml.enter(None)

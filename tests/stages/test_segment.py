@@ -1013,6 +1013,13 @@ def test_a_java_stack_trace_is_code_cut_in_whole_lines_a_part_per_cause():
     causes = [s.text.split("\n")[0] for s in out if s.text.startswith("Caused by:")]
     assert len(causes) == 3 and causes[-1] == "Caused by: java.net.SocketTimeoutException: Read timed out"
     assert all(s.text.rstrip().endswith(("more", "ms", ")")) for s in out)
+    # a cause delivered alone says how many lines of the trace are left out around it (QA: "The first
+    # error in the log:" over a lone "Caused by: …PoolExhaustedException" read as the first error)
+    gateway = next(s for s in out if "GatewayTimeoutException" in s.text)
+    lines = text.split("\n")
+    before = lines.index(gateway.text.split("\n")[0])
+    after = len(lines) - 1 - before - len(gateway.text.split("\n"))
+    assert _delivered(out, {gateway.index}) == f"[CODE_LINES: {before}]\n{gateway.text}\n[CODE_LINES: {after}]"
     # a JavaScript trace too
     js = seg("TypeError: Cannot read properties of undefined (reading 'id')\n"
              "    at getUser (/app/src/users.js:42:17)\n"

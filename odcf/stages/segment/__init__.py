@@ -442,8 +442,8 @@ class Segmenter(Stage):
             tokens += t
         if chunk:
             out.append(_line_piece(chunk, kind, paragraph, indent=indent))
-        if fenced and len(out) > 1:
-            out = _code_parts(out, lines)
+        if kind == "code" and len(out) > 1:
+            out = _code_parts(out, lines)  # loose code too: a part alone says what is left out
         return out
 
     def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any) -> list[Piece]:
@@ -643,13 +643,17 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
 
 
 def _code_parts(parts: list[Piece], lines: list[tuple[int, int, str]]) -> list[Piece]:
-    """Parts of a long fenced code block, each told the block's fences and its lines, so that a
-    part delivered without its neighbours is written inside the fences with ``[CODE_LINES: n]``
-    for the lines left out (render), instead of as loose lines that read as prose."""
+    """Parts of a long code block, each told the block's fences and its lines, so that a part
+    delivered without its neighbours is written inside the fences with ``[CODE_LINES: n]`` for the
+    lines left out (render), instead of as loose lines that read as prose; a block without fences
+    (a stack trace in a log) gets the counts alone."""
     opening = lines[0][2].strip()
-    fence = FENCE_RE.match(opening).group(1)  # type: ignore[union-attr]
+    fenced = FENCE_RE.match(opening)
     # closed only by its own fence: a ``` block that runs to a ~~~ line at the end is unterminated
-    closing = lines[-1][2].strip() if len(lines) > 1 and lines[-1][2].strip().startswith(fence) else ""
+    # (loose code lines, a stack trace in a log, have no fences to write: only the count of the lines)
+    fence = fenced.group(1) if fenced else ""
+    closing = lines[-1][2].strip() if fenced and len(lines) > 1 and lines[-1][2].strip().startswith(fence) else ""
+    opening = opening if fenced else ""
     starts = [ln[0] for ln in lines]
     out: list[Piece] = []
     for k, p in enumerate(parts):
