@@ -343,7 +343,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         if seg.meta.get("mail_field")
                         else f"goes only with {seg.meta.get('budget_needs_what') or 'a newer history turn'}"
                         if seg.meta.get("budget_needs") else "speaks of what the paragraph before it names and goes "
-                        "only with its first sentence")
+                        "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
             elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
@@ -433,7 +433,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       sentences with "But" that answer nothing in particular (pairing them cost QMSum evidence
       recall 0.619 -> 0.584 at 4x);
     - a sentence opening a paragraph with a definite noun the paragraph above names ("The resolution
-      was carried 5–2") -> that paragraph's first sentence; "No other exclusions apply." after a
+      was carried 5–2") -> the first sentence of that paragraph that names it (else its first);
+      "No other exclusions apply." after a
       list -> the list's last part;
     - a segment of a table, code block, list or quoted block right after a sentence ending in ":",
       or after a paragraph with a sentence saying "the following" -> that lead-in; the first
@@ -464,7 +465,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
-    above: tuple[int, str | None, list[str]] | None = None  # (paragraph, its first sentence, its sentences)
+    above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
     under: dict[int, str] = {}  # the current source's segment ids by index, for the ``under`` links
     by_index: dict[int, Segment] = {}
     for seg in doc.segments:
@@ -514,8 +515,11 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 and prev.paragraph == above[0]
                 and "speaker" not in seg.meta and refers_back(seg.original, " ".join(above[2]))):
             # "The resolution was carried 5–2 …" opening the paragraph under "**Resolution 2024/16:** IT WAS
-            # RESOLVED …": it goes with the first sentence of that paragraph, which names the resolution
-            out[seg.id] = above[1]
+            # RESOLVED …": it goes with the first sentence of that paragraph that names the resolution
+            # (its first, unless a later one alone does: "The conflict is caused by:" goes with pip's
+            # "ERROR: … conflicting dependencies.", not with the 400 tokens of "Collecting …" above it)
+            out[seg.id] = next((sid for sid, text in zip(above[3], above[2]) if refers_back(seg.original, text)),
+                               above[1])
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and prev.kind in _BLOCK_KINDS and NO_OTHER_RE.search(seg.original)):
             out[seg.id] = prev.id  # "No other exclusions apply." after the list of exclusions
@@ -583,11 +587,12 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         if seg.kind == "sentence" and not seg.dropped and "mail_field" not in seg.meta:
             # the paragraph just read: (number, its first sentence, its sentences)
             if above is None or above[0] != seg.paragraph or above[1] is None:
-                above = (seg.paragraph, seg.id, [seg.original])
+                above = (seg.paragraph, seg.id, [seg.original], [seg.id])
             else:
                 above[2].append(seg.original)  # a list: a long paragraph is joined once, when asked
+                above[3].append(seg.id)
         elif above is not None and above[0] == seg.paragraph:
-            above = (above[0], None, [])  # something else inside the paragraph: nothing to go with
+            above = (above[0], None, [], [])  # something else inside the paragraph: nothing to go with
         if seg.kind == "sentence" and not seg.dropped and _FORWARD_RE.search(seg.original):
             ahead = (seg.paragraph, seg.id)
         elif ahead is not None and seg.paragraph != ahead[0]:

@@ -1060,3 +1060,21 @@ def test_a_shared_number_in_another_unit_is_no_correction_and_an_amount_is_no_co
                "- Rental of the projector and screen\n\nPayment is due within 30 days of the invoice date.")
     r = make(plan).compress(invoice, query="what is the amount due", budget=20, annotate=False)
     assert "Amount due: $ 1,250.00" in r.text, r.text
+
+
+def test_a_definite_noun_goes_with_the_sentence_above_that_names_it_not_the_paragraphs_first(plan):
+    # QA: pip's "The conflict is caused by:" (the answer, score 1.0) went only with the first sentence of
+    # the paragraph above, 400 tokens of "Collecting …" lines, so it was dropped at a budget of 150 while
+    # the "ERROR: … conflicting dependencies." sentence that names the conflict fitted
+    collecting = "".join(f"Collecting pkg{k}=={k}.0.0 (from -r requirements.txt (line {k}))\n"
+                         f"  Using cached pkg{k}-{k}.0.0-py3-none-any.whl.metadata (24 kB)\n" for k in range(20))
+    text = ("$ pip install -r requirements.txt\n" + collecting +
+            "INFO: pip is looking at multiple versions of langchain-core. This could take a while.\n"
+            "ERROR: Cannot install -r requirements.txt (line 2) and langchain-core==0.1.52 because these package "
+            "versions have conflicting dependencies.\n\n"
+            "The conflict is caused by:\n    The user requested pydantic==1.10.13\n"
+            "    langchain-core 0.1.52 depends on pydantic<3 and >=2.5.2\n")
+    r = make(plan).compress(text, query="which package's pydantic requirement conflicts with pydantic==1.10.13?",
+                            budget=150, annotate=False)
+    assert "langchain-core 0.1.52 depends on pydantic<3" in r.text, r.text
+    assert "conflicting dependencies." in r.text  # with the sentence that names the conflict
