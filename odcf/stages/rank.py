@@ -213,6 +213,10 @@ def identifier_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
 _OPENS_PART_RE = re.compile(rf"\s*(?:[#>*_-]+\s*)*(?:{_CLAUSE_REF}|\d+(?:\.\d+)+\b|{_ZH_ARTICLE})", re.IGNORECASE)
 
 
+#: The sub-parts at the end of a numbered part's name: "(b)" of "Section 5.2(b)", "(a)(ii)".
+_SUB_PART_RE = re.compile(r"(?:\([a-z0-9]{1,4}\))+$", re.IGNORECASE)
+
+
 #: What follows a numbered part's number in its title: a capitalised word, a mark, or the line's end.
 _TITLE_AFTER_RE = re.compile(r"[.:)\]*_]*[ \t]*(?:[—–-][ \t]*)?(?:[A-Z\u4e00-\u9fff(\"“]|$)", re.MULTILINE)
 
@@ -265,12 +269,15 @@ def _named_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
     hits = {s.id for s in segments if pattern.search(s.text)}
     if not any(_clause_pattern(n) for n in names):
         return names, hits
+    # a sub-part the query names ("Section 5.2(b)") is read in the part its heading opens ("5.2
+    # Exceptions to deletion", whose list holds "b. …"): the heading names the part without the "(b)"
+    opener = identifier_pattern([_SUB_PART_RE.sub("", n) if _clause_pattern(n) else n for n in names]) or pattern
     opened: str | None = None  # the source whose named part is open
     first = {}  # (source, paragraph) -> its first segment's id
     for seg in segments:
         first.setdefault((seg.source_id, seg.paragraph), seg.id)
         opens = _OPENS_PART_RE.match(seg.text)
-        start = pattern.match(seg.text.lstrip(" \t#>*_-"))
+        start = opener.match(seg.text.lstrip(" \t#>*_-"))
         if seg.kind == "heading" or opens:
             # a part is opened by its heading, or by a title opening a paragraph ("Section 12.2
             # Termination for cause.", "12.2 Termination"), not by a sentence that names it ("Section

@@ -1078,3 +1078,29 @@ def test_a_definite_noun_goes_with_the_sentence_above_that_names_it_not_the_para
                             budget=150, annotate=False)
     assert "langchain-core 0.1.52 depends on pydantic<3" in r.text, r.text
     assert "conflicting dependencies." in r.text  # with the sentence that names the conflict
+
+
+def test_a_sub_part_the_query_names_is_read_in_the_part_its_heading_opens(plan):
+    # QA: "What does Section 5.2(b) say …?" delivered the sentences citing "Section 5.2(b)" and left out
+    # the list under "### 5.2 Exceptions to deletion" that holds item b: the heading does not say "(b)"
+    text = ("# Privacy Policy\n\n## 5. Retention\n\n### 5.1 Deletion on request\n\nYou can delete your account "
+            "at any time in Settings.\n\n### 5.2 Exceptions to deletion\n\nWe will not delete data where:\n\n"
+            "a. the data is subject to a legal hold because of litigation;\n"
+            "b. clinician notes must be kept longer under the NHS Records Management Code of Practice, which "
+            "for notes about a child requires retention until the child's 25th birthday;\n"
+            "c. you have contributed data to the Research Dataset.\n\n## 6. Your Rights\n\n"
+            "The right to erasure does not apply to clinician notes that we are required to keep under "
+            "Section 5.2(b).\n\n## 8. Children\n\nWe do not knowingly collect data from children under 13, "
+            "subject to Section 5.2(a).\n")
+    from odcf.stages.rank import exact_hits
+
+    query = "What does Section 5.2(b) say about clinician notes for children?"
+    r = make(plan).compress(text, query=query, budget=150, annotate=False)
+    assert "25th birthday" in r.text, r.text
+    segs = r.document.segments
+    names, hits = exact_hits(segs, query)
+    assert names == ["Section 5.2(b)"]
+    # the part under "### 5.2 …" (its lead-in and list; the heading goes with them) and the sentence
+    # citing 5.2(b); not 5.1's part, nor the sentence citing 5.2(a)
+    assert {s.text.split("\n")[0][:30] for s in segs if s.id in hits} == {
+        "We will not delete data where:", "a. the data is subject to a le", "The right to erasure does not "}
