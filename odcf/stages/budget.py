@@ -59,6 +59,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
+from odcf.stages.segment.headings import TITLE_VERBS
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.textutil import NO_OTHER_RE, refers_back
 from odcf.tokens import get_counter
@@ -381,7 +382,7 @@ _CLAUSE_TITLE_RE = re.compile(
     # that neither opens with a determiner nor holds a verb ("4.1 The following requirements are
     # mandatory." is the clause itself; "18.7 No proceedings pending or threatened." is a title)
     r"|\d+(?:\.\d+)+\.?\s+(?!(?:The|This|These|That|Those|A|An|Each|Every|Any|All|It|We|You)\b)"
-    r"(?![^.!?:;\n]*\b(?:is|are|was|were|be|been|shall|must|will|may|can|could|should|would|has|have|had|does|do|did)\b)"
+    r"(?![^.!?:;\n]*\b(?:" + TITLE_VERBS + r")\b)"
     r"[A-Z][^\s.!?:;]*(?:\s+[^\s.!?:;]+){0,5}"
     r")[.:](?=\s|$)"
     # Chinese: 第7条 免责条款。 / 第三章 赔偿：
@@ -466,14 +467,12 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
     above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
-    under: dict[int, str] = {}  # the current source's segment ids by index, for the ``under`` links
-    by_index: dict[int, Segment] = {}
+    by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
             mail.close()
-            under, by_index = {}, {}
-        under[seg.index] = seg.id
+            by_index = {}
         by_index[seg.index] = seg
         heading = _section_heading(seg)
         if _RULE_RE.match(seg.original.strip()):
@@ -494,9 +493,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             # a node of a YAML config under its key line, a diff's hunk under its file's header lines
             # (odcf.stages.segment.yamlparts, .diffparts): the key or header line heads it; one that an
             # earlier stage dropped is not delivered, so neither is this
-            out[seg.id] = under.get(seg.meta["under"], "")
-            if out[seg.id] and not by_index[seg.meta["under"]].dropped:
-                heads.add(out[seg.id])
+            parent = by_index.get(seg.meta["under"])
+            out[seg.id] = parent.id if parent is not None else ""
+            if parent is not None and not parent.dropped:
+                heads.add(parent.id)
         elif field:
             if field in MAIL_HEAD_FIELDS and (mail.chain or stack):
                 out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]

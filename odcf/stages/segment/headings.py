@@ -64,9 +64,11 @@ _TRAILING_NOTE_RE = re.compile(r"\s+\([^()\n]{1,40}\)$")
 #: A clause's dotted number and its title in ordinary case, on a line of its own: "22.1 Authorisations",
 #: "22.2 Negative pledge", "2.1 The Facilities" (up to eight words after the number, no verb: "2.1 The
 #: fees are due" says something).
+#: Verbs that make a numbered line a statement, not a title ("2.1 The fees are due"; also the
+#: budget's clause titles written as a paragraph's first sentence).
+TITLE_VERBS = r"is|are|was|were|be|been|shall|must|will|may|can|could|should|would|has|have|had|does|do|did"
 _TITLE_CASE_RE = re.compile(
-    r"^\d{1,2}(?:\.\d{1,2})+\.?\s+(?![^\n]*\b(?:is|are|was|were|be|been|shall|must|will|may|can|could|should|would"
-    r"|has|have|had|does|do|did)\b)[A-Z][\w'’()&/-]*(?:\s+[\w'’()&/,-]+){0,7}$")
+    r"^\d{1,2}(?:\.\d{1,2})+\.?\s+(?![^\n]*\b(?:" + TITLE_VERBS + r")\b)[A-Z][\w'’()&/-]*(?:\s+[\w'’()&/,-]+){0,7}$")
 _MAX_WORDS = 12
 _MAX_WORDS_UNNUMBERED = 8
 

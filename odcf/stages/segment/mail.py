@@ -19,8 +19,10 @@ BRACKETED_TIME = r"\[(?:\d{4}-\d{2}-\d{2}[ T]|" + DMY + r")?" + TIME + r"\]"
 #: A chat export's time stamp before the speaker ("[14:02] ", "[2024-05-03 14:02] ", "14:02 ", and
 #: WhatsApp's "03/05/2024, 14:02 - " and "[3/5/24, 2:23:11 PM] "), not before a log level:
 #: "[2024-05-15 10:02:11] INFO worker: started" is a log line, not a message.
+#: A log line's level, in capitals.
+LOG_LEVELS = r"TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE"
 STAMP = (r"(?:" + BRACKETED_TIME + "|" + DMY + TIME + r"[ \t]+-|" + TIME + r")[ \t]+"
-         r"(?!(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE)\b)")
+         r"(?!(?:" + LOG_LEVELS + r")\b)")
 #: What opens a line of a tool's output the way a speaker opens a message, and is no speaker: a log
 #: level in capitals or, as compilers write it, in lower case ("INFO: This could take a while.",
 #: "error: could not compile", "note: …"; a person named Tip, Alert or Note stays a speaker), a
@@ -28,7 +30,7 @@ STAMP = (r"(?:" + BRACKETED_TIME + "|" + DMY + TIME + r"[ \t]+-|" + TIME + r")[ 
 #: and an exception's class ("RuntimeError: database unavailable").
 #: Taken for a speaker, its words were written before an unrelated sentence delivered alone
 #: ("Traceback (most recent call last): During handling of the above exception, …").
-NOT_SPEAKER = (r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE|PANIC|EMERG"
+NOT_SPEAKER = (r"(?:" + LOG_LEVELS + r"|PANIC|EMERG"
                r"|trace|debug|info|warn|warning|error|fatal|note|help|hint)(?:[ \t]*\([^()\n]*\))?:"
                r"|(?:Traceback|Stack ?trace|Caused by|During handling|Exception)\b[^:\n]{0,40}:"
                r"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)(?:[ \t]*\([^()\n]*\))?:")
