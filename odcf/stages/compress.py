@@ -58,6 +58,7 @@ from odcf.plan.model import Plan
 from odcf.plan.protection import WHOLE_CLAUSE_CONNECTIVES
 from odcf.render import render
 from odcf.stages.base import Stage
+from odcf.textutil import STOPWORDS
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
 
@@ -429,7 +430,41 @@ def _bridged(words: Sequence[tuple[int, int]], text: str, forced: np.ndarray) ->
     for i in idx:
         if i > 0 and not out[i - 1] and text[words[i - 1][0]:words[i - 1][1]].endswith(":"):
             out[i - 1] = True
+    for i in idx:
+        if i > 0 and not forced[i - 1]:
+            out[_measured(words, text, i):i] = True
     return out
+
+
+#: What may open an amount whose measured word is kept with it: a digit or a currency sign.
+_AMOUNT_START_RE = re.compile(r"[\d$€£¥₹]")
+#: Marks between two words that end the phrase: the word before them does not name the amount after.
+_PHRASE_BREAK = ".!?;:,)]}\n。！？；，"
+
+
+def _measured(words: Sequence[tuple[int, int]], text: str, i: int) -> int:
+    """The first word of what the amount opening at word *i* measures, or *i* when none: the
+    content word right before it ("metformin 500 mg", "creatinine 1.9"), or the content word and
+    one short word between ("capped at 5%", "falls below 1.3"), in the same phrase.
+
+    >>> t = "treated with azithromycin 500 mg daily, liability capped at 5% and 10 units"
+    >>> w = [(m.start(), m.end()) for m in re.finditer(r"\\S+", t)]
+    >>> [_measured(w, t, i) for i in (3, 9, 12)]
+    [2, 7, 12]
+    """
+    if not _AMOUNT_START_RE.match(text, words[i][0]):
+        return i
+    j = i
+    for _ in range(2):
+        if j == 0 or any(ch in _PHRASE_BREAK for ch in text[words[j - 1][1] - 1:words[j][0]]):
+            return i
+        j -= 1
+        word = text[words[j][0]:words[j][1]]
+        if not any(ch.isalpha() for ch in word):
+            return i
+        if word.casefold() not in STOPWORDS:
+            return j
+    return i
 
 
 #: Rounds of measuring the assembled text and choosing the words again under a budget.

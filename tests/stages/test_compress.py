@@ -441,3 +441,16 @@ def test_every_part_of_a_sentence_cut_for_length_is_guarded_when_one_part_holds_
     ev = next(e for e in r.record["stages"] if e["stage"] == "compress")["data"]
     assert ev["skipped"]["guarded"] == len(parts)
     assert all(s.status in ("verbatim", "dropped") for s in parts)  # whole or gone, never thinned
+
+
+def test_an_amount_is_kept_with_the_word_it_measures() -> None:
+    # QA: a discharge summary at a small budget became "1 g 500 mg 875 mg twice daily": the doses
+    # without the drugs they are doses of
+    text = ("The patient was treated with intravenous ceftriaxone 1 g daily and azithromycin 500 mg for three "
+            "days, liability is capped at 5% of the fee, and the reading was, 12 units in all of the samples.")
+    spans = [_span(text, a, "anchor:number") for a in ("1 g", "500 mg", "5%", "12 units")]
+    s = stage(rate=0.1)(make_doc(seg("a#0", text, protected=spans)), PLAN).segments[0]
+    assert s.status == "compressed"
+    for part in ("ceftriaxone 1 g", "azithromycin 500 mg", "capped at 5%"):
+        assert part in s.text, s.text
+    assert "was, 12 units" not in s.text  # a comma ends the phrase: "was" does not measure "12 units"
