@@ -200,3 +200,10 @@ def test_medical_measurements_keep_sizes_and_weights():
     found = {m.group() for name in ("drug_dose", "measurement") for m in anchors[name].finditer(
         "Lesion 12 mm, weight 180 lbs, temperature 38.5\u00a0°C, apixaban 5\u00a0mg.")}
     assert {"12 mm", "180 lbs", "38.5\u00a0°C", "5\u00a0mg"} <= found
+
+
+def test_a_date_is_not_read_as_a_blood_pressure():
+    # QA: "Admitted 03/02/2024" was protected as blood_pressure "03/02" (and "12/05/24" as "05/24")
+    bp = {a.name: a.regex for a in compile_file("medical_records").protection.anchors}["blood_pressure"]
+    text = "Admitted 03/02/2024, seen 12/05/24; BP 128/82 mmHg, then BP:140/90."
+    assert [m.group() for m in bp.finditer(text)] == ["128/82 mmHg", "140/90"]
