@@ -267,3 +267,30 @@ def test_a_source_the_rules_leave_without_text_names_the_rule_in_the_record():
     assert (entries["notes"]["status"], entries["notes"]["reason"]) == ("dropped", reason)
     assert entries["empty"]["reason"] == "empty input: no text to compress"
     assert f"source notes: {reason}" in r.record["warnings"] and "$5" in r.text
+
+
+DISCHARGE = """DISCHARGE SUMMARY
+
+Patient: John Doe. MRN 448812. Admitted 03/02/2024, discharged 03/07/2024.
+
+Hospital course: The patient was admitted with community-acquired pneumonia and treated with intravenous ceftriaxone 1 g daily and azithromycin 500 mg daily, then switched to oral amoxicillin-clavulanate 875 mg twice daily. Blood cultures were negative. He denies chest pain. No known drug allergies were recorded at admission, but the patient later reported an allergy to penicillin (rash), so amoxicillin-clavulanate was stopped and replaced with doxycycline 100 mg twice daily for 5 days.
+
+Discharge medications: metformin 500 mg twice daily; atorvastatin 40 mg at bedtime; lisinopril 10 mg daily was held because of acute kidney injury (creatinine 1.9 mg/dL, baseline 1.0); resume lisinopril only if creatinine falls below 1.3 mg/dL at follow-up.
+
+Follow-up: primary care in 7 days with repeat basic metabolic panel.
+"""
+
+
+@pytest.mark.parametrize("budget", [60, 90])
+def test_the_best_sentence_too_long_for_a_small_budget_is_delivered_in_clauses(budget):
+    # QA: at 60 and 90 tokens the discharge list (score 1.0, 75 tokens) was dropped whole and "Blood
+    # cultures were negative." and the follow-up line were delivered instead
+    from odcf import Compressor
+
+    r = Compressor.from_ontology("medical_records").compress(
+        DISCHARGE, query="discharge medications and doses", budget=budget)
+    assert "Discharge medications: metformin 500 mg twice daily;" in r.text, r.text
+    assert "; … " in r.text  # the clauses left out are marked where they were
+    assert r.tokens_out <= budget
+    # the condition on lisinopril goes with the list's first clause, never on its own
+    assert ("only if creatinine falls below 1.3 mg/dL" in r.text) == ("resume lisinopril" in r.text)

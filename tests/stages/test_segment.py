@@ -1082,3 +1082,26 @@ def test_a_fenced_config_or_diff_is_not_cut_into_small_parts():
         code = [s for s in out if s.kind == "code"]
         assert len(code) <= 3, [len(s.text) for s in code]
     assert len([s for s in seg(f"Log:\n\n```\n{body}\n```\n") if s.kind == "code"]) > 6
+
+
+MEDS = ("Discharge medications: metformin 500 mg twice daily; atorvastatin 40 mg at bedtime; lisinopril 10 mg "
+        "daily was held because of acute kidney injury (creatinine 1.9 mg/dL; baseline 1.0); resume lisinopril "
+        "only if creatinine falls below 1.3 mg/dL at follow-up.")
+
+
+def test_a_long_sentence_is_cut_into_its_clauses_at_semicolons():
+    # QA: a 75-token discharge list, the best-scored sentence for "discharge medications", did not fit
+    # a 90-token budget whole and was dropped while lower-scored sentences were delivered
+    out = seg(MEDS + " The patient was seen by the team.")
+    parts = [s for s in out if s.meta.get("cut_parts")]
+    assert [s.text for s in parts] == [
+        "Discharge medications: metformin 500 mg twice daily;", "atorvastatin 40 mg at bedtime;",
+        "lisinopril 10 mg daily was held because of acute kidney injury (creatinine 1.9 mg/dL; baseline 1.0);",
+        "resume lisinopril only if creatinine falls below 1.3 mg/dL at follow-up."]
+    assert [s.meta["cut_part"] for s in parts] == [0, 1, 2, 3] and {s.meta["cut_parts"] for s in parts} == {4}
+    assert join_segments(list(out)) == MEDS + " The patient was seen by the team."
+    # a sentence under the limit stays whole; a clause under MIN_CLAUSE_CHARS goes with the next
+    short = "Take metformin 500 mg twice daily; atorvastatin 40 mg at bedtime."
+    assert [s.text for s in seg(short)] == [short]
+    choppy = "Yes; no; " * 30 + "that is all there is to say about it."
+    assert {len(s.text) >= 20 for s in seg(choppy)} == {True}
