@@ -60,6 +60,7 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.segment.headings import TITLE_VERBS
+from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.textutil import NO_OTHER_RE, refers_back
 from odcf.tokens import get_counter
@@ -281,9 +282,18 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
     opened: set[str] = {s.source_id for s in live if s.id in required_ids}
     used = required_tokens
     for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
-        if seg.id in kept or seg.id in groups.heads:
-            continue  # taken already, as the sentence another one points back to; a head goes only with what it heads
-        group = groups.to_add(seg.id, kept)
+        if seg.id in kept:
+            continue  # taken already, as the sentence another one points back to
+        sid: str | None = seg.id
+        while sid is not None and sid in groups.heads:
+            # a head goes only with what it heads: scored above what is left of it ("6.1 … a proposal
+            # will be rejected if:", "## Root cause"), it is tried now with the first of that, which
+            # opens what it announces (down through the headings under it)
+            kids = [c for c in groups.after.get(sid, ()) if c in tiers and c not in kept]
+            sid = min(kids, key=lambda c: tiers[c][2]) if kids else None
+        if sid is None:
+            continue
+        group = groups.to_add(sid, kept)
         if not group:
             continue
         extra = sum(cost[i] for i in group) + (0 if seg.source_id in opened else header_cost[seg.source_id])
@@ -335,8 +345,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = (refers_back(seg.original, prior.original, definite=seg.paragraph == prior.paragraph)
                           if not seg.meta.get("budget_needs") else None)
-                link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut for "
-                        "length and goes only with its first part" if seg.meta.get("cut_part")
+                link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut into "
+                        "parts (its clauses, or for length) and goes only with its first part" if seg.meta.get("cut_part")
                         else f"opens with {opener!r} and goes only with the sentence before it"
                         if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
                         else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
@@ -397,6 +407,8 @@ _BOLD_LEVEL = 7
 #: Bold text that says something rather than names a section: a sentence ending in its own full stop,
 #: or a prohibition ("**Never exceed 4 g of paracetamol in any 24-hour period.**"): delivered on its own.
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
+#: A paragraph opening with a bold run-in title: "**Water & Utilities.** Revenue rose …", "**Note:** …".
+_RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\S")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
 
@@ -411,12 +423,17 @@ def _heading_level(seg: Segment) -> int:
     return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
 
 
-def _section_heading(seg: Segment) -> bool:
+def _section_heading(seg: Segment, nxt: Segment | None = None) -> bool:
     """A markdown heading that names a section: short, no link, no second ``#`` (a line of hashtags
     written "# corvette # auction 2017 …" is a post, not a heading); or a bold title on a line of
-    its own (:data:`_BOLD_TITLE_RE`)."""
+    its own (:data:`_BOLD_TITLE_RE`) that is not a statement, unless a list comes right under it
+    (*nxt*, the next segment of its source): "**HELD — do not take until told by your doctor**"
+    names the list of held drugs, and its items must not read as part of the list above it."""
     if seg.kind == "sentence" and "\n" not in seg.original.strip() and _BOLD_TITLE_RE.match(seg.original.strip()):
-        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta and not _BOLD_STATEMENT_RE.search(seg.original)
+        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta and (
+            not _BOLD_STATEMENT_RE.search(seg.original)
+            or (nxt is not None and nxt.source_id == seg.source_id and nxt.kind == "list"
+                and nxt.paragraph <= seg.paragraph + 1 and LIST_RE.match(nxt.original) is not None))
     if seg.kind != "heading":
         return False
     body = seg.original.lstrip().lstrip("#")
@@ -463,18 +480,20 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     lead: tuple[int, str] | None = None  # (paragraph of the block it introduces, lead-in id)
     label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
     title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
+    runin: tuple[int, str] | None = None  # (paragraph, id) of a sentence opening its paragraph with a bold title
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
     above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
     by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
-    for seg in doc.segments:
+    for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
+            runin = None
             mail.close()
             by_index = {}
         by_index[seg.index] = seg
-        heading = _section_heading(seg)
+        heading = _section_heading(seg, doc.segments[k + 1] if k + 1 < len(doc.segments) else None)
         if _RULE_RE.match(seg.original.strip()):
             mail.close()  # a message, or the section of a bold title, ends at a horizontal rule
             while stack and stack[-1][0] >= _BOLD_LEVEL:
@@ -542,6 +561,10 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         elif title is not None and seg.paragraph == title[0]:
             out[seg.id] = title[1]
             heads.add(title[1])
+        elif runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence":
+            # "**Water & Utilities.** Revenue rose 7.7% … Margin 14.8%.": the paragraph's later sentences
+            # speak of what its bold run-in title names, and go with the sentence that holds it
+            out[seg.id] = runin[1]
         elif mail.chain:
             out[seg.id] = mail.chain[-1]
         elif stack:
@@ -558,6 +581,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
             # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
             title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
+            runin = (seg.paragraph, seg.id) if title is None and _RUN_IN_RE.match(seg.original) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)

@@ -326,15 +326,27 @@ def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
 #: of them ("The office address was updated on 30 January" rose above an indemnity clause); nor "may be
 #: amended" or "in place of" before a word (a contract's amendment clause, "used in place of insulin").
 CORRECTION_RE = re.compile(
-    r"\b(?i:corrections?|corrected|erratum|errata|addend(?:um|a)|supersed(?:e|es|ed|ing)|replaced by"
+    r"\b(?i:corrections?|corrected|erratum|errata|(?<!see )addend(?:um|a)|supersed(?:e|es|ed|ing)|replaced by"
     r"|(?:deleted|struck out|removed) and replaced|(?:is|are|shall be|is hereby|are hereby) amended (?:by|to read|as follows)"
     r"|amended to read|now reads"
     r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
     r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
-    r"|\bnot\s+[€$£¥]?\d|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
-_NUMBER_RE = re.compile(r"\d[\d,.]*")
+    r"|\bnot\s+[€$£¥]?\d[\d,.]*%?(?:\s?[^\W\d_]+)?(?=\s*(?:[.;,)!]|$))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
+#: A number on its own: not the digits of a name or a unit ("D50", "T2DM", "mL/min/1.73m2").
+_NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
 #: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
-_DIGIT_UNIT_RE = re.compile(r"(?<![\d,.])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
+_DIGIT_UNIT_RE = re.compile(r"(?<![\w,./])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
+#: What a change names before its verb: "The proposal due date is extended to …" changes the
+#: proposal due date, wherever else the text gives it ("| Proposal due date | 14 March 2025 |").
+_CHANGED_SUBJECT_RE = re.compile(
+    r"((?:[^\W\d_][\w'-]*\s+){2,4}?)(?:is|are|was|were|has been|have been|shall be|will be)\s+(?:hereby\s+)?"
+    r"(?:extended|postponed|changed|reduced|increased|raised|lowered|shortened|brought forward|moved|amended)"
+    r"\s+(?:to|from)\b", re.IGNORECASE)
+#: The value a correction says was there before: "(previously 1000 mg twice daily)", "from 8 to 6
+#: hours", "not 34", "in place of 12%". Where it holds a number, what the correction corrects holds it.
+_OLD_VALUE_RE = re.compile(
+    r"\((?i:previously|formerly)\s+([^)]{1,60})\)|\b(?i:from)\s+([^.;:]{1,40}?)\s+(?i:to)\b"
+    r"|\bnot\s+([€$£¥]?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)|\b(?i:in place of)\s+[\"“]?([€$£¥]?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)")
 _YEAR_RE = re.compile(r"(?:19|20)\d\d")
 #: How many segments before a correction it is compared with (bounded work on long inputs).
 CORRECTION_WINDOW = 400
@@ -353,7 +365,7 @@ def _keys(text: str) -> tuple[set[str], set[str]]:
 
 
 #: A number and the word or sign right after it: its unit ("64 GB", "64 MB", "5%"), if any.
-_NUMBER_UNIT_RE = re.compile(r"(\d[\d,.]*\d|\d)(?:\s?([^\W\d_]+|%))?")
+_NUMBER_UNIT_RE = re.compile(r"(?<![\w,./:])(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?([^\W\d_]+|%))?")
 
 
 def _units(text: str) -> dict[str, set[str | None]]:
@@ -403,12 +415,35 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
         mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
+        old = set().union(*(_keys(v)[1] for m in _OLD_VALUE_RE.finditer(segments[k].text) for v in m.groups() if v))
+        named = [p for p in (_subject(m.group(1)) for m in _CHANGED_SUBJECT_RE.finditer(segments[k].text)) if p]
         found = [segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
                  if j not in fixing and segments[j].kind != "heading"
-                 and (_same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2)]
+                 and (_same_value(old & keys[j][1], units[k], units[j]) if old else
+                      _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
+                      or any(_gives_value(p, segments[j].text) for p in named))]
         if found:
             out[segments[k].id] = found
     return out
+
+
+def _subject(words_before: str) -> str | None:
+    """The subject a change names, from the words right before its verb (:data:`_CHANGED_SUBJECT_RE`):
+    its words after a leading article or demonstrative, if two words of three letters or more remain
+    ("proposal due date"; not "mg daily")."""
+    ws = words_before.split()
+    while ws and ws[0].casefold() in ("the", "a", "an", "this", "that", "these", "those", "its", "our", "your"):
+        ws = ws[1:]
+    return " ".join(ws).casefold() if sum(len(w) >= 3 for w in ws) >= 2 else None
+
+
+def _gives_value(phrase: str, text: str) -> bool:
+    """Whether *text* gives a value for *phrase* (casefolded words): the phrase, then a number right
+    after it or after a colon, a table's bar or "is" ("Proposal due date: 14 March 2025", "| Proposal
+    due date | 14 March 2025 |"); a sentence that only names it ("… received by the proposal due date")
+    gives none."""
+    return re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, phrase.split()))
+                     + r"[\s:|*]*(?:(?:is|was|are|were|of|on|at|by)\s+)?[€$£¥]?\d", text.casefold()) is not None
 
 
 def lift_corrections(segments: Sequence[Segment], scores: dict[str, float],

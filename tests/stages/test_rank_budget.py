@@ -1104,3 +1104,99 @@ def test_a_sub_part_the_query_names_is_read_in_the_part_its_heading_opens(plan):
     # citing 5.2(b); not 5.1's part, nor the sentence citing 5.2(a)
     assert {s.text.split("\n")[0][:30] for s in segs if s.id in hits} == {
         "We will not delete data where:", "a. the data is subject to a le", "The right to erasure does not "}
+
+
+MED_LISTS = (
+    "## Discharge medication list\n\n"
+    "**CONTINUE (unchanged)**\n- Apixaban 5 mg by mouth twice daily.\n- Atorvastatin 40 mg by mouth at bedtime.\n"
+    "- Levothyroxine 75 mcg by mouth once daily before breakfast.\n\n"
+    "**HELD — do not take until told by your doctor**\n"
+    "- Lisinopril 20 mg daily (kidney injury and high potassium). Nephrology will decide at follow-up.\n\n"
+    "**STOPPED — do not take**\n- Spironolactone 25 mg daily (high potassium twice).\n"
+    "- Glipizide 5 mg daily (low blood sugar).\n\n"
+    "## Follow-up\n\nPrimary care in 7 days with a repeat basic metabolic panel.\n"
+)
+
+
+def test_a_bold_title_over_a_list_heads_it_even_when_it_says_do_not(plan):
+    # QA: "**HELD — do not take until told by your doctor**" read as a statement, not a title, so the held
+    # lisinopril was delivered right under "**CONTINUE (unchanged)**"
+    seen = 0
+    for budget in range(25, 140, 5):
+        r = make(plan).compress(MED_LISTS, query="is lisinopril held and who decides", budget=budget)
+        if "Lisinopril 20 mg" in r.text:
+            seen += 1
+            above = r.text.split("Lisinopril 20 mg")[0].rstrip().rsplit("\n", 2)[-2:]
+            assert above[0] == "**HELD — do not take until told by your doctor**", (budget, r.text)
+        for title in ("**HELD", "**STOPPED", "**CONTINUE"):  # under a title, only what its list says, and some
+            if title in r.text:
+                own = MED_LISTS.split(title)[1].split("**\n", 1)[1].split("\n\n")[0]
+                under = [line.strip() for line in r.text.split(title)[1].split("**\n", 1)[1].split("**")[0]
+                         .split("## ")[0].split("\n") if line.strip()]
+                assert under and all(part in own for line in under for part in line.split(" … ")), (budget, r.text)
+    assert seen
+
+
+def _segs(*texts):
+    from odcf.document import Segment
+
+    return [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(texts)]
+
+
+def test_what_a_correction_corrects_holds_its_old_value_or_gives_a_value_for_its_subject():
+    # QA: "(previously 1000 mg twice daily)" in the metformin line linked, through "1.73" of "mL/min/1.73m2",
+    # the CKD diagnosis (the answer, dropped as "corrected"); "metoprolol 50 mg … increased to 100 mg" linked
+    # "insulin … with D50"; "(not 5% of the total score)" was read as a correction of the bid bond of 5%; and
+    # "The proposal due date is extended to 21 March" found neither "Proposal due date: 14 March 2025 (see
+    # Addendum 1 below)" (itself read as a correction) nor the schedule's row
+    from odcf.stages.rank import correction_links
+
+    segs = _segs(
+        "Chronic kidney disease, stage 3b: baseline eGFR 38 mL/min/1.73m2, diabetic kidney disease.",
+        "In the ED she received insulin regular 5 units IV with D50.",
+        "At discharge eGFR is 31 mL/min/1.73m2: metformin is restarted at 500 mg twice daily (previously 1000 mg).",
+        "Home metoprolol succinate 50 mg daily was increased to 100 mg daily on 9/4.")
+    assert correction_links(segs) == {}
+    segs = _segs("A bid bond of 5% of the total proposed price must be uploaded with the proposal.",
+                 "A local preference of 5% of the price points (not 5% of the total score) is applied.")
+    assert correction_links(segs) == {}
+    segs = _segs("Issue date: 3 February 2025\nProposal due date: 14 March 2025, 14:00 (see Addendum 1 below)",
+                 "| Event | Date |\n|---|---|\n| Proposal due date | 14 March 2025, 14:00 |",
+                 "Proposals must be received no later than the proposal due date and time.",
+                 "A1.1 The proposal due date is extended to 21 March 2025, 14:00 local time.")
+    assert correction_links(segs) == {"s3": ["s0", "s1"]}
+    segs = _segs("Metformin 1000 mg twice daily was taken at home.", "Lunch is at noon on the ward.",
+                 "Metformin is restarted at 500 mg twice daily (previously 1000 mg twice daily).")
+    assert correction_links(segs) == {"s2": ["s0"]}
+
+
+def test_a_head_scored_above_what_it_heads_is_tried_with_its_first_part():
+    # QA: "6.1 … a proposal will be rejected if:" (score 0.78, the answer's lead-in) waited for its list
+    # (0.65), by then crowded out by "3.6 All proposals must be in English." and other lesser sentences
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "rfp_sections_3_to_6.md").read_text()
+    for budget in (250, 300):  # at 200 the list (85 tokens) does not fit after the two best sentences
+        r = Compressor.from_ontology("tender_rfp").compress(
+            text, query="On what grounds will a proposal be rejected, and are there exceptions for late proposals?",
+            budget=budget)
+        assert "a proposal will be rejected if:\n(a) it is received after the due date" in r.text, (budget, r.text)
+
+
+def test_a_later_sentence_of_a_paragraph_goes_with_the_one_holding_its_bold_run_in_title(plan):
+    # QA: "Excluding the exited contracts, revenue grew 3.1%." was delivered alone under "## Divisional
+    # performance", where it reads as the group's figure (the group's revenue fell 4.1%)
+    text = ("## Divisional performance\n\n"
+            "**Water & Utilities.** Revenue rose 7.7%, driven by UK framework awards. Margin 14.8%. The division's "
+            "backlog is £612 million, up 18%.\n\n"
+            "**Industrial Services.** Revenue down 18.8% following the exit from the North Sea contracts in H1. "
+            "Excluding the exited contracts, revenue grew 3.1%. The division remains under strategic review.\n")
+    seen = 0
+    for budget in range(20, 90, 5):
+        r = make(plan).compress(text, query="excluding the exited contracts how much did revenue grow", budget=budget)
+        if "revenue grew 3.1%" in r.text:
+            seen += 1
+            assert "**Industrial Services.** Revenue down 18.8%" in r.text, (budget, r.text)
+        if "Margin 14.8%" in r.text:
+            assert "**Water & Utilities.**" in r.text, (budget, r.text)
+    assert seen
