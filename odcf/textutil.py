@@ -215,7 +215,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         mark = m.start()  # right after the final . ! ? 。 …
         if mark <= start:
             continue
-        if _ends_with_abbreviation(text[start:mark]):
+        if _ends_with_abbreviation(text[start:mark]) or _in_inline_code(text, start, mark):
             continue
         spaced = m.group("close") is not None
         closers = m.group("close") if spaced else m.group("cjk")
@@ -228,6 +228,15 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         if end > start:
             spans.append((start, end))
     return [(s, e) for s, e in spans if e > s]
+
+
+def _in_inline_code(text: str, start: int, mark: int) -> bool:
+    """Whether *mark* lies inside a markdown code span opened since *start* and closed later on its
+    line ("(`SELECT ... FOR UPDATE`)" is one sentence, not two)."""
+    if text.count("`", start, mark) % 2 == 0:
+        return False
+    eol = text.find("\n", mark)
+    return text.find("`", mark, eol if eol >= 0 else len(text)) >= 0
 
 
 def _closing(text: str, start: int, mark: int, closers: str, *, spaced: bool) -> int:
@@ -482,3 +491,28 @@ def _literal_prefix(regex: re.Pattern[str]) -> str:
         elif name != "AT":  # \b, ^: no text
             break
     return "".join(out)
+
+
+def fold(text: str) -> tuple[str, list[int]]:
+    """*text* for matching terms: each character lower-cased where that keeps it one character
+    ("İ" stays), each run of white space one space ("actual cash\\nvalue", "Replacement  Cost"); and
+    for each character of that, its offset in *text*.
+
+    >>> fold("Actual  cash\\nİzmir")
+    ('actual cash İzmir', [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17])
+    """
+    out: list[str] = []
+    pos: list[int] = []
+    space = False
+    for i, c in enumerate(text):
+        if c.isspace():
+            if space:
+                continue
+            out.append(" ")
+            space = True
+        else:
+            low = c.lower()
+            out.append(low if len(low) == 1 else c)
+            space = False
+        pos.append(i)
+    return "".join(out), pos

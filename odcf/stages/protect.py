@@ -23,7 +23,7 @@ from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.textutil import HAN_RE as _CJK
-from odcf.textutil import RegexTimeout, regex_time_limit
+from odcf.textutil import RegexTimeout, fold, regex_time_limit
 
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 # punctuation that ends a clause; a comma or dot inside a number ("$50,000", "3.5") does not
@@ -49,7 +49,7 @@ def _build_automaton(terms: Iterable[str]) -> Any:
 
     auto = ahocorasick.Automaton()
     for term in terms:
-        key = term.lower()
+        key = fold(term.strip())[0]
         auto.add_word(key, (len(key), term))
     auto.make_automaton()
     return auto
@@ -145,13 +145,12 @@ class Protector(Stage):
                     f"({text[:40]!r}...): its pattern backtracks catastrophically; rewrite it "
                     "(`odcf ontology check` probes patterns for the common cases of this)") from None
         if self.terms and m.terms is not None:
-            low = text.lower()
-            if len(low) == len(text):  # lower() can change lengths for a few scripts; skip then
-                for end_idx, (length, term) in m.terms.iter(low):
-                    start = end_idx - length + 1
-                    end = end_idx + 1
-                    if _word_bounded(text, start, end):
-                        spans.append(Span(start, end, text[start:end], "term"))
+            low, pos = fold(text)
+            for end_idx, (length, _term) in m.terms.iter(low):
+                start = pos[end_idx - length + 1]
+                end = pos[end_idx] + 1
+                if _word_bounded(text, start, end):
+                    spans.append(Span(start, end, text[start:end], "term"))
         if self.connectives and m.connectives is not None:
             for hit in m.connectives.finditer(text):
                 end = _clause_end(text, hit.end(), self.clause_words)
@@ -177,7 +176,7 @@ def _word_bounded(text: str, start: int, end: int) -> bool:
 def _find_marker(text: str, low: str, marker: str) -> bool:
     if _CJK.search(marker) or not marker[0].isalnum():
         return marker in text
-    return re.search(r"(?<!\w)" + re.escape(marker.lower()) + r"(?!\w)", low) is not None
+    return re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, marker.lower().split())) + r"(?!\w)", low) is not None
 
 
 def _clause_end(text: str, pos: int, max_words: int) -> int:

@@ -35,7 +35,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.plan.protection import default_entity_labels
 from odcf.stages.base import Stage
-from odcf.textutil import not_for_english_ner
+from odcf.textutil import fold, not_for_english_ner
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -194,11 +194,12 @@ class Verifier(Stage):
             for m in anchor.regex.finditer(seg.original):
                 check(m.group(0), f"anchor:{anchor.name}")
         if plan.protection.terms:
-            orig_low = seg.original.casefold()
+            low, pos = fold(seg.original)
             for term in plan.protection.terms:
-                if term and term.casefold() in orig_low:
-                    start = orig_low.index(term.casefold())
-                    check(seg.original[start:start + len(term)], "term", fold_case=True)
+                key = fold(term.strip())[0] if term else ""
+                at = low.find(key) if key else -1
+                if at >= 0:  # the term as the original writes it ("actual cash\nvalue")
+                    check(seg.original[pos[at]:pos[at + len(key) - 1] + 1], "term", fold_case=True)
         if self.numbers:
             for what, label in fallback_entities(seg.original):
                 check(what, label)

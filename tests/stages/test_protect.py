@@ -78,3 +78,20 @@ def test_one_character_chinese_negations_do_not_match_inside_words_that_negate_n
     rx = _connective_regex(DEFAULT_CONNECTIVES)
     assert [m.group(0) for m in rx.finditer("没收违法所得，非常重要，未来三年，无线网络，不断增长")] == []
     assert [m.group(0) for m in rx.finditer("不得泄露，没有完成，非法使用，未经评估，无需批准")] == ["不得", "没有", "非", "未", "无需"]
+
+
+def test_a_term_is_found_across_a_line_break_or_spaces_and_beside_a_letter_that_lowers_to_two(plan):
+    # QA: "actual cash\nvalue" (a hard-wrapped line) and "Replacement  Cost" got no term span, and one
+    # "İ" anywhere in a sentence (lower() makes it two characters) switched term matching off in it
+    from dataclasses import replace
+
+    plan = replace(plan, protection=replace(plan.protection, terms=(*plan.protection.terms, "actual cash value"),
+                                            markers=("final sale",)))
+    doc = protect("Claims are paid at actual cash\nvalue after depreciation, force  majeure aside.\n\n"
+                  "İzmir office: gross Negligence is excluded.\n\nThe item was a final\nsale.", plan)
+    terms = [sp.text for s in doc.segments for sp in s.protected if sp.rule == "term"]
+    assert terms == ["actual cash\nvalue", "force  majeure", "gross Negligence"]
+    assert any(sp.rule == "marker:final sale" for s in doc.segments for sp in s.protected)
+    for s in doc.segments:
+        for sp in s.protected:
+            assert s.original[sp.start:sp.end] == sp.text

@@ -1105,3 +1105,12 @@ def test_a_long_sentence_is_cut_into_its_clauses_at_semicolons():
     assert [s.text for s in seg(short)] == [short]
     choppy = "Yes; no; " * 30 + "that is all there is to say about it."
     assert {len(s.text) >= 20 for s in seg(choppy)} == {True}
+
+
+def test_a_sentence_is_not_cut_at_a_mark_inside_inline_code():
+    # QA: "(`SELECT ..." and "FOR UPDATE`) on the order's ledger entry …" were two segments, delivered apart
+    t = ("Each attempt held a row lock (`SELECT ... FOR UPDATE`) on the entry. It was released later. "
+         "Run `psql -c \"SELECT 1.\"` now. A stray ` here. Next one.")
+    assert [t[a:b] for a, b in split_sentences(t)] == [
+        "Each attempt held a row lock (`SELECT ... FOR UPDATE`) on the entry.", "It was released later.",
+        'Run `psql -c "SELECT 1."` now.', "A stray ` here.", "Next one."]

@@ -117,3 +117,16 @@ def test_auto_scope_limits_ner_but_patterns_still_check_everything():
     ev = next(e for e in out.trace if e.stage == "verify")
     assert 0 < ev.data["ner_checked"] < 30 and ev.data["patterns_only"] == 30 - ev.data["ner_checked"]
     assert [r["segment"] for r in ev.data["reverts"]] == ["s2#0"]  # the lost number, found by pattern
+
+
+def test_a_term_written_over_a_line_break_or_after_a_two_character_lowercase_is_checked_where_it_is():
+    # QA: "İzmir … actual cash value" reported "lost entity 'ctual cash value,'" (offsets of casefold()
+    # applied to the original); a term over a line break was not checked at all
+    from dataclasses import replace
+
+    plan = replace(PLAN, protection=replace(PLAN.protection, terms=("actual cash value",)))
+    out = run(["İzmir claims are paid at actual cash value, after depreciation.",
+               "Claims are paid at actual cash\nvalue after depreciation."], ["actual ", "actual "], plan=plan, ner=False)
+    a, b = out.segments
+    assert a.status == b.status == "reverted"
+    assert "'actual cash value' (term)" in a.reasons[-1] and "'actual cash\\nvalue' (term)" in b.reasons[-1]  # the reason quotes it as repr does
