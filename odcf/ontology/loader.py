@@ -32,6 +32,7 @@ import yaml
 from pydantic import ValidationError
 
 from odcf.errors import OntologyError, Problem
+from odcf.ontology import state_schema
 from odcf.ontology.schema import (
     ESSENTIAL_STAGES,
     LAYERS,
@@ -489,6 +490,7 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
     from jsonschema import Draft202012Validator
 
     meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    names = tuple(k for k in state if isinstance(k, str))
     for prop, schema in state.items():
         if not isinstance(prop, str):
             continue
@@ -501,7 +503,10 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
                 message = (f"not a valid JSON Schema: {error.instance!r} is not a JSON type{hint}; "
                            f"types: {', '.join(_JSON_TYPES)}")
             report(("state", prop) + sub, message)
-        for path, pattern in _schema_patterns(schema):
+        # a $ref that does not resolve passes the meta-schema
+        for sub, message in state_schema.schema_problems(prop, schema, siblings=tuple(n for n in names if n != prop)):
+            report(("state", prop) + sub, message)
+        for path, pattern in state_schema.patterns(schema):
             try:
                 regex = re.compile(pattern)
             except re.error:
@@ -509,24 +514,6 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
             problem = _backtracking(regex)  # a state value is checked against it at every handoff: it would hang there
             if problem:
                 report(("state", prop) + path, problem)
-
-
-def _schema_patterns(schema: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
-    """Every regular expression of a JSON Schema (``pattern`` values and ``patternProperties``
-    keys), with its path."""
-    out: list[tuple[tuple[Any, ...], str]] = []
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key == "pattern" and isinstance(value, str):
-                out.append((path + (key,), value))
-            elif key == "patternProperties" and isinstance(value, dict):
-                out.extend((path + (key, k), k) for k in value if isinstance(k, str))
-            if isinstance(value, (dict, list)):
-                out.extend(_schema_patterns(value, path + (key,)))
-    elif isinstance(schema, list):
-        for k, value in enumerate(schema):
-            out.extend(_schema_patterns(value, path + (k,)))
-    return out
 
 
 def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:

@@ -286,7 +286,7 @@ def format_path(path: tuple[str | int, ...] | list[str | int]) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif re.fullmatch(r"[\w-]+", part):
+        elif re.fullmatch(r"[\w$-]+", part):
             out += f".{part}" if out else part
         else:
             out += f"[{part!r}]"

@@ -31,6 +31,7 @@ from typing import Any
 from odcf.errors import OntologyError, PlanError, Problem
 from odcf.ontology.schema import Ontology
 from odcf.ontology.schema import Role as RoleSpec
+from odcf.ontology.state_schema import JSON_SCHEMA_DRAFT, property_uri, uses_refs
 from odcf.plan.model import (
     DEFAULT_ROLE,
     Anchor,
@@ -44,7 +45,6 @@ from odcf.plan.model import (
 from odcf.plan.presets import ROLE_PRESETS
 from odcf.plan.protection import default_entity_labels, resolve_connectives
 
-JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 DEFAULT_TOKENIZER = "o200k_base"
 
 #: Words too common to help a lexical ranker find the task's evidence.
@@ -139,13 +139,17 @@ def _protection(ontology: Ontology) -> ProtectionRules:
 
 
 def state_schema(properties: dict[str, Any]) -> dict[str, Any]:
-    """The draft 2020-12 schema of the state object (``{}`` when no properties are declared)."""
+    """The draft 2020-12 schema of the state object (``{}`` when no properties are declared).
+    The schema of a property that holds a ``$ref`` gets an ``$id`` (:func:`~odcf.ontology.state_schema.property_uri`),
+    so that its refs resolve within it as they do at ``odcf ontology check``."""
     if not properties:
         return {}
     return {
         "$schema": JSON_SCHEMA_DRAFT,
         "type": "object",
-        "properties": dict(properties),
+        # a property schema holding a $ref is a document of its own ('#/$defs/NAME' within it)
+        "properties": {name: ({"$id": property_uri(name), **schema} if uses_refs(schema) else schema)
+                       for name, schema in properties.items()},
         "additionalProperties": False,
     }
 

@@ -150,3 +150,21 @@ def test_the_loaders_preset_role_names_are_the_presets():
     from odcf.plan.presets import ROLE_PRESETS
 
     assert set(PRESET_ROLES) == set(ROLE_PRESETS) | {"default"}
+
+
+def test_a_state_ref_that_does_not_resolve_stops_check_compress_and_handoff_without_a_traceback(capsys, tmp_path):
+    # QA: the check passed, then compress and handoff printed a jsonschema traceback (PointerToNowhere)
+    ont = tmp_path / "ref.yaml"
+    ont.write_text("odcf: 1\ndomain: t\nconcepts: [{name: a}]\nstate:\n  decision: {$ref: '#/nowhere'}\n",
+                   encoding="utf-8")
+    expected = f"{ont}:5: state.decision.$ref: $ref '#/nowhere' does not resolve"
+    code, _, err = run(capsys, "ontology", "check", str(ont))
+    assert code == 2 and err.startswith(expected)
+    state = tmp_path / "st.json"
+    state.write_text('{"decision": "x"}', encoding="utf-8")
+    code, _, err = run(capsys, "compress", str(state), "--layer", "state", "-O", str(ont))
+    assert code != 0 and expected in err and "Traceback" not in err
+    items = tmp_path / "ho.json"
+    items.write_text('{"instruction": "x", "state": {"decision": "x"}, "items": [], "messages": []}', encoding="utf-8")
+    code, _, err = run(capsys, "handoff", str(items), "--role", "executor", "-O", str(ont))
+    assert code != 0 and expected in err and "Traceback" not in err

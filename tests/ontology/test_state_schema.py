@@ -1,0 +1,76 @@
+"""The ``state:`` JSON Schemas: what `odcf ontology check` refuses that the meta-schema lets
+through, and what the compiled plan does with a ``$ref``."""
+from __future__ import annotations
+
+import pytest
+
+from odcf.errors import OntologyError, PlanError
+from odcf.ontology.loader import loads_ontology
+from odcf.plan.compiler import compile_plan
+from odcf.plan.model import schema_problems
+
+MINIMAL = "odcf: 1\ndomain: demo\nconcepts:\n  - name: refund\n"
+
+
+def problems_of(text: str) -> list[str]:
+    with pytest.raises(OntologyError) as info:
+        compile_plan(loads_ontology(MINIMAL + text, source="t.yaml"))
+    return [str(p) for p in info.value.problems]
+
+
+# -- $ref -----------------------------------------------------------------------------------------
+def test_a_ref_within_the_property_schema_resolves_in_the_plan():
+    # QA: '#/$defs/dec' passed the check, then every compress/handoff of a state failed with a
+    # traceback (PointerToNowhere): the property was embedded under the generated state schema
+    plan = compile_plan(loads_ontology(MINIMAL + (
+        "state:\n"
+        "  decision:\n    $ref: '#/$defs/dec'\n    $defs:\n      dec: {type: string, enum: [accept, decline]}\n"
+        "  tree: {type: object, properties: {kids: {type: array, items: {$ref: '#'}}}}\n"
+        "  plain: {type: integer}\n")))
+    good = {"decision": "accept", "tree": {"kids": [{"kids": []}]}, "plain": 1}
+    assert schema_problems(good, plan.state_schema) == []
+    assert schema_problems({"decision": "maybe", "tree": {"kids": [{"kids": 5}]}}, plan.state_schema) == [
+        "/decision: 'maybe' is not one of ['accept', 'decline']",
+        "/tree/kids/0/kids: 5 is not of type 'array'",
+    ]
+    # only a schema holding a $ref gets an $id: other plans (and their hashes) stay as they were
+    assert plan.state_schema["properties"]["plain"] == {"type": "integer"}
+    assert plan.state_schema["properties"]["decision"]["$id"] == "urn:odcf:state:decision"
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        pytest.param("  decision: {$ref: '#/nowhere'}\n",
+                     "t.yaml:6: state.decision.$ref: $ref '#/nowhere' does not resolve (nothing at '/nowhere'); "
+                     "a $ref resolves within this property's own schema, e.g. '#/$defs/NAME'", id="pointer-to-nowhere"),
+        pytest.param("  decision: {$ref: 'https://example.com/s.json'}\n",
+                     "t.yaml:6: state.decision.$ref: $ref 'https://example.com/s.json' points outside this schema: "
+                     "a state schema fetches no documents", id="external"),
+        pytest.param("  decision: {$ref: '#/properties/decision'}\n",
+                     "t.yaml:6: state.decision.$ref: $ref '#/properties/decision' does not resolve", id="self-by-name"),
+        pytest.param("  decision: {type: string}\n  other: {$ref: '#/properties/decision'}\n",
+                     "t.yaml:7: state.other.$ref: $ref '#/properties/decision' does not resolve (nothing at "
+                     "'/properties/decision'); a $ref resolves within this property's own schema, not the whole "
+                     "state object: put the shared schema under '$defs'", id="sibling"),
+        pytest.param("  decision: {$ref: '#'}\n",
+                     "t.yaml:6: state.decision.$ref: $ref '#' leads back to itself without going into the value",
+                     id="self-loop"),
+        pytest.param("  d:\n    $ref: '#/$defs/a'\n    $defs:\n      a: {$ref: '#/$defs/b'}\n"
+                     "      b:\n        allOf: [{$ref: '#/$defs/a'}]\n",
+                     "t.yaml:11: state.d.$defs.b.allOf[0].$ref: $ref '#/$defs/a' leads back to itself", id="loop"),
+        pytest.param("  d: {$ref: '#nope'}\n",
+                     "t.yaml:6: state.d.$ref: $ref '#nope' does not resolve (no '$anchor' named 'nope')", id="anchor"),
+    ],
+)
+def test_a_ref_that_does_not_resolve_or_loops_is_refused(state: str, expected: str):
+    got = problems_of("state:\n" + state)
+    assert len(got) == 1 and got[0].startswith(expected), got
+
+
+def test_a_plan_whose_state_schema_ref_does_not_resolve_raises_a_plan_error():
+    # a plan read from JSON is not checked as an ontology is: no traceback from jsonschema either
+    with pytest.raises(PlanError, match=r"state schema cannot be used: \$ref '/nowhere' does not resolve"):
+        schema_problems({"d": 1}, {"properties": {"d": {"$ref": "#/nowhere"}}})
+    with pytest.raises(PlanError, match="state schema cannot be used: a \\$ref leads back to itself"):
+        schema_problems({"d": 1}, {"properties": {"d": {"$ref": "#/properties/d"}}})
