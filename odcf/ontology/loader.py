@@ -503,7 +503,7 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
                 message = (f"not a valid JSON Schema: {error.instance!r} is not a JSON type{hint}; "
                            f"types: {', '.join(_JSON_TYPES)}")
             report(("state", prop) + sub, message)
-        # a $ref that does not resolve passes the meta-schema
+        # a typo ('patern') or a $ref that does not resolve passes the meta-schema
         for sub, message in state_schema.schema_problems(prop, schema, siblings=tuple(n for n in names if n != prop)):
             report(("state", prop) + sub, message)
         for path, pattern in state_schema.patterns(schema):

@@ -1,17 +1,19 @@
 """Checks of the ``state:`` JSON Schemas beyond the draft 2020-12 meta-schema, which accepts any
-``$ref`` (one that does not resolve fails only when a value is checked, at a handoff).
+key (a typo such as ``patern`` is an unknown keyword, silently ignored) and any ``$ref`` (one that
+does not resolve fails only when a value is checked, at a handoff).
 
 Each state property's schema is a document of its own: a ``$ref`` resolves within it
 (``'#/$defs/NAME'``, with the definitions under the property's ``$defs``). The compiled plan gives
 such a schema an ``$id`` (:func:`property_uri`) so that the validator resolves it the same way.
 
->>> schema = {"$ref": "#/$defs/dec", "$defs": {"decision": {"enum": ["accept", "decline"]}}}
+>>> schema = {"$ref": "#/$defs/dec", "$defs": {"dec": {"enun": ["accept", "decline"]}}}
 >>> for path, message in schema_problems("decision", schema):
-...     print(".".join(path), "-", message.split(";")[0])
-$ref - $ref '#/$defs/dec' does not resolve (nothing at '/$defs/dec')
+...     print(".".join(path), "-", message.split(":")[0])
+$defs.dec.enun - unknown JSON Schema keyword 'enun' (did you mean 'enum'?)
 """
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +22,38 @@ SchemaPath = tuple[Any, ...]
 
 JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
+#: The keywords of draft 2020-12, by vocabulary.
+KEYWORDS: tuple[str, ...] = (
+    # core
+    "$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$comment", "$defs",
+    # applicator
+    "prefixItems", "items", "contains", "additionalProperties", "properties", "patternProperties",
+    "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not",
+    # unevaluated
+    "unevaluatedItems", "unevaluatedProperties",
+    # validation
+    "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
+    "maxProperties", "minProperties", "required", "dependentRequired",
+    # meta-data, format, content
+    "title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples",
+    "format", "contentEncoding", "contentMediaType", "contentSchema",
+)
+#: Keywords a state schema does not take, and why (the rest of KEYWORDS are supported).
+UNSUPPORTED: dict[str, str] = {
+    "$id": "each state property's schema is a document of its own, identified by odcf; "
+           "refer to its parts with '#/$defs/NAME'",
+    "$vocabulary": "it belongs in a meta-schema, not in a state schema",
+    "$dynamicRef": "use '$ref'",
+    "$dynamicAnchor": "use '$anchor'",
+}
+#: Keywords of older drafts, which draft 2020-12 ignores: what to write instead.
+OLD_KEYWORDS: dict[str, str] = {
+    "definitions": "use '$defs'",
+    "dependencies": "use 'dependentRequired' (lists of names) or 'dependentSchemas' (schemas)",
+    "$recursiveRef": "use '$ref'",
+    "$recursiveAnchor": "use '$anchor'",
+}
 _NAMED_SCHEMAS = ("properties", "patternProperties", "$defs", "dependentSchemas")   # name -> schema
 _SCHEMA_LISTS = ("prefixItems", "allOf", "anyOf", "oneOf")
 _ONE_SCHEMA = ("items", "contains", "additionalProperties", "propertyNames", "if", "then", "else", "not",
@@ -68,10 +102,38 @@ def patterns(schema: Any) -> list[tuple[SchemaPath, str]]:
 
 
 def schema_problems(name: str, schema: Any, *, siblings: tuple[str, ...] = ()) -> list[tuple[SchemaPath, str]]:
-    """``(path within the schema, message)`` for every ``$ref`` of the schema of state property
-    *name* that does not resolve within it or loops back to itself. *siblings* are the other
-    state properties (for a hint)."""
-    return _ref_problems(name, schema, siblings)
+    """``(path within the schema, message)`` for every unknown or unsupported keyword of the
+    schema of state property *name*, and every ``$ref`` that does not resolve within it or loops
+    back to itself. *siblings* are the other state properties (for a hint)."""
+    out: list[tuple[SchemaPath, str]] = []
+    for path, node in subschemas(schema):
+        for key in node:
+            message = _keyword_problem(key, node[key])
+            if message:
+                out.append((path + (key,), message))
+    out.extend(_ref_problems(name, schema, siblings))
+    return out
+
+
+def _keyword_problem(key: Any, value: Any) -> str | None:
+    if not isinstance(key, str):
+        return f"a JSON Schema keyword is a string, got {key!r}"
+    if key.startswith("x-"):
+        return None  # the custom annotation convention
+    if key in UNSUPPORTED:
+        return f"{key!r} is not supported in a state schema: {UNSUPPORTED[key]}"
+    if key == "$schema":
+        if value == JSON_SCHEMA_DRAFT:
+            return None
+        return f"the state schema is JSON Schema draft 2020-12 ('{JSON_SCHEMA_DRAFT}'); remove '$schema'"
+    if key in OLD_KEYWORDS:
+        return f"{key!r} is a keyword of an older draft, which draft 2020-12 ignores: {OLD_KEYWORDS[key]}"
+    if key in KEYWORDS:
+        return None
+    lowered = {k.lower(): k for k in KEYWORDS}
+    close = [lowered[key.lower()]] if key.lower() in lowered else difflib.get_close_matches(key, KEYWORDS, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown JSON Schema keyword {key!r}{hint}: it would be ignored; a custom annotation starts with 'x-'"
 
 
 def _ref_problems(name: str, schema: Any, siblings: tuple[str, ...]) -> list[tuple[SchemaPath, str]]:
@@ -176,4 +238,4 @@ def _loops(schema: Any, target_of: Callable[[Any], Any]) -> list[SchemaPath]:
     return sorted(set(closing), key=lambda p: [str(x) for x in p])
 
 
-__all__ = ["JSON_SCHEMA_DRAFT", "patterns", "property_uri", "schema_problems", "subschemas", "uses_refs"]
+__all__ = ["JSON_SCHEMA_DRAFT", "KEYWORDS", "patterns", "property_uri", "schema_problems", "subschemas", "uses_refs"]

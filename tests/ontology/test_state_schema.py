@@ -74,3 +74,58 @@ def test_a_plan_whose_state_schema_ref_does_not_resolve_raises_a_plan_error():
         schema_problems({"d": 1}, {"properties": {"d": {"$ref": "#/nowhere"}}})
     with pytest.raises(PlanError, match="state schema cannot be used: a \\$ref leads back to itself"):
         schema_problems({"d": 1}, {"properties": {"d": {"$ref": "#/properties/d"}}})
+
+
+# -- keywords ---------------------------------------------------------------------------------------
+def test_a_typo_in_a_state_schema_is_an_unknown_keyword_with_a_suggestion():
+    # QA: patern, enun, minimun and item passed the check (the meta-schema takes any key) and were
+    # ignored: every value validated
+    got = problems_of(
+        "state:\n"
+        "  task_progress: {type: string, patern: '^step_\\d+_of_\\d+$'}\n"
+        "  decision: {type: string, enun: [accept, decline]}\n"
+        "  premium: {type: number, minimun: 0}\n"
+        "  tags: {type: array, item: {type: string}}\n"
+        "  nested: {type: object, properties: {pattern: {type: string, maxlength: 3}}, $defs: {x: {Type: string}}}\n")
+    assert got == [
+        "t.yaml:6: state.task_progress.patern: unknown JSON Schema keyword 'patern' (did you mean 'pattern'?): "
+        "it would be ignored; a custom annotation starts with 'x-'",
+        "t.yaml:7: state.decision.enun: unknown JSON Schema keyword 'enun' (did you mean 'enum'?): "
+        "it would be ignored; a custom annotation starts with 'x-'",
+        "t.yaml:8: state.premium.minimun: unknown JSON Schema keyword 'minimun' (did you mean 'minimum'?): "
+        "it would be ignored; a custom annotation starts with 'x-'",
+        "t.yaml:9: state.tags.item: unknown JSON Schema keyword 'item' (did you mean 'items'?): "
+        "it would be ignored; a custom annotation starts with 'x-'",
+        "t.yaml:10: state.nested.$defs.x.Type: unknown JSON Schema keyword 'Type' (did you mean 'type'?): "
+        "it would be ignored; a custom annotation starts with 'x-'",
+        "t.yaml:10: state.nested.properties.pattern.maxlength: unknown JSON Schema keyword 'maxlength' "
+        "(did you mean 'maxLength'?): it would be ignored; a custom annotation starts with 'x-'",
+    ]
+
+
+def test_annotations_custom_x_keys_and_data_pass():
+    plan = compile_plan(loads_ontology(MINIMAL + (
+        "state:\n"
+        "  decision:\n"
+        "    title: Decision\n    description: what was decided\n    $comment: codes of the desk\n"
+        "    x-owner: underwriting\n    deprecated: false\n    examples: [{patern: not a keyword here}]\n"
+        "    default: accept\n    enum: [accept, decline, {enun: 1}]\n"
+        "    $schema: 'https://json-schema.org/draft/2020-12/schema'\n"
+        "  when: {type: string, format: date, contentMediaType: text/plain, readOnly: true}\n")))
+    assert plan.state_schema["properties"]["decision"]["x-owner"] == "underwriting"
+
+
+def test_keywords_of_older_drafts_and_unsupported_core_keywords_are_refused():
+    got = problems_of("state:\n  d: {definitions: {}, dependencies: {}, $id: x, $dynamicRef: '#a', "
+                      "$schema: 'http://json-schema.org/draft-07/schema#'}\n")
+    assert got == [
+        "t.yaml:6: state.d.$dynamicRef: '$dynamicRef' is not supported in a state schema: use '$ref'",
+        "t.yaml:6: state.d.$id: '$id' is not supported in a state schema: each state property's schema is a "
+        "document of its own, identified by odcf; refer to its parts with '#/$defs/NAME'",
+        "t.yaml:6: state.d.$schema: the state schema is JSON Schema draft 2020-12 "
+        "('https://json-schema.org/draft/2020-12/schema'); remove '$schema'",
+        "t.yaml:6: state.d.definitions: 'definitions' is a keyword of an older draft, which draft 2020-12 "
+        "ignores: use '$defs'",
+        "t.yaml:6: state.d.dependencies: 'dependencies' is a keyword of an older draft, which draft 2020-12 "
+        "ignores: use 'dependentRequired' (lists of names) or 'dependentSchemas' (schemas)",
+    ]
