@@ -440,6 +440,10 @@ def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKe
                 if not isinstance(layer, str) or layer not in LAYERS:
                     continue
                 path = ("roles", role_name, list_name, i)
+                if list_name == "forbidden" and layer == "instruction":
+                    report(path, "layer 'instruction' cannot be forbidden: the instruction layer is always "
+                                 "delivered (pinned first, never compressed)")
+                    continue
                 if layer in first:
                     where, at = first[layer]
                     if where == list_name:

@@ -237,9 +237,16 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="language",
         ),
         pytest.param(
-            MINIMAL + "roles:\n  planner:\n    required: [instruction, state]\n    forbidden: [reasoning, instruction]\n",
-            "t.yaml:8: roles.planner.forbidden[1]: layer 'instruction' is both required (line 7) and forbidden",
+            MINIMAL + "roles:\n  planner:\n    required: [instruction, state]\n    forbidden: [reasoning, state]\n",
+            "t.yaml:8: roles.planner.forbidden[1]: layer 'state' is both required (line 7) and forbidden",
             id="layer-required-and-forbidden",
+        ),
+        pytest.param(
+            # QA: accepted and ignored, the instruction layer being delivered whatever the role says
+            MINIMAL + "roles:\n  auditor:\n    budget: 200\n    required: [fact]\n    forbidden: [instruction, reasoning]\n",
+            "t.yaml:9: roles.auditor.forbidden[0]: layer 'instruction' cannot be forbidden: the instruction layer "
+            "is always delivered",
+            id="instruction-forbidden",
         ),
         pytest.param(
             MINIMAL + "roles:\n  auditor:\n    required: [instruction]\n",
