@@ -148,6 +148,14 @@ def _connectives(value: Any) -> Any:
     return value
 
 
+def _entities_given(value: Any) -> Any:
+    """An empty ``entities:`` is an error, as every other empty list key is (absent: the default labels)."""
+    if value is None:
+        raise ValueError("expected a list, got nothing (an empty value): write `entities: []` to protect no "
+                         "labels, or leave the key out for the default labels")
+    return value
+
+
 def _stage_name(value: str) -> str:
     if value not in STAGE_NAMES:
         raise ValueError(f"unknown stage {value!r}{_closest(value, STAGE_NAMES)}; stages: {', '.join(STAGE_NAMES)}")
@@ -217,13 +225,16 @@ class Anchor(_Model):
 class Protect(_Model):
     """``protect:`` — what compression must never drop or alter.
 
-    ``entities`` is ``None`` when the key is absent (the compiler uses the default labels);
+    ``entities`` is ``None`` when the key is absent (the compiler uses the default labels; an empty
+    ``entities:`` is an error, ``[]`` protects no labels);
     ``connectives`` is a tuple in which ``"default"`` stands for the built-in EN + ZH list.
     """
 
     anchors: tuple[Anchor, ...] = ()
     terms: tuple[Text, ...] = ()
-    entities: tuple[Annotated[StrictStr, AfterValidator(_entity_label)], ...] | None = None
+    entities: Annotated[
+        tuple[Annotated[StrictStr, AfterValidator(_entity_label)], ...] | None, BeforeValidator(_entities_given)
+    ] = None
     connectives: Annotated[tuple[Text, ...], BeforeValidator(_connectives)] = ("default",)
     markers: tuple[Text, ...] = ()
 

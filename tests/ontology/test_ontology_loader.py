@@ -264,6 +264,18 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="entity-label",
         ),
         pytest.param(
+            # QA: an empty `entities:` meant all the default labels, while every other empty list key is an error
+            MINIMAL + "protect:\n  entities:\n  terms: [x]\n",
+            "t.yaml:6: protect.entities: expected a list, got nothing (an empty value): write `entities: []` to "
+            "protect no labels, or leave the key out for the default labels",
+            id="entities-empty",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  markers:\n",
+            "t.yaml:6: protect.markers: expected a list, got nothing (an empty value)",
+            id="markers-empty",
+        ),
+        pytest.param(
             "odcf: 1\ndomain: demo\nconcepts: []\n",
             "t.yaml:3: concepts: at least one concept is required",
             id="no-concepts",
