@@ -584,8 +584,8 @@ def load_ontology(path_or_name: str | os.PathLike[str]) -> Ontology:
 
 
 def resolve_ontology(name_or_path: str | os.PathLike[str]) -> Path:
-    """The file behind *name_or_path*: an existing path, or a bundled ontology's name
-    (with or without ``.yaml``)."""
+    """The file behind *name_or_path*: an existing path, or a bundled ontology's name (without
+    ``.yaml``: a name with the suffix or a folder is a file, which must exist)."""
     target = _locate(name_or_path)
     return target if isinstance(target, Path) else Path(str(target))
 
@@ -622,19 +622,25 @@ def _bundled_files() -> list[Traversable]:
 
 
 def _locate(name_or_path: str | os.PathLike[str]) -> Path | Traversable:
+    """The file *name_or_path* names, or the bundled ontology of that name. A name with a ``.yaml`` or
+    ``.yml`` suffix or a folder in it is a file name: a bundled ontology is named without either."""
     path = Path(name_or_path)
     if path.is_file():
         return path
     if path.is_dir():
         raise OntologyError(f"{path}: is a directory, not an ontology file")
     name = str(name_or_path)
-    stem = name[: -len(suffix)] if (suffix := next((s for s in _SUFFIXES if name.endswith(s)), "")) else name
-    if stem and "/" not in stem and os.sep not in stem:
-        for entry in _bundled_files():
-            if entry.name in (f"{stem}.yaml", f"{stem}.yml"):
-                return entry
-    bundled = ", ".join(n for n, _ in list_bundled()) or "none"
-    raise OntologyError(f"{name}: no such ontology file, and no bundled ontology of that name (bundled: {bundled})")
+    suffix = next((s for s in _SUFFIXES if name.endswith(s)), "")
+    if suffix or "/" in name or os.sep in name:
+        stem = name[: -len(suffix)] if suffix else ""
+        bundled = stem in bundled_names() if stem else False
+        hint = f" (the bundled ontology of that name is {stem!r}, without {suffix!r})" if bundled else ""
+        raise OntologyError(f"{name}: no such ontology file{hint}")
+    for entry in _bundled_files():
+        if entry.name in (f"{name}.yaml", f"{name}.yml"):
+            return entry
+    listed = ", ".join(bundled_names()) or "none"
+    raise OntologyError(f"{name}: no such ontology file, and no bundled ontology of that name (bundled: {listed})")
 
 
 def _sorted_unique(problems: list[Problem]) -> list[Problem]:

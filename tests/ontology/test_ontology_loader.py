@@ -364,14 +364,33 @@ def test_problem_lines_point_at_the_written_key_in_flow_and_block_style():
 
 
 # -- resolving names ----------------------------------------------------------------------------------
-def test_resolve_bundled_name_with_and_without_suffix(tmp_path: Path):
+def test_resolve_a_bundled_name_and_a_path(tmp_path: Path):
     p1 = resolve_ontology("medical_records")
-    p2 = resolve_ontology("medical_records.yaml")
-    assert p1 == p2 and p1.name == "medical_records.yaml" and p1.is_file()
+    assert p1.name == "medical_records.yaml" and p1.is_file()
+    assert resolve_ontology(p1) == p1
     local = tmp_path / "mine.yaml"
     local.write_text(MINIMAL, encoding="utf-8")
     assert resolve_ontology(local) == local
     assert load_ontology(str(local)).source == str(local)
+
+
+@pytest.mark.parametrize("name", ["customer_service.yaml", "customer_service.yml", "./customer_service",
+                                  "sub/customer_service.yaml"])
+def test_a_file_name_that_does_not_exist_is_an_error_not_the_bundled_ontology(tmp_path: Path, monkeypatch, name):
+    # QA: `odcf ontology check customer_service.yaml` in a folder without that file checked the bundled one
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OntologyError) as info:
+        load_ontology(name)
+    message = str(info.value)
+    assert message.startswith(f"{name}: no such ontology file"), message
+    if name.startswith("customer_service."):
+        assert message.endswith(f"(the bundled ontology of that name is 'customer_service', without "
+                                f"{name[name.index('.'):]!r})")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "customer_service.yaml").write_text(MINIMAL, encoding="utf-8")
+    (tmp_path / "customer_service.yml").write_text(MINIMAL, encoding="utf-8")
+    if name in ("sub/customer_service.yaml", "customer_service.yml"):
+        assert load_ontology(name).domain == "demo"   # the file, once it is there
 
 
 def test_unknown_name_lists_the_bundled_ones():
