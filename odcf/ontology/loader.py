@@ -73,22 +73,29 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def mark_line(text: str, mark: Any, newlines: list[int] | None = None) -> int:
-    """1-based line of a YAML mark in *text*, counting ``\\n`` only (as editors and ``FILE:LINE`` do).
+    """1-based line of a YAML mark in *text*, counting the line ends an editor counts (``\\n``,
+    ``\\r\\n`` and a lone ``\\r``), as ``FILE:LINE`` does.
 
-    *newlines*, the offsets of every ``\\n`` in *text* (:func:`newline_offsets`), makes each call
-    a binary search instead of a count from the start (a loader asks for every node's line).
+    *newlines*, the offsets of every line end in *text* (:func:`newline_offsets`), makes each call
+    a binary search instead of a scan from the start (a loader asks for every node's line).
     """
     index = getattr(mark, "index", None)
     if isinstance(index, int) and 0 <= index <= len(text):
-        if newlines is not None:
-            return bisect.bisect_left(newlines, index) + 1
-        return text.count("\n", 0, index) + 1
+        return bisect.bisect_left(newline_offsets(text) if newlines is None else newlines, index) + 1
     return int(mark.line) + 1
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def newline_offsets(text: str) -> list[int]:
-    """Offsets of every ``\\n`` in *text*, ascending."""
-    return [m.start() for m in re.finditer("\n", text)]
+    """Offsets of every line end in *text* (the ``\\n`` of ``\\r\\n``; a lone ``\\r``), ascending."""
+    return [m.end() - 1 for m in _LINE_END.finditer(text)]
+
+
+def split_lines(text: str) -> list[str]:
+    """*text* cut at every line end :func:`newline_offsets` counts."""
+    return _LINE_END.split(text)
 
 
 class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
@@ -102,8 +109,8 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         self.duplicates: list[tuple[_Map, Any, int, int]] = []
 
     def line_of(self, mark: Any) -> int:
-        """1-based line of *mark*, counting only ``\\n``: YAML also breaks lines at NEL, LS and PS
-        (U+0085, U+2028, U+2029), which an editor shows inside one line."""
+        """1-based line of *mark*, counting ``\\n``, ``\\r\\n`` and ``\\r``: YAML also breaks lines at NEL,
+        LS and PS (U+0085, U+2028, U+2029), which an editor shows inside one line."""
         return mark_line(self._text, mark, self._newlines)
 
     def construct_line_map(self, node: yaml.MappingNode):  # type: ignore[no-untyped-def]
@@ -157,7 +164,7 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         at = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # utf-8-sig counts after the BOM
-        line = raw[:at].count(b"\n") + 1
+        line = len(newline_offsets(raw[:at].decode("latin-1"))) + 1   # the bytes before it, as line ends go
         return None, {}, [Problem(source, line, "", f"not valid UTF-8 (byte 0x{raw[at]:02x} at offset {at})")]
     loader = _LineLoader(text)
     try:
@@ -166,14 +173,14 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         data = loader.get_data()
         if loader.check_data():
             start = getattr(data, "line", 1)
-            marks = [i + 1 for i, ln in enumerate(text.split("\n")) if ln.startswith(("---", "...")) and i + 1 > start]
+            marks = [i + 1 for i, ln in enumerate(split_lines(text)) if ln.startswith(("---", "...")) and i + 1 > start]
             extra = marks[0] if marks else None
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark_line(text, mark) if mark is not None else None
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        if line is not None and "\t" in (text.split("\n")[line - 1:line] or [""])[0]:
+        if line is not None and "\t" in (split_lines(text)[line - 1:line] or [""])[0]:
             what += " (YAML does not allow tabs for indentation)"
         return None, {}, [Problem(source, line, "", f"invalid YAML: {what}")]
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
