@@ -177,12 +177,7 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
             extra = marks[0] if marks else None
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark_line(text, mark) if mark is not None else None
-        what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        if line is not None and "\t" in (split_lines(text)[line - 1:line] or [""])[0]:
-            what += " (YAML does not allow tabs for indentation)"
-        return None, {}, [Problem(source, line, "", f"invalid YAML: {what}")]
+        return None, {}, [Problem(source, *_yaml_error(text, exc))]
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         return None, {}, [Problem(source, None, "", f"invalid YAML: {exc}")]
     finally:
@@ -201,6 +196,26 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         path = where.get(id(mapping), ()) + (key,)
         problems.append(Problem(source, line, format_path(_str_path(path)), f"duplicate key {key!r} (first written at line {first})"))
     return plain, lines, problems
+
+
+def _yaml_error(text: str, exc: yaml.MarkedYAMLError) -> tuple[int | None, str, str]:
+    """``(line, path, message)`` of a YAML syntax error. Where the parser gave up and where the
+    construct it was reading opened are both said when they differ; a quoted scalar is placed
+    where it opened (an unclosed quote makes the parser give up many lines later)."""
+    problem = mark_line(text, exc.problem_mark) if exc.problem_mark is not None else None
+    context = mark_line(text, exc.context_mark) if exc.context_mark is not None else None
+    line = problem if problem is not None else context
+    what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+    if problem is not None and "\t" in (split_lines(text)[problem - 1:problem] or [""])[0]:
+        what += " (YAML does not allow tabs for indentation)"
+    elif exc.context and exc.problem and None not in (problem, context) and problem != context:
+        if "quoted scalar" in exc.context:
+            line = context
+            what = (f"{exc.context} that opens at line {context}: {exc.problem} at line {problem} "
+                    "(is its closing quote missing?)")
+        else:
+            what = f"{exc.context} at line {context}: {exc.problem} at line {problem}"
+    return line, "", f"invalid YAML: {what}"
 
 
 def _plain(obj: Any, path: PathKey, lines: dict[PathKey, int], where: dict[int, PathKey],

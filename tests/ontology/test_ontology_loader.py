@@ -316,11 +316,23 @@ def test_documented_error_case(text: str, expected: str):
                      "t.yaml:4: <root>: not valid UTF-8 (byte 0xe9 at offset 47)", id="bad-utf8-after-a-bom"),
         pytest.param(b"odcf: 1\ndomain: [demo\nconcepts: []\n", "t.yaml:3: <root>: invalid YAML:", id="yaml-syntax"),
         pytest.param(b"odcf: 1\n---\nodcf: 1\n", "t.yaml:2: <root>: more than one YAML document", id="two-documents"),
+        # QA: an unclosed double quote was reported where the parser gave up (a '\d' 24 lines later)
+        pytest.param(b"odcf: 1\ndomain: d\ntask:\n  goal: \"Decide.\n\nconcepts: [{name: a}]\n"
+                     b"protect:\n  anchors:\n    - {name: n, pattern: '\\d+'}\n",
+                     "t.yaml:4: <root>: invalid YAML: while parsing a quoted scalar that opens at line 4: found unknown "
+                     "escape character at line 9 (is its closing quote missing?)", id="unclosed-quote"),
+        pytest.param(b"odcf: 1\ndomain: d\ntask:\n  goal: \"Decide.\nconcepts: [{name: a}]\n",
+                     "t.yaml:4: <root>: invalid YAML: while scanning a quoted scalar that opens at line 4: found "
+                     "unexpected end of stream at line 6 (is its closing quote missing?)", id="unclosed-quote-at-end"),
+        pytest.param(b"odcf: 1\ndomain: d\nconcepts: [{name: a},\n  {name: b}\nroles: {}\n",
+                     "t.yaml:5: <root>: invalid YAML: while parsing a flow sequence at line 3: did not find expected "
+                     "',' or ']' at line 5", id="flow-both-lines"),
         pytest.param(b"odcf: 1\ndomain: d\nconcepts:\n\t- name: a\n",
                      "t.yaml:4: <root>: invalid YAML: while scanning for the next token found character that cannot "
                      "start any token (YAML does not allow tabs for indentation)", id="tab"),
         pytest.param(b"odcf: 1\ndomain: d\nconcepts: [{name: a}]\n? [x]\n: 1\n",
-                     "t.yaml:4: <root>: invalid YAML: while constructing a mapping found unhashable key", id="list-key"),
+                     "t.yaml:4: <root>: invalid YAML: while constructing a mapping at line 1: found unhashable key at line 4",
+                     id="list-key"),
     ],
 )
 def test_unreadable_files(raw: bytes, expected: str):
