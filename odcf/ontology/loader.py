@@ -39,6 +39,7 @@ from odcf.ontology.schema import (
     PRESET_ROLES,
     REGEX_FLAGS,
     Ontology,
+    ecma_hint,
     format_path,
     known_keys_at,
 )
@@ -524,7 +525,11 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
         for error in errors:
             sub = tuple(error.path)
             message = f"not a valid JSON Schema: {error.message}"
-            if sub and sub[-1] == "type" and not isinstance(error.instance, list):
+            if error.validator == "format" and error.validator_value == "regex" and isinstance(error.instance, str):
+                if sub and sub[-1] == "patternProperties":
+                    sub += (error.instance,)
+                message = _python_regex_problem(error.instance)
+            elif sub and sub[-1] == "type" and not isinstance(error.instance, list):
                 hint = _suggest(error.instance, _JSON_TYPES) if isinstance(error.instance, str) else ""
                 message = (f"not a valid JSON Schema: {error.instance!r} is not a JSON type{hint}; "
                            f"types: {', '.join(_JSON_TYPES)}")
@@ -540,6 +545,18 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
             problem = _backtracking(regex)  # a state value is checked against it at every handoff: it would hang there
             if problem:
                 report(("state", prop) + path, problem)
+
+
+def _python_regex_problem(pattern: str) -> str:
+    """Why *pattern* is not a Python ``re`` pattern (what the validator uses for ``pattern``)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        why = str(exc)
+    else:  # pragma: no cover - the meta-schema's format check compiles it the same way
+        why = "refused by the JSON Schema format check"
+    hint = ecma_hint(pattern) or "; state schema patterns use Python `re` syntax"
+    return f"not a Python `re` regular expression ({why}){hint}"
 
 
 def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:

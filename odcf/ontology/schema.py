@@ -104,8 +104,25 @@ def _regex(value: str) -> str:
     try:
         re.compile(value)
     except re.error as exc:
-        raise ValueError(f"invalid regex: {exc}") from None
+        raise ValueError(f"invalid regex: {exc}{ecma_hint(value)}") from None
     return value
+
+
+_ECMA_NAMED_GROUP = re.compile(r"\(\?<(?![=!])(\w+)>")
+
+
+def ecma_hint(pattern: str) -> str:
+    """What to write in Python ``re`` syntax for the ECMA-262 (JavaScript) constructs in *pattern*
+    that Python refuses (``(?<year>…)``, ``\\p{Lu}``), as ``"; …"``; ``""`` when it has none."""
+    hints: list[str] = []
+    named = _ECMA_NAMED_GROUP.search(pattern)
+    if named:
+        hints.append(f"write a named group as (?P<{named.group(1)}>…), not (?<{named.group(1)}>…)")
+    if re.search(r"\\[pP]\{", pattern):
+        hints.append("Python's re has no \\p{…} classes: list the characters, e.g. [A-Z] for \\p{Lu}")
+    if not hints:
+        return ""
+    return "; patterns use Python `re` syntax, not ECMA-262 (JavaScript): " + "; ".join(hints)
 
 
 def _flag(value: str) -> str:
@@ -331,5 +348,5 @@ def known_keys_at(path: tuple[str | int, ...]) -> tuple[str, ...]:
 __all__ = [
     "Anchor", "Concept", "ENTITY_LABELS", "ESSENTIAL_STAGES", "FORMAT_VERSION", "LANGUAGES", "LAYERS",
     "Ontology", "Protect", "REGEX_FLAGS", "Relation", "Role", "STAGE_NAMES", "TOKENIZERS",
-    "Task", "format_path", "known_keys_at",
+    "Task", "ecma_hint", "format_path", "known_keys_at",
 ]

@@ -129,3 +129,32 @@ def test_keywords_of_older_drafts_and_unsupported_core_keywords_are_refused():
         "t.yaml:6: state.d.dependencies: 'dependencies' is a keyword of an older draft, which draft 2020-12 "
         "ignores: use 'dependentRequired' (lists of names) or 'dependentSchemas' (schemas)",
     ]
+
+
+# -- patterns ---------------------------------------------------------------------------------------
+def test_an_ecma_pattern_is_refused_saying_python_re_syntax_is_expected():
+    # QA: "'^(?<year>\\d{4})-\\d{2}$' is not a 'regex'" did not say which syntax was expected
+    got = problems_of(
+        "state:\n"
+        "  d1: {type: string, pattern: '^(?<year>\\d{4})-\\d{2}$'}\n"
+        "  d2: {type: string, pattern: '^\\p{Lu}+$'}\n"
+        "  d3: {type: object, patternProperties: {'^(?<k>x)$': {type: string}, '^ok$': {}}}\n"
+        "  d4: {type: string, pattern: '(ab'}\n"
+        "protect:\n  anchors:\n    - {name: y, pattern: '(?<year>\\d{4})'}\n")
+    assert got == [
+        "t.yaml:6: state.d1.pattern: not a Python `re` regular expression (unknown extension ?<y at position 2); "
+        "patterns use Python `re` syntax, not ECMA-262 (JavaScript): write a named group as (?P<year>…), not "
+        "(?<year>…)",
+        "t.yaml:7: state.d2.pattern: not a Python `re` regular expression (bad escape \\p at position 1); patterns "
+        "use Python `re` syntax, not ECMA-262 (JavaScript): Python's re has no \\p{…} classes: list the characters, "
+        "e.g. [A-Z] for \\p{Lu}",
+        "t.yaml:8: state.d3.patternProperties['^(?<k>x)$']: not a Python `re` regular expression (unknown extension "
+        "?<k at position 2); patterns use Python `re` syntax, not ECMA-262 (JavaScript): write a named group as "
+        "(?P<k>…), not (?<k>…)",
+        "t.yaml:9: state.d4.pattern: not a Python `re` regular expression (missing ), unterminated subpattern at "
+        "position 0); state schema patterns use Python `re` syntax",
+        "t.yaml:12: protect.anchors[0].pattern: invalid regex: unknown extension ?<y at position 1; patterns use "
+        "Python `re` syntax, not ECMA-262 (JavaScript): write a named group as (?P<year>…), not (?<year>…)",
+    ]
+    # a lookbehind is Python syntax too
+    compile_plan(loads_ontology(MINIMAL + "state:\n  d: {type: string, pattern: '(?<=a)b(?<!c)'}\n"))
