@@ -463,6 +463,23 @@ def test_a_pattern_that_backtracks_catastrophically_is_reported_and_sound_ones_p
     assert "protect.anchors[3].pattern: pattern backtracks catastrophically: searching 'abababababab'… (52" in got[2]
 
 
+def test_a_pattern_that_backtracks_only_on_words_and_separators_is_reported():
+    # QA: '(?:(?:[a-z]+ )+)+;' passed the check, then a compress failed after 14.7 s: a run of one
+    # character never gets past the first space, only "ab ab ab …" makes it backtrack
+    with pytest.raises(OntologyError) as info:
+        loads_ontology(with_minimal(
+            "protect:\n  anchors:\n"
+            "    - {name: words_then_colon, pattern: '(?:(?:[a-z]+ )+)+;'}\n"
+            "    - {name: long_words, pattern: '(?:(?:[a-z]{3,} )+)+;'}\n"
+            "    - {name: amounts, pattern: '(?:(?:\\d+,)+)+x'}\n"
+            "    - {name: sound_words, pattern: '(?:[a-z]+ )+;'}\n"
+            "state:\n  codes: {type: string, pattern: '^(?:(?:[a-z]+-)+)+$'}\n"))
+    got = [str(p) for p in info.value.problems]
+    assert [p.split(": ")[1] for p in got] == [
+        "protect.anchors[0].pattern", "protect.anchors[1].pattern", "protect.anchors[2].pattern", "state.codes.pattern"]
+    assert all("backtracks catastrophically" in p for p in got), got
+
+
 def test_mark_line_by_binary_search_agrees_with_counting():
     from types import SimpleNamespace
 
