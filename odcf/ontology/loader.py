@@ -31,13 +31,14 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from odcf.errors import OntologyError, Problem
+from odcf.errors import OdcfError, OntologyError, Problem
 from odcf.ontology import state_schema
 from odcf.ontology.schema import (
     ESSENTIAL_STAGES,
     LAYERS,
     PRESET_ROLES,
     REGEX_FLAGS,
+    STAGE_NAMES,
     Ontology,
     ecma_hint,
     format_path,
@@ -567,6 +568,24 @@ def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:
         off = section is False or (isinstance(section, dict) and section.get("enabled") is False)
         if stage in ESSENTIAL_STAGES and off:
             report(("pipeline", stage), f"stage {stage!r} cannot be switched off (without it there is no output)")
+    sections = {k: v for k, v in pipeline.items() if k in STAGE_NAMES and isinstance(v, dict)
+                and all(isinstance(o, str) for o in v)}
+    if any(set(v) - {"enabled"} for v in sections.values()):
+        for path, message in _stage_option_problems(sections):
+            report(("pipeline",) + path, message)
+
+
+def _stage_option_problems(sections: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """The pipeline's :func:`~odcf.pipeline.stage_option_problems`: options are checked against the
+    stages' own signatures, which only the stage classes know. Imported here, against the usual
+    direction, so that `odcf ontology check`, `odcf plan` and a run refuse the same file with the
+    same ``FILE:LINE`` problems; only a file that sets stage options loads the stage modules."""
+    from odcf.pipeline import stage_option_problems
+
+    try:
+        return stage_option_problems(sections)
+    except OdcfError:  # pragma: no cover - a stage module missing from this build: building the pipeline says so
+        return []
 
 
 def _whole_file_problems(data: Mapping[Any, Any], lines: dict[PathKey, int], source: str) -> list[Problem]:

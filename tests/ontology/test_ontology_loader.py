@@ -212,6 +212,11 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="pipeline-essential-off",
         ),
         pytest.param(
+            MINIMAL + "pipeline:\n  fold:\n    enabled: true\n    max_rows: many\n",
+            "t.yaml:8: pipeline.fold.max_rows: expected an integer, got str 'many'",
+            id="pipeline-stage-option",
+        ),
+        pytest.param(
             MINIMAL + "pipeline:\n  reranker: true\n",
             "t.yaml:6: pipeline.reranker: unknown stage 'reranker' (did you mean 'rerank'?)",
             id="pipeline-unknown-stage",

@@ -159,9 +159,9 @@ def test_documented_roles_are_exactly_as_written():
 
 
 def test_pipeline_and_tokenizer_pass_through():
-    plan = plan_of(BASE + "tokenizer: bytes\npipeline:\n  rerank: {enabled: true, model: local}\n  fold: false\n")
+    plan = plan_of(BASE + "tokenizer: bytes\npipeline:\n  rerank: {enabled: true, threads: 2}\n  fold: false\n")
     assert plan.tokenizer == "bytes"
-    assert plan.stage_option("rerank", "model") == "local"
+    assert plan.stage_option("rerank", "threads") == 2
     assert plan.stage_option("fold", "enabled") is False
     assert plan_of(BASE).tokenizer == "o200k_base"
 
