@@ -14,8 +14,8 @@ What the plan holds:
   attributes; ``terms`` = keywords + attributes + the words of the name) and one named ``task``
   for ``task.goal``;
 - ``protection``: anchors with their regex flags, the term dictionary, the connective list
-  (``default`` expanded to the built-in English + Chinese list), entity labels (the default labels
-  when the ontology names none), markers;
+  (``default`` expanded to the built-in English + Chinese list), entity labels (sorted: a set; the
+  default labels when the ontology names none), markers;
 - ``state_schema``: a draft 2020-12 object schema over ``state:`` with
   ``additionalProperties: false`` (``{}`` when the ontology declares no state);
 - ``abbreviations``; ``roles``: the presets of :mod:`odcf.plan.presets` overridden field by field
@@ -133,7 +133,8 @@ def _protection(ontology: Ontology) -> ProtectionRules:
         anchors=tuple(Anchor(name=a.name, pattern=a.pattern, flags=int(a.re_flags)) for a in p.anchors),
         terms=_unique(" ".join(t.split()) for t in p.terms),
         connectives=resolve_connectives(p.connectives),
-        entities=tuple(dict.fromkeys(p.entities)) if p.entities is not None else default_entity_labels,
+        # a set: sorted, so that the order it is written in does not change the plan (or its hash)
+        entities=tuple(sorted(set(p.entities if p.entities is not None else default_entity_labels))),
         markers=tuple(dict.fromkeys(p.markers)),
     )
 
