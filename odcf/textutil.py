@@ -446,6 +446,9 @@ class regex_time_limit:  # noqa: N801 - used as a context manager, like a functi
 
 #: Characters repeated to probe a pattern for catastrophic backtracking, beside its own literals.
 _PROBE_CHARS = "aA0 _.-/,:x1中é"  # one Han and one accented letter too: classes written as \u escapes
+#: Words and numbers each followed by a separator, repeated as a unit: '(?:(?:[a-z]+ )+)+;' backtracks
+#: only on "ab ab ab …" (a run of one character never gets past its first separator).
+_PROBE_WORDS = tuple(word + sep for word in ("a", "ab", "word", "1", "12") for sep in " ,.-/:")
 
 
 def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: int = 26) -> str | None:
@@ -453,14 +456,16 @@ def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: 
 
     Each probe is one unit repeated *length* times and a character that ends no match;
     the units are the characters a pattern usually repeats, the letters and digits written in the
-    pattern, and each pair of them written side by side (``(?:ab|a|b)+c`` needs ``abab…``). An
+    pattern, each pair of them written side by side (``(?:ab|a|b)+c`` needs ``abab…``), and short
+    words and numbers followed by a separator (``(?:(?:[a-z]+ )+)+;`` needs ``ab ab …``). An
     exponential pattern needs about 2**length steps on its probe; a sound one, microseconds. A
     heuristic: it finds the common shapes, not every one. Only where :class:`regex_time_limit` can
     arm (POSIX, main thread); elsewhere ``None``.
     """
     written = regex.pattern
     units = dict.fromkeys(list(_PROBE_CHARS) + [c for c in written if c.isalnum()]
-                          + [written[k:k + 2] for k in range(len(written) - 1) if written[k:k + 2].isalnum()])
+                          + [written[k:k + 2] for k in range(len(written) - 1) if written[k:k + 2].isalnum()]
+                          + list(_PROBE_WORDS))
     # after the text the pattern opens with ("ID-(?:\d+)+!" backtracks only after "ID-")
     for prefix in dict.fromkeys(("", _literal_prefix(regex))):
         for unit in units:

@@ -47,9 +47,7 @@ def _check(args: argparse.Namespace) -> int:
     bad = 0
     for name in args.files:
         try:
-            ontology = load_ontology(name)
-            plan = compile_plan(ontology)
-            _check_stage_options(ontology, plan)
+            plan = compile_plan(load_ontology(name))
         except OntologyError as exc:
             bad += 1
             if exc.problems:
@@ -62,21 +60,6 @@ def _check(args: argparse.Namespace) -> int:
         print(f"ok {name} ({plan.domain}, {n_concepts} concept{'s' if n_concepts != 1 else ''}, "
               f"{n_anchors} anchor{'s' if n_anchors != 1 else ''})")
     return EXIT_INVALID if bad else 0
-
-
-def _check_stage_options(ontology: Any, plan: Any) -> None:
-    """Options under ``pipeline:`` that their stage does not take (or of the wrong type), with lines."""
-    from odcf.errors import Problem
-    from odcf.pipeline import stage_option_problems
-
-    found = stage_option_problems(plan.pipeline)
-    if found:
-        lines = getattr(ontology, "_lines", {}) or {}
-        raise OntologyError([
-            Problem(getattr(ontology, "_source", "<ontology>"),
-                    lines.get(("pipeline",) + path) or lines.get(("pipeline", path[0])),
-                    "pipeline." + ".".join(path), message)
-            for path, message in found])
 
 
 def _list(args: argparse.Namespace) -> int:

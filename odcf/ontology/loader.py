@@ -31,13 +31,16 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from odcf.errors import OntologyError, Problem
+from odcf.errors import OdcfError, OntologyError, Problem
+from odcf.ontology import state_schema
 from odcf.ontology.schema import (
     ESSENTIAL_STAGES,
     LAYERS,
     PRESET_ROLES,
     REGEX_FLAGS,
+    STAGE_NAMES,
     Ontology,
+    ecma_hint,
     format_path,
     known_keys_at,
 )
@@ -72,22 +75,29 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def mark_line(text: str, mark: Any, newlines: list[int] | None = None) -> int:
-    """1-based line of a YAML mark in *text*, counting ``\\n`` only (as editors and ``FILE:LINE`` do).
+    """1-based line of a YAML mark in *text*, counting the line ends an editor counts (``\\n``,
+    ``\\r\\n`` and a lone ``\\r``), as ``FILE:LINE`` does.
 
-    *newlines*, the offsets of every ``\\n`` in *text* (:func:`newline_offsets`), makes each call
-    a binary search instead of a count from the start (a loader asks for every node's line).
+    *newlines*, the offsets of every line end in *text* (:func:`newline_offsets`), makes each call
+    a binary search instead of a scan from the start (a loader asks for every node's line).
     """
     index = getattr(mark, "index", None)
     if isinstance(index, int) and 0 <= index <= len(text):
-        if newlines is not None:
-            return bisect.bisect_left(newlines, index) + 1
-        return text.count("\n", 0, index) + 1
+        return bisect.bisect_left(newline_offsets(text) if newlines is None else newlines, index) + 1
     return int(mark.line) + 1
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def newline_offsets(text: str) -> list[int]:
-    """Offsets of every ``\\n`` in *text*, ascending."""
-    return [m.start() for m in re.finditer("\n", text)]
+    """Offsets of every line end in *text* (the ``\\n`` of ``\\r\\n``; a lone ``\\r``), ascending."""
+    return [m.end() - 1 for m in _LINE_END.finditer(text)]
+
+
+def split_lines(text: str) -> list[str]:
+    """*text* cut at every line end :func:`newline_offsets` counts."""
+    return _LINE_END.split(text)
 
 
 class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
@@ -101,8 +111,8 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         self.duplicates: list[tuple[_Map, Any, int, int]] = []
 
     def line_of(self, mark: Any) -> int:
-        """1-based line of *mark*, counting only ``\\n``: YAML also breaks lines at NEL, LS and PS
-        (U+0085, U+2028, U+2029), which an editor shows inside one line."""
+        """1-based line of *mark*, counting ``\\n``, ``\\r\\n`` and ``\\r``: YAML also breaks lines at NEL,
+        LS and PS (U+0085, U+2028, U+2029), which an editor shows inside one line."""
         return mark_line(self._text, mark, self._newlines)
 
     def construct_line_map(self, node: yaml.MappingNode):  # type: ignore[no-untyped-def]
@@ -156,7 +166,7 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         at = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # utf-8-sig counts after the BOM
-        line = raw[:at].count(b"\n") + 1
+        line = len(newline_offsets(raw[:at].decode("latin-1"))) + 1   # the bytes before it, as line ends go
         return None, {}, [Problem(source, line, "", f"not valid UTF-8 (byte 0x{raw[at]:02x} at offset {at})")]
     loader = _LineLoader(text)
     try:
@@ -165,16 +175,11 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         data = loader.get_data()
         if loader.check_data():
             start = getattr(data, "line", 1)
-            marks = [i + 1 for i, ln in enumerate(text.split("\n")) if ln.startswith(("---", "...")) and i + 1 > start]
+            marks = [i + 1 for i, ln in enumerate(split_lines(text)) if ln.startswith(("---", "...")) and i + 1 > start]
             extra = marks[0] if marks else None
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark_line(text, mark) if mark is not None else None
-        what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        if line is not None and "\t" in (text.split("\n")[line - 1:line] or [""])[0]:
-            what += " (YAML does not allow tabs for indentation)"
-        return None, {}, [Problem(source, line, "", f"invalid YAML: {what}")]
+        return None, {}, [Problem(source, *_yaml_error(text, exc))]
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         return None, {}, [Problem(source, None, "", f"invalid YAML: {exc}")]
     finally:
@@ -193,6 +198,26 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
         path = where.get(id(mapping), ()) + (key,)
         problems.append(Problem(source, line, format_path(_str_path(path)), f"duplicate key {key!r} (first written at line {first})"))
     return plain, lines, problems
+
+
+def _yaml_error(text: str, exc: yaml.MarkedYAMLError) -> tuple[int | None, str, str]:
+    """``(line, path, message)`` of a YAML syntax error. Where the parser gave up and where the
+    construct it was reading opened are both said when they differ; a quoted scalar is placed
+    where it opened (an unclosed quote makes the parser give up many lines later)."""
+    problem = mark_line(text, exc.problem_mark) if exc.problem_mark is not None else None
+    context = mark_line(text, exc.context_mark) if exc.context_mark is not None else None
+    line = problem if problem is not None else context
+    what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+    if problem is not None and "\t" in (split_lines(text)[problem - 1:problem] or [""])[0]:
+        what += " (YAML does not allow tabs for indentation)"
+    elif exc.context and exc.problem and None not in (problem, context) and problem != context:
+        if "quoted scalar" in exc.context:
+            line = context
+            what = (f"{exc.context} that opens at line {context}: {exc.problem} at line {problem} "
+                    "(is its closing quote missing?)")
+        else:
+            what = f"{exc.context} at line {context}: {exc.problem} at line {problem}"
+    return line, "", f"invalid YAML: {what}"
 
 
 def _plain(obj: Any, path: PathKey, lines: dict[PathKey, int], where: dict[int, PathKey],
@@ -439,6 +464,10 @@ def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKe
                 if not isinstance(layer, str) or layer not in LAYERS:
                     continue
                 path = ("roles", role_name, list_name, i)
+                if list_name == "forbidden" and layer == "instruction":
+                    report(path, "layer 'instruction' cannot be forbidden: the instruction layer is always "
+                                 "delivered (pinned first, never compressed)")
+                    continue
                 if layer in first:
                     where, at = first[layer]
                     if where == list_name:
@@ -489,6 +518,7 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
     from jsonschema import Draft202012Validator
 
     meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    names = tuple(k for k in state if isinstance(k, str))
     for prop, schema in state.items():
         if not isinstance(prop, str):
             continue
@@ -496,12 +526,19 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
         for error in errors:
             sub = tuple(error.path)
             message = f"not a valid JSON Schema: {error.message}"
-            if sub and sub[-1] == "type" and not isinstance(error.instance, list):
+            if error.validator == "format" and error.validator_value == "regex" and isinstance(error.instance, str):
+                if sub and sub[-1] == "patternProperties":
+                    sub += (error.instance,)
+                message = _python_regex_problem(error.instance)
+            elif sub and sub[-1] == "type" and not isinstance(error.instance, list):
                 hint = _suggest(error.instance, _JSON_TYPES) if isinstance(error.instance, str) else ""
                 message = (f"not a valid JSON Schema: {error.instance!r} is not a JSON type{hint}; "
                            f"types: {', '.join(_JSON_TYPES)}")
             report(("state", prop) + sub, message)
-        for path, pattern in _schema_patterns(schema):
+        # a typo ('patern') or a $ref that does not resolve passes the meta-schema
+        for sub, message in state_schema.schema_problems(prop, schema, siblings=tuple(n for n in names if n != prop)):
+            report(("state", prop) + sub, message)
+        for path, pattern in state_schema.patterns(schema):
             try:
                 regex = re.compile(pattern)
             except re.error:
@@ -511,22 +548,16 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
                 report(("state", prop) + path, problem)
 
 
-def _schema_patterns(schema: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
-    """Every regular expression of a JSON Schema (``pattern`` values and ``patternProperties``
-    keys), with its path."""
-    out: list[tuple[tuple[Any, ...], str]] = []
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key == "pattern" and isinstance(value, str):
-                out.append((path + (key,), value))
-            elif key == "patternProperties" and isinstance(value, dict):
-                out.extend((path + (key, k), k) for k in value if isinstance(k, str))
-            if isinstance(value, (dict, list)):
-                out.extend(_schema_patterns(value, path + (key,)))
-    elif isinstance(schema, list):
-        for k, value in enumerate(schema):
-            out.extend(_schema_patterns(value, path + (k,)))
-    return out
+def _python_regex_problem(pattern: str) -> str:
+    """Why *pattern* is not a Python ``re`` pattern (what the validator uses for ``pattern``)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        why = str(exc)
+    else:  # pragma: no cover - the meta-schema's format check compiles it the same way
+        why = "refused by the JSON Schema format check"
+    hint = ecma_hint(pattern) or "; state schema patterns use Python `re` syntax"
+    return f"not a Python `re` regular expression ({why}){hint}"
 
 
 def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:
@@ -537,6 +568,24 @@ def _check_pipeline(data: Mapping[Any, Any], report: Report) -> None:
         off = section is False or (isinstance(section, dict) and section.get("enabled") is False)
         if stage in ESSENTIAL_STAGES and off:
             report(("pipeline", stage), f"stage {stage!r} cannot be switched off (without it there is no output)")
+    sections = {k: v for k, v in pipeline.items() if k in STAGE_NAMES and isinstance(v, dict)
+                and all(isinstance(o, str) for o in v)}
+    if any(set(v) - {"enabled"} for v in sections.values()):
+        for path, message in _stage_option_problems(sections):
+            report(("pipeline",) + path, message)
+
+
+def _stage_option_problems(sections: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """The pipeline's :func:`~odcf.pipeline.stage_option_problems`: options are checked against the
+    stages' own signatures, which only the stage classes know. Imported here, against the usual
+    direction, so that `odcf ontology check`, `odcf plan` and a run refuse the same file with the
+    same ``FILE:LINE`` problems; only a file that sets stage options loads the stage modules."""
+    from odcf.pipeline import stage_option_problems
+
+    try:
+        return stage_option_problems(sections)
+    except OdcfError:  # pragma: no cover - a stage module missing from this build: building the pipeline says so
+        return []
 
 
 def _whole_file_problems(data: Mapping[Any, Any], lines: dict[PathKey, int], source: str) -> list[Problem]:
@@ -593,8 +642,8 @@ def load_ontology(path_or_name: str | os.PathLike[str]) -> Ontology:
 
 
 def resolve_ontology(name_or_path: str | os.PathLike[str]) -> Path:
-    """The file behind *name_or_path*: an existing path, or a bundled ontology's name
-    (with or without ``.yaml``)."""
+    """The file behind *name_or_path*: an existing path, or a bundled ontology's name (without
+    ``.yaml``: a name with the suffix or a folder is a file, which must exist)."""
     target = _locate(name_or_path)
     return target if isinstance(target, Path) else Path(str(target))
 
@@ -631,19 +680,25 @@ def _bundled_files() -> list[Traversable]:
 
 
 def _locate(name_or_path: str | os.PathLike[str]) -> Path | Traversable:
+    """The file *name_or_path* names, or the bundled ontology of that name. A name with a ``.yaml`` or
+    ``.yml`` suffix or a folder in it is a file name: a bundled ontology is named without either."""
     path = Path(name_or_path)
     if path.is_file():
         return path
     if path.is_dir():
         raise OntologyError(f"{path}: is a directory, not an ontology file")
     name = str(name_or_path)
-    stem = name[: -len(suffix)] if (suffix := next((s for s in _SUFFIXES if name.endswith(s)), "")) else name
-    if stem and "/" not in stem and os.sep not in stem:
-        for entry in _bundled_files():
-            if entry.name in (f"{stem}.yaml", f"{stem}.yml"):
-                return entry
-    bundled = ", ".join(n for n, _ in list_bundled()) or "none"
-    raise OntologyError(f"{name}: no such ontology file, and no bundled ontology of that name (bundled: {bundled})")
+    suffix = next((s for s in _SUFFIXES if name.endswith(s)), "")
+    if suffix or "/" in name or os.sep in name:
+        stem = name[: -len(suffix)] if suffix else ""
+        bundled = stem in bundled_names() if stem else False
+        hint = f" (the bundled ontology of that name is {stem!r}, without {suffix!r})" if bundled else ""
+        raise OntologyError(f"{name}: no such ontology file{hint}")
+    for entry in _bundled_files():
+        if entry.name in (f"{name}.yaml", f"{name}.yml"):
+            return entry
+    listed = ", ".join(bundled_names()) or "none"
+    raise OntologyError(f"{name}: no such ontology file, and no bundled ontology of that name (bundled: {listed})")
 
 
 def _sorted_unique(problems: list[Problem]) -> list[Problem]:

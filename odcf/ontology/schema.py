@@ -104,8 +104,25 @@ def _regex(value: str) -> str:
     try:
         re.compile(value)
     except re.error as exc:
-        raise ValueError(f"invalid regex: {exc}") from None
+        raise ValueError(f"invalid regex: {exc}{ecma_hint(value)}") from None
     return value
+
+
+_ECMA_NAMED_GROUP = re.compile(r"\(\?<(?![=!])(\w+)>")
+
+
+def ecma_hint(pattern: str) -> str:
+    """What to write in Python ``re`` syntax for the ECMA-262 (JavaScript) constructs in *pattern*
+    that Python refuses (``(?<year>…)``, ``\\p{Lu}``), as ``"; …"``; ``""`` when it has none."""
+    hints: list[str] = []
+    named = _ECMA_NAMED_GROUP.search(pattern)
+    if named:
+        hints.append(f"write a named group as (?P<{named.group(1)}>…), not (?<{named.group(1)}>…)")
+    if re.search(r"\\[pP]\{", pattern):
+        hints.append("Python's re has no \\p{…} classes: list the characters, e.g. [A-Z] for \\p{Lu}")
+    if not hints:
+        return ""
+    return "; patterns use Python `re` syntax, not ECMA-262 (JavaScript): " + "; ".join(hints)
 
 
 def _flag(value: str) -> str:
@@ -145,6 +162,14 @@ def _connectives(value: Any) -> Any:
         if value != "default":
             raise ValueError(f"must be `default` or a list of words and phrases, got {value!r}")
         return ("default",)
+    return value
+
+
+def _entities_given(value: Any) -> Any:
+    """An empty ``entities:`` is an error, as every other empty list key is (absent: the default labels)."""
+    if value is None:
+        raise ValueError("expected a list, got nothing (an empty value): write `entities: []` to protect no "
+                         "labels, or leave the key out for the default labels")
     return value
 
 
@@ -217,13 +242,16 @@ class Anchor(_Model):
 class Protect(_Model):
     """``protect:`` — what compression must never drop or alter.
 
-    ``entities`` is ``None`` when the key is absent (the compiler uses the default labels);
+    ``entities`` is ``None`` when the key is absent (the compiler uses the default labels; an empty
+    ``entities:`` is an error, ``[]`` protects no labels);
     ``connectives`` is a tuple in which ``"default"`` stands for the built-in EN + ZH list.
     """
 
     anchors: tuple[Anchor, ...] = ()
     terms: tuple[Text, ...] = ()
-    entities: tuple[Annotated[StrictStr, AfterValidator(_entity_label)], ...] | None = None
+    entities: Annotated[
+        tuple[Annotated[StrictStr, AfterValidator(_entity_label)], ...] | None, BeforeValidator(_entities_given)
+    ] = None
     connectives: Annotated[tuple[Text, ...], BeforeValidator(_connectives)] = ("default",)
     markers: tuple[Text, ...] = ()
 
@@ -286,7 +314,7 @@ def format_path(path: tuple[str | int, ...] | list[str | int]) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif re.fullmatch(r"[\w-]+", part):
+        elif re.fullmatch(r"[\w$-]+", part):
             out += f".{part}" if out else part
         else:
             out += f"[{part!r}]"
@@ -320,5 +348,5 @@ def known_keys_at(path: tuple[str | int, ...]) -> tuple[str, ...]:
 __all__ = [
     "Anchor", "Concept", "ENTITY_LABELS", "ESSENTIAL_STAGES", "FORMAT_VERSION", "LANGUAGES", "LAYERS",
     "Ontology", "Protect", "REGEX_FLAGS", "Relation", "Role", "STAGE_NAMES", "TOKENIZERS",
-    "Task", "format_path", "known_keys_at",
+    "Task", "ecma_hint", "format_path", "known_keys_at",
 ]

@@ -14,8 +14,8 @@ What the plan holds:
   attributes; ``terms`` = keywords + attributes + the words of the name) and one named ``task``
   for ``task.goal``;
 - ``protection``: anchors with their regex flags, the term dictionary, the connective list
-  (``default`` expanded to the built-in English + Chinese list), entity labels (the default labels
-  when the ontology names none), markers;
+  (``default`` expanded to the built-in English + Chinese list), entity labels (sorted: a set; the
+  default labels when the ontology names none), markers;
 - ``state_schema``: a draft 2020-12 object schema over ``state:`` with
   ``additionalProperties: false`` (``{}`` when the ontology declares no state);
 - ``abbreviations``; ``roles``: the presets of :mod:`odcf.plan.presets` overridden field by field
@@ -31,6 +31,7 @@ from typing import Any
 from odcf.errors import OntologyError, PlanError, Problem
 from odcf.ontology.schema import Ontology
 from odcf.ontology.schema import Role as RoleSpec
+from odcf.ontology.state_schema import JSON_SCHEMA_DRAFT, property_uri, uses_refs
 from odcf.plan.model import (
     DEFAULT_ROLE,
     Anchor,
@@ -44,7 +45,6 @@ from odcf.plan.model import (
 from odcf.plan.presets import ROLE_PRESETS
 from odcf.plan.protection import default_entity_labels, resolve_connectives
 
-JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 DEFAULT_TOKENIZER = "o200k_base"
 
 #: Words too common to help a lexical ranker find the task's evidence.
@@ -133,19 +133,24 @@ def _protection(ontology: Ontology) -> ProtectionRules:
         anchors=tuple(Anchor(name=a.name, pattern=a.pattern, flags=int(a.re_flags)) for a in p.anchors),
         terms=_unique(" ".join(t.split()) for t in p.terms),
         connectives=resolve_connectives(p.connectives),
-        entities=tuple(dict.fromkeys(p.entities)) if p.entities is not None else default_entity_labels,
+        # a set: sorted, so that the order it is written in does not change the plan (or its hash)
+        entities=tuple(sorted(set(p.entities if p.entities is not None else default_entity_labels))),
         markers=tuple(dict.fromkeys(p.markers)),
     )
 
 
 def state_schema(properties: dict[str, Any]) -> dict[str, Any]:
-    """The draft 2020-12 schema of the state object (``{}`` when no properties are declared)."""
+    """The draft 2020-12 schema of the state object (``{}`` when no properties are declared).
+    The schema of a property that holds a ``$ref`` gets an ``$id`` (:func:`~odcf.ontology.state_schema.property_uri`),
+    so that its refs resolve within it as they do at ``odcf ontology check``."""
     if not properties:
         return {}
     return {
         "$schema": JSON_SCHEMA_DRAFT,
         "type": "object",
-        "properties": dict(properties),
+        # a property schema holding a $ref is a document of its own ('#/$defs/NAME' within it)
+        "properties": {name: ({"$id": property_uri(name), **schema} if uses_refs(schema) else schema)
+                       for name, schema in properties.items()},
         "additionalProperties": False,
     }
 

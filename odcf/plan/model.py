@@ -132,6 +132,7 @@ def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolat
     if not schema:
         return []
     from jsonschema import Draft202012Validator
+    from referencing.exceptions import Unresolvable
 
     from odcf.textutil import RegexTimeout, regex_time_limit
 
@@ -145,6 +146,11 @@ def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolat
         return [SchemaViolation((), frozenset({"pattern"}),
                                 f"checking the value against the state schema ran past {SCHEMA_SECONDS:g} s: "
                                 "a \"pattern\" of the schema backtracks catastrophically; rewrite it")]
+    except (Unresolvable, RecursionError) as exc:
+        # a plan read from JSON is not checked as an ontology is (`odcf ontology check` refuses these)
+        why = ("a $ref leads back to itself" if isinstance(exc, RecursionError)
+               else f"$ref {getattr(exc, 'ref', '?')!r} does not resolve")
+        raise PlanError(f"the plan's state schema cannot be used: {why}") from None
     return [SchemaViolation(tuple(e.absolute_path), frozenset(_keywords(e)), e.message) for e in errors]
 
 

@@ -85,9 +85,10 @@ DEFAULT_CONNECTIVES: tuple[str, ...] = tuple(dict.fromkeys(EN_CONNECTIVES + ZH_C
 WHOLE_CLAUSE_CONNECTIVES: tuple[str, ...] = tuple(dict.fromkeys(
     EN_NEGATION + EN_EXCEPTION_CONDITION + ZH_NEGATION + ZH_EXCEPTION_CONDITION))
 
-#: spaCy (OntoNotes) labels protected when the ontology has no ``protect.entities`` key.
+#: spaCy (OntoNotes) labels protected when the ontology has no ``protect.entities`` key (sorted, as
+#: the plan holds every label list).
 default_entity_labels: tuple[str, ...] = (
-    "PERSON", "ORG", "GPE", "LOC", "PRODUCT", "LAW", "DATE", "TIME", "MONEY", "PERCENT", "QUANTITY",
+    "DATE", "GPE", "LAW", "LOC", "MONEY", "ORG", "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME",
 )
 
 

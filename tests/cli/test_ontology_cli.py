@@ -150,3 +150,43 @@ def test_the_loaders_preset_role_names_are_the_presets():
     from odcf.plan.presets import ROLE_PRESETS
 
     assert set(PRESET_ROLES) == set(ROLE_PRESETS) | {"default"}
+
+
+def test_a_state_ref_that_does_not_resolve_stops_check_compress_and_handoff_without_a_traceback(capsys, tmp_path):
+    # QA: the check passed, then compress and handoff printed a jsonschema traceback (PointerToNowhere)
+    ont = tmp_path / "ref.yaml"
+    ont.write_text("odcf: 1\ndomain: t\nconcepts: [{name: a}]\nstate:\n  decision: {$ref: '#/nowhere'}\n",
+                   encoding="utf-8")
+    expected = f"{ont}:5: state.decision.$ref: $ref '#/nowhere' does not resolve"
+    code, _, err = run(capsys, "ontology", "check", str(ont))
+    assert code == 2 and err.startswith(expected)
+    state = tmp_path / "st.json"
+    state.write_text('{"decision": "x"}', encoding="utf-8")
+    code, _, err = run(capsys, "compress", str(state), "--layer", "state", "-O", str(ont))
+    assert code != 0 and expected in err and "Traceback" not in err
+    items = tmp_path / "ho.json"
+    items.write_text('{"instruction": "x", "state": {"decision": "x"}, "items": [], "messages": []}', encoding="utf-8")
+    code, _, err = run(capsys, "handoff", str(items), "--role", "executor", "-O", str(ont))
+    assert code != 0 and expected in err and "Traceback" not in err
+
+
+def test_stage_options_are_problems_of_the_file_for_check_plan_and_compress_alike(capsys, tmp_path):
+    # QA: they were reported only by `ontology check`, only once the other problems were fixed;
+    # `odcf plan` exited 0 and compress said "bad stage option(s): …" without FILE:LINE
+    f = tmp_path / "pipe_both.yaml"
+    f.write_text("odcf: 1\ndomain: t\nconcepts: [{name: deductible}]\nroles:\n  writer: {budget: 0}\n"
+                 "pipeline:\n  compress: {rate: high, tresh: 1}\n", encoding="utf-8")
+    expected = [
+        f"{f}:5: roles.writer.budget: budget must be a positive integer, got 0",
+        f"{f}:7: pipeline.compress.rate: expected a number or null, got str 'high'",
+        f"{f}:7: pipeline.compress.tresh: unknown option 'tresh' (did you mean 'threshold'?); TokenCompressor takes: ",
+    ]
+    for argv in (("ontology", "check", str(f)), ("plan", str(f))):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "", argv
+        lines = err.splitlines()
+        assert lines[:2] == expected[:2] and lines[2].startswith(expected[2]) and len(lines) == 3, argv
+    doc = tmp_path / "d.txt"
+    doc.write_text("The deductible is $500.\n", encoding="utf-8")
+    code, _, err = run(capsys, "compress", str(doc), "-O", str(f))
+    assert code != 0 and all(e in err for e in expected) and "bad stage option" not in err

@@ -212,6 +212,11 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="pipeline-essential-off",
         ),
         pytest.param(
+            MINIMAL + "pipeline:\n  fold:\n    enabled: true\n    max_rows: many\n",
+            "t.yaml:8: pipeline.fold.max_rows: expected an integer, got str 'many'",
+            id="pipeline-stage-option",
+        ),
+        pytest.param(
             MINIMAL + "pipeline:\n  reranker: true\n",
             "t.yaml:6: pipeline.reranker: unknown stage 'reranker' (did you mean 'rerank'?)",
             id="pipeline-unknown-stage",
@@ -237,9 +242,16 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="language",
         ),
         pytest.param(
-            MINIMAL + "roles:\n  planner:\n    required: [instruction, state]\n    forbidden: [reasoning, instruction]\n",
-            "t.yaml:8: roles.planner.forbidden[1]: layer 'instruction' is both required (line 7) and forbidden",
+            MINIMAL + "roles:\n  planner:\n    required: [instruction, state]\n    forbidden: [reasoning, state]\n",
+            "t.yaml:8: roles.planner.forbidden[1]: layer 'state' is both required (line 7) and forbidden",
             id="layer-required-and-forbidden",
+        ),
+        pytest.param(
+            # QA: accepted and ignored, the instruction layer being delivered whatever the role says
+            MINIMAL + "roles:\n  auditor:\n    budget: 200\n    required: [fact]\n    forbidden: [instruction, reasoning]\n",
+            "t.yaml:9: roles.auditor.forbidden[0]: layer 'instruction' cannot be forbidden: the instruction layer "
+            "is always delivered",
+            id="instruction-forbidden",
         ),
         pytest.param(
             MINIMAL + "roles:\n  auditor:\n    required: [instruction]\n",
@@ -255,6 +267,18 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             MINIMAL + "protect:\n  entities: [PERSN]\n",
             "t.yaml:6: protect.entities[0]: unknown entity label 'PERSN' (did you mean 'PERSON'?)",
             id="entity-label",
+        ),
+        pytest.param(
+            # QA: an empty `entities:` meant all the default labels, while every other empty list key is an error
+            MINIMAL + "protect:\n  entities:\n  terms: [x]\n",
+            "t.yaml:6: protect.entities: expected a list, got nothing (an empty value): write `entities: []` to "
+            "protect no labels, or leave the key out for the default labels",
+            id="entities-empty",
+        ),
+        pytest.param(
+            MINIMAL + "protect:\n  markers:\n",
+            "t.yaml:6: protect.markers: expected a list, got nothing (an empty value)",
+            id="markers-empty",
         ),
         pytest.param(
             "odcf: 1\ndomain: demo\nconcepts: []\n",
@@ -297,11 +321,23 @@ def test_documented_error_case(text: str, expected: str):
                      "t.yaml:4: <root>: not valid UTF-8 (byte 0xe9 at offset 47)", id="bad-utf8-after-a-bom"),
         pytest.param(b"odcf: 1\ndomain: [demo\nconcepts: []\n", "t.yaml:3: <root>: invalid YAML:", id="yaml-syntax"),
         pytest.param(b"odcf: 1\n---\nodcf: 1\n", "t.yaml:2: <root>: more than one YAML document", id="two-documents"),
+        # QA: an unclosed double quote was reported where the parser gave up (a '\d' 24 lines later)
+        pytest.param(b"odcf: 1\ndomain: d\ntask:\n  goal: \"Decide.\n\nconcepts: [{name: a}]\n"
+                     b"protect:\n  anchors:\n    - {name: n, pattern: '\\d+'}\n",
+                     "t.yaml:4: <root>: invalid YAML: while parsing a quoted scalar that opens at line 4: found unknown "
+                     "escape character at line 9 (is its closing quote missing?)", id="unclosed-quote"),
+        pytest.param(b"odcf: 1\ndomain: d\ntask:\n  goal: \"Decide.\nconcepts: [{name: a}]\n",
+                     "t.yaml:4: <root>: invalid YAML: while scanning a quoted scalar that opens at line 4: found "
+                     "unexpected end of stream at line 6 (is its closing quote missing?)", id="unclosed-quote-at-end"),
+        pytest.param(b"odcf: 1\ndomain: d\nconcepts: [{name: a},\n  {name: b}\nroles: {}\n",
+                     "t.yaml:5: <root>: invalid YAML: while parsing a flow sequence at line 3: did not find expected "
+                     "',' or ']' at line 5", id="flow-both-lines"),
         pytest.param(b"odcf: 1\ndomain: d\nconcepts:\n\t- name: a\n",
                      "t.yaml:4: <root>: invalid YAML: while scanning for the next token found character that cannot "
                      "start any token (YAML does not allow tabs for indentation)", id="tab"),
         pytest.param(b"odcf: 1\ndomain: d\nconcepts: [{name: a}]\n? [x]\n: 1\n",
-                     "t.yaml:4: <root>: invalid YAML: while constructing a mapping found unhashable key", id="list-key"),
+                     "t.yaml:4: <root>: invalid YAML: while constructing a mapping at line 1: found unhashable key at line 4",
+                     id="list-key"),
     ],
 )
 def test_unreadable_files(raw: bytes, expected: str):
@@ -345,14 +381,33 @@ def test_problem_lines_point_at_the_written_key_in_flow_and_block_style():
 
 
 # -- resolving names ----------------------------------------------------------------------------------
-def test_resolve_bundled_name_with_and_without_suffix(tmp_path: Path):
+def test_resolve_a_bundled_name_and_a_path(tmp_path: Path):
     p1 = resolve_ontology("medical_records")
-    p2 = resolve_ontology("medical_records.yaml")
-    assert p1 == p2 and p1.name == "medical_records.yaml" and p1.is_file()
+    assert p1.name == "medical_records.yaml" and p1.is_file()
+    assert resolve_ontology(p1) == p1
     local = tmp_path / "mine.yaml"
     local.write_text(MINIMAL, encoding="utf-8")
     assert resolve_ontology(local) == local
     assert load_ontology(str(local)).source == str(local)
+
+
+@pytest.mark.parametrize("name", ["customer_service.yaml", "customer_service.yml", "./customer_service",
+                                  "sub/customer_service.yaml"])
+def test_a_file_name_that_does_not_exist_is_an_error_not_the_bundled_ontology(tmp_path: Path, monkeypatch, name):
+    # QA: `odcf ontology check customer_service.yaml` in a folder without that file checked the bundled one
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OntologyError) as info:
+        load_ontology(name)
+    message = str(info.value)
+    assert message.startswith(f"{name}: no such ontology file"), message
+    if name.startswith("customer_service."):
+        assert message.endswith(f"(the bundled ontology of that name is 'customer_service', without "
+                                f"{name[name.index('.'):]!r})")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "customer_service.yaml").write_text(MINIMAL, encoding="utf-8")
+    (tmp_path / "customer_service.yml").write_text(MINIMAL, encoding="utf-8")
+    if name in ("sub/customer_service.yaml", "customer_service.yml"):
+        assert load_ontology(name).domain == "demo"   # the file, once it is there
 
 
 def test_unknown_name_lists_the_bundled_ones():
@@ -411,6 +466,23 @@ def test_a_pattern_that_backtracks_catastrophically_is_reported_and_sound_ones_p
             "(26 characters) took over 0.5 s") in got[0]
     assert "protect.anchors[2].pattern: pattern backtracks catastrophically" in got[1]
     assert "protect.anchors[3].pattern: pattern backtracks catastrophically: searching 'abababababab'… (52" in got[2]
+
+
+def test_a_pattern_that_backtracks_only_on_words_and_separators_is_reported():
+    # QA: '(?:(?:[a-z]+ )+)+;' passed the check, then a compress failed after 14.7 s: a run of one
+    # character never gets past the first space, only "ab ab ab …" makes it backtrack
+    with pytest.raises(OntologyError) as info:
+        loads_ontology(with_minimal(
+            "protect:\n  anchors:\n"
+            "    - {name: words_then_colon, pattern: '(?:(?:[a-z]+ )+)+;'}\n"
+            "    - {name: long_words, pattern: '(?:(?:[a-z]{3,} )+)+;'}\n"
+            "    - {name: amounts, pattern: '(?:(?:\\d+,)+)+x'}\n"
+            "    - {name: sound_words, pattern: '(?:[a-z]+ )+;'}\n"
+            "state:\n  codes: {type: string, pattern: '^(?:(?:[a-z]+-)+)+$'}\n"))
+    got = [str(p) for p in info.value.problems]
+    assert [p.split(": ")[1] for p in got] == [
+        "protect.anchors[0].pattern", "protect.anchors[1].pattern", "protect.anchors[2].pattern", "state.codes.pattern"]
+    assert all("backtracks catastrophically" in p for p in got), got
 
 
 def test_mark_line_by_binary_search_agrees_with_counting():

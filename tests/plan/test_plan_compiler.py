@@ -54,7 +54,7 @@ def test_protection_rules_from_the_documented_example():
     plan = compile_file(DOC_EXAMPLE)
     p = plan.protection
     assert p.terms == ("force majeure", "gross negligence")
-    assert p.entities == ("PERSON", "ORG", "DATE", "MONEY", "PERCENT", "LAW")
+    assert p.entities == ("DATE", "LAW", "MONEY", "ORG", "PERCENT", "PERSON")   # written PERSON, ORG, DATE, …
     assert p.connectives == DEFAULT_CONNECTIVES
     assert p.anchors[1].regex.search("a fee of $ 2,000,000 million").group() == "$ 2,000,000 million"
 
@@ -84,6 +84,16 @@ def test_explicit_connectives_replace_or_extend_the_default():
 def test_entity_labels_default_when_absent_and_empty_when_empty():
     assert plan_of(BASE).protection.entities == default_entity_labels
     assert plan_of(BASE + "protect:\n  entities: []\n").protection.entities == ()
+
+
+def test_entity_labels_are_a_set_their_order_and_repeats_do_not_change_the_plan():
+    # QA: the same labels in another order (uw_eorder.yaml) gave another plan hash
+    a = plan_of(BASE + "protect:\n  entities: [ORG, DATE, MONEY, PERCENT]\n")
+    b = plan_of(BASE + "protect:\n  entities: [PERCENT, ORG, DATE, MONEY, ORG]\n")
+    assert a.protection.entities == b.protection.entities == ("DATE", "MONEY", "ORG", "PERCENT")
+    assert a.hash == b.hash
+    written = plan_of(BASE + "protect:\n  entities: [" + ", ".join(reversed(default_entity_labels)) + "]\n")
+    assert written.hash == plan_of(BASE).hash   # the default labels written out are the default
 
 
 # -- state and abbreviations -----------------------------------------------------------------------------
@@ -159,9 +169,9 @@ def test_documented_roles_are_exactly_as_written():
 
 
 def test_pipeline_and_tokenizer_pass_through():
-    plan = plan_of(BASE + "tokenizer: bytes\npipeline:\n  rerank: {enabled: true, model: local}\n  fold: false\n")
+    plan = plan_of(BASE + "tokenizer: bytes\npipeline:\n  rerank: {enabled: true, threads: 2}\n  fold: false\n")
     assert plan.tokenizer == "bytes"
-    assert plan.stage_option("rerank", "model") == "local"
+    assert plan.stage_option("rerank", "threads") == 2
     assert plan.stage_option("fold", "enabled") is False
     assert plan_of(BASE).tokenizer == "o200k_base"
 
