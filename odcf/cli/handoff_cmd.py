@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor
-    from odcf.handoff.engine import handoff
+    from odcf.handoff.engine import handoff, over_budget_message
     from odcf.handoff.items import load_items, parse_items
 
     refuse_overwrites([args.items, args.ontology], {"--out": args.out, "--record": args.record})
@@ -71,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(payload)
     rec = result.record
     if rec.get("over_budget"):
-        print(f"odcf handoff: warning: over budget by {rec['over_by']} tokens "
-              "(mandatory material alone exceeds it; see the record)", file=sys.stderr)
+        print(f"odcf handoff: warning: {over_budget_message(rec)}; see the record", file=sys.stderr)
     if rec.get("missing"):
         print(f"odcf handoff: note: {len(rec['missing'])} required item(s) missing: "
               + ", ".join(str(m.get("category") or m.get("item")) for m in rec["missing"]), file=sys.stderr)
