@@ -152,7 +152,8 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
         records_in=totals.records_in, records_out=totals.records_out, records_failed=totals.records_failed,
         tokens_in=totals.tokens_in, tokens_out=totals.tokens_out, seconds=time.perf_counter() - t0,
         output=str(output), errors=str(store.errors_path), engine=engine, workers=workers,
-        resumed_records=already, warnings=warnings,
+        resumed_records=already, warnings=warnings, records_empty=totals.empty,
+        records_over_budget=totals.over_budget, records_with_warnings=totals.warned,
     )
     if summary.records_in != summary.records_out + summary.records_failed:  # assemble checks too
         raise BatchIntegrityError(f"counts do not reconcile: {summary.to_dict()}")
