@@ -322,3 +322,20 @@ def test_a_bare_number_keys_no_conflict_and_a_named_subject_is_an_attribute() ->
         assert found[0].render().startswith("- headcount: 34 people [item old (agent:intake)")
     # a subject stated by one item only, or a pronoun, is no conflict
     assert find_conflicts((HandoffItem(id="x", text="It is 3 days."), HandoffItem(id="y", text="It is 4 days."))) == ()
+
+
+def _invoices(*pairs: tuple[str, str]) -> tuple[HandoffItem, ...]:
+    return tuple(HandoffItem(id=f"i{k}", text=f"Invoice {ref} amount is {amount}.", origin=f"tool:erp{k}")
+                 for k, (ref, amount) in enumerate(pairs))
+
+
+@pytest.mark.parametrize("ontology", ["customer_service", "general"])
+def test_a_bundled_id_anchor_takes_the_whole_id(ontology: str) -> None:
+    # QA: the order_id anchor matched "PO-2024" of "PO-2024-17": two invoices conflicted
+    from odcf.plan.compiler import compile_file
+
+    plan = compile_file(ontology)
+    assert find_conflicts(_invoices(("PO-2024-17", "$1,200"), ("PO-2024-18", "$1,500")), plan=plan) == ()
+    same = find_conflicts(_invoices(("PO-2024-17", "$1,200"), ("PO-2024-17", "$1,500")), plan=plan)
+    assert [(c.entity, [v.value for v in c.values]) for c in same] == [("PO-2024-17", ["1200", "1500"])]
+
