@@ -95,6 +95,12 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
     """The input files of a job: *path* itself, or every JSON Lines / Parquet file under a directory
     (recursively, hidden entries skipped), sorted by relative path so the order is deterministic.
     With *warn*, the files left unread (another format, hidden ones) are named in one warning."""
+    return discover(path, warn=warn)[0]
+
+
+def discover(path: str | os.PathLike[str], *, warn: bool = True) -> tuple[list[InputFile], str]:
+    """:func:`discover_inputs`, and the warning that names the entries of a folder left unread
+    ("" when none is; logged with *warn*): a batch job also puts it in its summary's warnings."""
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
@@ -105,7 +111,7 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
             raise InputError(
                 f"{root}: unknown input format (use {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
             )
-        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)]
+        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)], ""
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{root}: {_not_regular(st.st_mode)}")
     found: list[tuple[str, Path, str]] = []
@@ -135,17 +141,20 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
         raise InputError(
             f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
         )
-    if skipped and warn:
+    unread = ""
+    if skipped:
         skipped.sort()
-        logger.warning("%s: %d file(s) or folder(s) are not read (hidden, or not %s): %s%s", root, len(skipped),
-                       ", ".join(JSONL_SUFFIXES + PARQUET_SUFFIXES), ", ".join(skipped[:5]),
-                       f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        unread = (f"{root}: {len(skipped)} file(s) or folder(s) are not read (hidden, or not "
+                  f"{', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)}): {', '.join(skipped[:5])}"
+                  + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""))
+        if warn:
+            logger.warning("%s", unread)
     found.sort(key=lambda t: t[0])
     out = []
     for no, (name, full, fmt) in enumerate(found):
         st = full.stat()
         out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns))
-    return out
+    return out, unread
 
 
 def _not_regular(mode: int) -> str:

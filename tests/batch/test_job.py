@@ -136,6 +136,7 @@ def test_directory_input_keeps_file_then_line_order(tmp_path, ontology, caplog):
     assert ("3 file(s) or folder(s) are not read" in warned[0] and "part-00000.json" in warned[0]
             and ".cache/ (hidden folder)" in warned[0] and ".late.jsonl (hidden)" in warned[0]
             and "_SUCCESS" not in warned[0])
+    assert s.warnings == (warned[0],)  # QA: said only on stderr, not in the summary (--json)
 
 
 def test_a_huge_context_is_rejected_without_holding_it(tmp_path, ontology):
