@@ -1,4 +1,4 @@
-"""`odcf handoff ITEMS.json --role R [--ontology ONT] [--budget N] [--strict] [--json] [--record FILE]`
+"""`odcf handoff ITEMS.json --role R [--ontology ONT] [--budget N] [--strict] [--json] [--record FILE] [--no-timings]`
 
 Prepare what the next agent receives: reads a JSON file of handoff items (facts, tool output,
 drafts, state, OpenAI-style chat messages; see docs/handoff.md) and prints the handoff text.
@@ -39,6 +39,8 @@ def register(sub: Any) -> None:
     p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
     p.add_argument("--json", action="store_true",
                    help='print {"text","tokens_in","tokens_out","budget","record"}')
+    p.add_argument("--no-timings", action="store_true",
+                   help="drop per-stage timings from the record, for byte-identical reruns")
     add_stage_flags(p)
     p.set_defaults(handler=run)
 
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         items = load_items(args.items)
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
     result = handoff(compressor, role=args.role, items=items, budget=args.budget, strict=args.strict,
-                     searched=args.searched, query=args.query)
+                     searched=args.searched, query=args.query, timings=not args.no_timings)
     if args.record:
         write_text(args.record, json.dumps(result.record, ensure_ascii=False, indent=2) + "\n")
     payload = (json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else result.text) + "\n"

@@ -102,15 +102,16 @@ def _compressor(target: Any, stages: Mapping[str, Any] | None) -> Any:
 
 
 def _check_arguments(*, query: Any, tokenizer: Any, strict: Any, searched: Any,
-                     history: tuple[Any, Any, Any]) -> tuple[str, ...]:
+                     history: tuple[Any, Any, Any], timings: Any = True) -> tuple[str, ...]:
     """Refuse argument values of the wrong type before any work, each naming the argument;
     returns *searched* as a tuple (a string would otherwise read as one category per letter)."""
     problem = query_problem(query)
     if problem:
         raise HandoffError(problem)
     check_tokenizer(tokenizer)
-    if not isinstance(strict, bool):  # "no" would read as true
-        raise HandoffError(f"strict must be True or False, got {strict!r}")
+    for name, flag in (("strict", strict), ("timings", timings)):
+        if not isinstance(flag, bool):  # "no" would read as true
+            raise HandoffError(f"{name} must be True or False, got {flag!r}")
     if isinstance(searched, (str, bytes)) or not isinstance(searched, Iterable):
         raise HandoffError(f"searched must be a list of category names, got {type(searched).__name__} {searched!r}")
     searched = tuple(searched)
@@ -138,6 +139,7 @@ def handoff(
     condensed_turns: int = 10,
     turn_cap: int = 60,
     stages: Mapping[str, Any] | None = None,
+    timings: bool = True,
 ) -> HandoffResult:
     """Prepare the handoff to *role* from *items* (a list, a handoff object, an :class:`ItemBatch`
     or a path to a JSON file; see :mod:`odcf.handoff.items`).
@@ -148,10 +150,11 @@ def handoff(
     category never searched, evidence of a scope claim absent, a mandatory item the role cannot
     receive) raises :class:`HandoffError` naming it, and a final text over the budget (required
     material that does not fit beside what the notes must say) raises :class:`~odcf.errors.BudgetError`. *verbatim_turns*, *condensed_turns* and *turn_cap*
-    shape the history layers (:mod:`odcf.handoff.history`).
+    shape the history layers (:mod:`odcf.handoff.history`). ``timings=False`` leaves the stages'
+    wall-clock ``ms`` out of the record, so that the same handoff gives a byte-identical record.
     """
     searched = _check_arguments(query=query, tokenizer=tokenizer, strict=strict, searched=searched,
-                                history=(verbatim_turns, condensed_turns, turn_cap))
+                                history=(verbatim_turns, condensed_turns, turn_cap), timings=timings)
     comp = _compressor(target, stages)
     plan: Plan = comp.plan
     contract = plan.role(role)
@@ -169,7 +172,7 @@ def handoff(
     query = query if query is not None else plan.task_goal
     hist = (verbatim_turns, condensed_turns, turn_cap)
     prep = _prepare(batch, plan, contract, budget, counter, query, strict, history=hist)
-    run = _run_core(comp, prep, contract, counter, budget, query, role, unit, strict)
+    run = _run_core(comp, prep, contract, counter, budget, query, role, unit, strict, timings)
     # the drafts' share is then fitted to what the budget did: room a run left unused goes to the
     # drafts cut to their floor share; when the budget had to cut the drafts themselves, they are
     # cut again here to that size, keeping their constraint sentences (the budget stage would cut
@@ -188,7 +191,7 @@ def handoff(
                               draft_extra=extra + step)
         if trial_prep.reasoning_cuts == prep.reasoning_cuts:
             break
-        trial = _run_core(comp, trial_prep, contract, counter, budget, query, role, unit, strict)
+        trial = _run_core(comp, trial_prep, contract, counter, budget, query, role, unit, strict, timings)
         # within the drafts' floor share they may displace history turns (the share is theirs)
         lost = {sid for sid in trial.dropped_other - run.dropped_other
                 if not (extra + step <= 0 and trial.layers.get(sid) == "history")}
@@ -459,21 +462,21 @@ class _CoreRun:
 
 
 def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, budget: int, query: str | None,
-              role: str, unit: Any, strict: bool) -> _CoreRun:
+              role: str, unit: Any, strict: bool, timings: bool = True) -> _CoreRun:
     """Step 6: the core pipeline within the budget left after the notes. When the material the
     role must receive needs more than that, the notes' room is released to it: they are rendered
     again within what the material leaves (their details give way; what is missing stays) and the
     core runs again."""
     notes_room = notes_cap(budget)
     notes, shown = prep.notes(contract, counter, budget, max_tokens=notes_room)
-    out, core_budget = _core(comp, prep, notes, counter, budget, query, role, unit, strict)
+    out, core_budget = _core(comp, prep, notes, counter, budget, query, role, unit, strict, timings)
     need = counter.count(out.meta["text"])
     if notes and need > core_budget:
         room = max(0, budget - need - 2)
         fewer, fewer_shown = prep.notes(contract, counter, budget, max_tokens=room)
         if counter.count(fewer) < counter.count(notes):
             notes, shown, notes_room = fewer, fewer_shown, room
-            out, core_budget = _core(comp, prep, notes, counter, budget, query, role, unit, strict)
+            out, core_budget = _core(comp, prep, notes, counter, budget, query, role, unit, strict, timings)
     core_text = out.meta["text"]
     # counted with the notes as they will be written (they mark conflicting items not delivered)
     delivered = frozenset(s["id"] for s in out.meta["record"].get("sources", []) if s.get("status") != "dropped")
@@ -488,13 +491,14 @@ def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, 
 
 
 def _core(comp: Any, prep: _Prepared, notes: str, counter: Any, budget: int, query: str | None, role: str,
-          unit: Any, strict: bool) -> tuple[Document, int]:
+          unit: Any, strict: bool, timings: bool = True) -> tuple[Document, int]:
     """The core pipeline on the prepared sources, in the budget the *notes* leave (the budget stage
     quotes the whole budget and leaves being over it to :func:`handoff`, which measures the final
     text); the document and the core's budget."""
     notes_cost = counter.count(notes) + 2 if notes else 0
     core_budget = max(1, budget - notes_cost)
-    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
+    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict,
+                        timings=timings)
     meta = dict(doc.meta)
     meta.update({"conflicts": [c.to_dict() for c in prep.conflicts],
                  "not_searched": [c.category for c in prep.decision.not_searched],

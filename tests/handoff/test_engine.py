@@ -364,6 +364,7 @@ def test_wrong_argument_types_are_one_clear_error_naming_the_argument(hplan: Any
         (dict(query=["refund"]), HandoffError, "query must be a string, got list"),
         (dict(tokenizer=5), OdcfError, "tokenizer must be a string .*got int 5"),
         (dict(strict="no"), HandoffError, "strict must be True or False, got 'no'"),
+        (dict(timings="no"), HandoffError, "timings must be True or False, got 'no'"),
         (dict(searched="task"), HandoffError, "searched must be a list of category names, got str 'task'"),
         (dict(searched=5), HandoffError, "searched must be a list of category names, got int 5"),
         (dict(verbatim_turns="3"), HandoffError, "verbatim_turns must be an integer of at least 0, got '3'"),
