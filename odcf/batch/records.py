@@ -16,6 +16,8 @@ Rules (each failure is a :class:`RecordError` whose message says what is wrong):
   means no query;
 - a text, query, id or other string of a source holding a lone surrogate (``"\\ud800"`` is valid
   JSON, but no character) is an error naming the field and the character offset;
+- a text (``context`` or a source's ``text``) holding a NUL character is binary data, not text: an
+  error naming the field and the offset, as ``odcf compress`` refuses a file with a NUL byte;
 - an empty context (no non-whitespace character in any text) is an error, ``empty context``:
   there is nothing to compress and an empty output would hide an upstream data problem;
 - the total number of characters must not exceed ``max_chars`` (``--max-chars``), so that one
@@ -100,6 +102,7 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
             raise RecordError("empty context: nothing to compress" + (
                 "" if not context.strip() else " (only invisible formatting characters)"))
         _check_unicode(context, "'context'")
+        _check_binary(context, "'context'")
         return Request(id=rid, sources=context, query=query, chars=chars)
     sources = _check_sources(record["sources"])
     chars = sum(len(s["text"]) for s in sources)
@@ -140,6 +143,15 @@ def _check_unicode(text: str, where: str) -> None:
         raise RecordError(f"{where} {problem}")
 
 
+def _check_binary(text: str, where: str) -> None:
+    """A NUL character is binary data, not text (a PDF or an image read as a string upstream):
+    refused as ``odcf compress`` refuses a file holding a NUL byte, never passed through."""
+    at = text.find("\x00")
+    if at >= 0:
+        raise RecordError(f"{where} is binary data, not text (a NUL character at character {at}); odcf "
+                          "reads UTF-8 text: extract the text first")
+
+
 def _check_size(chars: int, max_chars: int) -> None:
     if chars > max_chars:
         raise RecordError(
@@ -170,6 +182,7 @@ def _check_sources(value: Any) -> list[dict[str, Any]]:
         for key in SOURCE_KEYS:  # every string of a source is hashed, counted or written out
             if isinstance(clean.get(key), str):
                 _check_unicode(clean[key], f"{where}.{key}")
+        _check_binary(text, f"{where}.text")
         if "id" in clean:
             sid = clean["id"]
             if isinstance(sid, int) and not isinstance(sid, bool):

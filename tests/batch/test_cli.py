@@ -109,3 +109,13 @@ def test_summary_counts_empty_over_budget_and_warned_records(tmp_path, ontology,
     assert (f"delivered: 1 empty, 1 over budget, {summary['records_with_warnings']} with warnings (of 5 out)"
             in text), text
     assert "hint:    1 record(s) delivered empty text: each one's record.warnings says why" in text
+
+
+def test_a_nul_character_is_an_error_row_as_in_compress(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(1) + [{"id": "bin", "context": "a\u0000b"}])
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records_failed"] == 1 and [r["id"] for r in read_jsonl(out)] == ["r0000"]
+    (error,) = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert error["id"] == "bin" and error["line"] == 2 and "binary data, not text (a NUL character" in error["error"]
