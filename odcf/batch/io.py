@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from odcf.batch.records import record_id
+from odcf.batch.records import binary_cell, record_id
 from odcf.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -666,7 +666,8 @@ def _pyarrow_parquet() -> Any:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-ready copy of a Parquet row value: bytes become base64 text, dates ISO strings,
+    """A JSON-ready copy of a Parquet row value: bytes (a binary column) their UTF-8 text, or
+    ``{"base64": ...}`` saying why they are not text (:func:`~odcf.batch.records.binary_cell`), dates ISO strings,
     decimals strings, non-finite floats ``{"float": "nan"}`` (JSON has no NaN; an object, so that
     a NaN where text is expected is refused as not a string instead of read as the text "nan")."""
     if value is None or isinstance(value, (str, bool, int)):
@@ -678,7 +679,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+        return binary_cell(bytes(value))
     if isinstance(value, (datetime.date, datetime.time, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
