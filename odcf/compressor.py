@@ -318,28 +318,19 @@ def guess_kind(text: str, path: str | None = None) -> str:
 
 
 def read_source_file(path: str, *, index: int = 1, layer: str = "fact", kind: str | None = None) -> Source:
-    """Read a file as a source; invalid UTF-8 or binary data (a NUL byte) is an :class:`InputError`
-    naming the byte offset."""
+    """Read a file as a source, as :func:`odcf.fileio.decode_text` reads it (UTF-8, a leading BOM
+    removed: ``odcf verify`` re-reads it the same way); invalid UTF-8, UTF-16 or binary data (a NUL
+    byte) is an :class:`InputError` naming the byte offset."""
+    from odcf.fileio import decode_text, read_text
+
     if path == "-":
         import sys
 
-        raw = sys.stdin.buffer.read()
         origin = "<stdin>"
+        text = decode_text(sys.stdin.buffer.read(), origin)
     else:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         origin = path
-    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise InputError(f"{origin}: a UTF-16 file (it starts with a byte-order mark); odcf reads UTF-8: convert it")
-    if b"\x00" in raw:
-        raise InputError(f"{origin}: binary data, not text (a NUL byte at offset {raw.index(0)}); odcf reads "
-                         "UTF-8 text: extract the text first")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{origin}: invalid UTF-8 at byte {exc.start}: {raw[exc.start:exc.start + 4]!r}") from exc
+        text = read_text(path)
     return Source(id=origin if path != "-" else "stdin", text=text, kind=kind or guess_kind(text, path),  # type: ignore[arg-type]
                   layer=layer, origin=origin)  # type: ignore[arg-type]
 

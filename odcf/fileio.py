@@ -1,7 +1,8 @@
-"""Writing files safely: atomic replacement that respects links, devices and permissions.
+"""Reading text files the one way odcf reads them, and writing files safely: atomic replacement
+that respects links, devices and permissions.
 
-Imports nothing from odcf but its errors, so the CLI, the batch runner and the report writers
-can all use it.
+Imports nothing from odcf but its errors, so the CLI, the batch runner, the report writers and
+``odcf verify`` can all use it.
 """
 from __future__ import annotations
 
@@ -13,6 +14,40 @@ from pathlib import Path
 from typing import IO, Any
 
 from odcf.errors import InputError
+
+_BOM = "\ufeff"
+
+
+def decode_text(raw: bytes, where: str, *, allow_nul: bool = False) -> str:
+    """The text of a file's bytes as odcf reads it: UTF-8, a leading byte-order mark removed.
+
+    The BOM is an encoding marker, not text: ``odcf compress`` does not deliver it, and the
+    record's ``source_sha256`` is the hash of the text without it, which is what ``odcf verify``
+    re-reads. A UTF-16 file (its BOM) and invalid UTF-8 are an :class:`InputError` naming the
+    byte offset in the file; so is a NUL byte (binary data, not text) unless *allow_nul*.
+
+    >>> decode_text(b"\\xef\\xbb\\xbfPay $5.", "a.txt")
+    'Pay $5.'
+    """
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError(f"{where}: a UTF-16 file (it starts with a byte-order mark); odcf reads UTF-8: convert it")
+    if not allow_nul and b"\x00" in raw:
+        raise InputError(f"{where}: binary data, not text (a NUL byte at offset {raw.index(0)}); odcf reads "
+                         "UTF-8 text: extract the text first")
+    try:
+        text = raw.decode("utf-8")  # not utf-8-sig: an error's offset counts the BOM's bytes too
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: invalid UTF-8 at byte {exc.start}: {raw[exc.start:exc.start + 4]!r}") from exc
+    return text[1:] if text.startswith(_BOM) else text
+
+
+def read_text(path: str | os.PathLike[str], *, allow_nul: bool = False) -> str:
+    """Read *path* with :func:`decode_text`; a file that cannot be read is an :class:`InputError` too."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return decode_text(raw, str(path), allow_nul=allow_nul)
 
 
 class AtomicFile:

@@ -44,6 +44,7 @@ from typing import Any, get_args
 
 from odcf.document import Document, Segment, Source, Status, sha256
 from odcf.errors import InputError
+from odcf.fileio import decode_text
 from odcf.textutil import check_fields, is_json, json_kind
 
 logger = logging.getLogger(__name__)
@@ -100,18 +101,16 @@ def select(raw: bytes, read_range: str | None, *, where: str = "<source>") -> st
     """The text a read range selects from a file's bytes (see the module docstring)."""
     rr = (read_range or "whole").strip()
     if rr == "whole":
-        text = _decode(raw, where)
-        return text[1:] if text.startswith("\ufeff") else text
+        return _decode(raw, where)
     m = _LINES.match(rr)
     if m:
         a, b = int(m.group(1)), int(m.group(2))
         if a < 1 or b < a:
             raise InputError(f"{where}: bad read range {rr!r}: lines are 1-based and a <= b")
-        lines = _decode(raw, where).splitlines(keepends=True)
+        lines = _decode(raw, where).splitlines(keepends=True)  # line 1 without the BOM
         if b > len(lines):
             raise InputError(f"{where}: read range {rr!r} is past the end of the file ({len(lines)} lines)")
-        text = "".join(lines[a - 1:b])
-        return text[1:] if a == 1 and text.startswith("\ufeff") else text
+        return "".join(lines[a - 1:b])
     m = _BYTES.match(rr)
     if m:
         a, b = int(m.group(1)), int(m.group(2))
@@ -119,9 +118,12 @@ def select(raw: bytes, read_range: str | None, *, where: str = "<source>") -> st
             raise InputError(f"{where}: bad read range {rr!r}: a <= b")
         if b >= len(raw):
             raise InputError(f"{where}: read range {rr!r} is past the end of the file ({len(raw)} bytes)")
-        return _decode(raw[a:b + 1], where)
+        try:  # the bytes as they are: a BOM in the range is in the text
+            return raw[a:b + 1].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{where}: invalid UTF-8 at byte {a + exc.start} (read range {rr!r})") from exc
     if rr.startswith("/") or rr == "":
-        doc = json.loads(_decode(raw, where).lstrip("\ufeff")) if raw.strip() else None
+        doc = json.loads(_decode(raw, where)) if raw.strip() else None
         value = _pointer(doc, rr, where)
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
     raise InputError(f"{where}: unknown read range {rr!r} (use whole, 'lines a-b', 'bytes a-b' or a JSON pointer /a/0)")
@@ -137,10 +139,10 @@ def read_selection(path: str | os.PathLike[str], read_range: str | None = "whole
 
 
 def _decode(raw: bytes, where: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: invalid UTF-8 at byte {exc.start}") from exc
+    """The file's text as ``odcf compress`` reads it (:func:`odcf.fileio.decode_text`: one reader
+    for both, so an unchanged file hashes the same); a NUL byte is not refused here, as a source
+    given through the API may hold one and its hash is what is checked."""
+    return decode_text(raw, where, allow_nul=True)
 
 
 def _pointer(doc: Any, pointer: str, where: str) -> Any:

@@ -4,7 +4,7 @@ import stat
 import pytest
 
 from odcf.errors import InputError
-from odcf.fileio import AtomicFile, write_text
+from odcf.fileio import AtomicFile, decode_text, write_text
 
 
 def test_a_link_is_written_through_and_stays_a_link(tmp_path):
@@ -53,3 +53,15 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
             fh.write(b"half")
             raise RuntimeError("stop")
     assert target.read_bytes() == b"old\n" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_decode_text_is_the_one_way_files_are_read():
+    assert decode_text(b"\xef\xbb\xbfPay $5.\n", "a.txt") == "Pay $5.\n"  # the BOM is an encoding mark, not text
+    assert decode_text(b"Pay \xef\xbb\xbf$5.", "a.txt") == "Pay \ufeff$5."  # only a leading one
+    with pytest.raises(InputError, match=r"a\.txt: invalid UTF-8 at byte 5"):
+        decode_text(b"\xef\xbb\xbfok\xff", "a.txt")  # the offset counts the BOM's bytes
+    with pytest.raises(InputError, match="NUL byte at offset 1"):
+        decode_text(b"a\x00b", "a.txt")
+    assert decode_text(b"a\x00b", "a.txt", allow_nul=True) == "a\x00b"
+    with pytest.raises(InputError, match="UTF-16"):
+        decode_text("x".encode("utf-16"), "a.txt")

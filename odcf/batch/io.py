@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from odcf.batch.records import record_id
+from odcf.batch.records import binary_cell, record_id
 from odcf.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -95,6 +95,12 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
     """The input files of a job: *path* itself, or every JSON Lines / Parquet file under a directory
     (recursively, hidden entries skipped), sorted by relative path so the order is deterministic.
     With *warn*, the files left unread (another format, hidden ones) are named in one warning."""
+    return discover(path, warn=warn)[0]
+
+
+def discover(path: str | os.PathLike[str], *, warn: bool = True) -> tuple[list[InputFile], str]:
+    """:func:`discover_inputs`, and the warning that names the entries of a folder left unread
+    ("" when none is; logged with *warn*): a batch job also puts it in its summary's warnings."""
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
@@ -105,7 +111,7 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
             raise InputError(
                 f"{root}: unknown input format (use {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
             )
-        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)]
+        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)], ""
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{root}: {_not_regular(st.st_mode)}")
     found: list[tuple[str, Path, str]] = []
@@ -135,17 +141,20 @@ def discover_inputs(path: str | os.PathLike[str], *, warn: bool = True) -> list[
         raise InputError(
             f"{root}: no input files in this directory (looked for {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
         )
-    if skipped and warn:
+    unread = ""
+    if skipped:
         skipped.sort()
-        logger.warning("%s: %d file(s) or folder(s) are not read (hidden, or not %s): %s%s", root, len(skipped),
-                       ", ".join(JSONL_SUFFIXES + PARQUET_SUFFIXES), ", ".join(skipped[:5]),
-                       f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        unread = (f"{root}: {len(skipped)} file(s) or folder(s) are not read (hidden, or not "
+                  f"{', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)}): {', '.join(skipped[:5])}"
+                  + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""))
+        if warn:
+            logger.warning("%s", unread)
     found.sort(key=lambda t: t[0])
     out = []
     for no, (name, full, fmt) in enumerate(found):
         st = full.stat()
         out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns))
-    return out
+    return out, unread
 
 
 def _not_regular(mode: int) -> str:
@@ -657,7 +666,8 @@ def _pyarrow_parquet() -> Any:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-ready copy of a Parquet row value: bytes become base64 text, dates ISO strings,
+    """A JSON-ready copy of a Parquet row value: bytes (a binary column) their UTF-8 text, or
+    ``{"base64": ...}`` saying why they are not text (:func:`~odcf.batch.records.binary_cell`), dates ISO strings,
     decimals strings, non-finite floats ``{"float": "nan"}`` (JSON has no NaN; an object, so that
     a NaN where text is expected is refused as not a string instead of read as the text "nan")."""
     if value is None or isinstance(value, (str, bool, int)):
@@ -669,7 +679,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+        return binary_cell(bytes(value))
     if isinstance(value, (datetime.date, datetime.time, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, datetime.timedelta):

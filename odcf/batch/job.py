@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from odcf.batch.io import InputFile, Key, count_records, discover_inputs, format_of, parquet_columns, read_records
+from odcf.batch.io import (InputFile, Key, count_records, discover, discover_inputs, format_of, parquet_columns,
+                          read_records)
 from odcf.batch.items import WorkItem, prepare
 from odcf.batch.parts import Assembled, BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of, output_lock
 from odcf.batch.progress import Progress
@@ -89,7 +90,7 @@ def run_batch(
         from odcf.batch.ray import check_ray_address
 
         check_ray_address(ray_address)  # before any part is written: an unreachable head is one quick error
-    files = discover_inputs(input)
+    files, unread = discover(input)  # logs the entries of a folder left unread
     _check_paths(input, output, files)
     plan = _check_config(config)
     plan_hash = str(plan.hash)
@@ -99,13 +100,13 @@ def run_batch(
     with output_lock(output):
         return _run_locked(input, output, config, files, fmt, plan_hash, t0, engine=engine, workers=workers,
                            chunk_size=chunk_size, resume=resume, overwrite=overwrite, ray_address=ray_address,
-                           progress=progress)
+                           progress=progress, unread=unread)
 
 
 def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], config: BatchConfig,
                 files: list[InputFile], fmt: str, plan_hash: str, t0: float, *, engine: str, workers: int,
                 chunk_size: int, resume: bool, overwrite: bool, ray_address: str | None,
-                progress: bool | None) -> BatchSummary:
+                progress: bool | None, unread: str = "") -> BatchSummary:
     counts = count_records(files, max_chars=config.max_chars)
     store = PartStore(output)
     job = {
@@ -148,11 +149,13 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
     warnings = _query_warnings(config.query_field, totals)
     if warnings and not early:
         logger.warning("%s", warnings[0])
+    warnings = ((unread,) if unread else ()) + warnings  # logged when the folder was read
     summary = BatchSummary(
         records_in=totals.records_in, records_out=totals.records_out, records_failed=totals.records_failed,
         tokens_in=totals.tokens_in, tokens_out=totals.tokens_out, seconds=time.perf_counter() - t0,
         output=str(output), errors=str(store.errors_path), engine=engine, workers=workers,
-        resumed_records=already, warnings=warnings,
+        resumed_records=already, warnings=warnings, records_empty=totals.empty,
+        records_over_budget=totals.over_budget, records_with_warnings=totals.warned,
     )
     if summary.records_in != summary.records_out + summary.records_failed:  # assemble checks too
         raise BatchIntegrityError(f"counts do not reconcile: {summary.to_dict()}")

@@ -74,6 +74,10 @@ class Assembled:
     tokens_out: int
     #: records that have the job's query field (see :mod:`odcf.batch.items`)
     queried: int = 0
+    #: compressed records that delivered no text, went over the budget, or carry record warnings
+    empty: int = 0
+    over_budget: int = 0
+    warned: int = 0
 
 
 @contextmanager
@@ -227,7 +231,7 @@ class PartStore:
         missing = [c for c in order if not self.part_path(c).exists()]
         if missing:
             raise BatchIntegrityError(f"{len(missing)} chunk(s) have no part, first {missing[0]}")
-        out_n = err_n = tin = tout = queried = 0
+        out_n = err_n = tin = tout = queried = empty = over = warned = 0
         with AtomicFile(self.errors_path) as errors:
             with AtomicFile(self.output) as out:
                 writer = ParquetRowsWriter(out) if fmt == "parquet" else None
@@ -240,6 +244,10 @@ class PartStore:
                             out_n += 1
                             tin += ok["tokens_in"]
                             tout += ok["tokens_out"]
+                            record = ok.get("record") if isinstance(ok.get("record"), dict) else {}
+                            empty += not str(ok.get("text") or "").strip()
+                            over += bool(record.get("over_budget"))
+                            warned += bool(record.get("warnings"))
                             if writer is None:
                                 out.write((dumps(ok) + "\n").encode("utf-8"))
                             else:
@@ -260,7 +268,7 @@ class PartStore:
                         f"counts do not reconcile: {records_in} record(s) in, {out_n} out + {err_n} failed"
                     )
         shutil.rmtree(self.dir)
-        return Assembled(records_in, out_n, err_n, tin, tout, queried)
+        return Assembled(records_in, out_n, err_n, tin, tout, queried, empty, over, warned)
 
 
 def _diff(old: Any, new: Any, path: str = "") -> list[str]:

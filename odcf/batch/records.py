@@ -16,6 +16,12 @@ Rules (each failure is a :class:`RecordError` whose message says what is wrong):
   means no query;
 - a text, query, id or other string of a source holding a lone surrogate (``"\\ud800"`` is valid
   JSON, but no character) is an error naming the field and the character offset;
+- a text (``context`` or a source's ``text``) holding a NUL character is binary data, not text: an
+  error naming the field and the offset, as ``odcf compress`` refuses a file with a NUL byte;
+- a value of a Parquet binary column is read as UTF-8 text (:func:`binary_cell`); one that is not
+  text (invalid UTF-8, a NUL byte) is an error where the record uses it (``'context' is a binary
+  column value that is not text (invalid UTF-8 at byte 3: …)``) and kept as ``{"base64": …}`` in a
+  field the record does not use;
 - an empty context (no non-whitespace character in any text) is an error, ``empty context``:
   there is nothing to compress and an empty output would hide an upstream data problem;
 - the total number of characters must not exceed ``max_chars`` (``--max-chars``), so that one
@@ -30,6 +36,7 @@ record, never in the output).
 """
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +71,32 @@ class Request:
     chars: int
 
 
+class BinaryCell(dict):  # type: ignore[type-arg]
+    """A Parquet binary value that is not text: ``{"base64": ...}`` (as the error file writes it),
+    and :attr:`why` it is not text, said when a field the record uses holds it."""
+
+    def __init__(self, data: bytes, why: str) -> None:
+        super().__init__(base64=base64.b64encode(data).decode("ascii"))
+        self.why = why
+
+
+def binary_cell(data: bytes) -> str | BinaryCell:
+    """A Parquet binary value as a record field: its text when it is UTF-8 text, else a
+    :class:`BinaryCell` saying why not (invalid UTF-8 at byte N, or a NUL byte: binary data).
+
+    >>> binary_cell("café".encode()), binary_cell(b"caf\\xe9 au lait").why
+    ('café', 'invalid UTF-8 at byte 3: invalid continuation byte')
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return BinaryCell(data, f"invalid UTF-8 at byte {exc.start}: {exc.reason}")
+    at = text.find("\x00")
+    if at >= 0:
+        return BinaryCell(data, f"binary data, not text (a NUL byte at byte {len(text[:at].encode('utf-8'))})")
+    return text
+
+
 def record_id(record: Any) -> str | None:
     """The record's id as a string, or None when it has no usable id."""
     if not isinstance(record, Mapping):
@@ -93,6 +126,7 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
     if has_context:
         context = record["context"]
         if not isinstance(context, str):
+            _check_binary_cell(context, "'context'")
             raise RecordError(f"'context' must be a string, got a JSON {_json_type(context)}")
         chars = len(context)
         _check_size(chars, max_chars)
@@ -100,6 +134,7 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
             raise RecordError("empty context: nothing to compress" + (
                 "" if not context.strip() else " (only invisible formatting characters)"))
         _check_unicode(context, "'context'")
+        _check_binary(context, "'context'")
         return Request(id=rid, sources=context, query=query, chars=chars)
     sources = _check_sources(record["sources"])
     chars = sum(len(s["text"]) for s in sources)
@@ -115,6 +150,7 @@ def _check_id(record: Mapping[str, Any]) -> str:
     rid = record_id(record)
     if rid is None:
         value = record["id"]
+        _check_binary_cell(value, "'id'")
         if isinstance(value, str):
             raise RecordError("'id' is an empty string")
         raise RecordError(f"'id' must be a string or an integer, got a JSON {_json_type(value)}")
@@ -129,6 +165,7 @@ def _check_query(record: Mapping[str, Any], field: str) -> str | None:
     if query is None:
         return None
     if not isinstance(query, str):
+        _check_binary_cell(query, f"query field {field!r}")
         raise RecordError(f"query field {field!r} must be a string, got a JSON {_json_type(query)}")
     _check_unicode(query, f"query field {field!r}")
     return query or None
@@ -138,6 +175,21 @@ def _check_unicode(text: str, where: str) -> None:
     problem = unicode_problem(text)
     if problem:
         raise RecordError(f"{where} {problem}")
+
+
+def _check_binary_cell(value: Any, where: str) -> None:
+    if isinstance(value, BinaryCell):
+        raise RecordError(f"{where} is a binary column value that is not text ({value.why}); "
+                          "the record holds its bytes as base64")
+
+
+def _check_binary(text: str, where: str) -> None:
+    """A NUL character is binary data, not text (a PDF or an image read as a string upstream):
+    refused as ``odcf compress`` refuses a file holding a NUL byte, never passed through."""
+    at = text.find("\x00")
+    if at >= 0:
+        raise RecordError(f"{where} is binary data, not text (a NUL character at character {at}); odcf "
+                          "reads UTF-8 text: extract the text first")
 
 
 def _check_size(chars: int, max_chars: int) -> None:
@@ -164,12 +216,15 @@ def _check_sources(value: Any) -> list[dict[str, Any]]:
         if unknown:
             raise RecordError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(SOURCE_KEYS)})")
         clean = {k: v for k, v in src.items() if v is not None}
+        for key in SOURCE_KEYS:
+            _check_binary_cell(clean.get(key), f"{where}.{key}")
         text = clean.get("text")
         if not isinstance(text, str):
             raise RecordError(f"{where}.text must be a string, got a JSON {_json_type(text)}")
         for key in SOURCE_KEYS:  # every string of a source is hashed, counted or written out
             if isinstance(clean.get(key), str):
                 _check_unicode(clean[key], f"{where}.{key}")
+        _check_binary(text, f"{where}.text")
         if "id" in clean:
             sid = clean["id"]
             if isinstance(sid, int) and not isinstance(sid, bool):

@@ -1,9 +1,12 @@
-"""What a batch job reports at the end: counts, tokens, time.
+"""What a batch job reports at the end: counts, tokens, time, and how many of the records it
+compressed delivered nothing, went over the budget or carry warnings (a record that delivers empty
+text is an output row, not a failure: its record's ``warnings`` say why).
 
 >>> s = BatchSummary(records_in=3, records_out=2, records_failed=1, tokens_in=900, tokens_out=300,
-...                  seconds=1.5, output="out.jsonl", errors="out.jsonl.errors.jsonl")
->>> s.tokens_saved, s.ok
-(600, False)
+...                  seconds=1.5, output="out.jsonl", errors="out.jsonl.errors.jsonl", records_empty=1,
+...                  records_with_warnings=1)
+>>> s.tokens_saved, s.ok, s.hint
+(600, False, "1 record(s) delivered empty text: each one's record.warnings says why (often a budget smaller than the smallest part of the record, as assembled)")
 """
 from __future__ import annotations
 
@@ -30,6 +33,12 @@ class BatchSummary:
     resumed_records: int = 0
     #: things the job did but the user likely did not mean (a query field no record has)
     warnings: tuple[str, ...] = ()
+    #: compressed records (counted in records_out) whose text is empty, that went over the budget
+    #: (required material alone exceeds it), and whose delivery record has warnings (a state
+    #: that does not validate, an empty delivery, a required layer with nothing, ...)
+    records_empty: int = 0
+    records_over_budget: int = 0
+    records_with_warnings: int = 0
 
     @property
     def tokens_saved(self) -> int:
@@ -45,11 +54,26 @@ class BatchSummary:
         """Records processed by this run (not counting those resumed from earlier parts)."""
         return self.records_in - self.resumed_records
 
+    @property
+    def hint(self) -> str | None:
+        """One line on what the delivered-record counts mean and where to look (None when all are 0)."""
+        if self.records_empty:
+            return (f"{self.records_empty} record(s) delivered empty text: each one's record.warnings says why "
+                    "(often a budget smaller than the smallest part of the record, as assembled)")
+        if self.records_over_budget:
+            return (f"{self.records_over_budget} record(s) went over the budget: their required material alone "
+                    "exceeds it (record.over_by; --strict fails them instead)")
+        if self.records_with_warnings:
+            return (f"{self.records_with_warnings} record(s) carry warnings (e.g. a state that does not validate "
+                    "against the plan's schema): see record.warnings in the output")
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["warnings"] = list(self.warnings)
         out["seconds"] = round(self.seconds, 3)
         out["tokens_saved"] = self.tokens_saved
+        out["hint"] = self.hint
         return out
 
     def lines(self) -> list[str]:
@@ -59,11 +83,15 @@ class BatchSummary:
         out = [
             f"records: {self.records_in} in, {self.records_out} out, {self.records_failed} failed"
             + (f" ({self.resumed_records} finished by an earlier run)" if self.resumed_records else ""),
+            (f"delivered: {self.records_empty} empty, {self.records_over_budget} over budget, "
+             f"{self.records_with_warnings} with warnings (of {self.records_out} out)"),
             f"tokens:  {self.tokens_in} in, {self.tokens_out} out{ratio}, {self.tokens_saved} saved",
             f"time:    {self.seconds:.1f} s, {rate:.1f} records/s ({self.engine}, {self.workers} worker(s))",
             f"output:  {self.output}",
         ]
         if self.records_failed:
             out.append(f"errors:  {self.errors}")
+        if self.hint:
+            out.append(f"hint:    {self.hint}")
         out.extend(f"warning: {w}" for w in self.warnings)
         return out

@@ -1,4 +1,4 @@
-"""`odcf handoff ITEMS.json --role R [--ontology ONT] [--budget N] [--strict] [--json] [--record FILE]`
+"""`odcf handoff ITEMS.json --role R [--ontology ONT] [--budget N] [--strict] [--json] [--record FILE] [--no-timings]`
 
 Prepare what the next agent receives: reads a JSON file of handoff items (facts, tool output,
 drafts, state, OpenAI-style chat messages; see docs/handoff.md) and prints the handoff text.
@@ -39,13 +39,15 @@ def register(sub: Any) -> None:
     p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
     p.add_argument("--json", action="store_true",
                    help='print {"text","tokens_in","tokens_out","budget","record"}')
+    p.add_argument("--no-timings", action="store_true",
+                   help="drop per-stage timings from the record, for byte-identical reruns")
     add_stage_flags(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor
-    from odcf.handoff.engine import handoff
+    from odcf.handoff.engine import handoff, over_budget_message
     from odcf.handoff.items import load_items, parse_items
 
     refuse_overwrites([args.items, args.ontology], {"--out": args.out, "--record": args.record})
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         items = load_items(args.items)
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
     result = handoff(compressor, role=args.role, items=items, budget=args.budget, strict=args.strict,
-                     searched=args.searched, query=args.query)
+                     searched=args.searched, query=args.query, timings=not args.no_timings)
     if args.record:
         write_text(args.record, json.dumps(result.record, ensure_ascii=False, indent=2) + "\n")
     payload = (json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else result.text) + "\n"
@@ -71,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(payload)
     rec = result.record
     if rec.get("over_budget"):
-        print(f"odcf handoff: warning: over budget by {rec['over_by']} tokens "
-              "(mandatory material alone exceeds it; see the record)", file=sys.stderr)
+        print(f"odcf handoff: warning: {over_budget_message(rec)}; see the record", file=sys.stderr)
     if rec.get("missing"):
         print(f"odcf handoff: note: {len(rec['missing'])} required item(s) missing: "
               + ", ".join(str(m.get("category") or m.get("item")) for m in rec["missing"]), file=sys.stderr)

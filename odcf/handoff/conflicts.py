@@ -3,8 +3,13 @@
 Facts are pulled out as (entity, attribute, value) triples with simple patterns:
 
 - **text**: an entity is an identifier (an order id ``#W2611340``, a flight ``HAT136``, a
-  reservation ``UM3OG5``, a user id ``mia_li_3668``, or any match of a plan anchor whose name
-  says id/number/code/ref); a value is an amount (``$50``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
+  reservation ``UM3OG5``, a user id ``mia_li_3668``, any match of a plan anchor whose name says
+  it names identifiers (a part ``id``, ``no``, ``nr``, ``number``, ``ref``, ``sku``, ``ticket``,
+  ``order``, ``reservation``: ``order_id``, ``claim_no``), or a match of any other anchor that looks
+  like an identifier: letters, a separator, digits (``INV-2024``, ``PO_17``, ``CASE#0042``; not for
+  an anchor named ``…code``, whose matches name kinds — airports, currencies, errors); always the
+  whole identifier: a match that stops inside it (``PO-2024`` of ``PO-2024-17``, ``INV-2024`` of
+  ``INV-20241``) takes the rest of its word and its further ``-digits`` groups); a value is an amount (``$50``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
   ``May 20, 2024``), a status word (``cancelled``, ``delivered``…) or a quantity (``3 bags``).
   The attribute is the value's type, refined by a keyword before it in the sentence
   ("refund amount", "price", "departure date"…). A value belongs to the nearest identifier
@@ -32,9 +37,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from odcf.handoff.items import HandoffItem
 from odcf.textutil import split_sentences
@@ -153,8 +158,35 @@ class Conflict:
         return f"- {' '.join(x for x in (self.entity, self.attribute) if x)}: " + " vs ".join(parts)
 
 
-def _id_regex(extra: Sequence[re.Pattern[str]] = ()) -> list[re.Pattern[str]]:
+class IdPattern(Protocol):
+    """What finds identifiers in a clause: a compiled regex, or :class:`ShapedAnchor`."""
+
+    def finditer(self, string: str) -> Iterator[re.Match[str]]: ...
+
+
+def _id_regex(extra: Sequence[IdPattern] = ()) -> list[IdPattern]:
     return [re.compile(p) for p in _ID_PATTERNS] + list(extra)
+
+
+#: What an identifier looks like when its anchor's name does not say so: letters, a separator,
+#: digits, and any further groups (``INV-2024``, ``PO_17``, ``CASE#0042``, ``INV-2024-0042``).
+ID_SHAPE = re.compile(r"(?a)[A-Za-z]{1,10}[-_#/]\d{2,}(?:[-_/][A-Za-z0-9]+)*")
+#: The rest of an identifier a match stopped inside: the rest of its word and ``-digits`` groups.
+_ID_TAIL = re.compile(r"(?a)\w*(?:-\d+)*")
+
+
+@dataclass(frozen=True)
+class ShapedAnchor:
+    """An anchor whose name does not say it names identifiers: only its matches that look like one
+    (:data:`ID_SHAPE`, once taken whole) are identifiers."""
+
+    regex: re.Pattern[str]
+
+    def finditer(self, string: str) -> Iterator[re.Match[str]]:
+        for m in self.regex.finditer(string):
+            end = _ID_TAIL.match(string, m.end()).end() if m.group(0)[-1:].isalnum() else m.end()  # type: ignore[union-attr]
+            if ID_SHAPE.fullmatch(string, m.start(), end):
+                yield m
 
 
 #: Anchor names that say "a number" without saying of what: their matches are quantities, not ids.
@@ -164,16 +196,21 @@ _GENERIC_NUMBER_NAMES = frozenset({"number", "numbers", "num", "nr", "no", "inte
 _BARE_NUMBER_RE = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d{1,9})(?:\.\d+)?")
 
 
-def id_anchors(plan: Any) -> list[re.Pattern[str]]:
-    """The plan's anchors that name identifiers (name holds id/number/code/ref)."""
-    out: list[re.Pattern[str]] = []
+def id_anchors(plan: Any) -> list[IdPattern]:
+    """The plan's anchors that find identifiers: every match of one whose name says it names them
+    (a part id/no/nr/number/ref/…: ``order_id``, ``claim_no``), and the matches that look like an
+    identifier (:data:`ID_SHAPE`) of any other (``inv: 'INV-\\d{4}'``)."""
+    out: list[IdPattern] = []
     for a in getattr(getattr(plan, "protection", None), "anchors", ()):
-        # "code" is left out on purpose: airport, currency and error codes name kinds, not entities;
+        name = a.name.lower()
         # an anchor named only "number" (any number) names no kind of thing at all
-        if a.name.lower() in _GENERIC_NUMBER_NAMES:
+        if name in _GENERIC_NUMBER_NAMES:
             continue
-        if re.search(r"(?:^|_)(?:id|ids|no|num|nr|number|ref|reference|sku|ticket|order|reservation)(?:_|$)", a.name):
+        if re.search(r"(?:^|_)(?:id|ids|no|num|nr|number|ref|reference|sku|ticket|order|reservation)(?:_|$)", name):
             out.append(a.regex)
+        # "code" is left out on purpose: airport, currency and error codes name kinds, not entities
+        elif not re.search(r"(?:^|_)codes?(?:_|$)", name):
+            out.append(ShapedAnchor(a.regex))
     return out
 
 
@@ -295,7 +332,7 @@ def json_facts(item_id: str, data: Any, *, context_date: str | None = None) -> l
     return out
 
 
-def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) -> list[Fact]:
+def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> list[Fact]:
     """Facts from prose (see the module docstring)."""
     out: list[Fact] = []
     clauses = [piece for start, end in split_sentences(text)
@@ -306,8 +343,10 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[re.Pattern[str]]) 
             for m in rx.finditer(sent):
                 if _BARE_NUMBER_RE.fullmatch(m.group(0).strip()):
                     continue  # "24" is how many or how much, not whose
-                if not any(s <= m.start() < e or m.start() <= s < m.end() for s, e, _ in ids):
-                    ids.append((m.start(), m.end(), m.group(0)))
+                # the whole identifier: "PO-2024" of "PO-2024-17" would make two invoices one
+                end = _ID_TAIL.match(sent, m.end()).end() if m.group(0)[-1:].isalnum() else m.end()  # type: ignore[union-attr]
+                if not any(s <= m.start() < e or m.start() <= s < end for s, e, _ in ids):
+                    ids.append((m.start(), end, sent[m.start():end]))
         if not ids:
             out += _subject_facts(item_id, sent)
             continue
@@ -397,7 +436,7 @@ def _attribute(kind: str, near: str, whole_before: str) -> str:
     return _DEFAULT_ATTR[kind]
 
 
-def item_facts(item: HandoffItem, id_patterns: Sequence[re.Pattern[str]]) -> list[Fact]:
+def item_facts(item: HandoffItem, id_patterns: Sequence[IdPattern]) -> list[Fact]:
     data = item.data
     if data is None and item.text.lstrip()[:1] in ("{", "["):
         try:

@@ -22,7 +22,10 @@ the material is the core pipeline's (:class:`odcf.compressor.Compressor`), with 
 5. lay the sources out in reading order, with history caps fitted to the room
    (:mod:`~odcf.handoff.layout`);
 6. run the core pipeline on them with the budget left after the handoff notes, then append the
-   notes (:mod:`~odcf.handoff.notes`); when drafts were cut and the run left room unused (or the
+   notes (:mod:`~odcf.handoff.notes`); when what the role must receive does not fit beside the
+   notes, the notes give up their details (what is missing is always written) and the core runs
+   again in the room that frees; messages and drop reasons quote the whole budget and say what the
+   notes take, and being over it (``strict``: an error) is judged on the final text; when drafts were cut and the run left room unused (or the
    budget had to cut a draft itself), the drafts are re-cut to fit and the core run again
    (at most ``DRAFT_PASSES`` more runs, each taken only when it loses nothing the run before had);
 7. make the record tell the handoff's own cuts: ``sources`` entries of cut drafts, condensed turns
@@ -99,15 +102,16 @@ def _compressor(target: Any, stages: Mapping[str, Any] | None) -> Any:
 
 
 def _check_arguments(*, query: Any, tokenizer: Any, strict: Any, searched: Any,
-                     history: tuple[Any, Any, Any]) -> tuple[str, ...]:
+                     history: tuple[Any, Any, Any], timings: Any = True) -> tuple[str, ...]:
     """Refuse argument values of the wrong type before any work, each naming the argument;
     returns *searched* as a tuple (a string would otherwise read as one category per letter)."""
     problem = query_problem(query)
     if problem:
         raise HandoffError(problem)
     check_tokenizer(tokenizer)
-    if not isinstance(strict, bool):  # "no" would read as true
-        raise HandoffError(f"strict must be True or False, got {strict!r}")
+    for name, flag in (("strict", strict), ("timings", timings)):
+        if not isinstance(flag, bool):  # "no" would read as true
+            raise HandoffError(f"{name} must be True or False, got {flag!r}")
     if isinstance(searched, (str, bytes)) or not isinstance(searched, Iterable):
         raise HandoffError(f"searched must be a list of category names, got {type(searched).__name__} {searched!r}")
     searched = tuple(searched)
@@ -135,6 +139,7 @@ def handoff(
     condensed_turns: int = 10,
     turn_cap: int = 60,
     stages: Mapping[str, Any] | None = None,
+    timings: bool = True,
 ) -> HandoffResult:
     """Prepare the handoff to *role* from *items* (a list, a handoff object, an :class:`ItemBatch`
     or a path to a JSON file; see :mod:`odcf.handoff.items`).
@@ -143,12 +148,13 @@ def handoff(
     ontology name/path (for the last two, *stages* switches pipeline stages as for ``Compressor``).
     *budget* overrides the role's budget. *strict*: missing required material (a required
     category never searched, evidence of a scope claim absent, a mandatory item the role cannot
-    receive) raises :class:`HandoffError` naming it, and required material over the budget
-    raises :class:`~odcf.errors.BudgetError`. *verbatim_turns*, *condensed_turns* and *turn_cap*
-    shape the history layers (:mod:`odcf.handoff.history`).
+    receive) raises :class:`HandoffError` naming it, and a final text over the budget (required
+    material that does not fit beside what the notes must say) raises :class:`~odcf.errors.BudgetError`. *verbatim_turns*, *condensed_turns* and *turn_cap*
+    shape the history layers (:mod:`odcf.handoff.history`). ``timings=False`` leaves the stages'
+    wall-clock ``ms`` out of the record, so that the same handoff gives a byte-identical record.
     """
     searched = _check_arguments(query=query, tokenizer=tokenizer, strict=strict, searched=searched,
-                                history=(verbatim_turns, condensed_turns, turn_cap))
+                                history=(verbatim_turns, condensed_turns, turn_cap), timings=timings)
     comp = _compressor(target, stages)
     plan: Plan = comp.plan
     contract = plan.role(role)
@@ -166,7 +172,7 @@ def handoff(
     query = query if query is not None else plan.task_goal
     hist = (verbatim_turns, condensed_turns, turn_cap)
     prep = _prepare(batch, plan, contract, budget, counter, query, strict, history=hist)
-    run = _run_core(comp, prep, contract, counter, budget, query, role, unit, strict)
+    run = _run_core(comp, prep, contract, counter, budget, query, role, unit, strict, timings)
     # the drafts' share is then fitted to what the budget did: room a run left unused goes to the
     # drafts cut to their floor share; when the budget had to cut the drafts themselves, they are
     # cut again here to that size, keeping their constraint sentences (the budget stage would cut
@@ -185,7 +191,7 @@ def handoff(
                               draft_extra=extra + step)
         if trial_prep.reasoning_cuts == prep.reasoning_cuts:
             break
-        trial = _run_core(comp, trial_prep, contract, counter, budget, query, role, unit, strict)
+        trial = _run_core(comp, trial_prep, contract, counter, budget, query, role, unit, strict, timings)
         # within the drafts' floor share they may displace history turns (the share is theirs)
         lost = {sid for sid in trial.dropped_other - run.dropped_other
                 if not (extra + step <= 0 and trial.layers.get(sid) == "history")}
@@ -197,7 +203,7 @@ def handoff(
             slack //= 2
         else:
             break
-    notes, shown, core_budget, out = run.notes, run.shown, run.core_budget, run.out
+    shown, core_budget, out = run.shown, run.core_budget, run.out
     core_text = out.meta["text"]
     record = dict(out.meta["record"])
     _mark_handoff_cuts(record, prep, batch, counter)
@@ -210,7 +216,8 @@ def handoff(
     # the notes again, now that what was delivered is known (conflicting items not delivered are
     # marked); within the room reserved for them, unless a missing mandatory item must be said
     delivered = frozenset(s["id"] for s in record.get("sources", []) if s.get("status") != "dropped")
-    notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=None if dropped else shown)
+    notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=None if dropped else shown,
+                          max_tokens=run.notes_room)
 
     text = core_text + ("\n\n" + notes if notes and core_text else notes)
     tokens = counter.count(text)
@@ -233,17 +240,20 @@ def handoff(
             **prep.record_entries(contract, counter, record=record, document=out),
             "notes_tokens": counter.count(notes) if notes else 0,
             "core_budget": core_budget,
+            "core_tokens": counter.count(core_text),
             "core_tokens_in": out.meta["record"]["tokens_in"],
             "core_sha256": sha256(core_text),
             "items": len(batch.items),
             "searched": sorted(batch.searched),
         },
     })
-    if over_by and strict:
-        from odcf.errors import BudgetError
+    if over_by:
+        message = over_budget_message(record)
+        if strict:
+            from odcf.errors import BudgetError
 
-        raise BudgetError(f"handoff to {contract.name} needs {tokens} tokens, budget {budget}: over by {over_by}",
-                          budget=budget, required=tokens)
+            raise BudgetError(f"role {contract.name!r}: {message}", budget=budget, required=tokens)
+        record["warnings"] = [*record.get("warnings", ()), message]
     return HandoffResult(text=text, record=record, tokens=tokens, tokens_in=record["tokens_in"],
                          budget=budget, document=out)
 
@@ -267,9 +277,11 @@ class _Prepared:
     sources: list[Any]
 
     def notes(self, contract: RoleContract, counter: Any, budget: int, *, delivered: frozenset[str] | None = None,
-              details: int | None = None) -> tuple[str, int]:
+              details: int | None = None, max_tokens: int | None = None) -> tuple[str, int]:
+        """The notes block within *max_tokens* (their share of *budget* by default)."""
         return render_notes(contract, self.decision, self.missing, self.duplicates, self.confidence_flags,
-                            self.conflicts, counter=counter, max_tokens=notes_cap(budget),
+                            self.conflicts, counter=counter,
+                            max_tokens=notes_cap(budget) if max_tokens is None else max_tokens,
                             delivered=delivered, details=details)
 
     def record_entries(self, contract: RoleContract, counter: Any, *, record: Mapping[str, Any] | None = None,
@@ -446,31 +458,66 @@ class _CoreRun:
     dropped_other: frozenset[str]   # ids of dropped segments outside the reasoning layer
     draft_dropped: int              # tokens of draft segments the budget dropped
     layers: dict[str, str]          # the layer of each segment in dropped_other
+    notes_room: int                 # the tokens the notes may take (their share, or what required material left)
 
 
 def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, budget: int, query: str | None,
-              role: str, unit: Any, strict: bool) -> _CoreRun:
-    """Step 6: the core pipeline within the budget left after the notes."""
-    notes, shown = prep.notes(contract, counter, budget)
-    notes_cost = counter.count(notes) + 2 if notes else 0
-    core_budget = max(1, budget - notes_cost)
-    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict)
-    meta = dict(doc.meta)
-    meta.update({"conflicts": [c.to_dict() for c in prep.conflicts],
-                 "not_searched": [c.category for c in prep.decision.not_searched]})
-    doc = doc.replace(meta=meta)
-    out = _pipeline(comp).run(doc, comp.plan)
+              role: str, unit: Any, strict: bool, timings: bool = True) -> _CoreRun:
+    """Step 6: the core pipeline within the budget left after the notes. When the material the
+    role must receive needs more than that, the notes' room is released to it: they are rendered
+    again within what the material leaves (their details give way; what is missing stays) and the
+    core runs again."""
+    notes_room = notes_cap(budget)
+    notes, shown = prep.notes(contract, counter, budget, max_tokens=notes_room)
+    out, core_budget = _core(comp, prep, notes, counter, budget, query, role, unit, strict, timings)
+    need = counter.count(out.meta["text"])
+    if notes and need > core_budget:
+        room = max(0, budget - need - 2)
+        fewer, fewer_shown = prep.notes(contract, counter, budget, max_tokens=room)
+        if counter.count(fewer) < counter.count(notes):
+            notes, shown, notes_room = fewer, fewer_shown, room
+            out, core_budget = _core(comp, prep, notes, counter, budget, query, role, unit, strict, timings)
     core_text = out.meta["text"]
     # counted with the notes as they will be written (they mark conflicting items not delivered)
     delivered = frozenset(s["id"] for s in out.meta["record"].get("sources", []) if s.get("status") != "dropped")
-    final_notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=shown)
+    final_notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=shown, max_tokens=notes_room)
     tokens = counter.count(core_text + ("\n\n" + final_notes if final_notes and core_text else final_notes))
     layers = {src.id: src.layer for src in out.sources}
     dropped = frozenset(seg.id for seg in out.segments if seg.dropped and layers.get(seg.source_id) != "reasoning")
     seg_layers = {seg.id: layers.get(seg.source_id, "") for seg in out.segments if seg.id in dropped}
     draft_dropped = sum(counter.count(seg.original) for seg in out.segments
                         if seg.dropped and layers.get(seg.source_id) == "reasoning") if "reasoning" in prep.allowed else 0
-    return _CoreRun(out, notes, shown, core_budget, tokens, dropped, draft_dropped, seg_layers)
+    return _CoreRun(out, notes, shown, core_budget, tokens, dropped, draft_dropped, seg_layers, notes_room)
+
+
+def _core(comp: Any, prep: _Prepared, notes: str, counter: Any, budget: int, query: str | None, role: str,
+          unit: Any, strict: bool, timings: bool = True) -> tuple[Document, int]:
+    """The core pipeline on the prepared sources, in the budget the *notes* leave (the budget stage
+    quotes the whole budget and leaves being over it to :func:`handoff`, which measures the final
+    text); the document and the core's budget."""
+    notes_cost = counter.count(notes) + 2 if notes else 0
+    core_budget = max(1, budget - notes_cost)
+    doc = comp.document(prep.sources, query=query, role=role, budget=core_budget, tokenizer=unit, strict=strict,
+                        timings=timings)
+    meta = dict(doc.meta)
+    meta.update({"conflicts": [c.to_dict() for c in prep.conflicts],
+                 "not_searched": [c.category for c in prep.decision.not_searched],
+                 "budget_reserve": {"tokens": budget - core_budget, "for": "the handoff notes"}})
+    doc = doc.replace(meta=meta)
+    return _pipeline(comp).run(doc, comp.plan), core_budget
+
+
+def over_budget_message(record: Mapping[str, Any]) -> str:
+    """What a handoff record over its budget says about it, in the whole budget's terms:
+    ``over budget by 9 tokens: the handoff needs 159 o200k_base tokens of a budget of 150 (required
+    material 137, the handoff notes 22)``. "required material" when the core kept nothing else
+    (it was over the room the notes left it), "the material delivered" otherwise."""
+    h = record.get("handoff") or {}
+    core, notes, core_budget = h.get("core_tokens", 0), h.get("notes_tokens", 0), h.get("core_budget", 0)
+    what = "required material" if core > core_budget else "the material delivered"
+    parts = f"{what} {core}, " + (f"the handoff notes {notes}" if notes else "no handoff notes")
+    return (f"over budget by {record.get('over_by')} tokens: the handoff needs {record.get('tokens_out')} "
+            f"{record.get('unit')} tokens of a budget of {record.get('budget')} ({parts})")
 
 
 def _mark_handoff_cuts(record: dict[str, Any], prep: _Prepared, batch: ItemBatch, counter: Any) -> None:

@@ -20,6 +20,13 @@ dropped "for room" that would have fitted. When required material alone exceeds 
 required is kept and the record says ``over_budget``. ``strict`` also raises when a layer the
 role requires has input but none of it fits.
 
+A caller that adds text of its own after the pipeline (a handoff's notes block) passes the room it
+holds for it as ``doc.meta["budget_reserve"] = {"tokens": n, "for": "the handoff notes"}``, with
+``doc.budget`` the room left for the segments: segments are fitted to ``doc.budget``, every message
+and reason quotes the whole budget (``doc.budget + n``) and says what the *n* tokens are held for,
+and being over is the caller's to judge and say (it measures the final text, and may shrink its
+own), so this stage neither warns nor raises for it.
+
 A sentence that opens by pointing back ("However, …", "Therefore …", "但是，…") goes only with the
 sentence before it in its source: taking it takes that sentence too (both must fit), leaving the
 earlier one out leaves it out, and when an earlier stage dropped the sentence before it, it is
@@ -51,7 +58,8 @@ Delivered without them, a quoted and superseded "I approve the carry-over" reads
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from odcf.document import Document, Segment, TraceEvent
@@ -106,18 +114,19 @@ class Budgeter(Stage):
 
         warnings: list[str] = []
         over_by = max(0, exact - budget)
-        if over_by and strict:
+        room = _Room.of(budget, doc.meta.get("budget_reserve"))
+        if over_by and strict and not room.reserved:
             raise BudgetError(
                 f"required material needs {exact} {counter.name} tokens but role {contract.name!r} has a "
                 f"budget of {budget}: over by {over_by}",
                 budget=budget, required=exact,
             )
-        if over_by:
+        if over_by and not room.reserved:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
-                                                    whole=groups.whole, corrected_by=corrected_by)
+                                                    whole=groups.whole, corrected_by=corrected_by, room=room)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate, groups,
-                                strict=strict, role=contract.name)
+                                strict=strict, role=contract.name, room=room)
         if decided and not live:
             layers = sorted({s.layer for s in decided.values()})
             warnings.append(f"nothing delivered: role {contract.name} takes no segment of layer(s) "
@@ -133,6 +142,8 @@ class Budgeter(Stage):
             "kept_with_corrections": sum(1 for i in kept if i in corrected_by),  # a stale value with what changes it
             "warnings": warnings,
         }
+        if room.reserved:  # the whole budget is the caller's to check
+            info["reserved"] = {"tokens": room.reserved, "for": room.held_for}
         meta = dict(doc.meta)
         meta["budget_info"] = info
         return doc.with_event(TraceEvent(stage=self.name, data=info), segments=tuple(final), meta=meta)
@@ -211,15 +222,37 @@ class Budgeter(Stage):
         return exact, added
 
 
+@dataclass(frozen=True)
+class _Room:
+    """The budget as messages quote it: the whole budget, and the tokens a caller holds of it for
+    its own text (``doc.meta["budget_reserve"]``, see the module docstring)."""
+
+    budget: int
+    reserved: int = 0
+    held_for: str = ""
+
+    @classmethod
+    def of(cls, budget: int, reserve: Any) -> _Room:
+        if not isinstance(reserve, Mapping) or not reserve.get("tokens"):
+            return cls(budget)
+        tokens = int(reserve["tokens"])
+        return cls(budget + tokens, tokens, str(reserve.get("for") or "the caller's own text"))
+
+    @property
+    def held(self) -> str:
+        """", 24 of them held for the handoff notes" (or nothing)."""
+        return f", {self.reserved} of them held for {self.held_for}" if self.reserved else ""
+
+
 def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: dict[str, bool], cost: dict[str, int],
                 exact: int, budget: int, counter: Any, annotate: bool, groups: _Groups, *, strict: bool,
-                role: str) -> list[str]:
+                role: str, room: _Room) -> list[str]:
     """Warnings for an empty delivery and for required layers that got nothing or had no input;
     with *strict*, a required layer that had input but got nothing is a :class:`BudgetError`."""
     out: list[str] = []
     if live and not kept:
-        out.append(f"nothing fit in the budget of {budget} {counter.name} tokens: the delivered text is "
-                   f"empty (the smallest segment, as assembled alone, needs "
+        out.append(f"nothing fit in the budget of {room.budget} {counter.name} tokens{room.held}: the delivered "
+                   f"text is empty (the smallest segment, as assembled alone, needs "
                    f"{_smallest_alone(probe, live, cost, counter, annotate, groups)})")
     has_layer = {s.layer for s in live}
     for layer, got in present.items():
@@ -227,9 +260,9 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
             if strict:
                 need = _smallest_alone(probe, [s for s in live if s.layer == layer], cost, counter, annotate, groups)
                 raise BudgetError(
-                    f"required layer {layer!r}: nothing fits in the budget of {budget} {counter.name} tokens "
-                    f"for role {role!r} ({exact} already used; its smallest segment, as assembled alone, "
-                    f"needs {need})", budget=budget, required=exact + need)
+                    f"required layer {layer!r}: nothing fits in the budget of {room.budget} {counter.name} tokens"
+                    f"{room.held} for role {role!r} ({exact} already used; its smallest segment, as assembled "
+                    f"alone, needs {need})", budget=room.budget, required=exact + need + room.reserved)
             out.append(f"required layer {layer!r}: nothing fit in the budget")
         elif layer not in has_layer and layer != "instruction":
             out.append(f"required layer {layer!r}: no input")
@@ -308,10 +341,12 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             cost: dict[str, int], budget: int, contract: RoleContract,
             before: dict[str, str], heads: set[str], *,
             whole: dict[str, tuple[str, ...]] | None = None,
-            corrected_by: dict[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            corrected_by: dict[str, tuple[str, ...]] | None = None,
+            room: _Room | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
+    room = room or _Room(budget)
     dropped = 0
     present: dict[str, bool] = {layer: False for layer in contract.required}
     final: list[Segment] = []
@@ -329,7 +364,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             dropped += 1
             t = tiers[seg.id][0]
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
-            why = f"no room in {budget} tokens for role {contract.name}"
+            why = f"no room in {room.budget} tokens for role {contract.name}{room.held}"
             prior = by_id.get(before.get(seg.id, ""))
             if seg.id in heads:
                 what = ("a heading" if seg.kind == "heading" else "a bold title" if _section_heading(seg)

@@ -81,3 +81,41 @@ def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology
     summary = json.loads(captured.out)
     assert summary["records_out"] == 2 and len(summary["warnings"]) == 1
     assert "--query-field 'qeury': no record of the job has this field" in summary["warnings"][0]
+
+
+def test_summary_counts_empty_over_budget_and_warned_records(tmp_path, ontology, capsys):
+    # QA: "records: 300 in, 300 out, 0 failed" while 278 rows had "text": "" (each with a record warning)
+    long_sentence = "The supplier shall deliver " + " ".join(f"crate{k} of widgets" for k in range(30)) + " by May."
+    rows = records(2) + [
+        {"id": "empty", "context": long_sentence},
+        {"id": "over", "sources": [{"id": "task", "layer": "instruction", "text": long_sentence}]},
+        {"id": "state", "sources": [{"id": "f", "text": "Invoices are payable within 30 days."},
+                                    {"id": "s", "layer": "state", "text": "not json"}]},
+    ]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--role", "writer", "--workers", "0",
+                 "--budget", "30", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    by_id = {r["id"]: r for r in read_jsonl(out)}
+    assert by_id["empty"]["text"] == "" and by_id["over"]["record"]["over_budget"]
+    assert summary["records_out"] == 5 and summary["records_failed"] == 0
+    assert summary["records_empty"] == 1 and summary["records_over_budget"] == 1
+    assert summary["records_with_warnings"] == sum(bool(r["record"]["warnings"]) for r in by_id.values()) >= 3
+    assert summary["hint"].startswith("1 record(s) delivered empty text")
+    assert main(["batch", str(src), str(out), "-O", ontology, "--role", "writer", "--workers", "0",
+                 "--budget", "30", "--overwrite"]) == 0
+    text = capsys.readouterr().out
+    assert (f"delivered: 1 empty, 1 over budget, {summary['records_with_warnings']} with warnings (of 5 out)"
+            in text), text
+    assert "hint:    1 record(s) delivered empty text: each one's record.warnings says why" in text
+
+
+def test_a_nul_character_is_an_error_row_as_in_compress(tmp_path, ontology, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", records(1) + [{"id": "bin", "context": "a\u0000b"}])
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records_failed"] == 1 and [r["id"] for r in read_jsonl(out)] == ["r0000"]
+    (error,) = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert error["id"] == "bin" and error["line"] == 2 and "binary data, not text (a NUL character" in error["error"]

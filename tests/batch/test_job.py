@@ -1,6 +1,7 @@
 """End-to-end jobs on the local engine: bad input, order, formats, resume, reconciliation."""
 from __future__ import annotations
 
+import base64
 import json
 import tracemalloc
 
@@ -104,6 +105,32 @@ def test_parquet_in_and_out(tmp_path, ontology):
     assert (tmp_path / "out3.parquet").read_bytes() == (tmp_path / "out.parquet").read_bytes()
 
 
+def test_a_parquet_binary_column_is_read_as_utf8_text(tmp_path, ontology):
+    # QA: valid UTF-8 bytes in a binary 'context' column failed with "must be a string, got a JSON object"
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    recs = records(2)
+    contexts = [recs[0]["context"].encode("utf-8"), b"caf\xe9 au lait", b"PDF\x00\x01", recs[1]["context"].encode()]
+    sources = [None, None, None, [{"text": recs[1]["context"].encode(), "origin": b"tool:\xff"}]]
+    pq.write_table(pa.table({
+        "id": ["ok", "latin1", "nul", "src"],
+        "context": pa.array(contexts[:3] + [None], pa.binary()),
+        "sources": pa.array(sources, pa.list_(pa.struct([("text", pa.binary()), ("origin", pa.binary())]))),
+        "thumbnail": pa.array([b"\x89PNG\xff"] * 4, pa.binary()),  # not text, and not read: no error
+    }), tmp_path / "in.parquet")
+    s = run_batch(tmp_path / "in.parquet", tmp_path / "out.jsonl", config(ontology), workers=0)
+    assert (s.records_out, s.records_failed) == (1, 3)
+    (row,) = read_jsonl(tmp_path / "out.jsonl")
+    assert row["id"] == "ok" and row["tokens_in"] > 0
+    errors = {e["id"]: e for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl")}
+    assert errors["latin1"]["error"] == ("'context' is a binary column value that is not text (invalid UTF-8 at byte 3: "
+                                         "invalid continuation byte); the record holds its bytes as base64")
+    assert base64.b64decode(errors["latin1"]["record"]["context"]["base64"]) == b"caf\xe9 au lait"
+    assert "(binary data, not text (a NUL byte at byte 3))" in errors["nul"]["error"]
+    assert errors["src"]["error"].startswith("sources[0].origin is a binary column value that is not text (invalid "
+                                             "UTF-8 at byte 5")
+
+
 def test_a_parquet_nan_where_the_query_goes_is_refused_not_read_as_text(tmp_path, ontology):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -136,6 +163,7 @@ def test_directory_input_keeps_file_then_line_order(tmp_path, ontology, caplog):
     assert ("3 file(s) or folder(s) are not read" in warned[0] and "part-00000.json" in warned[0]
             and ".cache/ (hidden folder)" in warned[0] and ".late.jsonl (hidden)" in warned[0]
             and "_SUCCESS" not in warned[0])
+    assert s.warnings == (warned[0],)  # QA: said only on stderr, not in the summary (--json)
 
 
 def test_a_huge_context_is_rejected_without_holding_it(tmp_path, ontology):

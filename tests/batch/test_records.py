@@ -58,6 +58,10 @@ def test_custom_query_field():
     ({"id": "a", "sources": [{"id": "m\udc00", "text": "x"}]}, "sources[0].id holds a lone surrogate (U+DC00)"),
     ({"id": "a", "sources": [{"text": "x", "origin": "/tmp/\ud800"}]}, "sources[0].origin holds a lone surrogate"),
     ({"id": "a", "sources": [{"text": "x", "speaker": "\ud800"}]}, "sources[0].speaker holds a lone surrogate"),
+    # QA: batch passed "a\u0000b" through, while odcf compress refuses a file with a NUL byte
+    ({"id": "a", "context": "a\u0000b"}, "'context' is binary data, not text (a NUL character at character 1)"),
+    ({"id": "a", "sources": [{"text": "ok"}, {"text": "PDF\u0000"}]},
+     "sources[1].text is binary data, not text (a NUL character at character 3)"),
     ({"id": "a", "context": "x" * 1001}, "record too large: 1,001 characters, above the limit of 1,000"),
     ({"id": "a", "sources": [{"text": "x" * 600}, {"text": "y" * 600}]}, "record too large: 1,200 characters"),
 ])

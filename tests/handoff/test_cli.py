@@ -72,3 +72,41 @@ def test_cli_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     monkeypatch.setattr("sys.stdin", io.StringIO("[{"))
     assert main(["handoff", "-", "--role", "researcher"]) == 1
     assert "<stdin>:1:3: invalid JSON" in capsys.readouterr().err
+
+
+def test_cli_over_budget_warning_quotes_the_budget_and_the_notes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 ontology_path: Path) -> None:
+    # QA: "over budget by 9 tokens (mandatory material alone exceeds it)" when mandatory material was
+    # 137 of a budget of 150 and the notes block pushed it over
+    p = write(tmp_path, ITEMS)
+    rec = tmp_path / "rec.json"
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "60",
+                 "--record", str(rec)]) == 0
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    err = capsys.readouterr().err
+    assert record["over_budget"] and "alone exceeds" not in err
+    assert (f"warning: over budget by {record['over_by']} tokens: the handoff needs {record['tokens_out']} "
+            f"o200k_base tokens of a budget of 60 (") in err and "the handoff notes" in err, err
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "60",
+                 "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert "of a budget of 60 " in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cli_no_timings_gives_byte_identical_records(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    ontology_path: Path) -> None:
+    # QA: compress and batch had --no-timings, handoff did not: two identical runs differed in "ms"
+    p = write(tmp_path, ITEMS)
+    recs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for rec in recs:
+        assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "300",
+                     "--record", str(rec), "--no-timings"]) == 0
+    record = json.loads(recs[0].read_text(encoding="utf-8"))
+    assert record["stages"] and not any("ms" in ev for ev in record["stages"])
+    assert recs[0].read_bytes() == recs[1].read_bytes()
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "300",
+                 "--record", str(recs[0]), "--no-timings"]) == 0
+    capsys.readouterr()
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "300",
+                 "--record", str(recs[1])]) == 0
+    assert any("ms" in ev for ev in json.loads(recs[1].read_text(encoding="utf-8"))["stages"])

@@ -274,6 +274,79 @@ def test_strict_budget_too_small_for_mandatory_material(hplan: Any) -> None:
     assert r.record["over_budget"] and "gift_card_8190333" in r.text
 
 
+#: QA (customer_service, executor): required material 137 tokens and notes that are all essential
+#: ("Searched, none found: …", 22 tokens): the core ran in budget - notes, and strict, the warnings
+#: and the drop reasons quoted that number ("a budget of 136", "no room in 36 tokens").
+NOTES_ESSENTIAL = {
+    "instruction": "Issue the refund for order #W4817420 exactly as approved.",
+    "searched": ["counterexamples"],
+    "state": {"customer_id": "lena_okafor_4821", "order_ids": ["#W4817420"], "issue_type": "refund",
+              "resolution": "open"},
+    "items": [
+        {"id": "calc", "text": "{\"order_id\": \"#W4817420\", \"refund_amount\": 45}", "origin": "tool:calculate_refund",
+         "timestamp": "2024-05-20T09:05:00Z", "confidence": 0.95},
+        {"id": "u1", "category": "user_constraints", "text": "Refund to the card, never a gift card.", "optional": True},
+        {"id": "t1", "category": "task", "text": "Refund $45 for #W4817420 to credit_card_5531920."},
+        {"category": "preconditions", "searched": True, "items": []},
+    ],
+    "messages": [{"role": "user", "content": "Where is my refund for #W4817420? Do not give me store credit."}],
+}
+
+
+def test_strict_and_every_budget_message_are_judged_on_the_whole_budget() -> None:
+    from odcf.errors import BudgetError
+
+    need = handoff("customer_service", role="executor", items=NOTES_ESSENTIAL, budget=20).tokens
+    fits = handoff("customer_service", role="executor", items=NOTES_ESSENTIAL, budget=need, strict=True)
+    assert fits.tokens <= need and not fits.record["over_budget"]  # was: "has a budget of <need - notes>: over by 1"
+    for budget in (need - 1, 60, 10):
+        with pytest.raises(BudgetError) as exc:
+            handoff("customer_service", role="executor", items=NOTES_ESSENTIAL, budget=budget, strict=True)
+        message = str(exc.value)
+        assert f"of a budget of {budget} " in message and "the handoff notes" in message, message
+        r = handoff("customer_service", role="executor", items=NOTES_ESSENTIAL, budget=budget)
+        rec = r.record
+        notes = rec["handoff"]["notes_tokens"]
+        assert rec["over_by"] == r.tokens - budget > 0
+        over = [w for w in rec["warnings"] if "over budget" in w]
+        assert over == [f"over budget by {rec['over_by']} tokens: the handoff needs {r.tokens} o200k_base tokens of "
+                        f"a budget of {budget} (required material {rec['handoff']['core_tokens']}, the handoff notes "
+                        f"{notes})"], over
+        reasons = [seg["reason"] for src in rec["sources"] for seg in src["segments"]
+                   if (seg["reason"] or "").startswith("budget: no room")]
+        assert reasons and all(f"no room in {budget} tokens for role executor, " in x
+                               and "held for the handoff notes" in x for x in reasons), reasons
+
+
+#: Every required category has an item, so the notes have nothing essential to say: only a merged
+#: duplicate and a conflict, details that give way when the required material needs their room.
+NOTES_DETAILS = {
+    "instruction": "Issue the refund for order #W4817420 exactly as approved.",
+    "items": [
+        {"id": "t1", "category": "task", "text": "Refund $45 for #W4817420 to credit_card_5531920."},
+        {"id": "u1", "category": "user_constraints", "text": "Refund to the card, never a gift card."},
+        {"id": "c1", "category": "counterexamples", "text": "A refund to gift_card_3301877 was refused last week."},
+        {"id": "p1", "category": "preconditions", "text": "The order was delivered."},
+        {"id": "calc", "text": "{\"order_id\": \"#W4817420\", \"refund_amount\": 45}", "origin": "tool:calculate_refund"},
+        {"id": "triage", "text": "Order #W4817420: refund amount is $50.", "origin": "agent:triage"},
+        {"id": "dupa", "text": "The customer lives in Lagos and prefers email contact.", "origin": "agent:intake"},
+        {"id": "dupb", "text": "The customer lives in Lagos and prefers email contact.", "origin": "agent:crm"},
+    ],
+}
+
+
+def test_the_notes_room_is_released_to_required_material() -> None:
+    roomy = handoff("customer_service", role="executor", items=NOTES_DETAILS, budget=400)
+    assert "[handoff notes]" in roomy.text and roomy.record["conflicts"]
+    # mandatory material alone fits these budgets; with the notes block it did not (over by 2 at 160)
+    for budget in (150, 160):
+        r = handoff("customer_service", role="executor", items=NOTES_DETAILS, budget=budget, strict=True)
+        assert r.tokens <= budget and not r.record["over_budget"], (budget, r.tokens)
+        delivered = {src["id"] for src in r.record["sources"] if src["status"] != "dropped"}
+        assert {"t1", "u1", "c1", "p1"} <= delivered and not r.record["missing"]
+        assert r.record["conflicts"] and r.record["handoff"]["duplicates"]  # the record still lists them all
+
+
 def test_compressor_handoff(hplan: Any) -> None:
     from odcf.compressor import Compressor
 
@@ -291,6 +364,7 @@ def test_wrong_argument_types_are_one_clear_error_naming_the_argument(hplan: Any
         (dict(query=["refund"]), HandoffError, "query must be a string, got list"),
         (dict(tokenizer=5), OdcfError, "tokenizer must be a string .*got int 5"),
         (dict(strict="no"), HandoffError, "strict must be True or False, got 'no'"),
+        (dict(timings="no"), HandoffError, "timings must be True or False, got 'no'"),
         (dict(searched="task"), HandoffError, "searched must be a list of category names, got str 'task'"),
         (dict(searched=5), HandoffError, "searched must be a list of category names, got int 5"),
         (dict(verbatim_turns="3"), HandoffError, "verbatim_turns must be an integer of at least 0, got '3'"),

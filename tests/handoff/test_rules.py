@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -322,3 +323,39 @@ def test_a_bare_number_keys_no_conflict_and_a_named_subject_is_an_attribute() ->
         assert found[0].render().startswith("- headcount: 34 people [item old (agent:intake)")
     # a subject stated by one item only, or a pronoun, is no conflict
     assert find_conflicts((HandoffItem(id="x", text="It is 3 days."), HandoffItem(id="y", text="It is 4 days."))) == ()
+
+
+def _invoices(*pairs: tuple[str, str]) -> tuple[HandoffItem, ...]:
+    return tuple(HandoffItem(id=f"i{k}", text=f"Invoice {ref} amount is {amount}.", origin=f"tool:erp{k}")
+                 for k, (ref, amount) in enumerate(pairs))
+
+
+@pytest.mark.parametrize("ontology", ["customer_service", "general"])
+def test_a_bundled_id_anchor_takes_the_whole_id(ontology: str) -> None:
+    # QA: the order_id anchor matched "PO-2024" of "PO-2024-17": two invoices conflicted
+    from odcf.plan.compiler import compile_file
+
+    plan = compile_file(ontology)
+    assert find_conflicts(_invoices(("PO-2024-17", "$1,200"), ("PO-2024-18", "$1,500")), plan=plan) == ()
+    same = find_conflicts(_invoices(("PO-2024-17", "$1,200"), ("PO-2024-17", "$1,500")), plan=plan)
+    assert [(c.entity, [v.value for v in c.values]) for c in same] == [("PO-2024-17", ["1200", "1500"])]
+
+
+def test_an_anchor_whose_matches_look_like_ids_keys_conflicts_and_a_code_does_not() -> None:
+    # QA: an anchor named "inv" ('INV-\d{4}') was not an identifier: its name says no id/ref/...
+    import types
+
+    from odcf.plan.model import Anchor
+
+    def plan(*anchors: Anchor) -> Any:
+        return types.SimpleNamespace(protection=types.SimpleNamespace(anchors=anchors))
+
+    inv = plan(Anchor("inv", r"INV-\d{4}"))
+    found = find_conflicts(_invoices(("INV-2024", "$1,200"), ("INV-2024", "$1,500")), plan=inv)
+    assert [(c.entity, [v.value for v in c.values]) for c in found] == [("INV-2024", ["1200", "1500"])]
+    # a match that stops inside an id is taken whole: INV-2024-17 and INV-20241 are other invoices
+    assert find_conflicts(_invoices(("INV-2024-17", "$1,200"), ("INV-2024-18", "$1,500")), plan=inv) == ()
+    assert find_conflicts(_invoices(("INV-2024", "$1,200"), ("INV-20241", "$1,500")), plan=inv) == ()
+    # an anchor named ...code names kinds (errors, airports), and a match without the shape is no id
+    for other in (Anchor("error_code", r"ERR-\d{3}"), Anchor("amount_word", r"amount")):
+        assert find_conflicts(_invoices(("ERR-500", "$1,200"), ("ERR-500", "$1,500")), plan=plan(other)) == ()

@@ -5,6 +5,7 @@ import json
 import re
 
 from odcf.cli.main import main
+from odcf.document import sha256
 
 from .conftest import missing_stage_switches
 
@@ -102,6 +103,29 @@ def test_verify_passes_on_untouched_output_of_a_crlf_source(tmp_path, ontology_f
     capsys.readouterr()
     assert main(["verify", str(rec), "--text", str(out), "--ontology", str(ontology_file), *_disable()]) == 0
     assert capsys.readouterr().out.startswith("ok: 1 source(s) re-read")
+
+
+def test_an_unchanged_file_with_a_utf8_bom_verifies(tmp_path, ontology_file, capsys):
+    # QA: compress hashed the file with its BOM, verify without: an unchanged file was "source-changed"
+    plain = tmp_path / "plain.txt"
+    plain.write_text("The supplier met the buyer.\n", encoding="utf-8")
+    bom = tmp_path / "bom.md"
+    bom.write_bytes(b"\xef\xbb\xbf# Title\n\nSection 1. The supplier shall pay $1,000 within 30 days.\n")
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    for annotate in ([], ["--no-annotate"]):
+        assert main(["compress", str(plain), str(bom), "--ontology", str(ontology_file), "--budget", "80",
+                     "--out", str(out), "--record", str(rec), "--no-timings", *annotate, *_disable()]) == 0
+        assert "\ufeff" not in out.read_text(encoding="utf-8")  # the BOM is no text: not delivered mid-output
+        record = json.loads(rec.read_text(encoding="utf-8"))
+        body = "# Title\n\nSection 1. The supplier shall pay $1,000 within 30 days.\n"
+        assert record["sources"][1]["source_sha256"] == sha256(body)
+        capsys.readouterr()
+        assert main(["verify", str(rec), "--text", str(out), "--ontology", str(ontology_file), *_disable()]) == 0, \
+            capsys.readouterr().out
+        assert capsys.readouterr().out.startswith("ok: 2 source(s) re-read")
+    bom.write_bytes(b"\xef\xbb\xbf# Title\n\nSection 1. The supplier shall pay $9,000 within 30 days.\n")
+    assert main(["verify", str(rec), "--ontology", str(ontology_file), *_disable()]) == 1
+    assert "source-changed" in capsys.readouterr().out
 
 
 def test_verify_fails_with_another_plan_and_when_no_segment_could_be_checked(tmp_path, ontology_file, capsys):
