@@ -164,7 +164,10 @@ class Compressor:
             "input_tokens": {s.id: counter.count(s.text) for s in srcs},
         }
         if role is not None:
-            self.plan.role(role)  # unknown roles fail here, before any work
+            declared = self.plan.role(role).unit  # unknown roles fail here, before any work
+            if budget is None and declared and declared != unit:
+                meta["warnings"] = [f"role {role!r} gives its budget of {self.plan.role(role).budget} in {declared}; "
+                                    f"it is counted in {unit} here, the tokenizer this call was given"]
         return Document.from_sources(srcs, query=query, role=role, budget=budget, tokenizer=unit, meta=meta)
 
     def compress(

@@ -188,17 +188,21 @@ def resolve_origin(origin: str, bases: Sequence[str | os.PathLike[str]] = ()) ->
 # -- re-running the selection ----------------------------------------------------------------
 
 def reselect(source: Source, plan: Any, *, tokenizer: str | None = None,
-             stages: Mapping[str, Any] | None = None) -> Document:
+             stages: Mapping[str, Any] | None = None, budget: int | None = None,
+             role: str | None = None) -> Document:
     """Run the plan's source rules and segmenter on *source*, as the pipeline does; the document after them.
 
-    *stages* are the stage switches the run used (a trace header's ``stages``).
+    *stages* are the stage switches the run used (a trace header's ``stages``); *budget* and *role* the
+    run's (a small budget cuts long sentences shorter: :meth:`Segmenter._sentence_chars`).
     """
     import importlib
 
     from odcf.pipeline import STAGE_ORDER, resolve_stage_options
 
     chosen = resolve_stage_options(plan, {k: v for k, v in (stages or {}).items() if k in ("rules", "segment")})
-    doc = Document.from_sources([source], tokenizer=tokenizer or plan.tokenizer)
+    doc = Document.from_sources([source], tokenizer=tokenizer or plan.tokenizer,
+                                budget=budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+                                role=role if isinstance(role, str) and role in getattr(plan, "roles", {}) else None)
     for name, spec in STAGE_ORDER:
         if name not in ("rules", "segment") or chosen.get(name) is None:
             continue
@@ -389,7 +393,8 @@ def verify_report(
         notes.append("the delivered text has no [source i/n] headers (--no-annotate): checked as a whole, "
                      "not per source")
     run = _Run(blocks=blocks, text=text, unannotated=unannotated, plan=plan, stages=stages,
-               base_dirs=base_dirs, unit=record.get("unit"), problems=problems, notes=notes)
+               base_dirs=base_dirs, unit=record.get("unit"), problems=problems, notes=notes,
+               budget=record.get("budget"), role=record.get("role"))
     for k, src in enumerate(record["sources"]):
         run.check_source(str(src.get("id", f"#{k + 1}")), src)
     if unannotated and plan is not None and text is not None \
@@ -414,6 +419,8 @@ class _Run:
     unit: Any
     problems: list[Problem]
     notes: list[str]
+    budget: Any = None
+    role: Any = None
     checked: list[str] = field(default_factory=list)
     n_segments: int = 0
     vocab_texts: list[str] = field(default_factory=list)
@@ -465,7 +472,8 @@ class _Run:
             kind = src.get("original_kind") or src.get("kind", "text")
             source = Source(id=sid, text=selected, kind=kind, layer=src.get("layer", "fact"),
                             origin=origin, read_range=src.get("read_range") or "whole")
-            again = reselect(source, self.plan, tokenizer=self.unit, stages=self.stages)
+            again = reselect(source, self.plan, tokenizer=self.unit, stages=self.stages, budget=self.budget,
+                             role=self.role)
             fresh = again.segments
         except Exception as exc:  # a stage failing here is a finding, not a crash
             self.problems.append(Problem("reselect-failed", f"re-running the selection failed: {exc}", sid))

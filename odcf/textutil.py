@@ -230,13 +230,19 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if e > s]
 
 
+#: The farthest a sentence mark may be from the backticks around it to count as inside inline code.
+INLINE_CODE_CHARS = 80
+
+
 def _in_inline_code(text: str, start: int, mark: int) -> bool:
     """Whether *mark* lies inside a markdown code span opened since *start* and closed later on its
     line ("(`SELECT ... FOR UPDATE`)" is one sentence, not two)."""
     if text.count("`", start, mark) % 2 == 0:
         return False
+    opened = text.rfind("`", start, mark)
     eol = text.find("\n", mark)
-    return text.find("`", mark, eol if eol >= 0 else len(text)) >= 0
+    closed = text.find("`", mark, min(eol if eol >= 0 else len(text), mark + INLINE_CODE_CHARS))
+    return mark - opened <= INLINE_CODE_CHARS and closed >= 0  # a short code span, not a stray backtick
 
 
 def _closing(text: str, start: int, mark: int, closers: str, *, spaced: bool) -> int:

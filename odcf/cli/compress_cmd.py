@@ -88,9 +88,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.out, result.text)  # exactly the delivered text: its sha256 is the record's
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
-    if not result.text:
-        for warning in result.record.get("warnings", ()):
-            print(f"odcf compress: warning: {warning}", file=sys.stderr)
+    for warning in result.record.get("warnings", ()):  # what the record warns of, on the terminal too
+        print(f"odcf compress: warning: {warning}", file=sys.stderr)
     if result.over_budget:
         print(f"odcf compress: warning: over budget by {result.record['over_by']} tokens "
               "(required material alone exceeds it; see the record)", file=sys.stderr)

@@ -107,12 +107,27 @@ class Budgeter(Stage):
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=corrected_by)
-        kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
-        exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
-        exact, refilled = self._refill(probe, live, kept, tiers, exact, budget, counter, annotate, groups)
 
+        def fit(annotate: bool) -> tuple[set[str], int, int, int, int]:
+            kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
+            exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
+            exact, refilled = self._refill(probe, live, kept, tiers, exact, budget, counter, annotate, groups)
+            return kept, required_tokens, exact, rounds, refilled
+
+        kept, required_tokens, exact, rounds, refilled = fit(annotate)
         warnings: list[str] = []
+        measured = annotate  # how the smallest segment's need is measured when nothing fits
+        if annotate and live and not kept:
+            # nothing fits beside its source line ("[source 1/1] … | relevance 84%"): the best that
+            # fits is delivered without the source lines, and the record says so
+            bare = fit(False)
+            measured = False
+            if bare[0]:
+                kept, required_tokens, exact, rounds, refilled = bare
+                annotate = False
+                warnings.append(f"the source lines were left out: with them nothing fit in the budget of {budget} "
+                                f"{counter.name} tokens")
         over_by = max(0, exact - budget)
         room = _Room.of(budget, doc.meta.get("budget_reserve"))
         if over_by and strict and not room.reserved:
@@ -125,7 +140,7 @@ class Budgeter(Stage):
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
                                                     whole=groups.whole, corrected_by=corrected_by, room=room)
-        warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, annotate, groups,
+        warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if decided and not live:
             layers = sorted({s.layer for s in decided.values()})
@@ -146,6 +161,7 @@ class Budgeter(Stage):
             info["reserved"] = {"tokens": room.reserved, "for": room.held_for}
         meta = dict(doc.meta)
         meta["budget_info"] = info
+        meta["annotate"] = annotate
         return doc.with_event(TraceEvent(stage=self.name, data=info), segments=tuple(final), meta=meta)
 
     def _trim(self, probe: Document, kept: set[str], tiers: dict[str, tuple[int, float, int]],
@@ -320,10 +336,10 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
         sid: str | None = seg.id
         while sid is not None and sid in groups.heads:
             # a head goes only with what it heads: scored above what is left of it ("6.1 … a proposal
-            # will be rejected if:", "## Root cause"), it is tried now with the first of that, which
-            # opens what it announces (down through the headings under it)
+            # will be rejected if:", "## Data retention period"), it is tried now with the best-scored
+            # of that (down through the headings under it)
             kids = [c for c in groups.after.get(sid, ()) if c in tiers and c not in kept]
-            sid = min(kids, key=lambda c: tiers[c][2]) if kids else None
+            sid = min(kids, key=lambda c: tiers[c]) if kids else None
         if sid is None:
             continue
         group = groups.to_add(sid, kept)
@@ -458,17 +474,13 @@ def _heading_level(seg: Segment) -> int:
     return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
 
 
-def _section_heading(seg: Segment, nxt: Segment | None = None) -> bool:
+def _section_heading(seg: Segment) -> bool:
     """A markdown heading that names a section: short, no link, no second ``#`` (a line of hashtags
     written "# corvette # auction 2017 …" is a post, not a heading); or a bold title on a line of
-    its own (:data:`_BOLD_TITLE_RE`) that is not a statement, unless a list comes right under it
-    (*nxt*, the next segment of its source): "**HELD — do not take until told by your doctor**"
-    names the list of held drugs, and its items must not read as part of the list above it."""
+    its own (:data:`_BOLD_TITLE_RE`) that is not a statement (one that is, over a list, introduces
+    that list: see :func:`_antecedents`)."""
     if seg.kind == "sentence" and "\n" not in seg.original.strip() and _BOLD_TITLE_RE.match(seg.original.strip()):
-        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta and (
-            not _BOLD_STATEMENT_RE.search(seg.original)
-            or (nxt is not None and nxt.source_id == seg.source_id and nxt.kind == "list"
-                and nxt.paragraph <= seg.paragraph + 1 and LIST_RE.match(nxt.original) is not None))
+        return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta and not _BOLD_STATEMENT_RE.search(seg.original)
     if seg.kind != "heading":
         return False
     body = seg.original.lstrip().lstrip("#")
@@ -518,6 +530,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     runin: tuple[int, str] | None = None  # (paragraph, id) of a sentence opening its paragraph with a bold title
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
+    cut_text = ""  # the text of that sentence's parts so far
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
     above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
     by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
@@ -528,13 +541,25 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             mail.close()
             by_index = {}
         by_index[seg.index] = seg
-        heading = _section_heading(seg, doc.segments[k + 1] if k + 1 < len(doc.segments) else None)
+        heading = _section_heading(seg)
+        nxt = doc.segments[k + 1] if k + 1 < len(doc.segments) else None
+        if (not heading and seg.kind == "sentence" and "\n" not in seg.original.strip()
+                and _BOLD_TITLE_RE.match(seg.original.strip()) and nxt is not None and nxt.kind == "list"
+                and nxt.source_id == seg.source_id):
+            # a bold statement over a list ("**HELD — do not take …**" after "**CONTINUE (unchanged)**" and
+            # its list) ends the bold title's section above it: it titles its own list (below)
+            while stack and stack[-1][0] >= _BOLD_LEVEL:
+                stack.pop()
         if _RULE_RE.match(seg.original.strip()):
             mail.close()  # a message, or the section of a bold title, ends at a horizontal rule
             while stack and stack[-1][0] >= _BOLD_LEVEL:
                 stack.pop()
         if seg.meta.get("cut_part") == 0:
-            first_cut = seg.id
+            first_cut, cut_text = seg.id, seg.original
+        elif seg.meta.get("cut_part"):
+            cut_text += " " + seg.original
+        # what the sentence before says: all of it when it was cut into parts
+        said = cut_text if prev is not None and prev.meta.get("cut_parts") else (prev.original if prev else "")
         field = seg.meta.get("mail_field")
         if heading or (field and seg.meta.get("mail") != mail.number):
             mail.close(seg.meta.get("mail") if field else None)
@@ -560,7 +585,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 or (seg.kind == "list" and prev.kind == "list" and seg.paragraph == prev.paragraph))
                 and ("speaker" not in seg.meta or "turn" in seg.meta)
                 and "mail_field" not in prev.meta
-                and refers_back(seg.original, prev.original, definite=seg.paragraph == prev.paragraph)):
+                and refers_back(seg.original, said, definite=seg.paragraph == prev.paragraph)):
             out[seg.id] = prev.id
             if title is not None and title[1] == prev.id:
                 heads.add(prev.id)  # "18.6 Pari passu ranking. Its payment obligations …": still only a title
@@ -628,7 +653,11 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             # a line ending in ":" introduces the block under it, and so does a shell command its output
             # ("tool (bash): $ kubectl get pods" over the pods' table: never delivered without it)
             colon = not prev.dropped and (prev.original.rstrip().endswith((":", "："))
-                                          or _COMMAND_RE.search(prev.original.rstrip().rsplit("\n", 1)[-1]) is not None)
+                                          or _COMMAND_RE.search(prev.original.rstrip().rsplit("\n", 1)[-1]) is not None
+                                          # a bold statement over a list ("**HELD — do not take until told by
+                                          # your doctor**"): the title of that list, not of what follows it
+                                          or (seg.kind == "list" and _BOLD_TITLE_RE.match(prev.original.strip())
+                                              is not None and "\n" not in prev.original.strip()))
             if _block_like(seg):
                 if colon:
                     lead = (seg.paragraph, prev.id)
@@ -753,11 +782,23 @@ def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:
         if seg is not None and seg.meta.get("cut_part") and parts and seg.source_id == parts[0].source_id:
             parts.append(seg)
             continue
-        ids = tuple(p.id for k, p in enumerate(parts) if k == 0 or p.meta.get("marker"))
+        ids = tuple(p.id for k, p in enumerate(parts) if k == 0 or p.meta.get("marker") or _limits(p))
         if len(ids) > 1:
             out.update(dict.fromkeys(ids, ids))
         parts = [seg] if seg is not None and seg.meta.get("cut_part") == 0 else []
     return out
+
+
+#: Connectives whose clause limits or conditions the main clause: a part of a cut sentence holding one
+#: goes with the first part ("…; provided, however, that the Supplier has no obligation …").
+_LIMITING = ("except", "unless", "provided", "however", "but", "only if", "subject to", "save that", "other than",
+             "notwithstanding", "if", "not", "no", "never")
+
+
+def _limits(seg: Segment) -> bool:
+    """Whether *seg* holds a connective span that limits or conditions what it goes on from."""
+    return any(sp.rule.startswith(("connective:", "dep:")) and sp.rule.split(":", 1)[1].startswith(_LIMITING)
+               for sp in seg.protected)
 
 
 def _chain(sid: str, before: dict[str, str], present: Callable[[str], bool]) -> list[str]:
@@ -796,11 +837,18 @@ class _Groups:
         cannot be delivered (dropped earlier, or a layer the role does not take). A sentence merged
         into its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
         out: list[str] = []
-        for part in self.whole.get(sid, (sid,)):
-            chain = _chain(part, self.before, lambda i: i in kept or i in self.merged)
-            if not all(i in self.tiers or i in self.merged for i in chain):
-                return []
-            out += [i for i in chain if i not in self.merged and i not in out]
+        todo, seen = [sid], {sid}
+        while todo:  # the parts of a sentence that go whole, for every sentence the chain takes
+            for part in self.whole.get(todo.pop(0), ()) or (sid,):
+                chain = _chain(part, self.before, lambda i: i in kept or i in self.merged)
+                if not all(i in self.tiers or i in self.merged for i in chain):
+                    return []
+                for i in chain:
+                    if i not in self.merged and i not in out:
+                        out.append(i)
+                    if i in self.whole and i not in seen and i not in kept:
+                        seen.add(i)
+                        todo.append(i)
         for i in list(out):
             for fix in self.corrected_by.get(i, ()):
                 if fix in kept or fix in self.merged or fix in out:

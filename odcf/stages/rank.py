@@ -331,7 +331,7 @@ CORRECTION_RE = re.compile(
     r"|amended to read|now reads"
     r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
     r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
-    r"|\bnot\s+[€$£¥]?\d[\d,.]*%?(?:\s?[^\W\d_]+)?(?=\s*(?:[.;,)!]|$))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
+    r"|\bnot\s+[€$£¥]?\d[\d,./:]*%?(?:\s?[^\W\d_]+){0,2}(?:\s\d{4})?(?=\s*(?:[.;,)!\n\-–—]|$|as\b|but\b))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
 #: A number on its own: not the digits of a name or a unit ("D50", "T2DM", "mL/min/1.73m2").
 _NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
 #: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
@@ -417,11 +417,13 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
         old = set().union(*(_keys(v)[1] for m in _OLD_VALUE_RE.finditer(segments[k].text) for v in m.groups() if v))
         named = [p for p in (_subject(m.group(1)) for m in _CHANGED_SUBJECT_RE.finditer(segments[k].text)) if p]
-        found = [segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
-                 if j not in fixing and segments[j].kind != "heading"
-                 and (_same_value(old & keys[j][1], units[k], units[j]) if old else
-                      _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
-                      or any(_gives_value(p, segments[j].text) for p in named))]
+        window = [j for j in range(max(0, k - CORRECTION_WINDOW), k) if j not in fixing and segments[j].kind != "heading"]
+        # where the correction says what the value was and a segment holds it, that is what it corrects
+        found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
+        if not found:
+            found = [segments[j].id for j in window
+                     if _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
+                     or any(_gives_value(p, segments[j].text) for p in named)]
         if found:
             out[segments[k].id] = found
     return out

@@ -1,6 +1,7 @@
 """`odcf batch`: thin CLI over run_batch — summary on stdout, one-line errors."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 from odcf.cli.main import main
@@ -87,7 +88,8 @@ def test_summary_counts_empty_over_budget_and_warned_records(tmp_path, ontology,
     # QA: "records: 300 in, 300 out, 0 failed" while 278 rows had "text": "" (each with a record warning)
     long_sentence = "The supplier shall deliver " + " ".join(f"crate{k} of widgets" for k in range(30)) + " by May."
     rows = records(2) + [
-        {"id": "empty", "context": long_sentence},
+        # a blob no part of which fits (a sentence would now be delivered in part)
+        {"id": "empty", "context": "".join(hashlib.sha256(str(k).encode()).hexdigest() for k in range(8))},
         {"id": "over", "sources": [{"id": "task", "layer": "instruction", "text": long_sentence}]},
         {"id": "state", "sources": [{"id": "f", "text": "Invoices are payable within 30 days."},
                                     {"id": "s", "layer": "state", "text": "not json"}]},

@@ -207,3 +207,14 @@ def test_a_date_is_not_read_as_a_blood_pressure():
     bp = {a.name: a.regex for a in compile_file("medical_records").protection.anchors}["blood_pressure"]
     text = "Admitted 03/02/2024, seen 12/05/24; BP 128/82 mmHg, then BP:140/90."
     assert [m.group() for m in bp.finditer(text)] == ["128/82 mmHg", "140/90"]
+
+
+def test_a_numeric_id_with_a_suffix_is_protected_whole():
+    # QA of this stop: after the whole-id change, "1002394857-01" and tracking "940011189922385-1" were not
+    # protected at all (the numeric id anchors refused a match followed by "-digits")
+    anchors = {a.name: a.regex for a in compile_file("customer_service").protection.anchors}
+    text = "Item 1002394857-01 shipped as 940011189922385-1; item 1002394857 is back-ordered."
+    found = {m.group() for rx in anchors.values() for m in rx.finditer(text)}
+    assert {"1002394857-01", "940011189922385-1", "1002394857"} <= found
+    ops = {a.name: a.regex for a in compile_file("agent_ops").protection.anchors}["long_numeric_id"]
+    assert [m.group() for m in ops.finditer("order 12345678901-2 and 12345678901")] == ["12345678901-2", "12345678901"]

@@ -94,6 +94,7 @@ class Segmenter(Stage):
         max_sentence_chars: int = 1200,
         clause_cut_chars: int = 240,
         min_sentence_words: int = 4,
+        budget_cuts: bool = False,
     ) -> None:
         self.max_block_lines = max_block_lines
         self.max_block_tokens = max_block_tokens
@@ -103,14 +104,16 @@ class Segmenter(Stage):
         self.json_split_tokens = json_split_tokens
         self.max_sentence_chars = max_sentence_chars
         self.clause_cut_chars = clause_cut_chars
+        self.budget_cuts = budget_cuts
         self.min_sentence_words = min_sentence_words
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
         counter = get_counter(doc.tokenizer or plan.tokenizer)
         segments: list[Segment] = []
         kinds: dict[str, int] = {}
+        sentence_chars = self._sentence_chars(doc, plan)
         for source in doc.sources:
-            pieces = self._pieces(source, counter)
+            pieces = self._pieces(source, counter, sentence_chars)
             crlf = "\r\n" in source.text  # assembly writes CRLF where it adds a line break (odcf.render)
             prev_end = 0
             for i, p in enumerate(pieces):
@@ -134,7 +137,27 @@ class Segmenter(Stage):
         return doc.with_event(event, segments=tuple(segments))
 
     # -- per source -------------------------------------------------------
-    def _pieces(self, source: Source, counter: Any) -> list[Piece]:
+    def _sentence_chars(self, doc: Document, plan: Plan) -> int:
+        """The longest sentence kept in one piece: ``max_sentence_chars``, or under a small budget
+        about half of it (:data:`CHARS_A_TOKEN` characters a token, never under
+        :data:`MIN_SENTENCE_CHARS`), so that the best sentence can be delivered in part rather than
+        not at all ("The youngest person to be elected president was John F. Kennedy, at 43 years …"
+        in a budget of 36 tokens that a 35-token sentence and its source line overrun)."""
+        if not self.budget_cuts:
+            return self.max_sentence_chars
+        budget = doc.budget
+        if budget is None:
+            try:
+                budget = plan.role(doc.role).budget
+            except Exception:  # noqa: BLE001 - an unknown role fails later, where roles are checked
+                budget = None
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+            return self.max_sentence_chars
+        if (doc.tokenizer or "") == "bytes":
+            budget //= CHARS_A_TOKEN
+        return max(MIN_SENTENCE_CHARS, min(self.max_sentence_chars, budget * CHARS_A_TOKEN // 2))
+
+    def _pieces(self, source: Source, counter: Any, sentence_chars: int | None = None) -> list[Piece]:
         text = source.text
         if not text.strip():
             return []
@@ -153,7 +176,8 @@ class Segmenter(Stage):
             # prose would otherwise read as sentences, and rows would run into each other), cut
             # where the csv module says a record ends, never inside a quoted field
             return self._records_parts(records, "table", 0, counter, head_n=1)
-        return self._text_pieces(text, counter, turn=source.kind == "chat")
+        return self._text_pieces(text, counter, turn=source.kind == "chat",
+                                 sentence_chars=sentence_chars or self.max_sentence_chars)
 
     def _json_pieces(self, text: str, counter: Any) -> list[Piece] | None:
         stripped = text.strip()
@@ -202,7 +226,7 @@ class Segmenter(Stage):
             out.append(Piece(ms, me, "json", 0, meta))
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
-    def _text_pieces(self, text: str, counter: Any, *, turn: bool) -> list[Piece]:
+    def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None) -> list[Piece]:
         pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
@@ -390,7 +414,7 @@ class Segmenter(Stage):
             said_by = label if label is not None else last_label
             for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words,
                                         backward=said_by is None):
-                cuts = [c for a, b in _cut_long(text, ps + ss, ps + se, self.max_sentence_chars)
+                cuts = [c for a, b in _cut_long(text, ps + ss, ps + se, sentence_chars or self.max_sentence_chars)
                         for c in _clauses(text, a, b, self.clause_cut_chars)]
                 for part, (cs, ce) in enumerate(cuts):
                     meta = speaker_meta(said_by, cs - ps if label is not None else len(line))
@@ -716,9 +740,15 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, in
     return [(a, b) for a, b in out if b > a]
 
 
+#: Characters a token, roughly, in English text (o200k_base): to turn a budget into a sentence length.
+CHARS_A_TOKEN = 4
+#: The shortest limit a small budget sets on a sentence kept in one piece.
+MIN_SENTENCE_CHARS = 100
 #: The shortest clause that a long sentence is cut into at its semicolons.
 MIN_CLAUSE_CHARS = 20
 _CLAUSE_MARK_RE = re.compile(r"(?<=[;；])[ \t]*(?=\S)")
+#: An HTML character reference ending at a semicolon ("AT&amp;", "&#8212;"): not a clause mark.
+_ENTITY_END_RE = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,10});$")
 
 
 def _clauses(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
@@ -739,6 +769,7 @@ def _clauses(text: str, start: int, end: int, limit: int) -> list[tuple[int, int
     for m in _CLAUSE_MARK_RE.finditer(text, start, end):
         head = text[s:m.start()]
         if (len(head.strip()) < MIN_CLAUSE_CHARS or end - m.end() < MIN_CLAUSE_CHARS
+                or text.count("`", start, m.start()) % 2 or _ENTITY_END_RE.search(text, max(start, m.start() - 12), m.start())
                 or head.count("(") != head.count(")") or head.count("[") != head.count("]")
                 or head.count('"') % 2 or head.count("“") != head.count("”")):
             continue
