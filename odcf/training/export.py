@@ -208,7 +208,11 @@ def export_run(
     import torch
     from transformers import AutoModelForTokenClassification
 
-    from odcf.backends.token_classifier import CASE_TYPES, TokenClassifier, load_tokenizer
+    from odcf.backends.token_classifier import (
+        CASE_TYPES,
+        TokenClassifier,
+        load_tokenizer,
+    )
     from odcf.training.finetune import encode_rows, out_folder
 
     torch.set_num_threads(threads)
@@ -219,7 +223,7 @@ def export_run(
     tok = load_tokenizer(tok_file)
     try:
         model = AutoModelForTokenClassification.from_pretrained(str(run / "model"), attn_implementation="eager")
-    except Exception as exc:  # noqa: BLE001 - a truncated or foreign weights file
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: transformers raises many kinds
         raise OdcfError(f"{run / 'model'}: cannot load the trained model ({type(exc).__name__}: {exc}); "
                         f"retrain with `odcf train --out {run}`") from None
     model.eval()
@@ -310,7 +314,7 @@ def _check_run(run: Path, out: Path, max_len: int | None) -> tuple[Any, dict[str
         raise OdcfError(f"{run}/model {why}; retrain with `odcf train --out {run}` before exporting")
     try:
         cfg = AutoConfig.from_pretrained(str(run / "model"))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: transformers raises many kinds
         raise OdcfError(f"{run / 'model'}/config.json: cannot read the model configuration: {exc}") from None
     positions = int(getattr(cfg, "max_position_embeddings", 0) or 0)
     if max_len is None:

@@ -13,14 +13,14 @@ pytest.importorskip("onnx")
 pytest.importorskip("datasets")
 pytest.importorskip("spacy")
 
-from odcf.errors import OdcfError  # noqa: E402
-from tests.training.test_data import write_corpus  # noqa: E402
-from tests.training.test_train_export_smoke import tiny_backbone  # noqa: E402
+from odcf.errors import OdcfError
+from tests.training.test_data import write_corpus
+from tests.training.test_train_export_smoke import tiny_backbone
 
 
 def _base(tmp_path: Path) -> dict:
-    return dict(data_dir=str(write_corpus(tmp_path / "data")), backbone=str(tiny_backbone(tmp_path / "bb")),
-                layers=(), epochs=1, batch_size=4, build={"ontology_dir": None}, train_dev_sources=())
+    return {"data_dir": str(write_corpus(tmp_path / "data")), "backbone": str(tiny_backbone(tmp_path / "bb")),
+            "layers": (), "epochs": 1, "batch_size": 4, "build": {"ontology_dir": None}, "train_dev_sources": ()}
 
 
 @pytest.mark.slow
