@@ -27,6 +27,7 @@ relative to the folder), ``max_len`` and the calibrated ``threshold``.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -116,6 +117,21 @@ def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
     return onnx_file, meta
 
 
+def check_sha256(onnx_file: Path, meta: dict[str, Any]) -> None:
+    """Refuse an ONNX file whose sha256 is not the one its metadata (and so the delivery record) names."""
+    want = meta.get("sha256")
+    if not want:
+        return
+    h = hashlib.sha256()
+    with open(onnx_file, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    if h.hexdigest() != str(want).lower():
+        raise StageError(f"compressor model {onnx_file}: its sha256 {h.hexdigest()[:16]}… is not the "
+                         f"{str(want)[:16]}… that metadata.json names; the file was replaced or damaged "
+                         "(export the model again)")
+
+
 def _load_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -178,6 +194,7 @@ class TokenClassifier:
                 "or retrain it with `odcf train` and `odcf export`"
             )
         onnx_file, meta = read_metadata(path)
+        check_sha256(onnx_file, meta)
         model_max = int(meta.get("max_len", 256))
         n = int(max_len or model_max)
         if n < 8:

@@ -41,7 +41,16 @@ def run(args: argparse.Namespace) -> int:
     from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
     from odcf.training.evaluate import evaluate, render_markdown
 
-    threads = tuple(int(x) for x in args.threads.split(","))
+    try:
+        threads = tuple(int(x) for x in args.threads.split(","))
+    except ValueError:
+        raise OdcfError(f"--threads: expected comma-separated thread counts, e.g. 1,2; got {args.threads!r}") from None
+    if not threads or min(threads) < 1:
+        raise OdcfError(f"--threads {args.threads}: thread counts must be 1 or more")
+    # the outputs are checked (and their folders made) first: a bad path must not cost the whole evaluation
+    for flag, target in (("--out", args.out), ("--json", args.json)):
+        if target:
+            _output_file(flag, Path(target))
     model = args.model or str(DEFAULT_MODEL_DIR)
     picked = dict(sources=csv_list(args.sources) if args.sources is not None else None, corpus=corpus_paths(args))
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads, **picked)
@@ -55,9 +64,21 @@ def run(args: argparse.Namespace) -> int:
     command = "odcf " + " ".join(shlex.quote(a) for a in argv[argv.index("eval"):]) if "eval" in argv else "odcf eval"
     md = render_markdown(res, command=command, compare=compare)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(md, encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps({**res, "compare": dict(compare)}, indent=2) + "\n", encoding="utf-8")
     sys.stdout.write(md)
     return 0
+
+
+def _output_file(flag: str, path: Path) -> None:
+    """Refuse an output path that cannot be written as a file; create its folder."""
+    if path.is_dir():
+        raise OdcfError(f"{flag} {path}: is a folder; name a file")
+    for p in path.parents:
+        if p.exists() and not p.is_dir():
+            raise OdcfError(f"{flag} {path}: {p} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OdcfError(f"{flag} {path}: cannot create its folder: {exc.strerror or exc}") from None

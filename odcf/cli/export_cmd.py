@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
     p.add_argument("--tolerance", type=float, default=1e-3, help="max |logit diff| fp32 ONNX vs PyTorch (default 1e-3)")
     p.add_argument("--min-agreement", type=float, default=0.98,
                    help="least int8-vs-fp32 keep-decision agreement on held-out words (default 0.98)")
-    p.add_argument("--max-len", type=int, default=256, help="inference window in sub-tokens (default 256)")
+    p.add_argument("--max-len", type=int, default=None,
+                   help="inference window in sub-tokens, at most the model's position embeddings (default 256)")
     p.add_argument("--threshold-share", type=float, default=None, metavar="S",
                    help="calibrate the default threshold so that S of the dev words are kept (default: half the training target of an ordinary keep word)")
     p.add_argument("--threads", type=int, default=2)

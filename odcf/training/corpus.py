@@ -36,6 +36,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,16 +62,22 @@ class CorpusDoc:
 def corpus_files(paths: Sequence[str]) -> list[Path]:
     """The corpus files named by *paths* (files, or folders read recursively in sorted order)."""
     out: list[Path] = []
+    first: dict[str, str] = {}  # real path -> how it was named first
     for p in map(Path, paths):
         if p.is_dir():
             found = sorted(q for q in p.rglob("*") if q.name.endswith((".jsonl", ".jsonl.gz")))
             if not found:
                 raise InputError(f"{p}: no .jsonl or .jsonl.gz files in this folder")
-            out += found
         elif p.is_file():
-            out.append(p)
+            found = [p]
         else:
             raise InputError(f"{p}: corpus file not found")
+        for q in found:
+            real = os.path.realpath(q)
+            if real in first:
+                raise InputError(f"{q}: corpus file given twice (also as {first[real]}); its documents would count twice")
+            first[real] = str(q)
+        out += found
     return out
 
 
@@ -86,15 +93,21 @@ def read_corpus(*paths: str) -> Iterator[CorpusDoc]:
         opener = gzip.open if path.name.endswith(".gz") else open
         try:
             with opener(path, "rb") as fh:
+                n = 0
                 for ln, raw in enumerate(fh, 1):
                     where = f"{path}:{ln}"
+                    if ln == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                        raw = raw[3:]
                     if not raw.strip():
                         continue
+                    n += 1
                     doc = _parse(raw, where)
                     if doc.id in seen:
                         raise InputError(f"{where}: id {doc.id!r} already used at {seen[doc.id]}")
                     seen[doc.id] = where
                     yield doc
+                if not n:
+                    raise InputError(f"{path}: the corpus file is empty (no documents)")
         except (OSError, EOFError) as exc:
             raise InputError(f"{path}: cannot read: {exc}") from exc
 

@@ -26,7 +26,9 @@ import datetime as _dt
 import hashlib
 import json
 import logging
+import os
 import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ logger = logging.getLogger(__name__)
 ONNX_NAME = "model.int8.onnx"
 DEFAULT_TOLERANCE = 1e-3
 DEFAULT_MIN_AGREEMENT = 0.98
+DEFAULT_MAX_LEN = 256
 DATA_LICENSES = {
     "wnut17": "WNUT-17 Emerging Entities (CC BY 4.0)",
     "qmsum": "QMSum (MIT)",
@@ -174,6 +177,8 @@ def decision_agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, thre
     ra = select_global(a, rate=rate)
     rb = select_global(b, rate=rate)
     return {"words": int(len(fa)), "threshold": round(thr, 5), "rate": round(float((ra == rb).mean()), 5),
+            "threshold_disagree": int(((fa >= threshold) != (fb >= threshold)).sum()),
+            "rate_disagree": int((ra != rb).sum()),
             "rate_value": rate, "max_abs_prob_diff": round(float(np.abs(fa - fb).max()), 5)}
 
 
@@ -191,75 +196,145 @@ def export_run(
     tolerance: float = DEFAULT_TOLERANCE,
     min_agreement: float = DEFAULT_MIN_AGREEMENT,
     threshold_keep_share: float | None = None,
-    max_len: int = 256,
+    max_len: int | None = None,
     threads: int = 2,
 ) -> dict[str, Any]:
-    """Export ``run_dir/model`` to ``out_dir/model.int8.onnx`` + ``metadata.json``; return the metadata."""
+    """Export ``run_dir/model`` to ``out_dir/model.int8.onnx`` + ``metadata.json``; return the metadata.
+
+    *max_len* is the inference window written into the metadata (default 256, or the model's
+    number of position embeddings when smaller).
+    """
     import datasets
     import torch
     from transformers import AutoModelForTokenClassification
 
-    from odcf.backends.token_classifier import CASE_TYPES, TokenClassifier, load_tokenizer
-    from odcf.training.finetune import encode_rows
+    from odcf.backends.token_classifier import (
+        CASE_TYPES,
+        TokenClassifier,
+        load_tokenizer,
+    )
+    from odcf.training.finetune import encode_rows, out_folder
 
     torch.set_num_threads(threads)
-    run = Path(run_dir)
-    if not (run / "model").is_dir():
-        raise OdcfError(f"{run}: no model/ folder (run `odcf train --out {run}` first)")
-    report = json.loads((run / "train_report.json").read_text()) if (run / "train_report.json").is_file() else {}
-    stamp = json.loads((run / "dataset" / "odcf_build.json").read_text())
+    run, out = Path(run_dir), Path(out_dir)
+    cfg, report, stamp, max_len = _check_run(run, out, max_len)
     dd = datasets.load_from_disk(str(run / "dataset"))
     tok_file = stamp["config"]["tokenizer"]
     tok = load_tokenizer(tok_file)
-    work = run / "export"
-    work.mkdir(parents=True, exist_ok=True)
-
-    model = AutoModelForTokenClassification.from_pretrained(str(run / "model"), attn_implementation="eager")
+    try:
+        model = AutoModelForTokenClassification.from_pretrained(str(run / "model"), attn_implementation="eager")
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: transformers raises many kinds
+        raise OdcfError(f"{run / 'model'}: cannot load the trained model ({type(exc).__name__}: {exc}); "
+                        f"retrain with `odcf train --out {run}`") from None
     model.eval()
-    cfg = model.config
-    fp32 = export_onnx(model, work / "model.fp32.onnx")
-    opt = optimize_onnx(fp32, work / "model.opt.onnx", num_heads=cfg.num_attention_heads, hidden_size=cfg.hidden_size)
     held = list(dd["test"])
     case = bool((report.get("config") or {}).get("case_types", False))
-    items = encode_rows(held, tok, int(stamp["config"]["max_len"]), case_types=case)
-    parity = check_parity(model, opt, _parity_batches(items), tolerance=tolerance)
-    logger.info("parity fp32 ONNX vs PyTorch: max |diff| %.2e (tolerance %g)", parity["max_abs_diff"], tolerance)
+    # Every intermediate file lives in a temporary folder that goes away: a failed check leaves
+    # nothing loadable behind, in the run or in --out.
+    (run / "export").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="work-", dir=run / "export") as tmp:
+        work = Path(tmp)
+        fp32 = export_onnx(model, work / "model.fp32.onnx")
+        opt = optimize_onnx(fp32, work / "model.opt.onnx", num_heads=cfg.num_attention_heads, hidden_size=cfg.hidden_size)
+        items = encode_rows(held, tok, int(stamp["config"]["max_len"]), case_types=case)
+        parity = check_parity(model, opt, _parity_batches(items), tolerance=tolerance)
+        logger.info("parity fp32 ONNX vs PyTorch: max |diff| %.2e (tolerance %g)", parity["max_abs_diff"], tolerance)
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    int8 = quantize_int8(opt, work / ONNX_NAME)
-    tok_name = Path(tok_file).parent.name
-    base_meta: dict[str, Any] = {"tokenizer": tok_name, "max_len": max_len, "threshold": 0.5}
-    if case:
-        base_meta["token_types"] = CASE_TYPES
-    (work / "metadata.json").write_text(json.dumps({**base_meta, "file": ONNX_NAME}))
-    clfs = [TokenClassifier(onnx_file=f, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len,
-                            threads=threads) for f in (opt, int8)]
-    for clf in clfs:
-        clf.warm_up()
-    texts = [r["text"] for r in held]
-    p_fp, p_q = (clf.word_probs(texts) for clf in clfs)
-    threshold, rule = _pick_threshold(report, clfs[1], list(dd["dev"]), threshold_keep_share)
-    agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
-    logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
-    if min(agreement["threshold"], agreement["rate"]) < min_agreement:
-        raise ExportParityError(
-            f"int8 model agrees with fp32 on only {min(agreement['threshold'], agreement['rate']):.2%} of keep "
-            f"decisions (< {min_agreement:.0%}) on the held-out set; retrain (more data or epochs), or pass "
-            "--min-agreement to ship it anyway"
-        )
-    shutil.copyfile(int8, out / ONNX_NAME)
-    meta = _metadata(out / ONNX_NAME, cfg, report, stamp, case=case, max_len=max_len, threshold=threshold, rule=rule)
-    meta.update({
-        "parity": parity,
-        "int8_agreement": agreement,
-        "held_out": _held_out_metrics(held, {"int8": p_q, "fp32": p_fp}, threshold),
-        "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    })
-    meta["versions"] = meta.pop("versions")  # last, as before
-    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        int8 = quantize_int8(opt, work / ONNX_NAME)
+        tok_name = Path(tok_file).parent.name
+        base_meta: dict[str, Any] = {"tokenizer": tok_name, "max_len": max_len, "threshold": 0.5}
+        if case:
+            base_meta["token_types"] = CASE_TYPES
+        clfs = [TokenClassifier(onnx_file=f, tokenizer_file=Path(tok_file), metadata=base_meta, max_len=max_len,
+                                threads=threads) for f in (opt, int8)]
+        for clf in clfs:
+            clf.warm_up()
+        texts = [r["text"] for r in held]
+        p_fp, p_q = (clf.word_probs(texts) for clf in clfs)
+        threshold, rule = _pick_threshold(report, clfs[1], list(dd["dev"]), threshold_keep_share)
+        agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
+        logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
+        if min(agreement["threshold"], agreement["rate"]) < min_agreement:
+            raise ExportParityError(
+                f"int8 model agrees with fp32 on only {min(agreement['threshold'], agreement['rate']):.2%} of keep "
+                f"decisions (< {min_agreement:.0%}) on the {agreement['words']} held-out words compared "
+                f"({agreement['threshold_disagree']} disagree at the threshold {threshold:g}, "
+                f"{agreement['rate_disagree']} at a 1/3 keep rate); retrain (more data or epochs; a small corpus "
+                "needs more held-out text), or pass --min-agreement to ship it anyway; nothing was written"
+            )
+        meta = _metadata(int8, cfg, report, stamp, case=case, max_len=max_len, threshold=threshold, rule=rule)
+        meta.update({
+            "parity": parity,
+            "int8_agreement": agreement,
+            "held_out": _held_out_metrics(held, {"int8": p_q, "fp32": p_fp}, threshold),
+            "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        })
+        meta["versions"] = meta.pop("versions")  # last, as before
+        meta_tmp = work / "metadata.json"
+        meta_tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        # into place only now, each file by an atomic rename; the model first, its metadata (which
+        # names it by sha256) last. A temporary copy beside --out makes the renames same-filesystem.
+        out_folder(out, "--out")
+        staged = Path(tempfile.mkdtemp(prefix=".export-", dir=out))
+        try:
+            for f in (int8, meta_tmp):
+                shutil.copyfile(f, staged / f.name)
+            for name in (ONNX_NAME, "metadata.json"):
+                os.replace(staged / name, out / name)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
     logger.info("shipped %s (%.1f MB)", out / ONNX_NAME, meta["bytes"] / 1e6)
     return meta
+
+
+def _check_run(run: Path, out: Path, max_len: int | None) -> tuple[Any, dict[str, Any], dict[str, Any], int]:
+    """Everything export can refuse before any work: not a run, a stale model, a bad --out or --max-len.
+
+    Returns the model configuration, the training report, the labelled data's build stamp and the
+    inference window.
+    """
+    from transformers import AutoConfig
+
+    from odcf.training.finetune import TRAINED_RECORD, out_folder
+
+    if not run.is_dir():
+        raise OdcfError(f"{run}: not a run folder (no such folder)")
+    stamp_file = run / "dataset" / "odcf_build.json"
+    if not stamp_file.is_file():
+        raise OdcfError(f"{run}: not a run folder written by `odcf train` (no dataset/odcf_build.json)")
+    if not (run / "model" / "config.json").is_file():
+        raise OdcfError(f"{run}: no trained model (no model/config.json; run `odcf train --out {run}` first)")
+    stamp = _read_json(stamp_file)
+    record_file = run / "model" / TRAINED_RECORD
+    record = _read_json(record_file) if record_file.is_file() else {}
+    if record.get("dataset_fingerprint") != stamp.get("fingerprint"):
+        why = ("has no record of the data it was trained on (its training did not finish, or an older odcf "
+               "wrote it)" if not record else "was trained on other labelled data than the run's dataset/ (a later "
+               "training rebuilt the data and did not finish)")
+        raise OdcfError(f"{run}/model {why}; retrain with `odcf train --out {run}` before exporting")
+    try:
+        cfg = AutoConfig.from_pretrained(str(run / "model"))
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: transformers raises many kinds
+        raise OdcfError(f"{run / 'model'}/config.json: cannot read the model configuration: {exc}") from None
+    positions = int(getattr(cfg, "max_position_embeddings", 0) or 0)
+    if max_len is None:
+        max_len = min(DEFAULT_MAX_LEN, positions or DEFAULT_MAX_LEN)
+    if max_len < 8 or (positions and max_len > positions):
+        raise OdcfError(f"--max-len {max_len}: must be between 8 and the model's {positions} position embeddings")
+    out_folder(out, "--out", create=False)
+    report_file = run / "train_report.json"
+    report = _read_json(report_file) if report_file.is_file() else {}
+    return cfg, report, stamp, max_len
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise OdcfError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(data, dict):
+        raise OdcfError(f"{path}: expected a JSON object")
+    return data
 
 
 def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str, Any], *, case: bool,

