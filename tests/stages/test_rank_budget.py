@@ -1118,7 +1118,7 @@ MED_LISTS = (
 )
 
 
-def test_a_bold_title_over_a_list_heads_it_even_when_it_says_do_not(plan):
+def test_a_bold_statement_over_a_list_titles_that_list_and_ends_the_title_above(plan):
     # QA: "**HELD — do not take until told by your doctor**" read as a statement, not a title, so the held
     # lisinopril was delivered right under "**CONTINUE (unchanged)**"
     seen = 0
