@@ -166,8 +166,8 @@ class Compressor:
         if role is not None:
             declared = self.plan.role(role).unit  # unknown roles fail here, before any work
             if budget is None and declared and declared != unit:
-                meta["warnings"] = [f"role {role!r} gives its budget of {self.plan.role(role).budget} in {declared}; "
-                                    f"it is counted in {unit} here, the tokenizer this call was given"]
+                meta["warnings"] = [(f"role {role!r} gives its budget of {self.plan.role(role).budget} in {declared}; "
+                                     f"it is counted in {unit} here, the tokenizer this call was given")]
         return Document.from_sources(srcs, query=query, role=role, budget=budget, tokenizer=unit, meta=meta)
 
     def compress(

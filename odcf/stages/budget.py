@@ -68,7 +68,6 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.segment.headings import TITLE_VERBS
-from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.textutil import NO_OTHER_RE, refers_back
 from odcf.tokens import get_counter

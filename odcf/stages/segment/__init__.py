@@ -138,8 +138,8 @@ class Segmenter(Stage):
 
     # -- per source -------------------------------------------------------
     def _sentence_chars(self, doc: Document, plan: Plan) -> int:
-        """The longest sentence kept in one piece: ``max_sentence_chars``, or under a small budget
-        about half of it (:data:`CHARS_A_TOKEN` characters a token, never under
+        """The longest sentence kept in one piece: ``max_sentence_chars``, or, with ``budget_cuts``,
+        under a small budget about half of it (:data:`CHARS_A_TOKEN` characters a token, never under
         :data:`MIN_SENTENCE_CHARS`), so that the best sentence can be delivered in part rather than
         not at all ("The youngest person to be elected president was John F. Kennedy, at 43 years …"
         in a budget of 36 tokens that a 35-token sentence and its source line overrun)."""
