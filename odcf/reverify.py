@@ -265,8 +265,15 @@ def split_blocks(text: str, record: Mapping[str, Any]) -> dict[str, str]:
             end -= 4 if text[end - 4:end] == "\r\n\r\n" else 2
         else:
             end = len(text)
+            notes = _NOTES_HEAD_RE.search(text, body_start) if record.get("handoff") else None
+            if notes is not None:  # a handoff's notes block after the last source (odcf.handoff.notes)
+                end = notes.start()
         out[sid] = text[body_start:end]
     return out
+
+
+#: The head of the notes block a handoff appends after its sources, with the blank line before it.
+_NOTES_HEAD_RE = re.compile(r"\r?\n\r?\n\[handoff notes\] [^\r\n]*(?:\r?\n|$)")
 
 
 # -- the record's shape ---------------------------------------------------------------------

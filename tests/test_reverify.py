@@ -327,3 +327,16 @@ def test_a_json_subset_that_counts_the_keys_it_leaves_out_verifies(plan, tmp_pat
                                                         query="cancelled orders")
     assert re.search(r'"\[JSON_KEYS: \d+\]":null}$', result.text) and "null" not in f.read_text(encoding="utf-8")
     assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+
+
+def test_the_last_block_of_a_handoff_ends_before_its_notes():
+    # QA: 'odcf verify' of a handoff record failed 'text-changed' for the last source: its block ran on
+    # into the '[handoff notes]' block appended after it
+    record = {"handoff": {"notes_tokens": 9}, "sources": [
+        {"id": "u1", "n": 1, "layer": "fact"}, {"id": "t1", "n": 2, "layer": "fact"}]}
+    text = ("[source 1/2] u1 | fact | relevance 72%\nRefund to the card.\n\n"
+            "[source 2/2] t1 | fact | relevance 68%\nRefund $45 for #W4817420.\n\n"
+            "[handoff notes] odcf | role executor\nSearched, none found: counterexamples")
+    assert split_blocks(text, record) == {"u1": "Refund to the card.", "t1": "Refund $45 for #W4817420."}
+    plain = {k: v for k, v in record.items() if k != "handoff"}  # not a handoff: the text is the source's
+    assert split_blocks(text, plain)["t1"].endswith("counterexamples")
