@@ -36,6 +36,7 @@ import abc
 from typing import Any, ClassVar
 
 from odcf.document import Document
+from odcf.errors import PlanError
 from odcf.plan.model import Plan
 
 
@@ -66,3 +67,15 @@ class Stage(abc.ABC):
 
 def _plain_value(v: Any) -> bool:
     return isinstance(v, (str, int, float, bool, type(None), tuple, list))
+
+
+def call_budget(doc: Document, plan: Plan) -> int | None:
+    """The budget a stage works to before the budget stage: the call's, else its role's (None when
+    neither is a positive integer, or the role is unknown: the budget stage says so)."""
+    if doc.budget is not None:
+        return int(doc.budget)
+    try:
+        b = plan.role(doc.role).budget
+    except (PlanError, KeyError, AttributeError):
+        return None
+    return int(b) if isinstance(b, int) and not isinstance(b, bool) and b > 0 else None

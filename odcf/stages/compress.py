@@ -57,7 +57,7 @@ from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
 from odcf.plan.protection import WHOLE_CLAUSE_CONNECTIVES
 from odcf.render import render
-from odcf.stages.base import Stage
+from odcf.stages.base import Stage, call_budget
 from odcf.textutil import STOPWORDS
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
@@ -284,7 +284,7 @@ class TokenCompressor(Stage):
             return "threshold", float(self.threshold), {}
         if self.rate is not None:
             return "rate", float(self.rate), {}
-        budget = _budget(doc, plan)
+        budget = call_budget(doc, plan)
         if budget is None:
             return "threshold", self._clf.threshold, {"threshold_from": "model metadata"}
         eligible = sum(counter.count(w.seg.original) for w in work)
@@ -503,16 +503,6 @@ def _forbidden_layers(doc: Document, plan: Plan) -> frozenset[str]:
         return frozenset(plan.role(doc.role).forbidden)
     except (PlanError, KeyError, AttributeError):
         return frozenset()
-
-
-def _budget(doc: Document, plan: Plan) -> int | None:
-    if doc.budget is not None:
-        return int(doc.budget)
-    try:
-        b = plan.role(doc.role).budget
-    except (PlanError, KeyError, AttributeError):
-        return None
-    return int(b) if isinstance(b, int) and not isinstance(b, bool) and b > 0 else None
 
 
 def _unit(doc: Document, plan: Plan) -> str | None:

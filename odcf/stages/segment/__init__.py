@@ -24,7 +24,7 @@ from typing import Any
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
 from odcf.rules.tables import TABLE_SEP_RE
-from odcf.stages.base import Stage
+from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.headings import plain_heading
 from odcf.stages.segment.jsonparts import top_level_members, value_container
 from odcf.stages.segment.lines import (
@@ -143,15 +143,8 @@ class Segmenter(Stage):
         :data:`MIN_SENTENCE_CHARS`), so that the best sentence can be delivered in part rather than
         not at all ("The youngest person to be elected president was John F. Kennedy, at 43 years …"
         in a budget of 36 tokens that a 35-token sentence and its source line overrun)."""
-        if not self.budget_cuts:
-            return self.max_sentence_chars
-        budget = doc.budget
+        budget = call_budget(doc, plan) if self.budget_cuts else None
         if budget is None:
-            try:
-                budget = plan.role(doc.role).budget
-            except Exception:  # noqa: BLE001 - an unknown role fails later, where roles are checked
-                budget = None
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             return self.max_sentence_chars
         if (doc.tokenizer or "") == "bytes":
             budget //= CHARS_A_TOKEN
