@@ -504,6 +504,16 @@ def _literal_prefix(regex: re.Pattern[str]) -> str:
     return "".join(out)
 
 
+def phrase_regex(phrase: str) -> str:
+    r"""A regular expression for *phrase*'s words in order, any white space between them, not inside a
+    longer word on the left ("due date" matches "due\n date", not "overdue date").
+
+    >>> re.search(phrase_regex("due date") + r"(?!\w)", "the due\n date").group(0)
+    'due\n date'
+    """
+    return r"(?<!\w)" + r"\s+".join(map(re.escape, phrase.split()))
+
+
 def fold(text: str) -> tuple[str, list[int]]:
     """*text* for matching terms: each character lower-cased where that keeps it one character
     ("İ" stays), each run of white space one space ("actual cash\\nvalue", "Replacement  Cost"); and

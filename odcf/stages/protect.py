@@ -23,7 +23,7 @@ from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.textutil import HAN_RE as _CJK
-from odcf.textutil import RegexTimeout, fold, regex_time_limit
+from odcf.textutil import RegexTimeout, fold, phrase_regex, regex_time_limit
 
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 # punctuation that ends a clause; a comma or dot inside a number ("$50,000", "3.5") does not
@@ -176,7 +176,7 @@ def _word_bounded(text: str, start: int, end: int) -> bool:
 def _find_marker(text: str, low: str, marker: str) -> bool:
     if _CJK.search(marker) or not marker[0].isalnum():
         return marker in text
-    return re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, marker.lower().split())) + r"(?!\w)", low) is not None
+    return re.search(phrase_regex(marker.lower()) + r"(?!\w)", low) is not None
 
 
 def _clause_end(text: str, pos: int, max_words: int) -> int:

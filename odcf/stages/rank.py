@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.textutil import detect_language, words
+from odcf.textutil import detect_language, phrase_regex, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
 
@@ -444,8 +444,8 @@ def _gives_value(phrase: str, text: str) -> bool:
     after it or after a colon, a table's bar or "is" ("Proposal due date: 14 March 2025", "| Proposal
     due date | 14 March 2025 |"); a sentence that only names it ("… received by the proposal due date")
     gives none."""
-    return re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, phrase.split()))
-                     + r"[\s:|*]*(?:(?:is|was|are|were|of|on|at|by)\s+)?[€$£¥]?\d", text.casefold()) is not None
+    return re.search(phrase_regex(phrase) + r"[\s:|*]*(?:(?:is|was|are|were|of|on|at|by)\s+)?[€$£¥]?\d",
+                     text.casefold()) is not None
 
 
 def lift_corrections(segments: Sequence[Segment], scores: dict[str, float],
