@@ -108,10 +108,20 @@ class Budgeter(Stage):
                          whole=_whole_sentences(doc), corrected_by=corrected_by)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
 
+        rules = {s.id for s in live if _RULE_RE.match(s.original.strip())} - required_ids
+
         def fit(annotate: bool) -> tuple[set[str], int, int, int, int]:
             kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
+            kept -= _lone_rules(live, kept, rules)
             exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
-            exact, refilled = self._refill(probe, live, kept, tiers, exact, budget, counter, annotate, groups)
+            # a rule is never offered again: filling the room left with it is what put "---" four
+            # times in a row where "do not call me" did not fit
+            exact, refilled = self._refill(probe, [s for s in live if s.id not in rules or s.id in kept], kept, tiers,
+                                           exact, budget, counter, annotate, groups)
+            lone = _lone_rules(live, kept, rules)  # the trim may have taken what a rule stood between
+            if lone:
+                kept -= lone
+                exact = counter.count(render(probe, lambda s: s.id in kept, annotate=annotate)[0])
             return kept, required_tokens, exact, rounds, refilled
 
         kept, required_tokens, exact, rounds, refilled = fit(annotate)
@@ -138,7 +148,8 @@ class Budgeter(Stage):
         if over_by and not room.reserved:
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
-                                                    whole=groups.whole, corrected_by=corrected_by, room=room)
+                                                    whole=groups.whole, corrected_by=corrected_by, room=room,
+                                                    rules=rules)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if decided and not live:
@@ -357,7 +368,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             before: dict[str, str], heads: set[str], *,
             whole: dict[str, tuple[str, ...]] | None = None,
             corrected_by: dict[str, tuple[str, ...]] | None = None,
-            room: _Room | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            room: _Room | None = None, rules: set[str] | frozenset[str] = frozenset()) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -381,7 +392,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
             why = f"no room in {room.budget} tokens for role {contract.name}{room.held}"
             prior = by_id.get(before.get(seg.id, ""))
-            if seg.id in heads:
+            if seg.id in rules:
+                why = ("a horizontal rule is delivered only between two delivered parts of its source, once: "
+                       "this one had none on one side, or another rule before it")
+            elif seg.id in heads:
                 what = ("a heading" if seg.kind == "heading" else "a bold title" if _section_heading(seg)
                         else "a speaker's label" if seg.meta.get("label_only")
                         else "an email's header line" if seg.meta.get("mail_field")
@@ -403,7 +417,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "is a line of an email's header and goes only with a part of its body"
                         if seg.meta.get("mail_field")
                         else f"goes only with {seg.meta.get('budget_needs_what') or 'a newer history turn'}"
-                        if seg.meta.get("budget_needs") else "speaks of what the paragraph before it names and goes "
+                        if seg.meta.get("budget_needs")
+                        else "is a later sentence of a paragraph that opens with "
+                        + ("its article's number" if _ARTICLE_OPEN_RE.match(prior.original) else "a bold title")
+                        + " and goes only with that sentence"
+                        if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
+                        and (_RUN_IN_RE.match(prior.original) or _ARTICLE_OPEN_RE.match(prior.original))
+                        else "speaks of what the paragraph before it names and goes "
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
@@ -461,6 +481,10 @@ _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|s
 _RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\S")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
+#: A paragraph that opens with a Chinese article's number ("第十六条 小额贷款公司应当……"): its later
+#: sentences ("对自然人的单户贷款余额……不得超过人民币20万元。") are that article's, and without its
+#: number they read as the article delivered above them.
+_ARTICLE_OPEN_RE = re.compile(r"^\s*第[\d一二三四五六七八九十百千零〇]+条")
 
 
 def _heading_level(seg: Segment) -> int:
@@ -542,6 +566,11 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         by_index[seg.index] = seg
         heading = _section_heading(seg)
         nxt = doc.segments[k + 1] if k + 1 < len(doc.segments) else None
+        if (heading and seg.kind == "sentence" and nxt is not None and nxt.source_id == seg.source_id
+                and nxt.paragraph == seg.paragraph + 1 and _block_like(nxt) and _ends_in_colon(seg.original)):
+            # "**Tool result:**" over a code block introduces that block (below), and titles nothing after
+            # it: "**Agent:** Staging is healthy." under the block is not a part of the tool's result
+            heading = False
         if (not heading and seg.kind == "sentence" and "\n" not in seg.original.strip()
                 and _BOLD_TITLE_RE.match(seg.original.strip()) and nxt is not None and nxt.kind == "list"
                 and nxt.source_id == seg.source_id):
@@ -622,7 +651,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             heads.add(title[1])
         elif runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence":
             # "**Water & Utilities.** Revenue rose 7.7% … Margin 14.8%.": the paragraph's later sentences
-            # speak of what its bold run-in title names, and go with the sentence that holds it
+            # speak of what its bold run-in title names, and go with the sentence that holds it; so do
+            # the later sentences of a Chinese article with the one that holds its number ("第十六条 …")
             out[seg.id] = runin[1]
         elif mail.chain:
             out[seg.id] = mail.chain[-1]
@@ -640,7 +670,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
             # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
             title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
-            runin = (seg.paragraph, seg.id) if title is None and _RUN_IN_RE.match(seg.original) else None
+            runin = (seg.paragraph, seg.id) if title is None and (
+                _RUN_IN_RE.match(seg.original) or _ARTICLE_OPEN_RE.match(seg.original)) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
@@ -651,7 +682,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 and prev.kind == "sentence" and not prev.meta.get("label_only")):
             # a line ending in ":" introduces the block under it, and so does a shell command its output
             # ("tool (bash): $ kubectl get pods" over the pods' table: never delivered without it)
-            colon = not prev.dropped and (prev.original.rstrip().endswith((":", "："))
+            colon = not prev.dropped and (_ends_in_colon(prev.original)
                                           or _COMMAND_RE.search(prev.original.rstrip().rsplit("\n", 1)[-1]) is not None
                                           # a bold statement over a list ("**HELD — do not take until told by
                                           # your doctor**"): the title of that list, not of what follows it
@@ -693,6 +724,44 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
 #: label, "tool (bash): $ kubectl …"): what follows it is its output. A command starts with a letter
 #: or a path, not a digit ("Amount due: $ 1,250.00" is an amount).
 _COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+[A-Za-z_./~][^\n]*$")
+
+
+def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str]:
+    """The kept horizontal rules (*rules*) of *live* that separate nothing: with no kept segment of
+    their source before or after them, or with only another kept rule since the last kept segment.
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=str(i), source_id="a", index=i, text=t, original=t, kind="sentence")
+    ...         for i, t in enumerate(["---", "Hello.", "---", "---", "Bye.", "---"])]
+    >>> sorted(_lone_rules(segs, {"0", "1", "2", "3", "4", "5"}, {"0", "2", "3", "5"}))
+    ['0', '3', '5']
+    """
+    lone: set[str] = set()
+    pending: str | None = None  # a kept rule after a kept segment, waiting for the next one
+    last_source: str | None = None
+    seen = False  # a kept segment of this source came before
+    for seg in live:
+        if seg.source_id != last_source:
+            if pending is not None:
+                lone.add(pending)
+            pending, seen, last_source = None, False, seg.source_id
+        if seg.id not in kept:
+            continue
+        if seg.id in rules:
+            if not seen or pending is not None:
+                lone.add(seg.id)
+            else:
+                pending = seg.id
+        else:
+            seen, pending = True, None
+    if pending is not None:
+        lone.add(pending)
+    return lone
+
+
+def _ends_in_colon(text: str) -> bool:
+    """Whether *text* ends in a colon, maybe inside its bold ("Smoke test:", "**Tool result:**")."""
+    return text.rstrip().rstrip("*_").rstrip().endswith((":", "："))
 
 
 def _block_like(seg: Segment) -> bool:

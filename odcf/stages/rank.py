@@ -332,10 +332,16 @@ CORRECTION_RE = re.compile(
     r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
     r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
     r"|\bnot\s+[€$£¥]?\d[\d,./:]*%?(?:\s?[^\W\d_]+){0,2}(?:\s\d{4})?(?=\s*(?:[.;,)!\n\-–—]|$|as\b|but\b))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
+#: Not right after a letter or digit of a word: a Chinese or Japanese character may come before a
+#: number ("人民币100万元"), a Latin letter may not ("D50").
+_NOT_IN_WORD = r"(?<!(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])\w)"
+#: A Chinese unit or counter after a number ("100万元", "6个月", "4倍"): the words after it are not.
+_CJK_UNIT = r"万元|亿元|美元|港元|个月|小时|分钟|[万亿千百元月年日天倍条款项章节人次户笔岁]"
 #: A number on its own: not the digits of a name or a unit ("D50", "T2DM", "mL/min/1.73m2").
-_NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
-#: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
-_DIGIT_UNIT_RE = re.compile(r"(?<![\w,./])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"(?<![,./:])" + _NOT_IN_WORD + r"\d[\d,.]*(?::\d\d)*")
+#: A lone digit with what it counts ("8 hours", "2 years", "5x ULN", "6个月"): a value as much as "14 months" is.
+_DIGIT_UNIT_RE = re.compile(r"(?<![,./])" + _NOT_IN_WORD + r"(\d)(?:\s?([a-z]+|%|" + _CJK_UNIT + r"))?(?![\d,.]?\d)",
+                            re.IGNORECASE)
 #: What a change names before its verb: "The proposal due date is extended to …" changes the
 #: proposal due date, wherever else the text gives it ("| Proposal due date | 14 March 2025 |").
 _CHANGED_SUBJECT_RE = re.compile(
@@ -359,13 +365,16 @@ def _keys(text: str) -> tuple[set[str], set[str]]:
     """Content words, and the numbers that name one value: not a year; a lone digit only with
     the word after it ("8 hours")."""
     numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
-    units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text) if m.group(2)}
+    # (a Chinese date's day or month, "1月1日", counts nothing)
+    units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text)
+             if m.group(2) and m.group(2) not in ("年", "月", "日")}
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
             {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)} | units)
 
 
 #: A number and the word or sign right after it: its unit ("64 GB", "64 MB", "5%"), if any.
-_NUMBER_UNIT_RE = re.compile(r"(?<![\w,./:])(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?([^\W\d_]+|%))?")
+_NUMBER_UNIT_RE = re.compile(r"(?<![,./:])" + _NOT_IN_WORD + r"(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?("
+                             + _CJK_UNIT + r"|[^\W\d_\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+|%))?")
 
 
 def _units(text: str) -> dict[str, set[str | None]]:
