@@ -384,6 +384,13 @@ def word_costs(text: str, words: Sequence[tuple[int, int]], counter: Any,
     return costs
 
 
+#: What opens a line and says what it is: a heading's or a list item's mark, a quote's ">", then a
+#: speaker's or field's label ("**User (dana@ops):**", "Agent:", "**Tool result:**"); forced to keep.
+_LEAD_RE = re.compile(r"^\s*(?:(?:#{1,6}|>|[-*+\u2022]|\d{1,3}[.)])(?=\s))?\s*"
+                      r"(?:(?:\*\*|__)(?=\S)[^*_\n]{1,60}?(?:[:.]\*\*|:__|\*\*:|__:)"
+                      r"|[A-Za-z][\w.@-]{0,30}(?:\s\([^()\n]{1,40}\))?:(?=\s))?")
+
+
 #: Words that are a comparison or tolerance sign: "eGFR < 30" must not become "eGFR 30".
 OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=", "==", "≠", "!=", "±", "+/-", "≈", "~"})
 
@@ -397,6 +404,14 @@ def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
     text = seg.original
     for i, (s, e) in enumerate(words):
         if e - s <= 3 and text[s:e] in OPERATOR_WORDS:
+            forced[i] = True
+    head = _LEAD_RE.match(text)
+    if head is not None:
+        # the line's own mark and label: who says it ("**User (dana@ops):**" over "Never touch prod"),
+        # which heading or item it is ("#", "3.", "-")
+        for i, (s, _) in enumerate(words):
+            if s >= head.end():
+                break
             forced[i] = True
     if not seg.protected:
         return forced

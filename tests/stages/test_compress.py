@@ -454,3 +454,16 @@ def test_an_amount_is_kept_with_the_word_it_measures() -> None:
     for part in ("ceftriaxone 1 g", "azithromycin 500 mg", "capped at 5%"):
         assert part in s.text, s.text
     assert "was, 12 units" not in s.text  # a comma ends the phrase: "was" does not measure "12 units"
+
+
+@pytest.mark.parametrize("label", ["**User (dana@ops):**", "Agent:", "# ", "3. ", "**Water & Utilities.**"])
+def test_a_line_keeps_its_mark_and_speaker_label(label: str) -> None:
+    # QA: "**User (dana@ops):** … Never touch prod" became "since this morning. … Never touch prod":
+    # whose constraint it is was gone; "# Ticket #CS-2024-118734 — …" no longer read as a heading
+    text = (f"{label} the payments api has been crash looping on the staging cluster since early this morning "
+            "and the team would like it fixed before the end of the working day today.")
+    s = stage(rate=0.1)(make_doc(seg("a#0", text)), PLAN).segments[0]
+    assert s.status == "compressed", s
+    assert s.text.startswith(label.strip()), s.text
+    plain = stage(rate=0.1)(make_doc(seg("a#0", text.replace(label, "", 1).lstrip())), PLAN).segments[0]
+    assert plain.status == "compressed" and not plain.text.startswith(label.strip())
