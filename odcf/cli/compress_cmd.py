@@ -83,17 +83,23 @@ def run(args: argparse.Namespace) -> int:
             write_text(args.out, payload + "\n")
         else:
             sys.stdout.write(payload + "\n")
-        return 0
-    if args.out:
+    elif args.out:
         write_text(args.out, result.text)  # exactly the delivered text: its sha256 is the record's
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
-    for warning in result.record.get("warnings", ()):  # what the record warns of, on the terminal too
+    _print_warnings(result)
+    return 0
+
+
+def _print_warnings(result: Any) -> None:
+    """What the record warns of, on stderr (with ``--json`` too: stdout holds only the JSON); over
+    budget is said once, by the record's own warning when it gives one."""
+    warnings = [str(w) for w in result.record.get("warnings", ())]
+    for warning in warnings:
         print(f"odcf compress: warning: {warning}", file=sys.stderr)
-    if result.over_budget:
+    if result.over_budget and not any(w.startswith("over budget") for w in warnings):
         print(f"odcf compress: warning: over budget by {result.record['over_by']} tokens "
               "(required material alone exceeds it; see the record)", file=sys.stderr)
-    return 0
 
 
 #: Extra output writers (HTML report, trace) registered by other CLI modules: fn(args, result).
