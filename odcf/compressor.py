@@ -164,9 +164,12 @@ class Compressor:
             "input_tokens": {s.id: counter.count(s.text) for s in srcs},
         }
         if role is not None:
-            declared = self.plan.role(role).unit  # unknown roles fail here, before any work
-            if budget is None and declared and declared != unit:
-                meta["warnings"] = [(f"role {role!r} gives its budget of {self.plan.role(role).budget} in {declared}; "
+            contract = self.plan.role(role)  # unknown roles fail here, before any work
+            # a role without `unit:` gives its budget in the plan's tokenizer
+            declared = contract.unit or self.plan.tokenizer
+            if budget is None and declared != unit:
+                how = "" if contract.unit else " (the plan's tokenizer: the role declares no unit)"
+                meta["warnings"] = [(f"role {role!r} gives its budget of {contract.budget} in {declared}{how}; "
                                      f"it is counted in {unit} here, the tokenizer this call was given")]
         return Document.from_sources(srcs, query=query, role=role, budget=budget, tokenizer=unit, meta=meta)
 
