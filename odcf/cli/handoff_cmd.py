@@ -13,7 +13,6 @@ from typing import Any
 
 from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.fileio import write_text
-from odcf.textutil import loads_json
 
 
 def register(sub: Any) -> None:
@@ -48,17 +47,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor
     from odcf.handoff.engine import handoff, over_budget_message
-    from odcf.handoff.items import load_items, parse_items
+    from odcf.handoff.items import decode_items, load_items, parse_items
 
     refuse_overwrites([args.items, args.ontology], {"--out": args.out, "--record": args.record})
 
-    if args.items == "-":
-        from odcf.handoff.errors import HandoffError
-
-        try:
-            items: Any = parse_items(loads_json(sys.stdin.read()), where="<stdin>")
-        except json.JSONDecodeError as exc:
-            raise HandoffError(f"<stdin>:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    if args.items == "-":  # bytes, read as a file is (a byte-order mark removed)
+        items: Any = parse_items(decode_items(sys.stdin.buffer.read(), "<stdin>"), where="<stdin>")
     else:
         items = load_items(args.items)
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
