@@ -70,6 +70,8 @@ class Compressor:
             raise StageError(f"stages must be a mapping of stage name to true/false or options, "
                              f"got {type(stages).__name__} {stages!r}")
         check_tokenizer(tokenizer)
+        if tokenizer is not None:
+            get_counter(tokenizer)  # an unknown name or a missing hf: file fails here, not on the first call
         self.plan = plan
         self.stage_options = dict(stages or {})
         self.tokenizer = tokenizer
