@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import KINDS, LAYERS, Source, unicode_problem
+from odcf.document import KINDS, LAYERS, Source, real_number, unicode_problem
 from odcf.errors import InputError
 from odcf.fileio import decode_text
 from odcf.handoff.errors import HandoffError, raise_problems
@@ -276,10 +276,10 @@ class _Parser:
         if problem:  # JSON may carry one ("\ud800"); no stage could hash, count or write it
             self.problem(path, f"text {problem}")
 
-        conf = entry.get("confidence")
-        if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float))
-                                 or not math.isfinite(conf) or not 0.0 <= conf <= 1.0):
-            self.problem(f"{path}.confidence", f"must be a number in [0, 1], got {conf!r}")
+        given = entry.get("confidence")
+        conf = real_number(given)  # numpy scalars and Decimal too, as a float
+        if given is not None and (conf is None or not math.isfinite(conf) or not 0.0 <= conf <= 1.0):
+            self.problem(f"{path}.confidence", f"must be a number in [0, 1], got {given!r}")
 
         strs, bools, lists = self.typed_fields(entry, path)
         self.searched.update(lists["searched"])
