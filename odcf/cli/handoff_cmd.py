@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.record, json.dumps(result.record, ensure_ascii=False, indent=2) + "\n")
     payload = (json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else result.text) + "\n"
     if args.out:
-        write_text(args.out, payload)
+        # the text exactly, as `odcf compress --out` writes it: its sha256 is the record's
+        write_text(args.out, payload if args.json else result.text)
     else:
         sys.stdout.write(payload)
     rec = result.record

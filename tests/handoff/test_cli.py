@@ -98,6 +98,24 @@ def test_cli_reads_an_items_file_or_stdin_with_a_byte_order_mark(monkeypatch: py
     assert err.startswith("odcf handoff: error: <stdin>: invalid UTF-8 at byte 11") and "Traceback" not in err
 
 
+def test_cli_out_file_is_exactly_the_handoff_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  ontology_path: Path) -> None:
+    # QA: `handoff --out` appended a newline, so the file's sha256 was not the record's (compress --out's is)
+    import hashlib
+
+    p = write(tmp_path, ITEMS)
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    argv = ["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "500"]
+    assert main([*argv, "--out", str(out), "--record", str(rec)]) == 0
+    assert capsys.readouterr().out == ""
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == record["sha256"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == out.read_text(encoding="utf-8") + "\n"  # stdout still ends the line
+    assert main([*argv, "--out", str(out), "--json"]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["record"]["sha256"] == record["sha256"]
+
+
 def test_cli_over_budget_warning_quotes_the_budget_and_the_notes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                  ontology_path: Path) -> None:
     # QA: "over budget by 9 tokens (mandatory material alone exceeds it)" when mandatory material was
