@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.fileio import write_text
 
 
@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
-    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
+    p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
     p.add_argument("--query", "-q", default=None, help="what the receiving agent needs (default: the task goal)")
     p.add_argument("--searched", action="append", default=[], metavar="CATEGORY",
                    help="a category upstream searched (repeatable), in addition to those the file declares")

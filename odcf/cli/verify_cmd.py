@@ -30,13 +30,16 @@ def register(sub: Any) -> None:
     p.add_argument("--plan", default=None, metavar="FILE", help="take the plan from this plan JSON")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT", help="compile the plan from this ontology")
     p.add_argument("--base", action="append", default=[], metavar="DIR",
-                   help="look for relative source paths here (repeatable; default: the current folder, "
-                        "then the record's folder)")
+                   help="a folder to resolve the record's relative source paths against (repeatable, tried in "
+                        "order; then the current folder, then the record's folder), e.g. when verifying in "
+                        "another checkout")
     p.add_argument("--sources-only", action="store_true",
                    help="pass when the sources and text check out even if the segments could not be re-checked "
                         "(no plan: a record of a custom ontology verified without --ontology/--plan/--trace; "
                         "a record written with segment_details=False)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", action="store_true",
+                   help='print the result as JSON: {"ok", "problems": [{"code", "message", "source", "segment"}], '
+                        '"checked_sources", "checked_segments", "notes"}; the exit code is as without it')
     p.set_defaults(handler=run)
 
 
