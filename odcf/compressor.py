@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import numbers
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, ValuesView
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -70,6 +71,8 @@ class Compressor:
             raise StageError(f"stages must be a mapping of stage name to true/false or options, "
                              f"got {type(stages).__name__} {stages!r}")
         check_tokenizer(tokenizer)
+        if tokenizer is not None:
+            get_counter(tokenizer)  # an unknown name or a missing hf: file fails here, not on the first call
         self.plan = plan
         self.stage_options = dict(stages or {})
         self.tokenizer = tokenizer
@@ -164,9 +167,12 @@ class Compressor:
             "input_tokens": {s.id: counter.count(s.text) for s in srcs},
         }
         if role is not None:
-            declared = self.plan.role(role).unit  # unknown roles fail here, before any work
-            if budget is None and declared and declared != unit:
-                meta["warnings"] = [(f"role {role!r} gives its budget of {self.plan.role(role).budget} in {declared}; "
+            contract = self.plan.role(role)  # unknown roles fail here, before any work
+            # a role without `unit:` gives its budget in the plan's tokenizer
+            declared = contract.unit or self.plan.tokenizer
+            if budget is None and declared != unit:
+                how = "" if contract.unit else " (the plan's tokenizer: the role declares no unit)"
+                meta["warnings"] = [(f"role {role!r} gives its budget of {contract.budget} in {declared}{how}; "
                                      f"it is counted in {unit} here, the tokenizer this call was given")]
         return Document.from_sources(srcs, query=query, role=role, budget=budget, tokenizer=unit, meta=meta)
 
@@ -186,7 +192,8 @@ class Compressor:
         """Compress *sources* for *role* within *budget* tokens (the role's budget by default).
 
         *sources*: a string, a :class:`Source`, a mapping ``{"text", "id"?, "kind"?, "layer"?, ...}``
-        (a null value is as if the field were not given) or a list of those. ``trace=PATH`` also
+        (a null value is as if the field were not given) or a list of those (a list or tuple: a set is
+        refused, as its order, and so the ids and the output, changes from run to run). ``trace=PATH`` also
         writes a JSONL trace that ``odcf replay`` re-runs; ``timings=False`` leaves wall-clock times
         out of the record so the record is byte-identical too.
         """
@@ -242,6 +249,11 @@ def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]
     elif not isinstance(sources, Iterable):
         raise InputError(f"sources must be a string, a Source, a mapping or a list of those, "
                          f"got {type(sources).__name__}")
+    elif isinstance(sources, (AbstractSet, ValuesView)):  # a set, a frozenset, a dict's keys/values/items
+        # a set's order changes from run to run (PYTHONHASHSEED): so would the ids, the numbering and the output
+        why = ("its order changes from run to run (PYTHONHASHSEED), and with it the source ids, their numbering "
+               "and the output" if isinstance(sources, (set, frozenset)) else "pass list(...) of it")
+        raise InputError(f"sources must be a list (or tuple) of sources, not a {type(sources).__name__}: {why}")
     else:
         items = list(sources)
     out: list[Source] = []

@@ -12,7 +12,9 @@ they return ``doc.replace(...)`` with a new trace event appended.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import hashlib
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -127,10 +129,14 @@ class Source:
                 raise SourceError(f"source {self.id!r}: {name} {problem}")
         if not isinstance(self.mandatory, bool):  # "false" would be true
             raise SourceError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
-        if self.confidence is not None and (isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float))):
-            raise SourceError(f"source {self.id!r}: confidence must be a number within [0, 1], got {self.confidence!r}")
-        if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
-            raise SourceError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
+        if self.confidence is not None:
+            conf = real_number(self.confidence)
+            if conf is None:
+                raise SourceError(f"source {self.id!r}: confidence must be a number within [0, 1], "
+                                  f"got {self.confidence!r}")
+            if not (0.0 <= conf <= 1.0):
+                raise SourceError(f"source {self.id!r}: confidence must be within [0, 1], got {self.confidence}")
+            object.__setattr__(self, "confidence", conf)  # a numpy scalar or Decimal as a float (JSON writes it)
         if self.meta is not None and not isinstance(self.meta, Mapping):
             raise SourceError(f"source {self.id!r}: meta must be a mapping, got {type(self.meta).__name__}")
         object.__setattr__(self, "meta", _freeze(self.meta))
@@ -143,6 +149,25 @@ class Source:
     @property
     def sha256(self) -> str:
         return sha256(self.text)
+
+
+def real_number(value: Any) -> float | int | None:
+    """*value* when it is a real number, as a plain ``int`` or ``float`` (a numpy scalar, a
+    :class:`~decimal.Decimal` or a :class:`~fractions.Fraction` as a float); ``None`` for anything
+    else, a bool included (``True`` is no confidence).
+
+    >>> from decimal import Decimal
+    >>> real_number(Decimal("0.5")), real_number(1), real_number(True), real_number("0.5")
+    (0.5, 1, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        return None
+    if type(value) in (int, float):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError, ArithmeticError):  # Decimal("sNaN")
+        return None
 
 
 @dataclass(frozen=True)

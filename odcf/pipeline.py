@@ -80,6 +80,11 @@ def _load_class(spec: str) -> type[Stage]:
 def resolve_stage_options(plan: Plan, overrides: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any] | None]:
     """For each stage name: its options dict when enabled, ``None`` when disabled."""
     overrides = dict(overrides or {})
+    known = ", ".join(n for n, _ in STAGE_ORDER)
+    not_names = [key for key in overrides if not isinstance(key, str)]
+    if not_names:
+        raise StageError(f"stage names must be strings, got {', '.join(f'{type(k).__name__} {k!r}' for k in not_names)}"
+                         f"; known: {known}")
     unknown = set(overrides) - {name for name, _ in STAGE_ORDER}
     if unknown:
         raise StageError(f"unknown stage(s) {', '.join(sorted(unknown))}; known: {', '.join(n for n, _ in STAGE_ORDER)}")

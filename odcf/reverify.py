@@ -368,6 +368,9 @@ def verify_report(
     *sources_only*: accept, with a note, a record of format 1 that lists no segment although it counts
     some (an older odcf wrote those with ``segment_details=False``); by default that is ``segments-missing``.
     A record of a field of the wrong type is ``record-invalid``, one problem per field, and nothing else is checked.
+    A record with nothing else wrong is not "ok" when nothing was checked: ``nothing-checked`` when no source
+    could be re-read (their origins are not files), ``segments-unchecked`` when it has segments but none was
+    re-checked (no plan for it, or none listed) and *sources_only* is false — as ``odcf verify`` reports.
     """
     problems: list[Problem] = []
     notes: list[str] = []
@@ -410,7 +413,29 @@ def verify_report(
         if extra:
             problems.append(Problem("text-not-derivable", "delivered words in none of the sources: "
                                     + ", ".join(repr(w) for w in extra[:5])))
+    if not problems:
+        problems += _unchecked_problems(record, run.checked, run.n_segments, sources_only=sources_only)
     return VerifyReport(tuple(problems), tuple(run.checked), run.n_segments, tuple(notes))
+
+
+def _unchecked_problems(record: Mapping[str, Any], checked: Sequence[str], n_segments: int, *,
+                        sources_only: bool) -> list[Problem]:
+    """A record that found nothing wrong only because nothing was checked is not "ok":
+    ``nothing-checked`` when no source could be re-read, ``segments-unchecked`` when no segment
+    was re-cut (no plan, or no segment listed) and *sources_only* does not accept that."""
+    if not checked and record.get("sources"):
+        # a record of the API or a batch job names no file: an "ok" here would have checked nothing
+        return [Problem("nothing-checked", "no source could be re-read (see the notes: their origins are not "
+                        "files, as in a record from the Python API or a batch job), so nothing was verified "
+                        "against its source")]
+    if not n_segments and not sources_only and has_segments(record):
+        # nothing was re-cut: an "ok" here would tell a CI job that the segments were checked
+        why = ("no segment was re-checked without the record's plan (see the notes): pass its ontology "
+               "(--ontology), --plan or --trace, or --sources-only to accept this" if lists_segments(record) else
+               "the record lists no segment (it was written with segment_details=False), so none was re-checked: "
+               "pass --sources-only to accept this")
+        return [Problem("segments-unchecked", why)]
+    return []
 
 
 @dataclass

@@ -234,7 +234,15 @@ class ByteCounter:
 
 
 def check_tokenizer(name: object) -> None:
-    """Raise :class:`OdcfError` unless *name* can name a tokenizer (a string, or None for the default)."""
+    """Raise :class:`OdcfError` unless *name* can name a tokenizer (a non-empty string, or None for
+    the default): an empty name would silently mean the default."""
+    _check_type(name)
+    if isinstance(name, str) and not name.strip():
+        raise OdcfError(f"tokenizer must be a name (o200k_base, cl100k_base, bytes, or hf:PATH), got {name!r}; "
+                        "leave it out (None) for the plan's")
+
+
+def _check_type(name: object) -> None:
     if name is not None and not isinstance(name, str):
         raise OdcfError(f"tokenizer must be a string (o200k_base, cl100k_base, bytes, or hf:PATH), "
                         f"got {type(name).__name__} {name!r}")
@@ -242,7 +250,7 @@ def check_tokenizer(name: object) -> None:
 
 def get_counter(name: str | None = None) -> TokenCounter:
     """A shared counter by name. Unknown names raise :class:`OdcfError` with the choices."""
-    check_tokenizer(name)  # before the cache, which cannot take a list
+    _check_type(name)  # before the cache, which cannot take a list
     return _counter(name or DEFAULT_TOKENIZER)
 
 

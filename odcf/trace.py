@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from odcf import __version__
-from odcf.document import Source, sha256
+from odcf.document import Source, real_number, sha256
 from odcf.errors import InputError
 from odcf.fileio import write_text
 from odcf.textutil import check_fields, is_json, json_kind, loads_json
@@ -88,6 +88,8 @@ def input_entries(inputs: Any) -> list[dict[str, Any]]:
                 fields["meta"] = _jsonable(dict(item.meta), f"input {k} meta")
         elif isinstance(item, Mapping):
             fields = {key: v for key, v in item.items() if key != "text"}
+            if real_number(fields.get("confidence")) is not None:  # a numpy scalar or Decimal: as the source reads it
+                fields["confidence"] = real_number(fields["confidence"])
             text, form = item.get("text"), "mapping"
             _jsonable(fields, f"input {k}")
         else:

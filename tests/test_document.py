@@ -74,3 +74,31 @@ def test_a_lone_surrogate_in_any_string_of_a_source_is_refused_naming_the_field(
     with pytest.raises(ValueError, match=(r"^source id 'a\\ud800b' holds a lone surrogate" if field == "id"
                                           else rf"^source 'x': {field} holds a lone surrogate \(U\+D800\) at character 1")):
         Source(**kw)
+
+
+def test_a_real_number_of_any_type_is_a_confidence_and_a_bool_is_not(plan, tmp_path):
+    # QA: confidence=np.float32(0.5) or Decimal("0.5") was "not a number" (numpy ints were a budget)
+    import json
+    from decimal import Decimal
+    from fractions import Fraction
+
+    import numpy as np
+
+    from odcf.compressor import Compressor
+    from odcf.handoff.errors import HandoffError
+
+    for value in (np.float32(0.5), np.float64(0.5), Decimal("0.5"), Fraction(1, 2), np.int64(1)):
+        src = Source(id="a", text="x", confidence=value)
+        assert src.confidence == float(value) and type(src.confidence) is float
+        r = Compressor(plan).compress({"text": "The cap is $5.", "confidence": value}, budget=50,
+                                      trace=tmp_path / "t.jsonl")
+        assert r.document.sources[0].confidence == float(value)
+        assert json.loads((tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()[0])
+        h = Compressor(plan).handoff("writer", [{"id": "a", "text": "The cap is $5.", "confidence": value}], budget=100)
+        assert "The cap is $5." in h.text
+    assert type(Source(id="a", text="x", confidence=1).confidence) is int  # plain numbers as given
+    for bad in (True, np.bool_(True), "0.5", Decimal("sNaN"), Decimal("NaN"), np.float32(1.5), None.__class__):
+        with pytest.raises(ValueError, match="confidence"):
+            Source(id="a", text="x", confidence=bad)
+        with pytest.raises(HandoffError, match=r"\[0\]\.confidence: must be a number in \[0, 1\]"):
+            Compressor(plan).handoff("writer", [{"id": "a", "text": "The cap is $5.", "confidence": bad}], budget=100)

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from odcf.document import Document, Source, TraceEvent
@@ -95,6 +97,18 @@ def test_stage_switches_from_ontology_and_api():
     with pytest.raises(StageError, match="unknown stage"):
         resolve_stage_options(plan, {"nope": True})
 
+
+
+@pytest.mark.parametrize("key", [1, None, ("rules",), 2.5])
+def test_a_stage_key_that_is_not_a_string_is_a_stage_error_naming_it(plan, key):
+    # QA: stages={1: True} raised a bare TypeError from joining the unknown names
+    from odcf.compressor import Compressor
+    from odcf.errors import OdcfError
+
+    with pytest.raises(StageError, match=r"stage names must be strings, got .*" + re.escape(repr(key))):
+        resolve_stage_options(plan, {key: True, "fold": False})
+    with pytest.raises(OdcfError, match=re.escape(repr(key))):
+        Compressor(plan, stages={key: False})
 
 def test_trace_has_one_timed_event_per_stage(plan):
     doc = Document.from_sources([Source(id="a", text="One. Two. Three.")], budget=100)

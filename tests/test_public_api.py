@@ -74,3 +74,19 @@ def test_dir_lists_the_public_names_without_importing_them():
             "assert set(odcf.ontology.__all__) <= set(dir(odcf.ontology)); "
             "assert 'odcf.compressor' not in sys.modules and 'onnxruntime' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_sources_in_an_unordered_collection_are_refused_saying_to_pass_a_list(plan):
+    # QA: a set of sources made the output depend on PYTHONHASHSEED (ids, numbering and text)
+    texts = ["Payment is due within 30 days.", "Liability is capped at $5,000.", "Notice period is 90 days."]
+    keyed = dict.fromkeys(texts)
+    c = Compressor(plan)
+    for unordered in (set(texts), frozenset(texts), keyed.keys(), keyed.items(), {k: k for k in texts}.values()):
+        with pytest.raises(OdcfError, match=rf"sources must be a list \(or tuple\) of sources, not a "
+                                            rf"{type(unordered).__name__}"):
+            c.compress(unordered, budget=200)
+    with pytest.raises(OdcfError, match="its order changes from run to run"):
+        c.compress(set(texts), budget=200)
+    assert c.compress(texts, budget=200).text == c.compress(tuple(texts), budget=200).text
+    assert c.compress(iter(texts), budget=200).record["sources"][0]["id"] == "source-1"
+

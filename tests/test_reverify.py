@@ -212,8 +212,10 @@ def test_a_record_without_segment_details_says_so_and_verifies(plan, tmp_path, c
     record = result.record
     assert record["segment_details"] is False and record["record_format"] == 2
     assert not record["sources"][0].get("segments") and sum(record["segments"].values()) > 0
-    report = verify_report(record, result.text, plan=plan, stages=stages)
+    report = verify_report(record, result.text, plan=plan, stages=stages, sources_only=True)
     assert report.ok and report.checked_segments == 0 and any("segment_details=False" in n for n in report.notes)
+    # without sources_only, as `odcf verify` without --sources-only: nothing re-checked is not an "ok"
+    assert [p.code for p in verify_record(record, result.text, plan=plan, stages=stages)] == ["segments-unchecked"]
     # a declaration that contradicts the lists is not believed
     listed = copy.deepcopy(dict(Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a))],
                                                                           budget=110).record))
@@ -340,3 +342,23 @@ def test_the_last_block_of_a_handoff_ends_before_its_notes():
     assert split_blocks(text, record) == {"u1": "Refund to the card.", "t1": "Refund $45 for #W4817420."}
     plain = {k: v for k, v in record.items() if k != "handoff"}  # not a handoff: the text is the source's
     assert split_blocks(text, plain)["t1"].endswith("counterexamples")
+
+
+def test_verify_record_reports_a_record_whose_sources_are_no_files_as_nothing_checked(plan):
+    # QA: verify_record returned [] ("checks out") where `odcf verify` failed nothing-checked
+    result = Compressor(plan, stages=SWITCHES).compress("Refund of $20 approved for order W1.", budget=60)
+    problems = verify_record(result.record, result.text, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["nothing-checked"]
+    assert not verify_report(result.record, result.text, plan=plan, stages=SWITCHES).ok
+    assert [p.code for p in verify_record(result.record, result.text, sources_only=True)] == ["nothing-checked"]
+
+
+def test_verify_record_without_the_plan_reports_segments_unchecked(plan, run):
+    # QA: verify_record returned [] where `odcf verify` failed segments-unchecked (no plan: nothing re-cut)
+    _, _, result = run
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+    report = verify_report(result.record, result.text)  # a custom plan, not given: no segment re-checked
+    assert report.checked_segments == 0 and len(report.checked_sources) == 2
+    assert [p.code for p in report.problems] == ["segments-unchecked"] and not report.ok
+    assert "pass its ontology (--ontology), --plan or --trace" in report.problems[0].message
+    assert verify_record(result.record, result.text, sources_only=True) == []

@@ -1,6 +1,8 @@
 """Token counters: exact counts, whatever the length of the text or the tokenizer file's settings."""
 from __future__ import annotations
 
+import re
+
 import bpe_openai
 import pytest
 from hypothesis import given, settings
@@ -115,3 +117,25 @@ def test_the_count_cache_is_bounded_by_bytes_not_by_entries():
     for i in range(2000):
         counter.count(f"short text {i}")
     assert counter._bytes <= 200_000 and len(counter._cache) > 1000
+
+
+@pytest.mark.parametrize("name, message", [
+    ("xx", "unknown tokenizer 'xx': use o200k_base, cl100k_base, bytes, or hf:PATH"),
+    ("gpt2", "unknown tokenizer 'gpt2'"),
+    ("hf:/nonexistent/tok", "tokenizer '/nonexistent/tok': no tokenizer.json found there"),
+    ("", "tokenizer must be a name"),
+    ("  ", "tokenizer must be a name"),
+])
+def test_a_tokenizer_that_names_none_fails_when_the_compressor_is_built(plan, name, message):
+    # QA: Compressor.from_ontology("general", tokenizer="xx") was accepted and failed on the first compress;
+    # tokenizer="" silently meant the default
+    from odcf.errors import OdcfError
+
+    with pytest.raises(OdcfError, match=re.escape(message)):
+        Compressor.from_ontology("general", tokenizer=name)
+    with pytest.raises(OdcfError, match=re.escape(message)):
+        Compressor(plan, tokenizer=name)
+    if not name.strip():  # per call, too: "" is not the default
+        with pytest.raises(OdcfError, match=re.escape(message)):
+            Compressor(plan).compress("Pay $5.", tokenizer=name)
+    assert Compressor(plan, tokenizer="bytes").compress("Pay $5.").record["unit"] == "bytes"

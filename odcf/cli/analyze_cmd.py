@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.document import LAYERS
 from odcf.fileio import write_text
 
@@ -23,12 +23,16 @@ def register(sub: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="input files; `-` reads stdin")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
-    p.add_argument("--plan", default=None, metavar="FILE", help="a plan JSON (from `odcf plan`) instead of --ontology")
+    p.add_argument("--plan", default=None, metavar="FILE",
+                   help="measure under this compiled plan (the JSON `odcf plan --format json` writes) instead of "
+                        "compiling --ontology")
     p.add_argument("--role", "-r", default=None, help="role contract to apply")
     p.add_argument("--query", "-q", default=None, help="what the reader needs")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
-    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
-    p.add_argument("--layer", default="fact", choices=LAYERS, help="layer of the input files (default: fact)")
+    p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
+    p.add_argument("--layer", default="fact", choices=LAYERS,
+                   help="the layer every input file belongs to (default: fact), as in `odcf compress --layer`: "
+                        "the role's contract and the stages treat each layer differently")
     p.add_argument("--no-entities", action="store_true", help="do not run spaCy NER for the density count")
     p.add_argument("--low-density", type=float, default=None, metavar="X",
                    help="flag segments under X entities per 100 tokens (default 1.0)")

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, stage_overrides
 
 
 def register(sub: Any) -> None:
@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
     p.add_argument("--query-field", default=DEFAULT_QUERY_FIELD, metavar="F",
                    help=f"record field holding the query (default: {DEFAULT_QUERY_FIELD}); a job warns when no "
                         "record has a field named otherwise")
-    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
+    p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
     p.add_argument("--workers", "-w", type=int, default=None,
                    help="worker processes (local) or actors (ray); default: the CPUs available; "
                         "0 runs in this process")
@@ -42,7 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="join an existing Ray cluster (`auto` after `ray start --head`); default: a local Ray")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its finished parts")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT / unfinished run")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start again: replace an existing OUTPUT and discard the parts of an unfinished run "
+                        "(without it the job refuses to touch either; --resume continues an unfinished run)")
     p.add_argument("--chunk-size", type=int, default=64, metavar="N",
                    help="records per atomic part (a crash loses at most the parts in flight; default: 64)")
     p.add_argument("--format", dest="output_format", choices=("jsonl", "parquet"), default=None,
@@ -50,14 +52,16 @@ def register(sub: Any) -> None:
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help=f"reject records with more characters than this (default: {DEFAULT_MAX_CHARS:,})")
     p.add_argument("--strict", action="store_true",
-                   help="a record whose required material exceeds the budget fails instead of going over")
+                   help="a record whose required material alone exceeds the budget fails (it goes to "
+                        "OUTPUT.errors.jsonl with the reason) instead of being delivered over budget with a warning")
     p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")
     p.add_argument("--no-timings", action="store_true",
                    help="drop per-stage timings from the records, for byte-identical reruns")
     progress = p.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                           help="always draw the progress bar (default: only on a terminal)")
-    progress.add_argument("--no-progress", dest="progress", action="store_const", const=False)
+    progress.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                          help="never draw the progress bar, even on a terminal (the summary is still printed)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_stage_flags(p)
     p.set_defaults(handler=run)

@@ -6,11 +6,24 @@ from pathlib import Path
 from typing import Any
 
 
+#: ``--tokenizer``'s help, one text for every command that takes it.
+TOKENIZER_HELP = ("what tokens are counted in, and so the unit of the budget: o200k_base, cl100k_base, bytes "
+                  "(UTF-8 bytes), or hf:PATH to a Hugging Face tokenizer.json (default: the role's unit:, else the "
+                  "plan's tokenizer, o200k_base unless the ontology names one); a role's budget in another unit "
+                  "is then counted in this one, and the record warns of it")
+
+
 def add_stage_flags(p: argparse.ArgumentParser) -> None:
+    from odcf.pipeline import ESSENTIAL, STAGE_ORDER
+
+    stages = ", ".join(name for name, _ in STAGE_ORDER)
+    essential = ", ".join(name for name, _ in STAGE_ORDER if name in ESSENTIAL)
     p.add_argument("--enable", action="append", default=[], metavar="STAGE",
-                   help="switch a pipeline stage on (repeatable), e.g. --enable rerank")
+                   help="switch a pipeline stage on for this run (repeatable), over the ontology's `pipeline:`, "
+                        f"e.g. --enable compress (the token-level compressor) or --enable rerank; stages: {stages}")
     p.add_argument("--disable", action="append", default=[], metavar="STAGE",
-                   help="switch a pipeline stage off (repeatable), e.g. --disable fold")
+                   help="switch a pipeline stage off for this run (repeatable), e.g. --disable fold; "
+                        f"{essential} cannot be switched off")
 
 
 def stage_overrides(args: argparse.Namespace) -> dict[str, Any]:

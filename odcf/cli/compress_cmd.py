@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.document import LAYERS
 from odcf.errors import InputError
 from odcf.fileio import write_text
@@ -26,11 +26,18 @@ def register(sub: Any) -> None:
     p.add_argument("--query", "-q", default=None, help="what the reader needs; ranks and protects by it")
     p.add_argument("--role", "-r", default=None, help="role contract to apply (see `odcf plan`)")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
-    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
-    p.add_argument("--layer", default="fact", choices=LAYERS, help="layer of the input files (default: fact)")
-    p.add_argument("--instruction", default=None, help="an instruction text, pinned first and never compressed")
+    p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
+    p.add_argument("--layer", default="fact", choices=LAYERS,
+                   help="the layer every input file belongs to (default: fact): a role's contract takes or "
+                        "forbids layers, instruction text is never compressed, state must be JSON that validates "
+                        "against the plan's state_schema")
+    p.add_argument("--instruction", default=None, metavar="TEXT",
+                   help="an instruction (the text itself, not a file), delivered first and never compressed; "
+                        "the record lists it as source `instruction`, origin `--instruction`")
     p.add_argument("--strict", action="store_true", help="fail when required material alone exceeds the budget")
-    p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")
+    p.add_argument("--no-annotate", action="store_true",
+                   help="leave out the `[source i/n] ORIGIN | layer | relevance` line above each source's block "
+                        "(the text is then the sources' text alone; `odcf verify --text` checks it as a whole)")
     p.add_argument("--no-timings", action="store_true",
                    help="leave wall-clock times out of the record (byte-identical records across runs)")
     p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
@@ -83,17 +90,23 @@ def run(args: argparse.Namespace) -> int:
             write_text(args.out, payload + "\n")
         else:
             sys.stdout.write(payload + "\n")
-        return 0
-    if args.out:
+    elif args.out:
         write_text(args.out, result.text)  # exactly the delivered text: its sha256 is the record's
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
-    for warning in result.record.get("warnings", ()):  # what the record warns of, on the terminal too
+    _print_warnings(result)
+    return 0
+
+
+def _print_warnings(result: Any) -> None:
+    """What the record warns of, on stderr (with ``--json`` too: stdout holds only the JSON); over
+    budget is said once, by the record's own warning when it gives one."""
+    warnings = [str(w) for w in result.record.get("warnings", ())]
+    for warning in warnings:
         print(f"odcf compress: warning: {warning}", file=sys.stderr)
-    if result.over_budget:
+    if result.over_budget and not any(w.startswith("over budget") for w in warnings):
         print(f"odcf compress: warning: over budget by {result.record['over_by']} tokens "
               "(required material alone exceeds it; see the record)", file=sys.stderr)
-    return 0
 
 
 #: Extra output writers (HTML report, trace) registered by other CLI modules: fn(args, result).

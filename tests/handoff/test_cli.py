@@ -66,12 +66,54 @@ def test_cli_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
                          ontology_path: Path) -> None:
     import io
 
-    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(ITEMS)))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(ITEMS).encode())))
     assert main(["handoff", "-", "--role", "researcher", "--ontology", str(ontology_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["record"]["role"] == "researcher"
-    monkeypatch.setattr("sys.stdin", io.StringIO("[{"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"[{")))
     assert main(["handoff", "-", "--role", "researcher"]) == 1
     assert "<stdin>:1:3: invalid JSON" in capsys.readouterr().err
+
+
+def test_cli_reads_an_items_file_or_stdin_with_a_byte_order_mark(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 ontology_path: Path) -> None:
+    # QA: "Unexpected UTF-8 BOM" for an items file saved with a BOM (compress removes it, as odcf reads files)
+    import io
+
+    data = json.dumps(ITEMS).encode("utf-8")
+    p = tmp_path / "items.json"
+    p.write_bytes(data)
+    argv = ["--role", "executor", "--ontology", str(ontology_path), "--budget", "500", "--no-timings", "--json"]
+    assert main(["handoff", str(p), *argv]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    p.write_bytes(b"\xef\xbb\xbf" + data)
+    assert main(["handoff", str(p), *argv]) == 0
+    assert json.loads(capsys.readouterr().out) == plain
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf" + data)))
+    assert main(["handoff", "-", *argv]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == plain["text"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'[{"text": "\xc3"}]')))
+    assert main(["handoff", "-", "--role", "researcher"]) == 1  # invalid UTF-8: one line, not a traceback
+    err = capsys.readouterr().err
+    assert err.startswith("odcf handoff: error: <stdin>: invalid UTF-8 at byte 11") and "Traceback" not in err
+
+
+def test_cli_out_file_is_exactly_the_handoff_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  ontology_path: Path) -> None:
+    # QA: `handoff --out` appended a newline, so the file's sha256 was not the record's (compress --out's is)
+    import hashlib
+
+    p = write(tmp_path, ITEMS)
+    out, rec = tmp_path / "out.txt", tmp_path / "rec.json"
+    argv = ["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "500"]
+    assert main([*argv, "--out", str(out), "--record", str(rec)]) == 0
+    assert capsys.readouterr().out == ""
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == record["sha256"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == out.read_text(encoding="utf-8") + "\n"  # stdout still ends the line
+    assert main([*argv, "--out", str(out), "--json"]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["record"]["sha256"] == record["sha256"]
 
 
 def test_cli_over_budget_warning_quotes_the_budget_and_the_notes(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -1218,6 +1218,25 @@ def test_a_tokenizer_that_is_not_the_unit_of_the_roles_budget_is_a_warning(plan,
     assert make(plan).compress(contract_text, role="byter", tokenizer="o200k_base", budget=90).record["warnings"] == []
 
 
+
+def test_a_role_without_unit_counted_in_another_tokenizer_is_a_warning_too(plan, contract_text):
+    # QA: a role's budget with no `unit:` is in the plan's tokenizer; tokenizer="bytes" counted it as bytes silently
+    from dataclasses import replace
+
+    from odcf.plan.model import RoleContract
+
+    plan = replace(plan, roles={**plan.roles, "plain": RoleContract(name="plain", budget=300)})
+    assert plan.roles["plain"].unit is None and plan.tokenizer == "o200k_base"
+    quiet = make(plan).compress(contract_text, role="plain")
+    assert quiet.record["unit"] == "o200k_base" and quiet.record["warnings"] == []
+    told = make(plan).compress(contract_text, role="plain", tokenizer="bytes")
+    assert told.record["unit"] == "bytes"
+    assert ("role 'plain' gives its budget of 300 in o200k_base (the plan's tokenizer: the role declares no unit); "
+            "it is counted in bytes here, the tokenizer this call was given") in told.record["warnings"]
+    assert make(plan).compress(contract_text, role="plain", tokenizer="o200k_base").record["warnings"] == []
+    assert make(plan).compress(contract_text, role="plain", tokenizer="bytes", budget=900).record["warnings"] == []
+
+
 NQ_LIKE = ("Document [1](Title: Emergency Response Guidebook) The third section, with blue page borders, references "
            "the material in alphabetical order of its name and identifies the appropriate guide number to reference "
            "in the Orange Section. Items highlighted in green in this section will also have evacuation distances "
