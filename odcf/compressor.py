@@ -167,13 +167,10 @@ class Compressor:
             "input_tokens": {s.id: counter.count(s.text) for s in srcs},
         }
         if role is not None:
-            contract = self.plan.role(role)  # unknown roles fail here, before any work
-            # a role without `unit:` gives its budget in the plan's tokenizer
-            declared = contract.unit or self.plan.tokenizer
-            if budget is None and declared != unit:
-                how = "" if contract.unit else " (the plan's tokenizer: the role declares no unit)"
-                meta["warnings"] = [(f"role {role!r} gives its budget of {contract.budget} in {declared}{how}; "
-                                     f"it is counted in {unit} here, the tokenizer this call was given")]
+            self.plan.role(role)  # unknown roles fail here, before any work
+            warning = role_unit_warning(self.plan, role, unit) if budget is None else None
+            if warning:
+                meta["warnings"] = [warning]
         return Document.from_sources(srcs, query=query, role=role, budget=budget, tokenizer=unit, meta=meta)
 
     def compress(
@@ -238,6 +235,18 @@ class Compressor:
         from odcf.handoff.engine import handoff
 
         return handoff(self, role=role, items=items, **kwargs)
+
+
+def role_unit_warning(plan: Plan, role: str, unit: str) -> str | None:
+    """The record's warning when *role*'s own budget is counted in *unit* though it is given in
+    another (its ``unit:``, or with none the plan's tokenizer); None when they agree."""
+    contract = plan.role(role)
+    declared = contract.unit or plan.tokenizer
+    if declared == unit:
+        return None
+    how = "" if contract.unit else " (the plan's tokenizer: the role declares no unit)"
+    return (f"role {role!r} gives its budget of {contract.budget} in {declared}{how}; "
+            f"it is counted in {unit} here, the tokenizer this call was given")
 
 
 def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]) -> list[Source]:

@@ -158,6 +158,7 @@ def handoff(
     comp = _compressor(target, stages)
     plan: Plan = comp.plan
     contract = plan.role(role)
+    own_budget = budget is None  # the role's: given in its unit, which may not be the call's
     budget = contract.budget if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget <= 0:
         raise HandoffError(f"budget must be a positive integer, got {budget!r}")
@@ -247,6 +248,11 @@ def handoff(
             "searched": sorted(batch.searched),
         },
     })
+    from odcf.compressor import role_unit_warning  # (a module-level import would be circular)
+
+    unit_warning = role_unit_warning(plan, role, unit) if own_budget else None
+    if unit_warning and unit_warning not in record.get("warnings", ()):
+        record["warnings"] = [unit_warning, *record.get("warnings", ())]
     if over_by:
         message = over_budget_message(record)
         if strict:

@@ -564,3 +564,15 @@ def test_at_a_tiny_budget_notes_that_cannot_fit_their_share_give_the_room_to_the
     assert "[handoff notes]" not in r.text and r.record["conflicts"]  # the record still lists the conflict
     roomy = handoff(hplan, role="writer", items=items, budget=900)
     assert "Conflicts (different sources disagree; not merged):" in roomy.text
+
+
+def test_a_role_budget_counted_in_another_tokenizer_is_a_record_warning(hplan):
+    # the role presets give their budgets in the plan's tokenizer (no `unit:`): a handoff counted in
+    # bytes spends about a quarter of the content, and used to say nothing of it
+    told = handoff(hplan, role="executor", items=base_items(), tokenizer="bytes")
+    want = (f"role 'executor' gives its budget of {hplan.role('executor').budget} in o200k_base (the plan's tokenizer: "
+            "the role declares no unit); it is counted in bytes here, the tokenizer this call was given")
+    assert told.record["unit"] == "bytes" and want in told.record["warnings"]
+    assert not any("counted in" in w for w in handoff(hplan, role="executor", items=base_items()).record["warnings"])
+    given = handoff(hplan, role="executor", items=base_items(), tokenizer="bytes", budget=20000)
+    assert not any("counted in" in w for w in given.record["warnings"])
