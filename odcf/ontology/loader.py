@@ -515,6 +515,13 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
     state = data.get("state")
     if not isinstance(state, dict):
         return
+    if state.get("type") == "object" and isinstance(state.get("properties"), dict):
+        # a whole JSON Schema written where its properties go: one clear message, not three that
+        # contradict each other ("'object' is not of type 'object'")
+        report(("state",), "takes the properties of the task state directly, not a whole JSON Schema: move the "
+               "entries under state.properties up to state, and leave out type, required and additionalProperties "
+               "(the plan makes it an object of those properties, additionalProperties false)")
+        return
     from jsonschema import Draft202012Validator
 
     meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)

@@ -136,7 +136,7 @@ def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolat
 
     from odcf.textutil import RegexTimeout, regex_time_limit
 
-    validator = Draft202012Validator(to_plain(schema))
+    validator = _validator_class()(to_plain(schema))
     try:
         # a schema's "pattern" is a regular expression from the user: one that backtracks
         # catastrophically on a value would hang here (`odcf ontology check` refuses the common cases)
@@ -152,6 +152,49 @@ def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolat
                else f"$ref {getattr(exc, 'ref', '?')!r} does not resolve")
         raise PlanError(f"the plan's state schema cannot be used: {why}") from None
     return [SchemaViolation(tuple(e.absolute_path), frozenset(_keywords(e)), e.message) for e in errors]
+
+
+@functools.lru_cache(maxsize=1)
+def _validator_class() -> Any:
+    r"""Draft 2020-12, with ``pattern`` read as JSON Schema means it (ECMA-262): ``$`` is the end of
+    the value, so ``^INC-\d{4,6}$`` refuses "INC-20417\n" (Python's ``$`` also matches before a final
+    line break). The syntax stays Python ``re``."""
+    from jsonschema import Draft202012Validator, ValidationError, validators
+
+    def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "string") and re.search(ecma_end(patrn), instance) is None:
+            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    return validators.extend(Draft202012Validator, {"pattern": pattern})
+
+
+@functools.lru_cache(maxsize=256)
+def ecma_end(pattern: str) -> str:
+    r"""*pattern* with each ``$`` that ends the text (not escaped, not in a character class) made to
+    match only at the very end, as in ECMA-262 without the m flag; a pattern that turns multi-line
+    mode on (``(?m``) is left as it is.
+
+    >>> ecma_end(r"^INC-\d+$"), ecma_end(r"[$]\$x$"), ecma_end("(?m)^a$")
+    ('^INC-\\d+(?!\\n)$', '[$]\\$x(?!\\n)$', '(?m)^a$')
+    """
+    if "(?m" in pattern or "$" not in pattern:
+        return pattern
+    out: list[str] = []
+    escaped = in_class = False
+    for ch in pattern:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "$":
+            out.append("(?!\\n)$")
+            continue
+        out.append(ch)
+    return "".join(out)
 
 
 def _keywords(error: Any) -> list[str]:

@@ -158,3 +158,26 @@ def test_an_ecma_pattern_is_refused_saying_python_re_syntax_is_expected():
     ]
     # a lookbehind is Python syntax too
     compile_plan(loads_ontology(MINIMAL + "state:\n  d: {type: string, pattern: '(?<=a)b(?<!c)'}\n"))
+
+
+# -- QA of stop 21 ----------------------------------------------------------------------------------
+def test_a_whole_json_schema_under_state_is_one_clear_problem():
+    # QA: "state: {type: object, properties: …, required: […]}" got three messages that contradicted
+    # each other ("'object' is not of type 'object', 'boolean'"), and additionalProperties passed as a property
+    got = problems_of("state:\n  type: object\n  properties:\n    po_number: {type: string}\n"
+                      "  required: [po_number]\n  additionalProperties: false\n")
+    assert len(got) == 1 and got[0].startswith("t.yaml:5: state: takes the properties of the task state directly"), got
+    # a property that happens to be called "type" is still a property
+    plan = compile_plan(loads_ontology(MINIMAL + "state:\n  type: {type: string}\n  id: {type: string}\n", source="t.yaml"))
+    assert schema_problems({"type": "x", "id": "y"}, plan.state_schema) == []
+
+
+def test_a_pattern_s_dollar_is_the_end_of_the_value_as_in_json_schema():
+    # QA: '^INC-\d{4,6}$' accepted "INC-20417\n" (Python's $ matches before a final line break)
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": r"^INC-\d{4,6}$"}}}
+    assert schema_problems({"id": "INC-20417"}, schema) == []
+    assert schema_problems({"id": "INC-20417\n"}, schema) == ["/id: 'INC-20417\\n' does not match '^INC-\\\\d{4,6}$'"]
+    # an escaped dollar, one in a class, and multi-line mode keep their meaning
+    money = {"properties": {"m": {"type": "string", "pattern": r"^[$]\d+ \$$"}}}
+    assert schema_problems({"m": "$5 $"}, money) == [] and schema_problems({"m": "$5 $\n"}, money) != []
+    assert schema_problems({"m": "a\nb"}, {"properties": {"m": {"pattern": "(?m)^a$"}}}) == []
