@@ -109,10 +109,13 @@ class Budgeter(Stage):
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
 
         rules = {s.id for s in live if _RULE_RE.match(s.original.strip())} - required_ids
+        lone_rules: set[str] = set()  # the rules left out for separating nothing (their reason says so)
 
         def fit(annotate: bool) -> tuple[set[str], int, int, int, int]:
+            lone_rules.clear()
             kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
-            kept -= _lone_rules(live, kept, rules)
+            lone_rules.update(_lone_rules(live, kept, rules))
+            kept -= lone_rules
             exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
             # a rule is never offered again: filling the room left with it is what put "---" four
             # times in a row where "do not call me" did not fit
@@ -121,6 +124,7 @@ class Budgeter(Stage):
             lone = _lone_rules(live, kept, rules)  # the trim may have taken what a rule stood between
             if lone:
                 kept -= lone
+                lone_rules.update(lone)
                 exact = counter.count(render(probe, lambda s: s.id in kept, annotate=annotate)[0])
             return kept, required_tokens, exact, rounds, refilled
 
@@ -149,7 +153,7 @@ class Budgeter(Stage):
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
                                                     whole=groups.whole, corrected_by=corrected_by, room=room,
-                                                    rules=rules)
+                                                    rules=lone_rules)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if decided and not live:
@@ -392,7 +396,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
             why = f"no room in {room.budget} tokens for role {contract.name}{room.held}"
             prior = by_id.get(before.get(seg.id, ""))
-            if seg.id in rules:
+            if seg.id in rules:  # left out for separating nothing, not for room
                 why = ("a horizontal rule is delivered only between two delivered parts of its source, once: "
                        "this one had none on one side, or another rule before it")
             elif seg.id in heads:
@@ -418,11 +422,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         if seg.meta.get("mail_field")
                         else f"goes only with {seg.meta.get('budget_needs_what') or 'a newer history turn'}"
                         if seg.meta.get("budget_needs")
-                        else "is a later sentence of a paragraph that opens with "
-                        + ("its article's number" if _ARTICLE_OPEN_RE.match(prior.original) else "a bold title")
-                        + " and goes only with that sentence"
+                        else "is a later sentence of a paragraph that opens with a bold title and goes only with "
+                        "that sentence"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
-                        and (_RUN_IN_RE.match(prior.original) or _ARTICLE_OPEN_RE.match(prior.original))
+                        and _RUN_IN_RE.match(prior.original)
                         else "speaks of what the paragraph before it names and goes "
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
@@ -479,12 +482,10 @@ _BOLD_LEVEL = 7
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
 #: A paragraph opening with a bold run-in title: "**Water & Utilities.** Revenue rose …", "**Note:** …".
 _RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\S")
+#: A paragraph opening with a bold label that ends in a colon ("**Agent:** …", "**User (dana@ops):** …").
+_LABEL_RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?::\1|\1:)[ \t]+\S")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
-#: A paragraph that opens with a Chinese article's number ("第十六条 小额贷款公司应当……"): its later
-#: sentences ("对自然人的单户贷款余额……不得超过人民币20万元。") are that article's, and without its
-#: number they read as the article delivered above them.
-_ARTICLE_OPEN_RE = re.compile(r"^\s*第[\d一二三四五六七八九十百千零〇]+条")
 
 
 def _heading_level(seg: Segment) -> int:
@@ -557,6 +558,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
     above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
     by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
+    by_id = {s.id: s for s in doc.segments}
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
@@ -566,11 +568,13 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         by_index[seg.index] = seg
         heading = _section_heading(seg)
         nxt = doc.segments[k + 1] if k + 1 < len(doc.segments) else None
-        if (heading and seg.kind == "sentence" and nxt is not None and nxt.source_id == seg.source_id
-                and nxt.paragraph == seg.paragraph + 1 and _block_like(nxt) and _ends_in_colon(seg.original)):
-            # "**Tool result:**" over a code block introduces that block (below), and titles nothing after
-            # it: "**Agent:** Staging is healthy." under the block is not a part of the tool's result
-            heading = False
+        if (not heading and seg.kind == "sentence" and _LABEL_RUN_IN_RE.match(seg.original)
+                and (prev is None or prev.paragraph != seg.paragraph)):
+            # a paragraph opening with a bold label ("**Agent:** Staging is healthy.") is the next turn
+            # after a bold label over a block ("**Tool result:**" and its JSON), not a part of it; a
+            # plain paragraph under "**Plan:**" and its table still is
+            while stack and stack[-1][0] >= _BOLD_LEVEL and _ends_in_colon(by_id[stack[-1][1]].original):
+                stack.pop()
         if (not heading and seg.kind == "sentence" and "\n" not in seg.original.strip()
                 and _BOLD_TITLE_RE.match(seg.original.strip()) and nxt is not None and nxt.kind == "list"
                 and nxt.source_id == seg.source_id):
@@ -651,8 +655,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             heads.add(title[1])
         elif runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence":
             # "**Water & Utilities.** Revenue rose 7.7% … Margin 14.8%.": the paragraph's later sentences
-            # speak of what its bold run-in title names, and go with the sentence that holds it; so do
-            # the later sentences of a Chinese article with the one that holds its number ("第十六条 …")
+            # speak of what its bold run-in title names, and go with the sentence that holds it
             out[seg.id] = runin[1]
         elif mail.chain:
             out[seg.id] = mail.chain[-1]
@@ -670,8 +673,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
             # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
             title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
-            runin = (seg.paragraph, seg.id) if title is None and (
-                _RUN_IN_RE.match(seg.original) or _ARTICLE_OPEN_RE.match(seg.original)) else None
+            runin = (seg.paragraph, seg.id) if title is None and _RUN_IN_RE.match(seg.original) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)

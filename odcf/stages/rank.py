@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from odcf.document import Document, Segment, TraceEvent
-from odcf.plan.model import Plan
+from odcf.plan.model import Plan, RerankQuery
 from odcf.stages.base import Stage
 from odcf.textutil import detect_language, phrase_regex, words
 
@@ -332,16 +332,16 @@ CORRECTION_RE = re.compile(
     r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
     r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
     r"|\bnot\s+[€$£¥]?\d[\d,./:]*%?(?:\s?[^\W\d_]+){0,2}(?:\s\d{4})?(?=\s*(?:[.;,)!\n\-–—]|$|as\b|but\b))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
-#: Not right after a letter or digit of a word: a Chinese or Japanese character may come before a
-#: number ("人民币100万元"), a Latin letter may not ("D50").
-_NOT_IN_WORD = r"(?<!(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])\w)"
-#: A Chinese unit or counter after a number ("100万元", "6个月", "4倍"): the words after it are not.
-_CJK_UNIT = r"万元|亿元|美元|港元|个月|小时|分钟|[万亿千百元月年日天倍条款项章节人次户笔岁]"
 #: A number on its own: not the digits of a name or a unit ("D50", "T2DM", "mL/min/1.73m2").
-_NUMBER_RE = re.compile(r"(?<![,./:])" + _NOT_IN_WORD + r"\d[\d,.]*(?::\d\d)*")
-#: A lone digit with what it counts ("8 hours", "2 years", "5x ULN", "6个月"): a value as much as "14 months" is.
-_DIGIT_UNIT_RE = re.compile(r"(?<![,./])" + _NOT_IN_WORD + r"(\d)(?:\s?([a-z]+|%|" + _CJK_UNIT + r"))?(?![\d,.]?\d)",
-                            re.IGNORECASE)
+_NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
+#: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
+_DIGIT_UNIT_RE = re.compile(r"(?<![\w,./])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
+#: A Chinese unit or counter after a number ("100万元", "6个月", "4倍"): the words after it are not.
+_CJK_UNIT = r"万元|亿元|美元|港元|个月|小时|分钟|[万亿千百元年月日天倍%％]"
+#: The value a Chinese amendment replaces, right before its verb: "人民币100万元修改为人民币80万元" -> 100 万元.
+_ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s*(?:修改为|变更为|调整为|改为)")
+#: A number in Chinese text and its unit ("人民币100万元" -> 100 万元).
+_ZH_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?")
 #: What a change names before its verb: "The proposal due date is extended to …" changes the
 #: proposal due date, wherever else the text gives it ("| Proposal due date | 14 March 2025 |").
 _CHANGED_SUBJECT_RE = re.compile(
@@ -365,16 +365,13 @@ def _keys(text: str) -> tuple[set[str], set[str]]:
     """Content words, and the numbers that name one value: not a year; a lone digit only with
     the word after it ("8 hours")."""
     numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
-    # (a Chinese date's day or month, "1月1日", counts nothing)
-    units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text)
-             if m.group(2) and m.group(2) not in ("年", "月", "日")}
+    units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text) if m.group(2)}
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
             {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)} | units)
 
 
 #: A number and the word or sign right after it: its unit ("64 GB", "64 MB", "5%"), if any.
-_NUMBER_UNIT_RE = re.compile(r"(?<![,./:])" + _NOT_IN_WORD + r"(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?("
-                             + _CJK_UNIT + r"|[^\W\d_\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+|%))?")
+_NUMBER_UNIT_RE = re.compile(r"(?<![\w,./:])(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?([^\W\d_]+|%))?")
 
 
 def _units(text: str) -> dict[str, set[str | None]]:
@@ -419,6 +416,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     units = [_units(seg.text) for seg in segments]
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
+    articles = _articles(segments)
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
@@ -430,12 +428,46 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found:
+            found = _zh_amended(segments, k, window, articles)
+        if not found:
             found = [segments[j].id for j in window
                      if _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]
         if found:
             out[segments[k].id] = found
     return out
+
+
+def _articles(segments: Sequence[Segment]) -> list[int | None]:
+    """For each segment, the number of the Chinese article (第N条) it is in: the last one a
+    paragraph of its source opened with."""
+    out: list[int | None] = []
+    current: int | None = None
+    for k, seg in enumerate(segments):
+        if k and segments[k - 1].source_id != seg.source_id:
+            current = None
+        m = _ZH_ARTICLE_RE.match(seg.text.lstrip())
+        if m and m.group(2) == "条" and (k == 0 or segments[k - 1].paragraph != seg.paragraph):
+            current = _zh_number(m.group(1))
+        out.append(current)
+    return out
+
+
+def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int], articles: Sequence[int | None]) -> list[str]:
+    """What a Chinese amendment (segment *k*) changes: the segments of the article it names that hold
+    the value it replaces ("本办法第十二条第一款规定的人民币100万元修改为人民币80万元" -> the 100万元 of
+    第十二条). Without an article named, or a value replaced, nothing: a shared "30日" or "100万元" with
+    "不再" or "修改为" in between says nothing of which sentence it changes."""
+    text = segments[k].text
+    old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
+    named = {_zh_number(m.group(1)) for m in _ZH_ARTICLE_RE.finditer(text) if m.group(2) == "条"} - {None}
+    own = _ZH_ARTICLE_RE.match(text.lstrip())
+    if own is not None:
+        named.discard(_zh_number(own.group(1)))  # "第三十六条 本办法第十二条……": its own number is no reference
+    if not old or not named:
+        return []
+    return [segments[j].id for j in window if articles[j] in named
+            and old & {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_VALUE_RE.finditer(segments[j].text)}]
 
 
 def _subject(words_before: str) -> str | None:
@@ -562,6 +594,53 @@ def density(seg: Segment) -> float:
     return min(1.0, d * 2.0)
 
 
+def named_concepts(query: str | None, plan: Plan) -> list[str]:
+    """The names of the plan's concepts that *query* says, word for word in any case ("pricing",
+    "return and exchange" for ``return_and_exchange``, a plural "refunds" too).
+
+    >>> from odcf.plan.model import Concept
+    >>> plan = Plan(domain="d", concepts=(Concept("pricing", keywords=("unit price",)), Concept("return_and_exchange")))
+    >>> named_concepts("Check the Pricing and the return and exchanges", plan), named_concepts("prices", plan)
+    (['pricing', 'return_and_exchange'], [])
+    """
+    if not query or not plan.concepts:
+        return []
+    low = query.casefold()
+    out = []
+    for c in plan.concepts:
+        said = c.name.replace("_", " ").replace("-", " ").casefold().split()
+        if said and re.search(phrase_regex(" ".join(said)) + r"(?:e?s)?(?!\w)", low):
+            out.append(c.name)
+    return out
+
+
+def plan_queries(query: str | None, plan: Plan) -> tuple[RerankQuery, ...]:
+    """The plan's queries a call is scored against: all of them, or, when *query* names concepts
+    (:func:`named_concepts`), those concepts' and the task goal's. Asked about pricing, a sentence
+    on payment terms is not lifted by the ``payment_terms`` concept's own query."""
+    named = set(named_concepts(query, plan))
+    if not named:
+        return plan.queries
+    return tuple(q for q in plan.queries if q.name in named or q.name == "task")
+
+
+def task_query(query: str | None, plan: Plan) -> str:
+    """The task query as the rank stages score against it: *query*, then the keywords of each concept
+    it names (:func:`named_concepts`). Asked about "pricing", the ontology's ``pricing`` concept says
+    what pricing is written as ("unit price", "quantity", "subtotal"): the sentence giving "a unit
+    price of USD 54.00" then counts as an answer, where the word "pricing" alone found only the
+    payment terms.
+
+    >>> from odcf.plan.model import Concept
+    >>> task_query("pricing?", Plan(domain="d", concepts=(Concept("pricing", keywords=("unit price", "quantity")),)))
+    'pricing? unit price quantity'
+    """
+    if not query:
+        return query or ""
+    extra = [k for c in plan.concepts if c.name in set(named_concepts(query, plan)) for k in c.keywords]
+    return " ".join([query, *extra]) if extra else query
+
+
 class LexicalRanker(Stage):
     """Score live segments; record which scorer ran in ``doc.meta['scorer']``."""
 
@@ -581,12 +660,12 @@ class LexicalRanker(Stage):
         used_queries = 0
         if bm25 is not None:
             if doc.query:
-                q = words(doc.query, stop=True)
+                q = words(task_query(doc.query, plan), stop=True)
                 if q:
                     used_queries += 1
                     for i, v in enumerate(bm25.scores(q)):
                         rel[i] += self.query_weight * v
-            for query in plan.queries:
+            for query in plan_queries(doc.query, plan):
                 q = words(query.text + " " + " ".join(query.terms), stop=True)
                 if not q:
                     continue

@@ -34,6 +34,7 @@ from odcf.stages.segment.lines import (
     LIST_RE,
     PROGRESS_RE,
     TABLE_PIPE_RE,
+    ZH_ITEM_RE,
     Piece,
     rstrip,
 )
@@ -483,8 +484,10 @@ class Segmenter(Stage):
                 items.append([line])
             else:
                 items[-1].append(line)
-        chunks = _pack(items, lambda line: counter.count(line[2]) + 1, self.max_list_tokens,
-                       max_lines=self.max_block_lines)
+        # the items of a Chinese statute's enumeration ("（二）2025年6月30日前完成……；") are clauses of the
+        # article, each a provision of its own: one a part, so that one fits a small budget with its lead-in
+        most = 1 if ZH_ITEM_RE.match(lines[0][2]) else self.max_list_tokens
+        chunks = _pack(items, lambda line: counter.count(line[2]) + 1, most, max_lines=self.max_block_lines)
         if len(chunks) == 1:
             return [_line_piece(chunks[0][0], "list", paragraph)]
         return [_line_piece(c, "list", paragraph, {"list_items": [f, m], "list_total": len(items)})
