@@ -5,7 +5,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-
 #: ``--tokenizer``'s help, one text for every command that takes it.
 TOKENIZER_HELP = ("what tokens are counted in, and so the unit of the budget: o200k_base, cl100k_base, bytes "
                   "(UTF-8 bytes), or hf:PATH to a Hugging Face tokenizer.json (default: the role's unit:, else the "

@@ -7,7 +7,12 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.cli.common import (
+    TOKENIZER_HELP,
+    add_stage_flags,
+    refuse_overwrites,
+    stage_overrides,
+)
 from odcf.document import LAYERS
 from odcf.errors import InputError
 from odcf.fileio import write_text

@@ -11,7 +11,12 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, refuse_overwrites, stage_overrides
+from odcf.cli.common import (
+    TOKENIZER_HELP,
+    add_stage_flags,
+    refuse_overwrites,
+    stage_overrides,
+)
 from odcf.fileio import write_text
 
 

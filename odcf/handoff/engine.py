@@ -248,7 +248,8 @@ def handoff(
             "searched": sorted(batch.searched),
         },
     })
-    from odcf.compressor import role_unit_warning  # (a module-level import would be circular)
+    # (a module-level import would be circular)
+    from odcf.compressor import role_unit_warning
 
     unit_warning = role_unit_warning(plan, role, unit) if own_budget else None
     if unit_warning and unit_warning not in record.get("warnings", ()):

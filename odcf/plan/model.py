@@ -20,9 +20,9 @@ from typing import Any
 
 from odcf.document import to_plain
 from odcf.errors import InvalidPlanError, PlanError
-from odcf.textutil import check_fields, json_kind
 from odcf.frozen import EMPTY as _EMPTY
 from odcf.frozen import FrozenMap
+from odcf.textutil import check_fields, json_kind
 
 PLAN_FORMAT = 1
 
@@ -131,7 +131,6 @@ def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolat
     """:func:`schema_problems` with the path and the failing keywords of each violation kept apart."""
     if not schema:
         return []
-    from jsonschema import Draft202012Validator
     from referencing.exceptions import Unresolvable
 
     from odcf.textutil import RegexTimeout, regex_time_limit
