@@ -189,8 +189,17 @@ class Budgeter(Stage):
         text, _ = render(probe, delivered, annotate=annotate)
         exact = counter.count(text)
         rounds = 0
+        # a head scored above what it heads was taken at its own score with the best of that (the
+        # fill): that part is trimmed at the head's score too, not first for its own ("第十条 …不得有下列
+        # 行为：" at 1.0 went out with its items at 0.15, for the effective-date article)
+        rank = dict(tiers)
+        for head in groups.heads & kept:
+            kids = [c for c in groups.after.get(head, ()) if c in kept and c in tiers]
+            if head in tiers and kids:
+                best = min(kids, key=lambda c: tiers[c])
+                rank[best] = min(tiers[best], tiers[head])
         trimmable = sorted((i for i in kept if i not in required_ids and i not in groups.heads),
-                           key=lambda i: tiers[i], reverse=True)
+                           key=lambda i: rank[i], reverse=True)
         while exact > budget and trimmable and rounds < self.max_trim_rounds:
             out = trimmable.pop(0)
             if out not in kept:
@@ -484,6 +493,8 @@ _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|s
 _RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\S")
 #: A paragraph opening with a bold label that ends in a colon ("**Agent:** …", "**User (dana@ops):** …").
 _LABEL_RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?::\1|\1:)[ \t]+\S")
+#: A Chinese section's numbered title on a line of its own: "一、检查范围", "三、工作要求".
+_ZH_SECTION_RE = re.compile(r"^[一二三四五六七八九十]{1,3}、[^\s。；;，,]{1,20}$")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
 
@@ -685,6 +696,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             # a line ending in ":" introduces the block under it, and so does a shell command its output
             # ("tool (bash): $ kubectl get pods" over the pods' table: never delivered without it)
             colon = not prev.dropped and (_ends_in_colon(prev.original)
+                                          # a Chinese section's title over its items ("三、工作要求" over （一）…)
+                                          or _ZH_SECTION_RE.match(prev.original.strip()) is not None
                                           or _COMMAND_RE.search(prev.original.rstrip().rsplit("\n", 1)[-1]) is not None
                                           # a bold statement over a list ("**HELD — do not take until told by
                                           # your doctor**"): the title of that list, not of what follows it

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from odcf.document import Document, Segment, TraceEvent
-from odcf.plan.model import Plan, RerankQuery
+from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.textutil import detect_language, phrase_regex, words
 
@@ -594,53 +594,6 @@ def density(seg: Segment) -> float:
     return min(1.0, d * 2.0)
 
 
-def named_concepts(query: str | None, plan: Plan) -> list[str]:
-    """The names of the plan's concepts that *query* says, word for word in any case ("pricing",
-    "return and exchange" for ``return_and_exchange``, a plural "refunds" too).
-
-    >>> from odcf.plan.model import Concept
-    >>> plan = Plan(domain="d", concepts=(Concept("pricing", keywords=("unit price",)), Concept("return_and_exchange")))
-    >>> named_concepts("Check the Pricing and the return and exchanges", plan), named_concepts("prices", plan)
-    (['pricing', 'return_and_exchange'], [])
-    """
-    if not query or not plan.concepts:
-        return []
-    low = query.casefold()
-    out = []
-    for c in plan.concepts:
-        said = c.name.replace("_", " ").replace("-", " ").casefold().split()
-        if said and re.search(phrase_regex(" ".join(said)) + r"(?:e?s)?(?!\w)", low):
-            out.append(c.name)
-    return out
-
-
-def plan_queries(query: str | None, plan: Plan) -> tuple[RerankQuery, ...]:
-    """The plan's queries a call is scored against: all of them, or, when *query* names concepts
-    (:func:`named_concepts`), those concepts' and the task goal's. Asked about pricing, a sentence
-    on payment terms is not lifted by the ``payment_terms`` concept's own query."""
-    named = set(named_concepts(query, plan))
-    if not named:
-        return plan.queries
-    return tuple(q for q in plan.queries if q.name in named or q.name == "task")
-
-
-def task_query(query: str | None, plan: Plan) -> str:
-    """The task query as the rank stages score against it: *query*, then the keywords of each concept
-    it names (:func:`named_concepts`). Asked about "pricing", the ontology's ``pricing`` concept says
-    what pricing is written as ("unit price", "quantity", "subtotal"): the sentence giving "a unit
-    price of USD 54.00" then counts as an answer, where the word "pricing" alone found only the
-    payment terms.
-
-    >>> from odcf.plan.model import Concept
-    >>> task_query("pricing?", Plan(domain="d", concepts=(Concept("pricing", keywords=("unit price", "quantity")),)))
-    'pricing? unit price quantity'
-    """
-    if not query:
-        return query or ""
-    extra = [k for c in plan.concepts if c.name in set(named_concepts(query, plan)) for k in c.keywords]
-    return " ".join([query, *extra]) if extra else query
-
-
 class LexicalRanker(Stage):
     """Score live segments; record which scorer ran in ``doc.meta['scorer']``."""
 
@@ -660,12 +613,12 @@ class LexicalRanker(Stage):
         used_queries = 0
         if bm25 is not None:
             if doc.query:
-                q = words(task_query(doc.query, plan), stop=True)
+                q = words(doc.query, stop=True)
                 if q:
                     used_queries += 1
                     for i, v in enumerate(bm25.scores(q)):
                         rel[i] += self.query_weight * v
-            for query in plan_queries(doc.query, plan):
+            for query in plan.queries:
                 q = words(query.text + " " + " ".join(query.terms), stop=True)
                 if not q:
                     continue

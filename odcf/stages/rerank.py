@@ -49,9 +49,7 @@ from odcf.stages.rank import (
     exact_hits,
     lift_corrections,
     lift_hits,
-    plan_queries,
     scoring_texts,
-    task_query,
     unlift,
 )
 from odcf.textutil import detect_language
@@ -178,7 +176,7 @@ class EmbeddingReranker(Stage):
         english = [s for s in live if langs[s.id] == "en"]
         other = [s for s in live if langs[s.id] != "en"]
 
-        queries = [q.text + (" " + " ".join(q.terms) if q.terms else "") for q in plan_queries(doc.query, plan)]
+        queries = [q.text + (" " + " ".join(q.terms) if q.terms else "") for q in plan.queries]
         task = (doc.query or "").strip()
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
@@ -198,8 +196,7 @@ class EmbeddingReranker(Stage):
             mean_tokens = sum(counter.count(s.text) for s in english) / len(english)
             budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
             k = candidate_count(budget, mean_tokens, safety=self.safety, minimum=self.min_candidates)
-            # the task query with the keywords of the concepts it names ("pricing" -> "unit price", …)
-            qtexts = ([task_query(task, plan)] if task else []) + queries
+            qtexts = ([task] if task else []) + queries
             if k is None or k >= len(english):
                 chosen, rest = list(english), []
             else:

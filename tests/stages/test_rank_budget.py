@@ -1259,24 +1259,3 @@ def test_under_a_small_budget_the_best_sentence_comes_without_its_source_line_or
     r = make(plan).compress(NQ_LIKE, query=q, budget=200)
     assert r.text.startswith("[source 1/1]") and NQ_LIKE.split(") ", 1)[1].split(" Items")[0] in r.text
 
-
-def test_a_query_naming_a_concept_is_scored_with_that_concept_s_keywords():
-    # QA: asked about "pricing", the ontology's pricing concept (unit price, quantity, subtotal) did not
-    # steer: the payment-terms sentence came first, and adding the keywords moved the price lines down
-    from odcf.ontology.loader import loads_ontology
-    from odcf.plan.compiler import compile_plan
-    from odcf.stages.rank import named_concepts, task_query
-
-    onto = ("odcf: 1\ndomain: procurement\nconcepts:\n"
-            "  - name: pricing\n    keywords: [unit price, quantity, subtotal]\n"
-            "  - name: payment_terms\n    keywords: [net 30, invoice date]\n")
-    plan = compile_plan(loads_ontology(onto, source="p.yaml"))
-    assert named_concepts("What is the pricing?", plan) == ["pricing"]
-    assert named_concepts("payment terms, please", plan) == ["payment_terms"]
-    assert named_concepts("price list", plan) == [] and task_query("price list", plan) == "price list"
-    text = ("Payment terms are net 45 from the invoice date, with a discount of 2% if paid within 10 days.\n\n"
-            "The emergency driver kit, SKU EMD-0300-KT, is at a unit price of USD 54.00 for a quantity of 300.\n\n"
-            "Delivery is to the Reading office within 21 days.\n")
-    r = Compressor(plan, stages=CORE).compress(text, query="pricing", budget=500)
-    score = {s.original.split()[0]: s.score for s in r.document.segments}
-    assert score["The"] > score["Payment"], score

@@ -485,8 +485,9 @@ class Segmenter(Stage):
             else:
                 items[-1].append(line)
         # the items of a Chinese statute's enumeration ("（二）2025年6月30日前完成……；") are clauses of the
-        # article, each a provision of its own: one a part, so that one fits a small budget with its lead-in
-        most = 1 if ZH_ITEM_RE.match(lines[0][2]) else self.max_list_tokens
+        # article, each a provision of its own: parts of about ZH_LIST_TOKENS, so that one fits a small
+        # budget with its lead-in (one item a part lost whole lists of short items to the markers)
+        most = ZH_LIST_TOKENS if ZH_ITEM_RE.match(lines[0][2]) else self.max_list_tokens
         chunks = _pack(items, lambda line: counter.count(line[2]) + 1, most, max_lines=self.max_block_lines)
         if len(chunks) == 1:
             return [_line_piece(chunks[0][0], "list", paragraph)]
@@ -568,6 +569,10 @@ class Segmenter(Stage):
                                                  "table_rows": [f, m], "table_total": len(rows), **extra},
                             indent=aligned)
                 for i, (c, f, m) in enumerate(chunks)]
+
+
+#: The size of a part of a Chinese enumeration, in tokens (see :meth:`Segmenter._list_parts`).
+ZH_LIST_TOKENS = 40
 
 
 def _pack(groups: Sequence[list[tuple[int, int, str]]], cost: Callable[[tuple[int, int, str]], int], limit: int, *,
