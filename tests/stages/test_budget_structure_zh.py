@@ -198,3 +198,10 @@ def test_a_lead_in_scored_first_is_not_trimmed_away_for_its_items_low_scores(pla
         r = compressor.compress([{"id": "docs/zh_prohibit.md", "text": PROHIBIT}], query="从业人员不得有哪些行为？",
                                 budget=budget)
         assert "不得有下列行为" in r.text and "（" in r.text, (budget, r.text)
+
+
+def test_an_english_numbered_list_keeps_its_part_size():
+    from odcf.stages.segment.lines import ZH_ITEM_RE
+
+    assert [bool(ZH_ITEM_RE.match(t)) for t in ("（一）吸收", "(三)发行", "（2）变更", "①第一", "1、变更")] == [True] * 5
+    assert [bool(ZH_ITEM_RE.match(t)) for t in ("(1) The supplier shall", "(a) flood damage", "1. Step")] == [False] * 3

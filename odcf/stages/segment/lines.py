@@ -12,8 +12,8 @@ HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 #: no space: "（一）" "(三)" "（2）" "1、" "①". ("一、" opens a section heading in Chinese, not an item.)
 LIST_RE = re.compile(r"^\s*(?:(?:[-*+\u2022\u00b7]|\d{1,3}[.)]|[a-zA-Z][.)]|\(\w{1,3}\))\s+\S"
                      r"|(?:[（(][一二三四五六七八九十\d]{1,3}[）)]|[\u2460-\u2473])\s*\S|\d{1,3}、\s*[^\s\d])")
-#: A Chinese enumerator opening a list item: "（一）" "(三)" "（2）" "①" "1、".
-ZH_ITEM_RE = re.compile(r"^\s*(?:[（(][一二三四五六七八九十\d]{1,3}[）)]|[\u2460-\u2473]|\d{1,3}、)")
+#: A Chinese enumerator opening a list item: "（一）" "(三)" "（2）" "①" "1、" (not an English "(1) ").
+ZH_ITEM_RE = re.compile(r"^\s*(?:（[一二三四五六七八九十\d]{1,3}）|\([一二三四五六七八九十]{1,3}\)|[\u2460-\u2473]|\d{1,3}、)")
 TABLE_PIPE_RE = re.compile(r"^\s*\|.*\|\s*$")
 #: A progress line of a test run: pytest's "tests/test_fx.py ..s..F.. [ 17%]", a line of outcomes
 #: alone, or a verbose "tests/test_fx.py::test_rate PASSED [ 17%]".
