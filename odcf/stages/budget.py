@@ -194,9 +194,8 @@ class Budgeter(Stage):
         # 行为：" at 1.0 went out with its items at 0.15, for the effective-date article)
         rank = dict(tiers)
         for head in groups.heads & kept:
-            kids = [c for c in groups.after.get(head, ()) if c in kept and c in tiers]
-            if head in tiers and kids:
-                best = min(kids, key=lambda c: tiers[c])
+            best = groups.best_part(head, lambda c: c in kept)
+            if head in tiers and best is not None:
                 rank[best] = min(tiers[best], tiers[head])
         trimmable = sorted((i for i in kept if i not in required_ids and i not in groups.heads),
                            key=lambda i: rank[i], reverse=True)
@@ -361,8 +360,7 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
             # a head goes only with what it heads: scored above what is left of it ("6.1 … a proposal
             # will be rejected if:", "## Data retention period"), it is tried now with the best-scored
             # of that (down through the headings under it)
-            kids = [c for c in groups.after.get(sid, ()) if c in tiers and c not in kept]
-            sid = min(kids, key=lambda c: tiers[c]) if kids else None
+            sid = groups.best_part(sid, lambda c: c not in kept)
         if sid is None:
             continue
         group = groups.to_add(sid, kept)
@@ -913,6 +911,11 @@ class _Groups:
         for sid, fixes in self.corrected_by.items():
             for fix in fixes:
                 self.corrects.setdefault(fix, []).append(sid)
+
+    def best_part(self, head: str, ok: Callable[[str], bool]) -> str | None:
+        """The best-ranked segment that *head* heads and that passes *ok*, or None."""
+        kids = [c for c in self.after.get(head, ()) if c in self.tiers and ok(c)]
+        return min(kids, key=self.tiers.__getitem__) if kids else None
 
     def to_add(self, sid: str, kept: set[str]) -> list[str]:
         """What taking *sid* takes: it and the sentences it needs (every part of a sentence that

@@ -416,7 +416,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     units = [_units(seg.text) for seg in segments]
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
-    articles = _articles(segments)
+    # a Chinese amendment's replaced value and each segment's article and values, read once (none in most inputs)
+    zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments])
+          if any(_ZH_OLD_VALUE_RE.search(segments[k].text) for k in fixes) else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
@@ -428,7 +430,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found:
-            found = _zh_amended(segments, k, window, articles)
+            found = _zh_amended(segments, k, window, *zh) if zh else []
         if not found:
             found = [segments[j].id for j in window
                      if _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
@@ -453,7 +455,13 @@ def _articles(segments: Sequence[Segment]) -> list[int | None]:
     return out
 
 
-def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int], articles: Sequence[int | None]) -> list[str]:
+def _zh_values(text: str) -> set[tuple[str, str | None]]:
+    """The numbers of Chinese text with their units: "人民币100万元" -> ("100", "万元")."""
+    return {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_VALUE_RE.finditer(text)}
+
+
+def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int], articles: Sequence[int | None],
+                values: Sequence[set[tuple[str, str | None]]]) -> list[str]:
     """What a Chinese amendment (segment *k*) changes: the segments of the article it names that hold
     the value it replaces ("本办法第十二条第一款规定的人民币100万元修改为人民币80万元" -> the 100万元 of
     第十二条). Without an article named, or a value replaced, nothing: a shared "30日" or "100万元" with
@@ -466,8 +474,7 @@ def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int], arti
         named.discard(_zh_number(own.group(1)))  # "第三十六条 本办法第十二条……": its own number is no reference
     if not old or not named:
         return []
-    return [segments[j].id for j in window if articles[j] in named
-            and old & {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_VALUE_RE.finditer(segments[j].text)}]
+    return [segments[j].id for j in window if articles[j] in named and old & values[j]]
 
 
 def _subject(words_before: str) -> str | None:
