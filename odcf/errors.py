@@ -32,6 +32,9 @@ class Problem:
 class OntologyError(OdcfError):
     """A task ontology that does not load or validate; lists every problem at once."""
 
+    #: what every ``odcf`` command exits with for it (``odcf ontology check`` as ``odcf compress``)
+    exit_code = 2
+
     def __init__(self, problems: Iterable[Problem] | str) -> None:
         if isinstance(problems, str):
             self.problems: tuple[Problem, ...] = ()

@@ -260,3 +260,19 @@ def test_json_mode_prints_the_record_warnings_on_stderr_and_over_budget_once(tmp
     for err in (plain.err, as_json.err):
         assert err.splitlines() == [f"odcf compress: warning: {w}" for w in record["warnings"]]
         assert err.count("over budget") == 1
+
+
+def test_a_bad_ontology_exits_2_in_every_command(contract, tmp_path, capsys):
+    """`odcf ontology check` exits 2 on an ontology that does not validate; so does every command given it."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("domain: x\nconcepts: [\n", encoding="utf-8")
+    records = tmp_path / "in.jsonl"
+    records.write_text('{"id": "1", "context": "Payment is due in 30 days."}\n', encoding="utf-8")
+    items = tmp_path / "items.json"
+    items.write_text('{"items": [{"id": "a", "kind": "text", "text": "Payment is due in 30 days."}]}', encoding="utf-8")
+    for argv in (["ontology", "check", str(bad)], ["compress", str(contract), "-O", str(bad)],
+                 ["analyze", str(contract), "-O", str(bad)], ["plan", str(bad)],
+                 ["batch", str(records), str(tmp_path / "out.jsonl"), "-O", str(bad)],
+                 ["handoff", str(items), "--role", "writer", "-O", str(bad)]):
+        assert main(argv) == 2, argv
+        assert f"{bad}:3:" in capsys.readouterr().err, argv

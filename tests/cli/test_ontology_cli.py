@@ -107,7 +107,7 @@ def test_plan_of_a_bad_file_exits_2(capsys):
 
 def test_plan_of_an_unknown_name_is_one_error_line(capsys):
     code, out, err = run(capsys, "plan", "no_such_thing")
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""  # as for any ontology that does not load
     assert err.startswith("odcf plan: error: no_such_thing: no such ontology file")
 
 
