@@ -11,6 +11,11 @@ from typing import Any
 from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, stage_overrides
 
 
+#: The exit code of a job that ran to the end with failed records: every record, or with
+#: ``--fail-on-errors`` any (1 is an error that stopped the job, 3 records that do not add up).
+EXIT_FAILED_RECORDS = 4
+
+
 def register(sub: Any) -> None:
     from odcf.batch.records import DEFAULT_MAX_CHARS, DEFAULT_QUERY_FIELD
 
@@ -54,6 +59,9 @@ def register(sub: Any) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a record whose required material alone exceeds the budget fails (it goes to "
                         "OUTPUT.errors.jsonl with the reason) instead of being delivered over budget with a warning")
+    p.add_argument("--fail-on-errors", action="store_true",
+                   help=f"exit {EXIT_FAILED_RECORDS} when any record failed (by default only when every record did); "
+                        "the job still runs to the end and writes every record")
     p.add_argument("--no-annotate", action="store_true", help="leave out the [source i/n] block headers")
     p.add_argument("--no-timings", action="store_true",
                    help="drop per-stage timings from the records, for byte-identical reruns")
@@ -91,4 +99,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
     else:
         sys.stdout.write("\n".join(summary.lines()) + "\n")
+    if summary.records_failed and (args.fail_on_errors or not summary.records_out):
+        # a job in which nothing succeeded must not look like a clean run to a scheduler
+        what = "every record" if not summary.records_out else f"{summary.records_failed} of {summary.records_in} records"
+        sys.stderr.write(f"odcf batch: {what} failed; the reasons are in {summary.errors}\n")
+        return EXIT_FAILED_RECORDS
     return 0

@@ -121,3 +121,23 @@ def test_a_nul_character_is_an_error_row_as_in_compress(tmp_path, ontology, caps
     assert summary["records_failed"] == 1 and [r["id"] for r in read_jsonl(out)] == ["r0000"]
     (error,) = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
     assert error["id"] == "bin" and error["line"] == 2 and "binary data, not text (a NUL character" in error["error"]
+
+
+def test_a_job_in_which_every_record_failed_exits_4_and_fail_on_errors_makes_any_failure_exit_4(
+        tmp_path, ontology, capsys):
+    # QA: 2 of 2 records failed and the job exited 0, like a clean run
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "a", "context": ""}, {"id": "b"}])
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(bad), str(out), "-O", ontology, "--workers", "0"]) == 4
+    cap = capsys.readouterr()
+    assert "records: 2 in, 0 out, 2 failed" in cap.out
+    assert f"odcf batch: every record failed; the reasons are in {out}.errors.jsonl" in cap.err
+    assert len(read_jsonl(tmp_path / "out.jsonl.errors.jsonl")) == 2
+
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", records(2) + [{"id": "e", "context": ""}])
+    argv = ["batch", str(mixed), str(out), "-O", ontology, "--workers", "0", "--overwrite"]
+    assert main(argv) == 0  # some records out: the summary says what failed
+    capsys.readouterr()
+    assert main([*argv, "--fail-on-errors"]) == 4
+    assert "odcf batch: 1 of 3 records failed" in capsys.readouterr().err
+    assert len(read_jsonl(out)) == 2
