@@ -156,6 +156,8 @@ class Budgeter(Stage):
                                                     rules=lone_rules)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
+        if doc.query and kept:
+            warnings += _best_left_out(live, kept, tiers, cost, groups, room, counter)
         if decided and not live:
             layers = sorted({s.layer for s in decided.values()})
             warnings.append(f"nothing delivered: role {contract.name} takes no segment of layer(s) "
@@ -305,6 +307,22 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
         elif layer not in has_layer and layer != "instruction":
             out.append(f"required layer {layer!r}: no input")
     return out
+
+
+def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]], cost: dict[str, int],
+                   groups: _Groups, room: _Room, counter: Any) -> list[str]:
+    """A warning when the segment that best matches the query is not delivered: the text then answers
+    from what ranked below it (QA: a 212-token clause that answered the query did not fit in 120
+    tokens, two unrelated clauses went out, and the record did not say so)."""
+    ranked = sorted((tiers[s.id], s) for s in live if tiers[s.id][0] > 1 and s.id not in groups.heads
+                    and s.score is not None)
+    if not ranked or ranked[0][1].id in kept:
+        return []
+    best = ranked[0][1]
+    need = sum(cost[i] for i in groups.to_add(best.id, kept) or {best.id})
+    return [f"the segment that best matches the query, {best.id} (score {best.score:.2f}), was left out: with what "
+            f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
+            f"{room.budget}{room.held}; raise the budget to deliver it"]
 
 
 def _smallest_alone(probe: Document, segs: list[Segment], cost: dict[str, int], counter: Any, annotate: bool,

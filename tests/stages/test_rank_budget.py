@@ -1259,3 +1259,20 @@ def test_under_a_small_budget_the_best_sentence_comes_without_its_source_line_or
     r = make(plan).compress(NQ_LIKE, query=q, budget=200)
     assert r.text.startswith("[source 1/1]") and NQ_LIKE.split(") ", 1)[1].split(" Items")[0] in r.text
 
+
+
+def test_a_warning_says_when_the_best_match_for_the_query_did_not_fit(plan):
+    # QA: the 212-token clause that answered the query did not fit in 120 tokens; two unrelated
+    # clauses went out and the record had no warning
+    long_clause = ("2.1 The Tenant is not liable for management fees above 3% of the gross rent, for structural "
+                   "repairs, for land tax or for insurance excess, " + "and for any other outgoing of the building "
+                   "that the Landlord incurs for its own benefit, " * 8 + "whatever the lease says elsewhere.")
+    text = long_clause + "\n\n3.1 The Premises are used as offices.\n\n6.1 Holding over is monthly."
+    query = "which outgoings is the tenant not liable for, and the cap on management fees"
+    r = make(plan).compress(text, query=query, budget=40)
+    (warning,) = [w for w in r.record["warnings"] if "best matches the query" in w]
+    assert "#0 (score 1.00), was left out" in warning and "budget of 40" in warning
+    assert "management fees above 3%" not in r.text
+    wide = make(plan).compress(text, query=query, budget=400)
+    assert "management fees above 3%" in wide.text
+    assert not [w for w in wide.record["warnings"] if "best matches the query" in w]
