@@ -296,6 +296,10 @@ _BACK_REFERENCE_RE = re.compile(
 )
 
 
+#: A Chinese clause opening with a short condition ending in "的，" ("情节严重的，处5万元以上50万元以下罚款。",
+#: "逾期不改正的，", "以现金形式提交的，") qualifies the rule before it: a statute's penalty tail, delivered
+#: alone, reads as the penalty of whatever article precedes it in the compressed text.
+_ZH_CONDITION_RE = re.compile(r"^[\"'\u201c\u2018(\[]*[\u4e00-\u9fff]{2,14}的(?=[，,])")
 #: A short sentence whose subject is a pronoun ("It has been stopped.", "This must not be
 #: restarted.", "该药不得恢复使用。") names what it speaks of only in the sentence before it; a long one
 #: carries enough of its own. A capitalised word after the pronoun is a name ("This Agreement").
@@ -336,10 +340,12 @@ def back_reference(sentence: str) -> str | None:
     ['同年', 'The following year', None]
     >>> back_reference("其余5%作为质量保证金，在质保期满且无未解决的质量问题后支付。")  # "the remaining 5%"
     '其余'
+    >>> back_reference("情节严重的，处5万元以上50万元以下罚款。"), back_reference("第十条 向境外提供重要数据的，应当申报。")
+    ('情节严重的', None)
 
     """
     text = sentence.lstrip()
-    m = _BACK_REFERENCE_RE.match(text) or _PERSONAL_PRONOUN_RE.match(text)
+    m = _BACK_REFERENCE_RE.match(text) or _PERSONAL_PRONOUN_RE.match(text) or _ZH_CONDITION_RE.match(text)
     if m is None:
         m = _PRONOUN_OPENER_RE.match(text)
         if m is not None and not (len(HAN_RE.findall(text)) <= _PRONOUN_MAX_CJK if HAN_RE.search(m.group(0))

@@ -205,3 +205,15 @@ def test_an_english_numbered_list_keeps_its_part_size():
 
     assert [bool(ZH_ITEM_RE.match(t)) for t in ("（一）吸收", "(三)发行", "（2）变更", "①第一", "1、变更")] == [True] * 5
     assert [bool(ZH_ITEM_RE.match(t)) for t in ("(1) The supplier shall", "(a) flood damage", "1. Step")] == [False] * 3
+
+
+def test_a_chinese_penalty_tail_goes_only_with_its_article(plan):
+    # QA: "情节严重的，处5万元以上50万元以下罚款。" (第十五条) was delivered right after 第十四条, reading as 第十四条's
+    # penalty; a clause opening with a short "…的，" condition qualifies the rule before it
+    seen = False
+    for budget in range(20, 200, 6):
+        r = _compress(plan, REG, "拒不改正的罚款是多少", budget)
+        if "拒不改正的，处人民币3万元以下罚款" in r.text:
+            seen = True
+            assert "第三十二条 小额贷款公司未按照本办法规定报送材料的" in r.text, (budget, r.text)
+    assert seen
