@@ -522,6 +522,74 @@ def lift_corrections(segments: Sequence[Segment], scores: dict[str, float],
     return out, raised
 
 
+#: A sentence in which the person writing sets a condition on how they are to be treated: "please do
+#: not call me", "email only", "never before 9 am", "I do not want a refund", "I'd prefer a
+#: replacement", "I am allergic to penicillin"; "请勿致电", "只接受邮件", "我不要退款". Whatever the
+#: question, an agent acting on the text must respect it, so it ranks near the top of its source (it had
+#: ranked below a serial number for "how should we contact the customer?"). First person, or a
+#: request that opens with "please" and limits ("please leave it with the concierge, not at the door"):
+#: "do not" alone is everywhere (a meeting's "I don't think so", a manual's "do not remove").
+USER_CONSTRAINT_RE = re.compile(
+    r"(?i:^\W*(?:\w+\W+){0,3}?please\b[^.!?;]*\b(?:not|never|only)\b"
+    r"|\bplease\s+(?:do\s+not|don['’]t|never)\b"
+    r"|^\W*(?:do\s+not|don['’]t|never)\s+(?!(?:worry|mind|know|think|care|get|forget|bother|hesitate)\b)\w"
+    r"|\b(?:do\s+not|don['’]t|never)\s+(?!get\b)(?:\w+\s+){0,2}?(?:me|us)\b(?!\s+(?:wrong|know|tell))"
+    r"|\b(?:e-?mail|phone|text|sms|post|mail|chat|letters?|writing|weekends?|weekdays?|mornings?|afternoons?|evenings?)\s+only\b"
+    r"|\bonly\s+(?:by|via|through|in)\s+(?:e-?mail|phone|text|sms|post|mail|chat|letter|writing)\b"
+    r"|\b(?:never|not|nothing)\s+(?:be\s+)?(?:before|after)\s+\d{1,2}(?:[:.]\d\d)?\s*(?:[ap]\.?m\b|h\b|o['’]clock)"
+    r"|\b(?:I|we)\s+(?:do\s+not|don['’]t|will\s+not|won['’]t|cannot|can['’]t|did\s+not|didn['’]t)\s+(?:want|accept|agree\s+to|consent)\b"
+    r"|\b(?:my|me|our|us)\b[^.;!?]*,\s*(?:never|not)\s+(?:to|on|at|in|by|a|an|the|my|our)\b"
+    r"|\b(?:I|we)\s+(?:want|need|expect)\b[^.;!?]*?,\s*not\b|\b(?:I|we)\s+(?:expect|ask|insist)\b[^.;!?]{0,20}\bnot\s+to\b"
+    r"|\b(?:I|we)\s+(?:cannot|can['’]t|am\s+unable\s+to|are\s+unable\s+to)\b[^.;!?]{0,30}\b(?:before|after|until)\s+\d"
+    r"|\b(?:I|we)(?:\s+(?:would|['’]d)\s+(?:rather|prefer|like)|\s+(?:prefer|insist\s+on|require))\s+(?!to\b)(?:a|an|the|my|our|it|that|this|email|e-mail|phone)\b"
+    r"|\b(?:I\s+am|I['’]m|we\s+are|I\s+have|I\s+had)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic))"
+    r"|请(?:不要|勿|别)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:们)?(?:不(?:要|想|需要|接受|同意)|对\S{1,8}过敏)")
+#: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
+#: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
+_NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",
+                          re.IGNORECASE)
+#: A user constraint ranks right after this many of the best other segments of its source: the
+#: question's clear answers keep their place, and the constraint comes before the rest. (Raised to the
+#: best score, two constraints and the sentences they go with took the room of the delivery address asked
+#: for; raised halfway, "email only" still ranked below a serial number for "how should we contact the
+#: customer?".)
+CONSTRAINT_AFTER = 2
+
+
+def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+    """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`; in a
+    transcript, not a system's, agent's or tool's turn) raised to
+    just below the :data:`CONSTRAINT_AFTER`-th best score among the other segments of its source, headings
+    aside (never lowered); returns the scores and how many were raised.
+
+    >>> from odcf.document import Segment
+    >>> texts = ["The serial is BX-9920-114.", "Please do not call me; email only.", "Don't get me wrong, it works.",
+    ...          "It shipped on 2 May."]
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence") for i, t in enumerate(texts)]
+    >>> lift_constraints(segs, {"s0": 0.9, "s1": 0.2, "s2": 0.3, "s3": 0.5})
+    ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
+    """
+    constraint = {seg.id for seg in segments if seg.id in scores and USER_CONSTRAINT_RE.search(seg.text)
+                  and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))}
+    others: dict[str, list[float]] = {}
+    for seg in segments:  # headings are not answers: "# Ticket 48213: replacement" led for "where is the replacement sent?"
+        if seg.id in scores and seg.id not in constraint and seg.kind != "heading":
+            others.setdefault(seg.source_id, []).append(scores[seg.id])
+    out = dict(scores)
+    raised = 0
+    for seg in segments:
+        if seg.id not in constraint:
+            continue
+        ranked = sorted(others.get(seg.source_id, ()), reverse=True)
+        if not ranked:
+            continue
+        floor = round(ranked[min(CONSTRAINT_AFTER, len(ranked)) - 1] - 1e-6, 6)
+        if floor > out[seg.id]:
+            out[seg.id] = floor
+            raised += 1
+    return out, raised
+
+
 #: An email's legal boilerplate: a confidentiality notice, a virus disclaimer, an unsubscribe or
 #: print-saving line. It scored above a support agent's instructions ("please notify the sender" reads
 #: as an instruction) and took their room.
@@ -648,6 +716,7 @@ class LexicalRanker(Stage):
         scores = lift_hits(scores, hits)
         links = correction_links(live)
         scores, corrected = lift_corrections(live, scores, links)
+        scores, constraints = lift_constraints(live, scores)
         corrected_by: dict[str, list[str]] = {}
         for fix, stale in links.items():
             for sid in stale:
@@ -673,6 +742,7 @@ class LexicalRanker(Stage):
             "languages": dict(sorted(langs.items())),
             **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
             **({"corrections_raised": corrected} if corrected else {}),
+            **({"constraints_raised": constraints} if constraints else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
         })

@@ -48,6 +48,7 @@ from odcf.stages.rank import (
     demote_boilerplate,
     exact_hits,
     lift_corrections,
+    lift_constraints,
     lift_hits,
     scoring_texts,
     unlift,
@@ -278,3 +279,6 @@ class EmbeddingReranker(Stage):
         ranked = sorted((src.id for src in doc.sources if src.layer not in PINNED_LAYERS),
                         key=lambda sid: (-best.get(sid, 0.0), position[sid]))
         return pinned + edge_order(ranked)
+            new_scores, constraints = lift_constraints(english, new_scores)
+            if constraints:
+                data["constraints_raised"] = constraints

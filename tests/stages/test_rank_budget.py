@@ -1261,6 +1261,88 @@ def test_under_a_small_budget_the_best_sentence_comes_without_its_source_line_or
 
 
 
+TICKET = """# Ticket #48213 — replacement for damaged blender
+
+**Customer (Maria Lopez), 2 Nov:** Hi, my order ORD-77120 arrived yesterday and the blender jar was cracked. I have attached two photos. Please do not call me, I work night shifts; email only. I do not want a refund, I want a replacement unit.
+
+**Agent (Tom), 2 Nov:** Thank you Maria, I'm sorry to hear that. I have opened a damage claim DC-5521 with the carrier. Could you confirm the serial number on the base?
+
+**Customer (Maria Lopez), 3 Nov:** The serial is BX-9920-114. Also the box was left in the rain by the courier, the outer carton was soaked.
+
+**Agent (Tom), 3 Nov:** Thanks. The carrier usually needs 3 to 5 business days to review a claim. Our warehouse in Reno has stock of the same model.
+
+**Agent (Priya), 5 Nov:** Hello, I'm following up on the claim. The carrier approved DC-5521 this morning. We can ship the replacement within 2 business days once you confirm the delivery address.
+
+**Customer (Maria Lopez), 5 Nov:** Same address as the order, 14 Elm Street, Apt 3B, Springfield. Please leave it with the building concierge, not at the door.
+
+**Agent (Priya), 6 Nov:** Noted. Our promotions team also wanted to let you know about our holiday sale: 20% off all kitchen appliances until 30 Nov, free shipping on orders over $50, and a loyalty program with points on every purchase. You can also subscribe to our newsletter for weekly recipes and tips from our chefs. Our store locator lists 140 stores nationwide. We also offer extended warranties of 2 or 3 years on all blenders.
+"""
+
+
+@pytest.mark.slow
+def test_a_customers_constraint_ranks_near_the_top_without_displacing_the_answer():
+    # QA: "Please do not call me, I work night shifts; email only." ranked below the serial number for
+    # "how should we contact the customer?" and was left out at a third of the ticket
+    c = Compressor.from_ontology("customer_service")
+    r = c.compress(TICKET, query="how should we contact the customer", budget=120)
+    assert "Please do not call me, I work night shifts; email only." in r.text
+    assert any(e.stage == "rerank" and e.data.get("constraints_raised") for e in r.document.trace)
+    # the question's own answer keeps its place ahead of the constraints
+    for query, answer in (("what is the serial number", "BX-9920-114"),
+                          ("where should the replacement be delivered", "14 Elm Street")):
+        assert answer in c.compress(TICKET, query=query, budget=120).text, query
+
+
+@pytest.mark.parametrize("sentence, constraint", [
+    ("Please note: do not call me, I work night shifts.", True),
+    ("Email only, please.", True),
+    ("If a technician has to come, it must never be before 9am.", True),
+    ("I do not want a refund.", True),
+    ("I want a replacement, not a repair.", True),
+    ("Again, nothing before 9am, and not on a Friday.", True),
+    ("If a new installation is needed, I expect not to be charged again.", True),
+    ("Also I cannot leave before 10:00 because I have a meeting.", True),
+    ("My wife keeps her flight on 14 May, please do not change her ticket.", True),
+    ('"Do NOT touch the grinder, and do not cancel order #W7710032.', True),
+    ("Charge any difference to my Visa, never to the gift card.", True),
+    ("Please leave it with the building concierge, not at the door.", True),
+    ("I'm allergic to penicillin.", True),
+    ("请勿致电，只接受邮件。", True),
+    ("I don't think we should do that.", False),
+    ("Don't worry about it.", False),
+    ("Don't get me wrong, it works.", False),
+    ("The tenant shall not sublet.", False),
+    ("We need to discuss the budget.", False),
+    ("I want to talk about the remote.", False),
+    ("Please confirm your address.", False),
+    ("Yeah, I don't know.", False),
+    ("该条款仅在工作日适用。", False),
+])
+def test_what_counts_as_a_user_constraint(sentence, constraint):
+    from odcf.stages.rank import USER_CONSTRAINT_RE
+
+    assert bool(USER_CONSTRAINT_RE.search(sentence)) is constraint
+
+
+def test_constraints_rank_after_the_two_best_other_segments_of_their_source_headings_aside():
+    from odcf.document import Segment
+    from odcf.stages.rank import lift_constraints
+
+    texts = [("# Ticket 7: replacement", "heading"), ("The serial is BX-9920-114.", "sentence"),
+             ("Please do not call me; email only.", "sentence"), ("It shipped on 2 May.", "sentence"),
+             ("Coffee was served.", "sentence")]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind=k) for i, (t, k) in enumerate(texts)]
+    scores, raised = lift_constraints(segs, {"s0": 1.0, "s1": 0.9, "s2": 0.1, "s3": 0.5, "s4": 0.3})
+    assert raised == 1 and scores["s2"] == pytest.approx(0.5 - 1e-6)
+    assert lift_constraints(segs, {"s0": 1.0, "s1": 0.9, "s2": 0.95, "s3": 0.5, "s4": 0.3})[0]["s2"] == 0.95  # never lowered
+    # a system prompt's or an agent's "Do not …" is policy, not the user's constraint (an airline policy's
+    # prohibitions, raised, took the room of booking codes); a user's turn is raised
+    for speaker, raised in (("[system]", 0), ("[assistant -> get_order]", 0), ("Agent:", 0), ("[user]", 1),
+                            ("dana (dba):", 1)):
+        said = [s.replace(meta={"speaker": speaker}) if s.id == "s2" else s for s in segs]
+        assert lift_constraints(said, {"s0": 1.0, "s1": 0.9, "s2": 0.1, "s3": 0.5, "s4": 0.3})[1] == raised, speaker
+
+
 def test_a_warning_says_when_the_best_match_for_the_query_did_not_fit(plan):
     # QA: the 212-token clause that answered the query did not fit in 120 tokens; two unrelated
     # clauses went out and the record had no warning
