@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -47,8 +48,8 @@ from odcf.stages.base import Stage
 from odcf.stages.rank import (
     demote_boilerplate,
     exact_hits,
-    lift_corrections,
     lift_constraints,
+    lift_corrections,
     lift_hits,
     scoring_texts,
     unlift,
@@ -82,6 +83,52 @@ def edge_order(ranked_ids: Sequence[str]) -> list[str]:
 
 #: Segments naming the query's identifier, best by the lexical rank, embedded beyond the first pass's candidates.
 _NAMED_EXTRA = 8
+
+#: Where a query asks a second question: at "?" or ";" between questions, or at "and" before a question
+#: word ("What is the liability cap, and what are the payment terms?").
+_QUERY_PART_RE = re.compile(
+    r"(?<=\?)\s+|;\s+|,?\s+(?:and|or)\s+(?=(?:what|how|when|where|which|who|whom|whose|why|is|are|does|do|did|can|could|"
+    r"should|will|would|has|have)\b)", re.IGNORECASE)
+
+
+def query_parts(query: str) -> list[str]:
+    """The questions a compound query asks, each of at least two words; one part (the query) when it
+    asks one.
+
+    >>> query_parts("What is the liability cap for a data breach, and what are the payment terms?")
+    ['What is the liability cap for a data breach', 'what are the payment terms?']
+    >>> query_parts("terms and conditions of payment")
+    ['terms and conditions of payment']
+    """
+    parts = [p.strip() for p in _QUERY_PART_RE.split(query) if p and p.strip()]
+    if len(parts) < 2 or any(len(p.split()) < 2 for p in parts):
+        return [query]
+    return parts
+
+def lead_with_each_question(segs: Sequence[Segment], sims: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """*scores* with the segment (not a heading) most similar to each question of a compound query
+    (*sims*: one column a question, :func:`query_parts`) raised to just below the best score, in the
+    order the questions come: a query asking two things is answered on both before anything else (a
+    general liability clause outranked the payment term asked for, which was left out).
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+    ...         for i, t in enumerate(["Liability is capped at EUR 2m.", "Liability is capped at 125%.", "Pay in 45 days."])]
+    >>> lead_with_each_question(segs, np.array([[0.9, 0.1], [0.8, 0.2], [0.1, 0.7]]), np.array([1.0, 0.9, 0.6])).tolist()
+    [1.0, 0.9, 0.999998]
+    """
+    out = np.array(scores, dtype=np.float64)
+    if not len(out):
+        return out
+    top = float(out.max())
+    answerable = np.array([s.kind != "heading" for s in segs])
+    for j in range(sims.shape[1]):
+        col = np.where(answerable, sims[:, j], -np.inf)
+        best = int(np.argmax(col))
+        if np.isfinite(col[best]):
+            out[best] = max(out[best], round(top - 1e-6 * (j + 1), 6))
+    return out
+
 
 class EmbeddingReranker(Stage):
     """Blend embedding similarity to the queries into the segment scores.
@@ -137,13 +184,13 @@ class EmbeddingReranker(Stage):
             if warm is not None:
                 warm()
 
-    def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], task: bool,
+    def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], n_task: int,
                           hits: set[str], scored_as: dict[str, str]) -> list[Segment]:
         """Segments best first by the cheap score: lexical, or lexical blended with static embeddings."""
         if self.first_pass == "lexical":
             return sorted(segs, key=lambda s: -(s.score or 0.0))  # stable: ties keep document order
         static = self._static_model()
-        sem = self._semantic(static.encode([scored_as[s.id] for s in segs]), static.encode(list(qtexts)), task)
+        sem = self._semantic(static.encode([scored_as[s.id] for s in segs]), static.encode(list(qtexts)), n_task)
         lex = self._lexical(segs, hits)
         cheap = 0.5 * sem + 0.5 * lex
         order = sorted(range(len(segs)), key=lambda i: (-round(float(cheap[i]), 6), i))
@@ -160,13 +207,27 @@ class EmbeddingReranker(Stage):
         top = float(lex.max()) if len(lex) else 0.0
         return lex / top if top > 0 else lex
 
-    def _semantic(self, svec: np.ndarray, qvec: np.ndarray, task: bool) -> np.ndarray:
-        """Per segment: weighted task/plan query similarity, clipped at 0, best scaled to 1."""
+    def _semantic(self, svec: np.ndarray, qvec: np.ndarray, n_task: int) -> np.ndarray:
+        """Per segment: weighted task/plan query similarity, clipped at 0, best scaled to 1.
+
+        The first *n_task* query vectors are the task query and, when it asks more than one question,
+        each question (:func:`query_parts`): the task similarity is the best over them, each scaled so
+        that its best segment scores as the best of all (a compound query's vector sits between its
+        questions, and the payment terms had ranked below clauses nobody asked about)."""
         sims = svec @ qvec.T  # (n, q)
-        if task and qvec.shape[0] > 1:
-            sem = (self.query_weight * sims[:, 0] + sims[:, 1:].max(axis=1)) / (self.query_weight + 1.0)
-        else:
+        if not n_task:
             sem = sims.max(axis=1)
+        else:
+            task = sims[:, :n_task]
+            if n_task > 1 and len(task):
+                tops = task.max(axis=0)
+                best = float(tops.max())
+                task = task * np.where(tops > 0, best / np.where(tops > 0, tops, 1.0), 1.0)
+            task_sim = task.max(axis=1)
+            if qvec.shape[0] > n_task:
+                sem = (self.query_weight * task_sim + sims[:, n_task:].max(axis=1)) / (self.query_weight + 1.0)
+            else:
+                sem = task_sim
         sem = np.clip(sem.astype(np.float64), 0.0, None)
         top = float(sem.max()) if len(sem) else 0.0
         return sem / top if top > 0 else sem
@@ -197,11 +258,15 @@ class EmbeddingReranker(Stage):
             mean_tokens = sum(counter.count(s.text) for s in english) / len(english)
             budget = doc.budget if doc.budget is not None else plan.role(doc.role).budget
             k = candidate_count(budget, mean_tokens, safety=self.safety, minimum=self.min_candidates)
-            qtexts = ([task] if task else []) + queries
+            parts = query_parts(task) if task else []
+            asked = [task, *parts] if len(parts) > 1 else parts  # the whole query, then each question it asks
+            if len(asked) > 1:
+                data["query_parts"] = len(asked) - 1
+            qtexts = asked + queries
             if k is None or k >= len(english):
                 chosen, rest = list(english), []
             else:
-                ranked = self._first_pass_order(english, qtexts, bool(task), hits, scored_as)
+                ranked = self._first_pass_order(english, qtexts, len(asked), hits, scored_as)
                 chosen, rest = ranked[:k], ranked[k:]
                 # the segments naming what the query names that the lexical rank put first are
                 # embedded too: when the named host is in every block of a log, the static first pass
@@ -219,9 +284,11 @@ class EmbeddingReranker(Stage):
             svec = model.encode([scored_as[s.id] for s in chosen])
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
-            sem = self._semantic(svec, qvec, bool(task))
+            sem = self._semantic(svec, qvec, len(asked))
             lex = self._lexical(chosen, hits)
             blended = self.semantic_weight * sem + (1.0 - self.semantic_weight) * lex
+            if len(asked) > 2:
+                blended = lead_with_each_question(chosen, svec @ qvec[1:len(asked)].T, blended)
             for seg, v in zip(chosen, blended):
                 new_scores[seg.id] = round(float(v), 6)
             if rest:
@@ -251,6 +318,9 @@ class EmbeddingReranker(Stage):
             new_scores, corrected = lift_corrections(english, new_scores, links)
             if corrected:
                 data["corrections_raised"] = corrected
+            new_scores, constraints = lift_constraints(english, new_scores)
+            if constraints:
+                data["constraints_raised"] = constraints
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)
         counts = Counter(langs.values())
         scorers: dict[str, str] = {}
@@ -279,6 +349,3 @@ class EmbeddingReranker(Stage):
         ranked = sorted((src.id for src in doc.sources if src.layer not in PINNED_LAYERS),
                         key=lambda sid: (-best.get(sid, 0.0), position[sid]))
         return pinned + edge_order(ranked)
-            new_scores, constraints = lift_constraints(english, new_scores)
-            if constraints:
-                data["constraints_raised"] = constraints

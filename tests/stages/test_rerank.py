@@ -201,3 +201,69 @@ def test_a_chinese_query_is_not_embedded_by_the_english_model():
     # an English query still embeds
     out = run(sources, query="when does the buyer inspect the machines", plan=plan)
     assert next(e for e in out.trace if e.stage == "rerank").data["embedded"] > 0
+
+
+
+CONTRACT = """# Master Services Agreement
+
+## 1. Definitions
+
+1.1 "Services" means the hosted analytics platform and the support described in Schedule A.
+
+1.2 "Personal Data" has the meaning given in the GDPR.
+
+## 5. Data Protection
+
+5.1 Supplier shall process Personal Data only on Customer's documented instructions.
+
+## 6. Fees and Payment
+
+6.1 The monthly platform fee is EUR 42,500 (excluding VAT).
+
+6.2 Customer shall pay each undisputed invoice within forty-five (45) days of receipt.
+
+## 11. Liability
+
+11.2 Each party's total liability in any contract year shall not exceed 125% of the Fees paid in the preceding twelve months.
+
+11.4 Supplier's liability for a breach of its data protection duties is capped at EUR 2,000,000 in aggregate.
+
+## 12. Term and Termination
+
+12.1 This Agreement starts on the Effective Date and runs for an Initial Term of 36 months.
+
+12.2 Either party may terminate for material breach not remedied within 30 days of notice.
+
+12.3 Customer may terminate for convenience on 90 days' written notice after month 18.
+
+## 13. Governing Law
+
+13.1 This Agreement is governed by the laws of Germany; the courts of Hamburg have exclusive jurisdiction.
+"""
+
+
+@pytest.mark.slow
+def test_a_query_that_asks_two_things_gets_an_answer_to_each():
+    # QA: "What is the liability cap for a data protection breach, and what are the payment terms?"
+    # delivered liability and termination clauses but no payment term, up to a third of the contract
+    from odcf.compressor import Compressor
+
+    q = "What is the liability cap for a data protection breach, and when must invoices be paid?"
+    r = Compressor.from_ontology("legal_contract").compress(CONTRACT, query=q, budget=90)
+    assert "capped at EUR 2,000,000" in r.text and "within forty-five (45) days" in r.text
+    (event,) = [e for e in r.document.trace if e.stage == "rerank"]
+    assert event.data["query_parts"] == 2
+
+
+@pytest.mark.parametrize("query, parts", [
+    ("What is the liability cap, and what are the payment terms?", 2),
+    ("Who signed it? When does it end?", 2),
+    ("liability cap; payment terms and late interest", 2),
+    ("terms and conditions of payment", 1),
+    ("Is it signed and dated?", 1),
+    ("What did the team decide about the budget and the schedule?", 1),
+])
+def test_query_parts(query, parts):
+    from odcf.stages.rerank import query_parts
+
+    assert len(query_parts(query)) == parts
