@@ -394,7 +394,7 @@ def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
-    """What each segment that corrects something (:data:`CORRECTION_RE`) corrects: the earlier
+    """What each segment that corrects something (:data:`CORRECTION_RE`; not a heading) corrects: the earlier
     segments, not corrections or headings themselves, that share with it a number or two words found in at most
     :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
     from", do not count). One amendment bullet is not what the next one corrects ("Section 9.2(b) is
@@ -409,7 +409,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     >>> correction_links(segs)
     {'s2': ['s0']}
     """
-    fixes = [k for k, seg in enumerate(segments) if CORRECTION_RE.search(seg.text)]
+    # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
+    # and read as one it took the RFP's "Issued by … Issue date" block for stale
+    fixes = [k for k, seg in enumerate(segments) if seg.kind != "heading" and CORRECTION_RE.search(seg.text)]
     if not fixes:
         return {}
     keys = [_keys(seg.text) for seg in segments]

@@ -1259,3 +1259,19 @@ def test_under_a_small_budget_the_best_sentence_comes_without_its_source_line_or
     r = make(plan).compress(NQ_LIKE, query=q, budget=200)
     assert r.text.startswith("[source 1/1]") and NQ_LIKE.split(") ", 1)[1].split(" Items")[0] in r.text
 
+
+
+def test_a_heading_corrects_nothing():
+    # QA: "## Addendum 1 (issued 20 March 2025)" was read as a correction ("addendum") of the RFP's "Issued by …
+    # Issue date" block, which was then delivered only with the heading and recorded as stale; the addendum's
+    # own change under it (14 April -> 28 April) stays linked
+    from dataclasses import replace
+
+    from odcf.stages.rank import correction_links
+
+    segs = _segs("**Issued by:** City of Brennfeld, Procurement Office\n**Issue date:** 3 March 2025",
+                 "| Proposal due date | 14 April 2025, 14:00 CET |",
+                 "## Addendum 1 (issued 20 March 2025)",
+                 "Q3. The proposal due date is extended to 28 April 2025, 14:00 CET.")
+    segs[2] = replace(segs[2], kind="heading")
+    assert correction_links(segs) == {"s3": ["s1"]}
