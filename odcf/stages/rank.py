@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.stages.segment.lines import ZH_ITEM_RE
 from odcf.textutil import detect_language, phrase_regex, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
@@ -338,8 +339,14 @@ _NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
 _DIGIT_UNIT_RE = re.compile(r"(?<![\w,./])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
 #: A Chinese unit or counter after a number ("100万元", "6个月", "4倍"): the words after it are not.
 _CJK_UNIT = r"万元|亿元|美元|港元|个月|小时|分钟|[万亿千百元年月日天倍%％]"
+#: The verb of a Chinese amendment: "X修改为Y", "由X变更为Y".
+_ZH_CHANGE = r"(?:修改为|变更为|调整为|改为)"
 #: The value a Chinese amendment replaces, right before its verb: "人民币100万元修改为人民币80万元" -> 100 万元.
-_ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s*(?:修改为|变更为|调整为|改为)")
+_ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s*" + _ZH_CHANGE)
+#: The words an amendment decision replaces, quoted before its verb, as such decisions are written:
+#: '将第七条第二款中的"每年3月31日前"修改为"每年1月31日前"' -> 每年3月31日前 (a unit or "内", "前" after the
+#: number, and the closing quote, hide it from :data:`_ZH_OLD_VALUE_RE`).
+_ZH_QUOTED_OLD_RE = re.compile(r'(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|「([^」\n]{1,80})」)\s*' + _ZH_CHANGE)
 #: A number in Chinese text and its unit ("人民币100万元" -> 100 万元).
 _ZH_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?")
 #: What a change names before its verb: "The proposal due date is extended to …" changes the
@@ -419,8 +426,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
     # a Chinese amendment's replaced value and each segment's article and values, read once (none in most inputs)
-    zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments])
-          if any(_ZH_OLD_VALUE_RE.search(segments[k].text) for k in fixes) else None)
+    zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments], [_compact(seg.text) for seg in segments])
+          if any(_ZH_OLD_VALUE_RE.search(segments[k].text) or _ZH_QUOTED_OLD_RE.search(segments[k].text)
+                 for k in fixes) else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
@@ -442,19 +450,29 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     return out
 
 
-def _articles(segments: Sequence[Segment]) -> list[int | None]:
-    """For each segment, the number of the Chinese article (第N条) it is in: the last one a
-    paragraph of its source opened with."""
-    out: list[int | None] = []
+def _articles(segments: Sequence[Segment]) -> list[tuple[int | None, int]]:
+    """For each segment, the number of the Chinese article (第N条) it is in, the last one a
+    paragraph of its source opened with, and of its 款 in that article: the article's first line
+    is its 第一款, and each later line opens the next, but for a list item ("（一）…", a 项 of the 款)."""
+    out: list[tuple[int | None, int]] = []
     current: int | None = None
+    part = 1
     for k, seg in enumerate(segments):
         if k and segments[k - 1].source_id != seg.source_id:
             current = None
         m = _ZH_ARTICLE_RE.match(seg.text.lstrip())
         if m and m.group(2) == "条" and (k == 0 or segments[k - 1].paragraph != seg.paragraph):
-            current = _zh_number(m.group(1))
-        out.append(current)
+            current, part = _zh_number(m.group(1)), 1
+        elif "\n" in seg.sep and seg.kind != "heading" and not ZH_ITEM_RE.match(seg.text):
+            part += 1
+        out.append((current, part))
     return out
+
+
+def _compact(text: str) -> str:
+    """*text* without white space: Chinese words, as an amendment quotes them, whatever the spacing or
+    line breaks of the source ("每年 3 月 31 日前")."""
+    return re.sub(r"\s+", "", text)
 
 
 def _zh_values(text: str) -> set[tuple[str, str | None]]:
@@ -462,21 +480,37 @@ def _zh_values(text: str) -> set[tuple[str, str | None]]:
     return {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_VALUE_RE.finditer(text)}
 
 
-def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int], articles: Sequence[int | None],
-                values: Sequence[set[tuple[str, str | None]]]) -> list[str]:
+def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
+                articles: Sequence[tuple[int | None, int]], values: Sequence[set[tuple[str, str | None]]],
+                compact: Sequence[str]) -> list[str]:
     """What a Chinese amendment (segment *k*) changes: the segments of the article it names that hold
     the value it replaces ("本办法第十二条第一款规定的人民币100万元修改为人民币80万元" -> the 100万元 of
-    第十二条). Without an article named, or a value replaced, nothing: a shared "30日" or "100万元" with
-    "不再" or "修改为" in between says nothing of which sentence it changes."""
+    第十二条) or the words it quotes ('将第七条第二款中的"每年3月31日前"修改为…' -> the sentence of 第七条
+    saying "每年3月31日前"), in the 款 it names if one there does. Without an article named, or a value
+    replaced, nothing: a shared "30日" or "100万元" with "不再" or "修改为" in between says nothing of
+    which sentence it changes."""
     text = segments[k].text
     old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
-    named = {_zh_number(m.group(1)) for m in _ZH_ARTICLE_RE.finditer(text) if m.group(2) == "条"} - {None}
+    quoted = {_compact(next(g for g in m.groups() if g)) for m in _ZH_QUOTED_OLD_RE.finditer(text)}
     own = _ZH_ARTICLE_RE.match(text.lstrip())
-    if own is not None:
-        named.discard(_zh_number(own.group(1)))  # "第三十六条 本办法第十二条……": its own number is no reference
-    if not old or not named:
+    refs = list(_ZH_ARTICLE_RE.finditer(text))
+    named: set[tuple[int, int | None]] = set()  # (条, 款 or None)
+    for ref, after in zip(refs, [*refs[1:], None]):
+        n = _zh_number(ref.group(1))
+        # "第三十六条 本办法第十二条……": its own number is no reference
+        if ref.group(2) != "条" or n is None or (own is not None and n == _zh_number(own.group(1))):
+            continue
+        part = (_zh_number(after.group(1)) if after is not None and after.group(2) == "款"
+                and not text[ref.end():after.start()].strip() else None)
+        named.add((n, part))
+    if not (old or quoted) or not named:
         return []
-    return [segments[j].id for j in window if articles[j] in named and old & values[j]]
+    held = [j for j in window if articles[j][0] in {n for n, _ in named}
+            and (old & values[j] or any(q in compact[j] for q in quoted))]
+    # the 款 named ("第五条第二款") picks among them; where none of it holds the value, the article's
+    # do (a hard-wrapped line counts as a 款 of its own); an article that cites "第五条第二款" is no part of 第五条
+    in_part = [j for j in held if any(n == articles[j][0] and p in (None, articles[j][1]) for n, p in named)]
+    return [segments[j].id for j in in_part or held]
 
 
 def _subject(words_before: str) -> str | None:
