@@ -347,6 +347,9 @@ _ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s
 #: '将第七条第二款中的"每年3月31日前"修改为"每年1月31日前"' -> 每年3月31日前 (a unit or "内", "前" after the
 #: number, and the closing quote, hide it from :data:`_ZH_OLD_VALUE_RE`).
 _ZH_QUOTED_OLD_RE = re.compile(r'(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|「([^」\n]{1,80})」)\s*' + _ZH_CHANGE)
+#: What a Chinese change says was there, between 由 and its verb: "限流阈值由每分钟 3,000 次变更为 6,000 次" ->
+#: "每分钟 3,000 次" (its numbers are the values replaced).
+_ZH_FROM_RE = re.compile(r"由([^由，。；：;\n]{1,40}?)" + _ZH_CHANGE)
 #: A number in Chinese text and its unit ("人民币100万元" -> 100 万元).
 _ZH_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?")
 #: What a change names before its verb: "The proposal due date is extended to …" changes the
@@ -404,7 +407,8 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """What each segment that corrects something (:data:`CORRECTION_RE`; not a heading) corrects: the earlier
     segments, not corrections or headings themselves, that share with it a number or two words found in at most
     :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
-    from", do not count). One amendment bullet is not what the next one corrects ("Section 9.2(b) is
+    from", do not count); where it says what the value was ("(previously 8 hours)", "由每分钟 3,000 次变更为"),
+    only those of them that hold it. One amendment bullet is not what the next one corrects ("Section 9.2(b) is
     changed … (previously three or more) … Minor editorial corrections" rose above the bullet changing
     exclusion criterion 7, the answer, on "changed" and "previously"), and words every clause holds
     name no clause. Returns {correction id: [ids of what it corrects]}, corrections in order.
@@ -425,10 +429,11 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     units = [_units(seg.text) for seg in segments]
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
-    # a Chinese amendment's replaced value and each segment's article and values, read once (none in most inputs)
+    # a Chinese amendment's replaced values and words, and each segment's article and values, read once (none in
+    # most inputs)
+    replaced = {k: _zh_replaced(segments[k].text) for k in fixes}
     zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments], [_compact(seg.text) for seg in segments])
-          if any(_ZH_OLD_VALUE_RE.search(segments[k].text) or _ZH_QUOTED_OLD_RE.search(segments[k].text)
-                 for k in fixes) else None)
+          if any(v or q for v, q in replaced.values()) else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
@@ -440,8 +445,14 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found:
-            found = _zh_amended(segments, k, window, *zh) if zh else []
+            found = _zh_amended(segments, k, window, *zh, *replaced[k]) if zh else []
         if not found:
+            # one that says what the value was corrects only a segment that holds it: the change-log row "| 3.2.1 |
+            # 2024-05-20 | 限流阈值由每分钟 3,000 次变更为 6,000 次 |" is no correction of "3.2.1 查询接口的 P99 延迟
+            # 不得超过 80 ms。", which shares with it only a section number
+            said, quoted = replaced[k]
+            if old or said or quoted:
+                window = [j for j in window if zh and (said & zh[1][j] or any(q in zh[2][j] for q in quoted))]
             found = [segments[j].id for j in window
                      if _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]
@@ -480,18 +491,24 @@ def _zh_values(text: str) -> set[tuple[str, str | None]]:
     return {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_VALUE_RE.finditer(text)}
 
 
+def _zh_replaced(text: str) -> tuple[set[tuple[str, str | None]], set[str]]:
+    """The values a Chinese change says it replaces ("人民币100万元修改为", "由每分钟 3,000 次变更为") and the
+    words it quotes as replaced ('中的"每年3月31日前"修改为'), white space taken out."""
+    old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
+    old |= {v for m in _ZH_FROM_RE.finditer(text) for v in _zh_values(m.group(1))}
+    return old, {_compact(next(g for g in m.groups() if g)) for m in _ZH_QUOTED_OLD_RE.finditer(text)}
+
+
 def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
                 articles: Sequence[tuple[int | None, int]], values: Sequence[set[tuple[str, str | None]]],
-                compact: Sequence[str]) -> list[str]:
+                compact: Sequence[str], old: set[tuple[str, str | None]], quoted: set[str]) -> list[str]:
     """What a Chinese amendment (segment *k*) changes: the segments of the article it names that hold
     the value it replaces ("本办法第十二条第一款规定的人民币100万元修改为人民币80万元" -> the 100万元 of
     第十二条) or the words it quotes ('将第七条第二款中的"每年3月31日前"修改为…' -> the sentence of 第七条
-    saying "每年3月31日前"), in the 款 it names if one there does. Without an article named, or a value
-    replaced, nothing: a shared "30日" or "100万元" with "不再" or "修改为" in between says nothing of
-    which sentence it changes."""
+    saying "每年3月31日前"), in the 款 it names if one there does; *old* and *quoted* are what it replaces
+    (:func:`_zh_replaced`). Without an article named, or a value replaced, nothing: a shared "30日" or
+    "100万元" with "不再" or "修改为" in between says nothing of which sentence it changes."""
     text = segments[k].text
-    old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
-    quoted = {_compact(next(g for g in m.groups() if g)) for m in _ZH_QUOTED_OLD_RE.finditer(text)}
     own = _ZH_ARTICLE_RE.match(text.lstrip())
     refs = list(_ZH_ARTICLE_RE.finditer(text))
     named: set[tuple[int, int | None]] = set()  # (条, 款 or None)

@@ -111,6 +111,26 @@ def test_an_amendment_decision_goes_with_the_words_it_quotes_in_the_article_and_
             assert "修改为\"每年1月31日前\"" in r.text, (budget, r.text)
 
 
+SPEC = ("# 支付网关 v3.2 技术规格说明书\n\n文档编号：PGW-SPEC-2024-031　版本：3.2.1　密级：内部\n\n"
+        "### 3.2 查询支付单 GET /v3/payments/{payment_id}\n\n3.2.1 查询接口的 P99 延迟不得超过 80 ms。\n"
+        "3.2.2 payment_id 不存在时返回 HTTP 404，错误码 `PAYMENT_NOT_FOUND`。\n\n"
+        "## 5 安全要求\n\n5.5 同一商户每分钟请求数超过 6,000 次时触发限流，返回 HTTP 429。\n\n"
+        "## 7 变更记录\n\n| 版本 | 日期 | 变更内容 |\n|---|---|---|\n| 3.1 | 2024-01-15 | 初版 |\n"
+        "| 3.2.1 | 2024-05-20 | 限流阈值由每分钟 3,000 次变更为 6,000 次 |\n")
+
+
+def test_a_change_that_says_what_the_value_was_corrects_only_what_holds_it():
+    # QA: the change-log row "| 3.2.1 | … | 限流阈值由每分钟 3,000 次变更为 6,000 次 |" was linked, by the version
+    # number alone, as the correction of "3.2.1 查询接口的 P99 延迟不得超过 80 ms。", which was then withheld as stale
+    # (the answer, 19 tokens, at 90 tokens) with a false reason; nothing in the spec says 3,000 any more
+    from odcf.stages.rank import correction_links
+
+    compressor = Compressor.from_ontology("tender_rfp")
+    r = compressor.compress(SPEC, query="查询接口的 P99 延迟要求是多少？", budget=60, annotate=False)
+    assert correction_links(r.document.segments) == {}
+    assert "80 ms" in r.text, r.text
+
+
 LOG = ("# Agent session\n\n"
        "**Agent:** I'll check the deployment status on staging.\n\n"
        "**Tool result:**\n\n"
