@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.stages.segment.lines import ZH_ITEM_RE
 from odcf.textutil import detect_language, phrase_regex, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
@@ -338,8 +339,17 @@ _NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
 _DIGIT_UNIT_RE = re.compile(r"(?<![\w,./])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
 #: A Chinese unit or counter after a number ("100万元", "6个月", "4倍"): the words after it are not.
 _CJK_UNIT = r"万元|亿元|美元|港元|个月|小时|分钟|[万亿千百元年月日天倍%％]"
+#: The verb of a Chinese amendment: "X修改为Y", "由X变更为Y".
+_ZH_CHANGE = r"(?:修改为|变更为|调整为|改为)"
 #: The value a Chinese amendment replaces, right before its verb: "人民币100万元修改为人民币80万元" -> 100 万元.
-_ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s*(?:修改为|变更为|调整为|改为)")
+_ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s*" + _ZH_CHANGE)
+#: The words an amendment decision replaces, quoted before its verb, as such decisions are written:
+#: '将第七条第二款中的"每年3月31日前"修改为"每年1月31日前"' -> 每年3月31日前 (a unit or "内", "前" after the
+#: number, and the closing quote, hide it from :data:`_ZH_OLD_VALUE_RE`).
+_ZH_QUOTED_OLD_RE = re.compile(r'(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|「([^」\n]{1,80})」)\s*' + _ZH_CHANGE)
+#: What a Chinese change says was there, between 由 and its verb: "限流阈值由每分钟 3,000 次变更为 6,000 次" ->
+#: "每分钟 3,000 次" (its numbers are the values replaced).
+_ZH_FROM_RE = re.compile(r"由([^由，。；：;\n]{1,40}?)" + _ZH_CHANGE)
 #: A number in Chinese text and its unit ("人民币100万元" -> 100 万元).
 _ZH_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?")
 #: What a change names before its verb: "The proposal due date is extended to …" changes the
@@ -394,10 +404,11 @@ def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
-    """What each segment that corrects something (:data:`CORRECTION_RE`) corrects: the earlier
+    """What each segment that corrects something (:data:`CORRECTION_RE`; not a heading) corrects: the earlier
     segments, not corrections or headings themselves, that share with it a number or two words found in at most
     :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
-    from", do not count). One amendment bullet is not what the next one corrects ("Section 9.2(b) is
+    from", do not count); where it says what the value was ("(previously 8 hours)", "由每分钟 3,000 次变更为"),
+    only those of them that hold it. One amendment bullet is not what the next one corrects ("Section 9.2(b) is
     changed … (previously three or more) … Minor editorial corrections" rose above the bullet changing
     exclusion criterion 7, the answer, on "changed" and "previously"), and words every clause holds
     name no clause. Returns {correction id: [ids of what it corrects]}, corrections in order.
@@ -409,16 +420,20 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     >>> correction_links(segs)
     {'s2': ['s0']}
     """
-    fixes = [k for k, seg in enumerate(segments) if CORRECTION_RE.search(seg.text)]
+    # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
+    # and read as one it took the RFP's "Issued by … Issue date" block for stale
+    fixes = [k for k, seg in enumerate(segments) if seg.kind != "heading" and CORRECTION_RE.search(seg.text)]
     if not fixes:
         return {}
     keys = [_keys(seg.text) for seg in segments]
     units = [_units(seg.text) for seg in segments]
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
-    # a Chinese amendment's replaced value and each segment's article and values, read once (none in most inputs)
-    zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments])
-          if any(_ZH_OLD_VALUE_RE.search(segments[k].text) for k in fixes) else None)
+    # a Chinese amendment's replaced values and words, and each segment's article and values, read once (none in
+    # most inputs)
+    replaced = {k: _zh_replaced(segments[k].text) for k in fixes}
+    zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments], [_compact(seg.text) for seg in segments])
+          if any(v or q for v, q in replaced.values()) else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
@@ -430,8 +445,14 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found:
-            found = _zh_amended(segments, k, window, *zh) if zh else []
+            found = _zh_amended(segments, k, window, *zh, *replaced[k]) if zh else []
         if not found:
+            # one that says what the value was corrects only a segment that holds it: the change-log row "| 3.2.1 |
+            # 2024-05-20 | 限流阈值由每分钟 3,000 次变更为 6,000 次 |" is no correction of "3.2.1 查询接口的 P99 延迟
+            # 不得超过 80 ms。", which shares with it only a section number
+            said, quoted = replaced[k]
+            if old or said or quoted:
+                window = [j for j in window if zh and (said & zh[1][j] or any(q in zh[2][j] for q in quoted))]
             found = [segments[j].id for j in window
                      if _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]
@@ -440,19 +461,29 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     return out
 
 
-def _articles(segments: Sequence[Segment]) -> list[int | None]:
-    """For each segment, the number of the Chinese article (第N条) it is in: the last one a
-    paragraph of its source opened with."""
-    out: list[int | None] = []
+def _articles(segments: Sequence[Segment]) -> list[tuple[int | None, int]]:
+    """For each segment, the number of the Chinese article (第N条) it is in, the last one a
+    paragraph of its source opened with, and of its 款 in that article: the article's first line
+    is its 第一款, and each later line opens the next, but for a list item ("（一）…", a 项 of the 款)."""
+    out: list[tuple[int | None, int]] = []
     current: int | None = None
+    part = 1
     for k, seg in enumerate(segments):
         if k and segments[k - 1].source_id != seg.source_id:
             current = None
         m = _ZH_ARTICLE_RE.match(seg.text.lstrip())
         if m and m.group(2) == "条" and (k == 0 or segments[k - 1].paragraph != seg.paragraph):
-            current = _zh_number(m.group(1))
-        out.append(current)
+            current, part = _zh_number(m.group(1)), 1
+        elif "\n" in seg.sep and seg.kind != "heading" and not ZH_ITEM_RE.match(seg.text):
+            part += 1
+        out.append((current, part))
     return out
+
+
+def _compact(text: str) -> str:
+    """*text* without white space: Chinese words, as an amendment quotes them, whatever the spacing or
+    line breaks of the source ("每年 3 月 31 日前")."""
+    return re.sub(r"\s+", "", text)
 
 
 def _zh_values(text: str) -> set[tuple[str, str | None]]:
@@ -460,21 +491,43 @@ def _zh_values(text: str) -> set[tuple[str, str | None]]:
     return {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_VALUE_RE.finditer(text)}
 
 
-def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int], articles: Sequence[int | None],
-                values: Sequence[set[tuple[str, str | None]]]) -> list[str]:
+def _zh_replaced(text: str) -> tuple[set[tuple[str, str | None]], set[str]]:
+    """The values a Chinese change says it replaces ("人民币100万元修改为", "由每分钟 3,000 次变更为") and the
+    words it quotes as replaced ('中的"每年3月31日前"修改为'), white space taken out."""
+    old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
+    old |= {v for m in _ZH_FROM_RE.finditer(text) for v in _zh_values(m.group(1))}
+    return old, {_compact(next(g for g in m.groups() if g)) for m in _ZH_QUOTED_OLD_RE.finditer(text)}
+
+
+def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
+                articles: Sequence[tuple[int | None, int]], values: Sequence[set[tuple[str, str | None]]],
+                compact: Sequence[str], old: set[tuple[str, str | None]], quoted: set[str]) -> list[str]:
     """What a Chinese amendment (segment *k*) changes: the segments of the article it names that hold
     the value it replaces ("本办法第十二条第一款规定的人民币100万元修改为人民币80万元" -> the 100万元 of
-    第十二条). Without an article named, or a value replaced, nothing: a shared "30日" or "100万元" with
-    "不再" or "修改为" in between says nothing of which sentence it changes."""
+    第十二条) or the words it quotes ('将第七条第二款中的"每年3月31日前"修改为…' -> the sentence of 第七条
+    saying "每年3月31日前"), in the 款 it names if one there does; *old* and *quoted* are what it replaces
+    (:func:`_zh_replaced`). Without an article named, or a value replaced, nothing: a shared "30日" or
+    "100万元" with "不再" or "修改为" in between says nothing of which sentence it changes."""
     text = segments[k].text
-    old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
-    named = {_zh_number(m.group(1)) for m in _ZH_ARTICLE_RE.finditer(text) if m.group(2) == "条"} - {None}
     own = _ZH_ARTICLE_RE.match(text.lstrip())
-    if own is not None:
-        named.discard(_zh_number(own.group(1)))  # "第三十六条 本办法第十二条……": its own number is no reference
-    if not old or not named:
+    refs = list(_ZH_ARTICLE_RE.finditer(text))
+    named: set[tuple[int, int | None]] = set()  # (条, 款 or None)
+    for ref, after in zip(refs, [*refs[1:], None]):
+        n = _zh_number(ref.group(1))
+        # "第三十六条 本办法第十二条……": its own number is no reference
+        if ref.group(2) != "条" or n is None or (own is not None and n == _zh_number(own.group(1))):
+            continue
+        part = (_zh_number(after.group(1)) if after is not None and after.group(2) == "款"
+                and not text[ref.end():after.start()].strip() else None)
+        named.add((n, part))
+    if not (old or quoted) or not named:
         return []
-    return [segments[j].id for j in window if articles[j] in named and old & values[j]]
+    held = [j for j in window if articles[j][0] in {n for n, _ in named}
+            and (old & values[j] or any(q in compact[j] for q in quoted))]
+    # the 款 named ("第五条第二款") picks among them; where none of it holds the value, the article's
+    # do (a hard-wrapped line counts as a 款 of its own); an article that cites "第五条第二款" is no part of 第五条
+    in_part = [j for j in held if any(n == articles[j][0] and p in (None, articles[j][1]) for n, p in named)]
+    return [segments[j].id for j in in_part or held]
 
 
 def _subject(words_before: str) -> str | None:

@@ -77,6 +77,60 @@ def test_a_chinese_amendment_goes_with_the_amount_it_changes(plan):
             assert "修改为人民币80万元" in r.text, (budget, r.text)
 
 
+DECISION = ("第五条 公共数据按照重要程度分为一般数据、重要数据和核心数据三级。\n"
+            "公共管理和服务机构应当在本办法施行之日起90日内完成本单位公共数据的分类分级，并报市大数据管理局备案。\n\n"
+            "第七条 重要数据的处理者应当于每年3月31日前更新数据目录。\n"
+            "重要数据的处理者应当每年至少开展一次风险评估，并于每年3月31日前向市大数据管理局报送上一年度风险评估报告。\n\n"
+            "第十二条 违反本办法第五条第二款规定，未按期完成分类分级或者备案的，由市大数据管理局责令改正；"
+            "逾期不改正的，处1万元以上5万元以下罚款。\n\n"
+            "附：市人民政府关于修改《公共数据安全管理办法》的决定\n\n"
+            "一、将第五条第二款中的“90日内”修改为“60日内”。\n"
+            "二、将第七条第二款中的\"每年3月31日前\"修改为\"每年1月31日前\"。\n"
+            "三、将第十二条中的\"处1万元以上5万元以下罚款\"修改为\"处2万元以上20万元以下罚款\"。\n")
+
+
+def test_an_amendment_decision_goes_with_the_words_it_quotes_in_the_article_and_paragraph_it_names():
+    # QA: '二、将第七条第二款中的"每年3月31日前"修改为"每年1月31日前"。' was not read as replacing anything (the
+    # old value is quoted, and "前" and the quote stood between the number and 修改为), so the repealed deadline was
+    # delivered as current; and '将第五条第二款中的"90日内"…' was linked to 第十二条, which only cites 第五条第二款
+    from odcf.stages.rank import correction_links
+
+    compressor = Compressor.from_ontology("zh_regulation")
+    segs = compressor.compress(DECISION, budget=10_000, annotate=False).document.segments
+    by_text = {s.text: s.id for s in segs}
+
+    def seg(part):
+        return next(sid for text, sid in by_text.items() if part in text)
+
+    # the second 款 of 第七条, not its first, which says "每年3月31日前" too
+    assert correction_links(segs) == {seg("一、"): [seg("90日内完成")], seg("二、"): [seg("3月31日前向")],
+                                      seg("三、"): [seg("处1万元以上5万元以下罚款。")]}
+    for budget in (60, 100, 160):
+        r = compressor.compress(DECISION, query="重要数据风险评估报告什么时候报送？", budget=budget, annotate=False)
+        if "3月31日前向" in r.text:
+            assert "修改为\"每年1月31日前\"" in r.text, (budget, r.text)
+
+
+SPEC = ("# 支付网关 v3.2 技术规格说明书\n\n文档编号：PGW-SPEC-2024-031　版本：3.2.1　密级：内部\n\n"
+        "### 3.2 查询支付单 GET /v3/payments/{payment_id}\n\n3.2.1 查询接口的 P99 延迟不得超过 80 ms。\n"
+        "3.2.2 payment_id 不存在时返回 HTTP 404，错误码 `PAYMENT_NOT_FOUND`。\n\n"
+        "## 5 安全要求\n\n5.5 同一商户每分钟请求数超过 6,000 次时触发限流，返回 HTTP 429。\n\n"
+        "## 7 变更记录\n\n| 版本 | 日期 | 变更内容 |\n|---|---|---|\n| 3.1 | 2024-01-15 | 初版 |\n"
+        "| 3.2.1 | 2024-05-20 | 限流阈值由每分钟 3,000 次变更为 6,000 次 |\n")
+
+
+def test_a_change_that_says_what_the_value_was_corrects_only_what_holds_it():
+    # QA: the change-log row "| 3.2.1 | … | 限流阈值由每分钟 3,000 次变更为 6,000 次 |" was linked, by the version
+    # number alone, as the correction of "3.2.1 查询接口的 P99 延迟不得超过 80 ms。", which was then withheld as stale
+    # (the answer, 19 tokens, at 90 tokens) with a false reason; nothing in the spec says 3,000 any more
+    from odcf.stages.rank import correction_links
+
+    compressor = Compressor.from_ontology("tender_rfp")
+    r = compressor.compress(SPEC, query="查询接口的 P99 延迟要求是多少？", budget=60, annotate=False)
+    assert correction_links(r.document.segments) == {}
+    assert "80 ms" in r.text, r.text
+
+
 LOG = ("# Agent session\n\n"
        "**Agent:** I'll check the deployment status on staging.\n\n"
        "**Tool result:**\n\n"

@@ -1358,3 +1358,19 @@ def test_a_warning_says_when_the_best_match_for_the_query_did_not_fit(plan):
     wide = make(plan).compress(text, query=query, budget=400)
     assert "management fees above 3%" in wide.text
     assert not [w for w in wide.record["warnings"] if "best matches the query" in w]
+
+
+def test_a_heading_corrects_nothing():
+    # QA: "## Addendum 1 (issued 20 March 2025)" was read as a correction ("addendum") of the RFP's "Issued by …
+    # Issue date" block, which was then delivered only with the heading and recorded as stale; the addendum's
+    # own change under it (14 April -> 28 April) stays linked
+    from dataclasses import replace
+
+    from odcf.stages.rank import correction_links
+
+    segs = _segs("**Issued by:** City of Brennfeld, Procurement Office\n**Issue date:** 3 March 2025",
+                 "| Proposal due date | 14 April 2025, 14:00 CET |",
+                 "## Addendum 1 (issued 20 March 2025)",
+                 "Q3. The proposal due date is extended to 28 April 2025, 14:00 CET.")
+    segs[2] = replace(segs[2], kind="heading")
+    assert correction_links(segs) == {"s3": ["s1"]}
