@@ -237,6 +237,17 @@ def _lines(fh: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int, 
         yield lineno, None, size, digest.hexdigest()
 
 
+def _readable_id(raw: str) -> str | None:
+    """The id of a line that is not valid UTF-8, when the rest of it parses and the id itself was read
+    intact (the error row then names the record, not ``null``)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    rid = record_id(value)
+    return rid if rid is not None and "\ufffd" not in rid else None
+
+
 def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, sha: str,
                 limit: int) -> RawRecord:
     if data is None:
@@ -248,10 +259,10 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
+        raw = body.decode("utf-8", errors="replace")
         return RawRecord(key, where, error=f"invalid UTF-8 at byte {exc.start}: {exc.reason}", detail={
-            "raw": body.decode("utf-8", errors="replace"),
-            "raw_base64": base64.b64encode(body).decode("ascii"),
-        })
+            "raw": raw, "raw_base64": base64.b64encode(body).decode("ascii"),
+        }, rid=_readable_id(raw))
     if key[1] == 0 and text.startswith("\ufeff"):
         text = text[1:]  # a byte order mark that a Windows tool put before the first record
     repeated: list[_Repeated] = []

@@ -64,6 +64,7 @@ def test_bad_lines_become_records_with_reasons(tmp_path):
     assert latin.error == "invalid UTF-8 at byte 31: invalid continuation byte"
     assert latin.detail["raw"] == '{"id": "latin", "context": "caf\ufffd"}'
     assert base64.b64decode(latin.detail["raw_base64"]) == b'{"id": "latin", "context": "caf\xe9"}'
+    assert latin.rid == "latin"  # the id was read intact: the error row names the record (QA: "id": null)
 
 
 def test_a_line_above_the_reading_limit_is_hashed_not_held(tmp_path):
@@ -327,3 +328,11 @@ def test_a_fifo_or_a_device_as_input_says_what_it_is(tmp_path):
     os.mkfifo(d / "b.jsonl")  # reading it would block the job forever
     with pytest.raises(InputError, match=r"dir: b\.jsonl is not a regular file or folder \(a FIFO"):
         discover_inputs(d)
+
+
+def test_an_invalid_utf8_line_is_named_by_its_id_only_when_the_id_was_read_intact(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_bytes(b'{"id": "caf\xe9", "context": "x"}\n{"id": 7, "context": "\xff"}\n{broken \xff\n')
+    raws = list(read_records(discover_inputs(p)))
+    assert [r.rid for r in raws] == [None, "7", None]
+    assert all(r.error.startswith("invalid UTF-8") for r in raws)
