@@ -90,7 +90,7 @@ def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int
             continue
         if raw.error is not None:
             if raw.rid is not None:
-                seen_ids.add(raw.rid)  # it has an id (parsed, or read intact beside invalid UTF-8): it claims it, as a refused record does
+                seen_ids.add(raw.rid)  # an id parsed or read intact: claimed, as by a refused record
             yield Done(raw.key, error_row(raw.key, raw.rid, raw.where, raw.error, detail=raw.detail,
                                           queried=has_field(raw.detail.get("record"), query_field)))
             continue

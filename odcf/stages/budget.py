@@ -320,9 +320,9 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
         return []
     best = ranked[0][1]
     need = sum(cost[i] for i in groups.to_add(best.id, kept) or {best.id})
-    return [f"the segment that best matches the query, {best.id} (score {best.score:.2f}), was left out: with what "
-            f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
-            f"{room.budget}{room.held}; raise the budget to deliver it"]
+    return [(f"the segment that best matches the query, {best.id} (score {best.score:.2f}), was left out: with what "
+             f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
+             f"{room.budget}{room.held}; raise the budget to deliver it")]
 
 
 def _smallest_alone(probe: Document, segs: list[Segment], cost: dict[str, int], counter: Any, annotate: bool,
