@@ -456,7 +456,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     return final, dropped, present
 
 
-_BLOCK_KINDS = frozenset({"table", "code", "list"})
+#: What a lead-in line introduces as a whole: the members of a fenced JSON block (``json``) too.
+_BLOCK_KINDS = frozenset({"table", "code", "list", "json"})
 #: A sentence that points to the block after its paragraph without ending in a colon ("The
 #: following requirements are mandatory.", "… using the following weights."): a lead-in all the same.
 _FORWARD_RE = re.compile(r"\b(?:the following(?! (?:year|month|week|day|morning|evening|night)\b)|as follows"
@@ -778,7 +779,7 @@ def _ends_in_colon(text: str) -> bool:
 
 
 def _block_like(seg: Segment) -> bool:
-    """A table, code block or list, or a part of a quoted block ("> 5.1 The monthly fee is …"):
+    """A table, code block (fenced JSON too) or list, or a part of a quoted block ("> 5.1 The monthly fee is …"):
     what a lead-in line ending in ":" introduces as a whole."""
     return seg.kind in _BLOCK_KINDS or seg.meta.get("quote_block") is not None
 
