@@ -413,6 +413,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
                         else "a YAML key line" if "yaml_block" in seg.meta
+                        else "a JSON object's id member" if seg.meta.get("json_id")
                         else "a diff's file header" if seg.meta.get("diff") == "file"
                         else "a diff's hunk line (@@)" if seg.meta.get("diff") == "hunk"
                         else "a line that introduces the block after it")
@@ -612,7 +613,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             out[seg.id] = first_cut
         elif seg.meta.get("under") is not None:
             # a node of a YAML config under its key line, a diff's hunk under its file's header lines
-            # (odcf.stages.segment.yamlparts, .diffparts): the key or header line heads it; one that an
+            # (odcf.stages.segment.yamlparts, .diffparts), a member of a JSON object under the object's id
+            # member (odcf.stages.segment): the key or header line or id heads it; one that an
             # earlier stage dropped is not delivered, so neither is this
             parent = by_index.get(seg.meta["under"])
             out[seg.id] = parent.id if parent is not None else ""

@@ -195,6 +195,13 @@ def test_a_compressed_agent_log_delivers_fenced_json_as_valid_json_within_the_bu
                 continue
             value = json.loads(body)  # minified JSON, cut or not: valid
             assert any(_part_of(value, o) for o in (ORDER_A, ORDER_B, VARIANTS, STEP5)), body
+            for obj in _objects(value):
+                # a payment is never delivered apart from its order: it is in the order's object,
+                # and the object holds its order_id
+                if "method" in obj:
+                    order = next(o for o in (ORDER_A, ORDER_B) if obj in o["payment"])
+                    assert any(o.get("order_id") == order["order_id"] and obj in o.get("payment", ())
+                               for o in _objects(value)), (budget, r.text)
             if "variants" in value:
                 seen_items = True
                 kept = [v for v in value["variants"] if isinstance(v, dict)]
@@ -219,3 +226,23 @@ def test_a_fenced_json_block_in_a_list_item_keeps_its_indentation():
     body = out.split("```json\n", 1)[1].split("\n   ```", 1)[0]
     assert json.loads(body)["variants"][-1] == f"[JSON_ITEMS: {len(VARIANTS['variants']) - 1}]"
 
+
+def test_a_member_of_a_cut_object_goes_only_with_the_object_s_id_in_a_json_source_too():
+    # QA: {"payment":[{"method":"gift_card_9920014","amount":37.5}],"[JSON_KEYS: 4]":null} was delivered
+    # without the order it belongs to
+    text = json.dumps(ORDER_A)
+    segs = Segmenter()(Document.from_sources([Source(id="order.json", text=text, kind="json")]), PLAN).segments
+    ident = next(s for s in segs if s.meta.get("json_id"))
+    assert ident.text == '"order_id": "#W5521890"' and ident.index == 0
+    assert all(s.meta["under"] == ident.index for s in segs if s is not ident)  # the items too, cut out of "items"
+    listed = json.dumps([ORDER_A, ORDER_B])  # a list of orders: each order is a record, whole
+    assert not any("under" in s.meta for s in Segmenter()(
+        Document.from_sources([Source(id="o.json", text=listed, kind="json")]), PLAN).segments)
+    c = Compressor.from_ontology("agent_ops")
+    for budget in (30, 45, 60, 90, 140):
+        r = c.compress([Source(id="order.json", text=text, kind="json")], query="which payment method, how much?",
+                       budget=budget, annotate=False, timings=False)
+        if not r.text:
+            continue
+        got = json.loads(r.text)
+        assert _part_of(got, ORDER_A) and got.get("order_id") == "#W5521890", (budget, r.text)
