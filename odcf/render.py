@@ -7,10 +7,11 @@ Layout: instruction sources first, then the others in input order (or the order 
 reranker asked for in ``doc.meta["order"]``: a list of source ids). Each source is one
 block ``[source i/n] label | layer | relevance NN%`` followed by its delivered text;
 blocks are separated by a blank line. JSON sources cut into members are re-joined into
-valid JSON.
+valid JSON, and so are the members of a fenced JSON block of a document, inside its fences.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -48,10 +49,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
     """Join a source's delivered segments (already in index order)."""
     if not segments:
         return ""
-    if all("json_levels" in s.meta for s in segments):
+    fenced = any("json_fence" in s.meta for s in segments)  # JSON in a document: written inside its fences
+    if not fenced and all("json_levels" in s.meta for s in segments):
         return _join_json(segments)
     container = segments[0].meta.get("json_container")
-    if container and all("json_member" in s.meta for s in segments):  # records written before json_levels
+    if not fenced and container and all("json_member" in s.meta for s in segments):
+        # a record written before json_levels
         return container[0] + ",".join(s.text for s in segments) + container[1]
     # a CRLF source gets CRLF wherever assembly adds a line break
     nl = "\r\n" if segments[0].meta.get("crlf") else "\n"  # the segmenter marks every segment of a CRLF source
@@ -60,6 +63,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
     yaml = _YamlMarks(out, nl)
     diff = _DiffMarks(out, nl)
     for k, seg in enumerate(segments):
+        block = seg.meta.get("json_block")
+        if block is not None and prev is not None and prev.meta.get("json_block") == block:
+            prev = seg  # a member of a fenced JSON block: written with the first delivered one (below)
+            continue
         yaml.enter(seg)
         diff.enter(seg)
         if prev is not None:
@@ -71,7 +78,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
             # the turn's first sentence, which holds the speaker's label, was not delivered, and what
             # is above is another turn: say who speaks (a table, a code block or quoted lines start on
             # their own line)
-            out.append(speaker + (nl if seg.kind in ("table", "code") or seg.meta.get("quote") else " "))
+            out.append(speaker + (nl if seg.kind in ("table", "code", "json") or seg.meta.get("quote") else " "))
         rows = seg.meta.get("table_rows")
         if rows and (prev is None or prev.index != seg.index - 1):
             # a part of a long table delivered without the part before it
@@ -103,7 +110,13 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = code[0] - sum(prev.meta["code_lines"])
             if omitted > 0:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
-        out.append(seg.text)
+        if block is not None:
+            # the members of a fenced JSON block delivered: valid JSON inside the block's fences
+            run = [seg] + list(itertools.takewhile(lambda s: s.meta.get("json_block") == block, segments[k + 1:]))
+            opening, closing, indent = seg.meta["json_fence"]
+            out.append(f"{indent}{opening}{nl}{indent}{_join_json(run)}{nl}{indent}{closing}")
+        else:
+            out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
         if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
             rest = seg.meta.get("list_total", 0) - sum(items)  # items after the last part delivered
@@ -288,8 +301,20 @@ def _join_json(segments: Sequence[Segment]) -> str:
 
 def _gap(prev: Segment, seg: Segment) -> str:
     """What goes between two delivered segments of a source, *prev* before *seg*."""
+    sep = seg.sep
+    fence = seg.meta.get("json_fence")
+    if fence is not None:
+        # a fenced JSON block's first member, which assembly writes with the opening fence: what is before it
+        cut = sep.rfind(fence[0])
+        sep = sep[:cut] if cut >= 0 else ""
+    if "json_fence" in prev.meta or (seg.index != prev.index + 1 and ("```" in sep or "~~~" in sep)):
+        # a fenced JSON block ends in the sep of the segment after it ("]}\n```\n\n"; the only fence
+        # outside a segment), and assembly closed it: the whitespace after it
+        sep = sep[len(sep.rstrip()):]
+    if fence is not None and fence[2] and sep.endswith(fence[2]):
+        sep = sep[:-len(fence[2])]  # the fence's indentation is written with it
     if seg.index == prev.index + 1:
-        return seg.sep  # as in the source
+        return sep  # as in the source
     if seg.meta.get("cut_part") and prev.meta.get("cut_part") is not None and prev.paragraph == seg.paragraph:
         return " … "  # parts of one sentence cut for length, with a part between them left out
     if seg.paragraph != prev.paragraph:
@@ -297,12 +322,12 @@ def _gap(prev: Segment, seg: Segment) -> str:
                 and not ("turn" in seg.meta and seg.meta.get("turn") == prev.meta.get("turn"))):
             return "\n"  # lines of a transcript stay one per line (paragraphs of one turn keep their break)
         # a gap across blocks: keep the block break even if the segment opening the next block was dropped
-        return seg.sep if "\n\n" in seg.sep else "\n\n"
-    if "\n" in seg.sep or seg.meta.get("table_rows"):
+        return sep if "\n\n" in sep else "\n\n"
+    if "\n" in sep or seg.meta.get("table_rows"):
         return "\n"
-    if not seg.sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
+    if not sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
         return ""  # Chinese and Japanese sentences are written without spaces between them
-    if not seg.sep:
+    if not sep:
         return " … "  # pieces of one very long word (a blob) with its middle left out: not one word
     return " "
 

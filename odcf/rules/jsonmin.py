@@ -10,6 +10,10 @@ whitespace between tokens instead, so every number and key stays as written.
 ('{"a":[1,2.50],"b":"x y"}', {'format': 'json', 'method': 'whitespace', 'reason': 'number 2.50 would be re-spelled', 'chars_in': 29, 'chars_out': 24})
 >>> minify_json('not json')[1]["valid"]
 False
+
+In a document (markdown, an agent's log), a fenced block whose body is one JSON object or array
+(a tool's answer under ```json, or under an unlabelled fence) is minified the same way, inside its
+fences (:func:`minify_fenced_json`); the segmenter then cuts it as it cuts a JSON source.
 """
 from __future__ import annotations
 
@@ -18,6 +22,12 @@ import re
 from typing import Any
 
 from odcf.textutil import loads_json
+
+#: A line that opens a fenced block, as the segmenter reads it: its indentation, fence and info string.
+_FENCE_OPEN_RE = re.compile(r"^([ \t]*)(```|~~~)(.*)$")
+#: The info string of a fence whose body is read as JSON when it parses: none, or one that names
+#: JSON ("json", "JSON", "jsonc", "json5"); a fence of another language keeps its code lines.
+_JSON_INFO_RE = re.compile(r"(?i:json\w*)?(?:\s.*)?$")
 
 # A JSON string literal, or a run of whitespace outside strings.
 _TOKENS = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\r\n]+', re.DOTALL)
@@ -115,3 +125,77 @@ def minify_json(text: str) -> tuple[str, dict[str, Any]]:
     report["chars_in"] = len(text)
     report["chars_out"] = len(out)
     return out, report
+
+
+def json_fence(opening: str, body: str) -> bool:
+    """Whether a fenced block opened by the line *opening* ("```json", "```") holds in *body* one
+    JSON object or array, which the segmenter cuts as it cuts a JSON source.
+
+    >>> json_fence("```json", '{"a": [1, 2]}'), json_fence("```", "[1]"), json_fence("```python", "[1]")
+    (True, True, False)
+    >>> json_fence("```json", '{"a": 1} {"b": 2}')  # JSON Lines: one value a line, not one value
+    False
+    """
+    m = _FENCE_OPEN_RE.match(opening)
+    if m is None or not _JSON_INFO_RE.match(m.group(3).strip()):
+        return False
+    stripped = body.strip()
+    if stripped[:1] not in ("{", "["):
+        return False
+    try:
+        loads_json(stripped)
+    except ValueError:
+        return False
+    return True
+
+
+def minify_fenced_json(text: str) -> tuple[str, dict[str, Any]]:
+    """Minify the body of each fenced block of *text* that holds one JSON object or array
+    (:func:`json_fence`), inside its fences and at the fence's indentation, the values unchanged
+    (as :func:`minify_json`). A fence closes at the next line that opens with the same fence, as
+    the segmenter reads it; an unclosed fence is left as it is. Returns ``(text, report)``, the
+    report empty when no block changed.
+
+    >>> out, rep = minify_fenced_json('Result:\\n\\n```json\\n{\\n  "id": 7,\\n  "ok": true\\n}\\n```\\n')
+    >>> print(out)
+    Result:
+    <BLANKLINE>
+    ```json
+    {"id":7,"ok":true}
+    ```
+    <BLANKLINE>
+    >>> rep
+    {'format': 'fenced json', 'blocks': 1, 'chars_in': 49, 'chars_out': 40}
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    blocks = 0
+    i = 0
+    while i < len(lines):
+        m = _FENCE_OPEN_RE.match(lines[i])
+        if m is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].strip().startswith(m.group(2)):
+            j += 1
+        if j >= len(lines):  # unclosed: the rest of the text, as it is
+            out.extend(lines[i:])
+            break
+        body = "\n".join(lines[i + 1:j])
+        cr = "\r" if lines[i].endswith("\r") else ""
+        if json_fence(lines[i], body):
+            minified, _, _ = _minify_one(body.strip())
+            line = m.group(1) + minified + cr
+            if lines[i + 1:j] != [line]:
+                out.extend([lines[i], line, lines[j]])
+                blocks += 1
+                i = j + 1
+                continue
+        out.extend(lines[i:j + 1])
+        i = j + 1
+    if not blocks:
+        return text, {}
+    result = "\n".join(out)
+    return result, {"format": "fenced json", "blocks": blocks, "chars_in": len(text), "chars_out": len(result)}

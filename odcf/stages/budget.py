@@ -431,6 +431,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
                         else "a YAML key line" if "yaml_block" in seg.meta
+                        else "a JSON object's id member" if seg.meta.get("json_id")
                         else "a diff's file header" if seg.meta.get("diff") == "file"
                         else "a diff's hunk line (@@)" if seg.meta.get("diff") == "hunk"
                         else "a line that introduces the block after it")
@@ -474,7 +475,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     return final, dropped, present
 
 
-_BLOCK_KINDS = frozenset({"table", "code", "list"})
+#: What a lead-in line introduces as a whole: the members of a fenced JSON block (``json``) too.
+_BLOCK_KINDS = frozenset({"table", "code", "list", "json"})
 #: A sentence that points to the block after its paragraph without ending in a colon ("The
 #: following requirements are mandatory.", "… using the following weights."): a lead-in all the same.
 _FORWARD_RE = re.compile(r"\b(?:the following(?! (?:year|month|week|day|morning|evening|night)\b)|as follows"
@@ -629,7 +631,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             out[seg.id] = first_cut
         elif seg.meta.get("under") is not None:
             # a node of a YAML config under its key line, a diff's hunk under its file's header lines
-            # (odcf.stages.segment.yamlparts, .diffparts): the key or header line heads it; one that an
+            # (odcf.stages.segment.yamlparts, .diffparts), a member of a JSON object under the object's id
+            # member (odcf.stages.segment): the key or header line or id heads it; one that an
             # earlier stage dropped is not delivered, so neither is this
             parent = by_index.get(seg.meta["under"])
             out[seg.id] = parent.id if parent is not None else ""
@@ -796,7 +799,7 @@ def _ends_in_colon(text: str) -> bool:
 
 
 def _block_like(seg: Segment) -> bool:
-    """A table, code block or list, or a part of a quoted block ("> 5.1 The monthly fee is …"):
+    """A table, code block (fenced JSON too) or list, or a part of a quoted block ("> 5.1 The monthly fee is …"):
     what a lead-in line ending in ":" introduces as a whole."""
     return seg.kind in _BLOCK_KINDS or seg.meta.get("quote_block") is not None
 

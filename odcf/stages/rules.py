@@ -8,7 +8,9 @@ Three rules, each switchable (constructor keyword, or the ontology's
   ``markdown`` and ``meta["original_kind"]`` says it was ``html``.
 - ``json_minify``: a ``json``/``tool`` source whose text is JSON or JSON Lines is minified
   with its values unchanged (:mod:`odcf.rules.jsonmin`); invalid JSON is left as it is and
-  the trace says where it fails to parse.
+  the trace says where it fails to parse. In any other source (a markdown agent log), a fenced
+  block whose body is one JSON object or array (```json, or an unlabelled fence) is minified
+  inside its fences.
 - ``noise``: editor marks, invisible characters, decorative/blank-line runs, trailing spaces
   and (in documents, not tool output) OCR-garbage lines (:mod:`odcf.rules.noise`). Text that
   holds a protected anchor, term or marker of the plan is never removed. JSON sources that
@@ -38,7 +40,7 @@ from odcf.document import Document, Source, TraceEvent, sha256
 from odcf.plan.model import Plan
 from odcf.rules.guard import ProtectionGuard
 from odcf.rules.html import html_to_text, looks_like_html
-from odcf.rules.jsonmin import minify_json
+from odcf.rules.jsonmin import minify_fenced_json, minify_json
 from odcf.rules.noise import INVISIBLE, remove_noise
 from odcf.stages.base import Stage
 from odcf.stages.segment.tables import declared_delimiter
@@ -125,6 +127,12 @@ class RuleStage(Stage):
                 report["noise"] = rep
             elif rep.get("kept_protected"):
                 report["noise"] = rep
+        if self.json_minify and not parsed_json and kind != "json" and not declared_delimiter(source):
+            # a document's fenced JSON (a tool's answer in an agent's log) is minified as a JSON source is
+            # (after the noise rule, which leaves fenced blocks alone but for invisible characters)
+            text, rep = minify_fenced_json(text)
+            if rep:
+                report["json_minify"] = {**report["json_minify"], "fenced": rep} if "json_minify" in report else rep
         if text == source.text and kind == source.kind:
             return source, report
         meta = dict(source.meta)

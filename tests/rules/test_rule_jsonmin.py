@@ -6,7 +6,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odcf.rules.jsonmin import minify_json
+from odcf.rules.jsonmin import minify_fenced_json, minify_json
 
 DOC = """{
     "#W2611340": {
@@ -80,3 +80,40 @@ def test_property_minified_json_parses_to_the_same_value(value, indent):
     assert json.loads(out) == value
     assert len(out) <= len(text)
     assert minify_json(out)[0] == out  # minifying twice changes nothing more
+
+
+def test_fenced_json_in_a_document_is_minified_inside_its_fences():
+    order = {"order_id": "#W7710032", "payment": [{"method": "gift_card_9920014", "amount": 37.5}]}
+    pretty = json.dumps(order, indent=2)
+    text = (f"Tool output:\n\n```json\n{pretty}\n```\n\nUnlabelled:\n\n```\n{pretty}\n```\n\n"
+            f"In a list:\n\n- answer:\n\n  ```JSON\n  {pretty.replace(chr(10), chr(10) + '  ')}\n  ```\n")
+    out, report = minify_fenced_json(text)
+    compact = '{"order_id":"#W7710032","payment":[{"method":"gift_card_9920014","amount":37.5}]}'
+    assert out == (f"Tool output:\n\n```json\n{compact}\n```\n\nUnlabelled:\n\n```\n{compact}\n```\n\n"
+                   f"In a list:\n\n- answer:\n\n  ```JSON\n  {compact}\n  ```\n")
+    assert report["blocks"] == 3 and report["chars_out"] < report["chars_in"]
+    assert minify_fenced_json(out) == (out, {})  # twice changes nothing more
+    crlf, _ = minify_fenced_json(text.replace("\n", "\r\n"))
+    assert crlf == out.replace("\n", "\r\n")
+
+
+def test_fenced_blocks_that_are_not_one_json_value_are_left_as_they_are():
+    for text in (
+        '```python\n{\n  "a": 1\n}\n```',  # another language
+        '```json\n{\n  "a": 1,\n}\n```',  # a trailing comma: not JSON
+        '```json\n{"a": 1}\n{"a": 2}\n```',  # JSON Lines
+        '```json\n"just a string"\n```',  # not an object or array
+        '```json\n{\n  "a": 1\n}\n',  # no closing fence
+        '```json\n{"a":1}\n```',  # minified already
+        "No fence at all.",
+    ):
+        assert minify_fenced_json(text) == (text, {}), text
+
+
+def test_the_module_examples_run():
+    import doctest
+
+    import odcf.rules.jsonmin
+
+    result = doctest.testmod(odcf.rules.jsonmin)
+    assert result.attempted >= 5 and result.failed == 0

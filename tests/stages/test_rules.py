@@ -139,3 +139,17 @@ def test_a_csv_file_loses_only_invisible_characters(plan):
     assert texts["a"] == csv_text.replace("\u200b", "")
     assert out.trace[-1].to_dict()["data"]["sources"]["a"]["noise"] == {"zero_width": 1, "chars_removed": 1}
     assert texts["b"] != texts["a"]  # the same text without the file name: the prose rules, as before
+
+
+def test_fenced_json_of_a_document_is_minified_and_the_trace_says_so(plan):
+    log = "## Step 3\n\nTool output:\n\n```json\n{\n  \"order_id\": \"#W7710032\",\n  \"amount\": 37.5\n}\n```\n"
+    doc = _doc(Source(id="log", text=log, kind="markdown"), Source(id="t", text="Ran:\n```\n[1, 2]\n```", kind="tool"),
+               Source(id="j", text='{"a": 1}', kind="json"))
+    out = RuleStage()(doc, plan)
+    texts = {s.id: s.text for s in out.sources}
+    assert texts["log"] == "## Step 3\n\nTool output:\n\n```json\n{\"order_id\":\"#W7710032\",\"amount\":37.5}\n```"
+    assert texts["t"] == "Ran:\n```\n[1,2]\n```"  # a tool's output that is not JSON as a whole
+    rep = out.trace[-1].data["sources"]["log"]["json_minify"]
+    assert rep["format"] == "fenced json" and rep["blocks"] == 1
+    off = RuleStage(json_minify=False)(doc, plan)
+    assert "```json\n{\n  \"order_id\"" in off.sources[0].text

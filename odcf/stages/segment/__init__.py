@@ -5,7 +5,8 @@ capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "�
 :mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
 tables, fenced code and runs of list/log lines become block segments (split when very long),
 and large JSON containers become one segment per top-level member so that dropping
-members still yields valid JSON. Quoted lines of a reply ("> …") are cut in whole lines, so that
+members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
+answer in an agent's log). Quoted lines of a reply ("> …") are cut in whole lines, so that
 each keeps its marker, and each line of an email's header (From:, To:, …) is a segment of its own. Segments cover their source completely: joining
 ``sep + text`` of every segment gives back the (normalized) source text, less trailing
 whitespace.
@@ -23,10 +24,11 @@ from typing import Any
 
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
+from odcf.rules.jsonmin import json_fence
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.headings import plain_heading
-from odcf.stages.segment.jsonparts import top_level_members, value_container
+from odcf.stages.segment.jsonparts import ID_KEY_RE, member_key, top_level_members, value_container
 from odcf.stages.segment.lines import (
     BOLD_LINE_RE,
     FENCE_RE,
@@ -173,23 +175,53 @@ class Segmenter(Stage):
         return self._text_pieces(text, counter, turn=source.kind == "chat",
                                  sentence_chars=sentence_chars or self.max_sentence_chars)
 
-    def _json_pieces(self, text: str, counter: Any) -> list[Piece] | None:
-        stripped = text.strip()
+    def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
+                     base: int = 0) -> list[Piece] | None:
+        """The JSON value text[start:end] (the whole text by default) as one piece, or as its
+        members (:meth:`_json_members`; *base*: the index of the first in its source) when over
+        ``json_split_tokens``; None when it is not JSON."""
+        end = len(text) if end is None else end
+        while start < end and text[start].isspace():
+            start += 1
+        end = rstrip(text, start, end)
+        stripped = text[start:end]
         if not stripped or stripped[0] not in "[{":
             return None
         try:
             value = loads_json(stripped)
         except ValueError:
             return None
-        start = text.index(stripped[0])
-        end = start + len(stripped)
         if counter.count(stripped) <= self.json_split_tokens or not isinstance(value, (list, dict)) or not value:
             return [Piece(start, end, "json", 0)]
-        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),), ())
+        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),), (), base)
         return out or [Piece(start, end, "json", 0)]
 
+    def _fenced_json(self, text: str, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
+                     block: int, base: int) -> list[Piece] | None:
+        """A fenced block holding one JSON object or array (``json_fence``: "```json", or an
+        unlabelled fence), cut as a JSON source is: one piece, fences and all, when small; else a
+        piece per member, each told its fences (``json_fence``: opening line, closing line,
+        indentation) and its block (``json_block``), so that assembly writes the members delivered
+        as valid JSON inside the fences, with ``"[JSON_ITEMS: n]"`` for what it leaves out
+        (odcf.render). *base* is the index its first piece will have. None for a block that is not
+        JSON (or not closed): code lines, as before."""
+        opening, closing = lines[0][2], lines[-1][2]
+        fence = FENCE_RE.match(opening)
+        if fence is None or len(lines) < 3 or not closing.strip().startswith(fence.group(1)):
+            return None
+        start, end = lines[1][0], lines[-2][1]
+        if not json_fence(opening, text[start:end]):
+            return None
+        pieces = self._json_pieces(text, counter, start, end, base)
+        if pieces is None or len(pieces) < 2:
+            return [_line_piece(lines, "code", paragraph)]  # small: delivered whole or not at all
+        meta = {"json_fence": [opening.strip(), closing.strip(), opening[:len(opening) - len(opening.lstrip())]],
+                "json_block": block}
+        return [Piece(p.start, p.end, p.kind, paragraph, {**(p.meta or {}), **meta}) for p in pieces]
+
     def _json_members(self, text: str, start: int, end: int, counter: Any,
-                      levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...]) -> list[Piece] | None:
+                      levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...],
+                      base: int = 0, under: int | None = None) -> list[Piece] | None:
         """The members of the JSON container text[start:end], each a piece; a member over
         ``json_split_tokens`` whose value is itself a container of two or more members (the
         ``"results": [...]`` of a tool's answer) is cut into its own members, down to three levels
@@ -197,26 +229,43 @@ class Segmenter(Stage):
         Each piece's ``json_levels`` holds (key, text that opens, text that closes) of every
         container around it, so that assembly rebuilds valid JSON from any subset of the pieces, and
         ``json_sizes`` how many members each of those containers has, so that it can say how many
-        it left out."""
+        it left out. An object cut into its members keeps those after its id with it (``"order_id":
+        "#W7710032"``: its first member named ``id`` or ``…_id`` whose value is no list or object):
+        each of them, and all that is cut out of it, is ``under`` the id's piece (marked ``json_id``;
+        the budget delivers them only with it, odcf.stages.budget), so that a payment is never read
+        as another order's. *base* is the index the first piece will have in its source, *under* the
+        piece that the members go with (the id of an object around this container)."""
         members = top_level_members(text, start, end)
         if not members:
             return None
         sizes = sizes + (len(members),)
         out: list[Piece] = []
+        ident = next((j for j, (ms, me) in enumerate(members) if text[start] == "{"
+                      and value_container(text, ms, me) is None and ID_KEY_RE.search(member_key(text, ms, me) or "")),
+                     None)
+        id_piece: int | None = None  # the index of the id member's piece, once it is made
         for j, (ms, me) in enumerate(members):
             inner = None
             opens = value_container(text, ms, me)
+            goes_with = id_piece if id_piece is not None else under
             # an object is a record (an order, a claim): its fields apart from its id are of little
             # use, so it is cut only when too large to deliver whole; a list is cut into its items
             limit = 4 * self.max_block_tokens if opens is not None and text[opens] == "{" else self.json_split_tokens
             if opens is not None and len(levels) < 4 and counter.count(text[ms:me]) > limit:
                 level = (f"{levels[-1][0]}/{j}", text[ms:opens + 1], text[me - 1])
-                inner = self._json_members(text, opens, me, counter, levels + (level,), sizes)
+                inner = self._json_members(text, opens, me, counter, levels + (level,), sizes,
+                                           base + len(out), goes_with)
             if inner:
                 out.extend(inner)
                 continue
-            meta = {"json_container": levels[0][1] + levels[0][2], "json_member": j, "json_members": len(members),
-                    "json_levels": [list(lv) for lv in levels], "json_sizes": list(sizes)}
+            meta: dict[str, Any] = {
+                "json_container": levels[0][1] + levels[0][2], "json_member": j, "json_members": len(members),
+                "json_levels": [list(lv) for lv in levels], "json_sizes": list(sizes)}
+            if goes_with is not None:
+                meta["under"] = goes_with
+            if j == ident:
+                meta["json_id"] = True
+                id_piece = base + len(out)
             out.append(Piece(ms, me, "json", 0, meta))
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
@@ -233,7 +282,7 @@ class Segmenter(Stage):
         speaker_until = 0  # lines before this index are lines of a transcript (speaker labels)
         quotes = messages = 0  # quoted blocks and email headers so far
         last_label: re.Match[str] | None = None  # the label of the transcript line a message began on
-        yaml_blocks = diffs = 0
+        yaml_blocks = diffs = json_blocks = 0
         yaml_read = 0  # lines before this index were read as no YAML block's start
         while i < n:
             ls, le, line = lines[i]
@@ -272,7 +321,13 @@ class Segmenter(Stage):
                 while j < n and not lines[j][2].strip().startswith(fence):
                     j += 1
                 j = min(j, n - 1)
-                pieces.extend(self._block(lines[i:j + 1], "code", paragraph, counter))
+                fenced_json = self._fenced_json(text, lines[i:j + 1], paragraph, counter, json_blocks + 1,
+                                                 len(pieces))
+                if fenced_json is not None:
+                    json_blocks += 1
+                    pieces.extend(fenced_json)
+                else:
+                    pieces.extend(self._block(lines[i:j + 1], "code", paragraph, counter))
                 paragraph += 1
                 i = j + 1
                 continue

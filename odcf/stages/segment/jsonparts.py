@@ -1,7 +1,31 @@
 """JSON in the segmenter: the members of a container, found without parsing it again."""
 from __future__ import annotations
 
+import json
+import re
+
 from odcf.stages.segment.lines import rstrip
+
+#: The key of an object's id member (searched): "id", "order_id", "user-id", "orderId", "ID"; not "paid".
+ID_KEY_RE = re.compile(r"^(?:id|Id|ID)$|[_-](?:id|ID)$|[a-z0-9](?:Id|ID)$")
+
+
+def member_key(text: str, ms: int, me: int) -> str | None:
+    """The key of the JSON object member text[ms:me] (None when it opens with no string).
+
+    >>> member_key('{"order_id": "#W1"}', 1, 18), member_key("[1]", 1, 2)
+    ('order_id', None)
+    """
+    if text[ms] != '"':
+        return None
+    k = ms + 1
+    while k < me and text[k] != '"':
+        k += 2 if text[k] == "\\" else 1
+    try:
+        key = json.loads(text[ms:k + 1])
+    except ValueError:
+        return None
+    return key if isinstance(key, str) else None
 
 
 def value_container(text: str, ms: int, me: int) -> int | None:
