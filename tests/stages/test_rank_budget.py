@@ -1218,7 +1218,6 @@ def test_a_tokenizer_that_is_not_the_unit_of_the_roles_budget_is_a_warning(plan,
     assert make(plan).compress(contract_text, role="byter", tokenizer="o200k_base", budget=90).record["warnings"] == []
 
 
-
 def test_a_role_without_unit_counted_in_another_tokenizer_is_a_warning_too(plan, contract_text):
     # QA: a role's budget with no `unit:` is in the plan's tokenizer; tokenizer="bytes" counted it as bytes silently
     from dataclasses import replace
@@ -1259,3 +1258,38 @@ def test_under_a_small_budget_the_best_sentence_comes_without_its_source_line_or
     r = make(plan).compress(NQ_LIKE, query=q, budget=200)
     assert r.text.startswith("[source 1/1]") and NQ_LIKE.split(") ", 1)[1].split(" Items")[0] in r.text
 
+
+EN_CLAUSES = (
+    "Section 7 Liability for breach\n"
+    "7.1 If the Seller delivers late, it shall pay liquidated damages of 0.5% of the contract price per day of delay; "
+    "where the delay exceeds 30 days the Buyer may terminate.\n"
+    "7.2 Liquidated damages for late delivery shall not exceed 10% of the contract price.\n"
+    "7.3 If the Buyer pays late, it shall pay interest of 0.3% per day on the overdue amount, capped at 5% of the "
+    "overdue amount.\n"
+    "7.4 If the equipment does not meet the quality standard, the Buyer may reject it. Besides replacing it, the Seller "
+    "shall pay damages of 5% of the price of the nonconforming equipment.\n"
+    "7.5 If the Seller fails to respond within the warranty period as required by Section 6.2, it shall pay RMB 5,000 "
+    "per occurrence. After more than 3 occurrences, the Buyer may deduct the amount from the retention.\n"
+    "7.6 A party prevented by force majeure is not liable for breach, but must notify the other party within 5 days and "
+    "provide evidence within 15 days. Failing timely notice, the party shall not be released from liability.")
+
+
+def test_a_clause_line_delivered_in_part_stays_under_its_own_number_within_the_budget():
+    # QA: "Besides replacing it, …" (7.4) and "Failing timely notice, …" (7.6) were appended to the line of 7.3, so
+    # 7.3 read as holding the damages for nonconforming equipment
+    own = {line.split(" ", 1)[0]: line for line in EN_CLAUSES.split("\n")[1:]}
+    c = Compressor.from_ontology("legal_contract")
+    counter = get_counter("o200k_base")
+    seen = 0
+    for budget in range(50, 230, 15):
+        r = c.compress(EN_CLAUSES, query="how much must the Seller pay for nonconforming equipment or late payment "
+                                         "interest", budget=budget)
+        assert r.tokens_out <= budget and counter.count(r.text) == r.tokens_out, (budget, r.text)  # marks counted
+        for line in r.text.split("\n")[1:]:
+            if line in ("", "…") or line.startswith("Section 7"):
+                continue
+            number, rest = line.split(" ", 1)
+            assert number in own and all(part.strip() in own[number] for part in rest.split("…") if part.strip()), (
+                budget, line)
+        seen += "7.4 … Besides replacing it" in r.text
+    assert seen

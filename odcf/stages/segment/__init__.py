@@ -26,6 +26,7 @@ from odcf.plan.model import Plan
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.headings import plain_heading
+from odcf.stages.segment.items import mark_items
 from odcf.stages.segment.jsonparts import top_level_members, value_container
 from odcf.stages.segment.lines import (
     BOLD_LINE_RE,
@@ -235,6 +236,8 @@ class Segmenter(Stage):
         last_label: re.Match[str] | None = None  # the label of the transcript line a message began on
         yaml_blocks = diffs = 0
         yaml_read = 0  # lines before this index were read as no YAML block's start
+        prose: dict[int, tuple[int, int]] = {}  # paragraphs of prose: their lines (for mark_items)
+        blocks: set[int] = set()  # paragraphs of tables, lists and code
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
@@ -273,6 +276,7 @@ class Segmenter(Stage):
                     j += 1
                 j = min(j, n - 1)
                 pieces.extend(self._block(lines[i:j + 1], "code", paragraph, counter))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = j + 1
                 continue
@@ -322,6 +326,7 @@ class Segmenter(Stage):
                 # source code or a numbered listing outside fences: whole lines, never cut at a period
                 # inside a string literal ('print("Done. Result:", r)')
                 pieces.extend(self._block(lines[i:code_end], "code", paragraph, counter))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = code_end
                 continue
@@ -330,12 +335,14 @@ class Segmenter(Stage):
                 # command output in columns of spaces: a row a line, the header (and psql's ---+--- line) first
                 rows = [[line] for line in lines[i:aligned_end]]
                 pieces.extend(self._records_parts(rows, "table", paragraph, counter, head_n=head_n, aligned=True))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = aligned_end
                 continue
             table_end = table_run(lines, i)
             if table_end > i:
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = table_end
                 continue
@@ -354,6 +361,7 @@ class Segmenter(Stage):
                 # a test run's progress lines ("tests/test_fx.py ....F.. [17%]"): whole lines, never cut
                 # at their dots (an orphan "[65%]")
                 pieces.extend(self._block(lines[i:progress_end], "list", paragraph, counter, items=True))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = progress_end
                 continue
@@ -367,6 +375,7 @@ class Segmenter(Stage):
                 items = marked_end > prefix_end or (marked_end == prefix_end and not any(
                     ch.isdigit() for ch in lines[i][2][:_PREFIX_MIN]))
                 pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = list_end
                 continue
@@ -417,8 +426,12 @@ class Segmenter(Stage):
                         # the first (it holds the main clause: "X shall not be liable … unless …")
                         meta = {**(meta or {}), "cut_part": part, "cut_parts": len(cuts)}
                     pieces.append(Piece(cs, ce, kind, paragraph, meta))
+            prose[paragraph] = (i, j)
             paragraph += 1
             i = j
+        # where each piece of a paragraph sits on its lines, and the numbered items it is in: render
+        # keeps a line's break and says what is left out between two delivered pieces
+        pieces = mark_items(text, lines, pieces, prose, blocks)
         turns = chat_turns(lines)
         starts = [t[0] for t in turns]
         return [in_turn(p, turns, starts) for p in pieces] if turns else pieces
