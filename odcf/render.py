@@ -59,10 +59,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
     prev: Segment | None = None
     yaml = _YamlMarks(out, nl)
     diff = _DiffMarks(out, nl)
+    runs = _ItemMarks(out, nl)
     cut_open = False  # " …" was written after the part before: its sentence goes on in a part left out
     for k, seg in enumerate(segments):
         yaml.enter(seg)
         diff.enter(seg)
+        runs.leave(seg)
         if prev is not None:
             gap = _gap(prev, seg, cut_open)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
@@ -104,7 +106,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = code[0] - sum(prev.meta["code_lines"])
             if omitted > 0:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
-        out.append(_lead(prev, seg).replace("\n", nl))
+        marked = runs.enter(seg)
+        out.append(_lead(prev, seg, marked).replace("\n", nl))
         out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
         if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
@@ -131,7 +134,50 @@ def join_segments(segments: Sequence[Segment]) -> str:
         prev = seg
     yaml.enter(None)
     diff.enter(None)
+    runs.leave(None)
     return "".join(out)
+
+
+class _ItemMarks:
+    """The run of list items open while a source is joined (odcf.stages.segment.items: a short list's
+    items, or long ones, in paragraphs of their own, "M1. …" … "M7. …"): items left out before a
+    delivered one are counted before it, and those after the last delivered one after it
+    (``[LIST_ITEMS: n]``), as for the parts of a long list, so that a list of two held drugs delivered
+    with one does not read as the whole list."""
+
+    def __init__(self, out: list[str], nl: str) -> None:
+        self.out = out
+        self.nl = nl
+        self.run: object = None
+        self.total = 0
+        self.upto = 0  # items up to the last delivered one
+
+    def leave(self, seg: Segment | None) -> None:
+        """Before the gap to *seg* (None: the source's end): the items after the last delivered one of
+        the run left."""
+        if self.run is None:
+            return
+        items = seg.meta.get("items") if seg is not None else None
+        run = items[0] if items else seg.meta.get("in_items") if seg is not None else None
+        if run != self.run:
+            if self.total > self.upto:
+                self.out.append(f"{self.nl}[LIST_ITEMS: {self.total - self.upto}]")
+            self.run = None
+
+    def enter(self, seg: Segment) -> bool:
+        """After the gap to *seg*: the items left out before it; whether a mark was written."""
+        items = seg.meta.get("items")
+        if not items:
+            return False
+        run, first, count, total = items
+        if run != self.run:
+            self.run, self.total, self.upto = run, int(total), 0
+        omitted = int(first) - self.upto
+        self.upto = max(self.upto, int(first) + int(count))
+        if omitted > 0:
+            self.out.append(f"[LIST_ITEMS: {omitted}]{self.nl}")
+            return True
+        return False
 
 
 class _DiffMarks:
@@ -332,11 +378,11 @@ def _goes_on(seg: Segment) -> bool:
     return lines is not None and lines[1] > seg.index
 
 
-def _lead(prev: Segment | None, seg: Segment) -> str:
+def _lead(prev: Segment | None, seg: Segment, marked: bool) -> str:
     """What goes right before *seg*'s text when the segment before it in the source is not delivered:
     the number of its item when the piece holding that number is not delivered ("7.4 … "), "… " when
     it goes on a line whose start is left out, and, on a line of its own, "…" for whole lines of its
-    paragraph left out."""
+    paragraph left out (*marked*: ``[LIST_ITEMS: n]`` said so already)."""
     if prev is not None and prev.index == seg.index - 1:
         return ""
     label = seg.meta.get("item_label")
@@ -347,7 +393,7 @@ def _lead(prev: Segment | None, seg: Segment) -> str:
         return ""
     if lines[0] != seg.index:
         return _elided("", seg.text[:1])  # its line's start is left out
-    if not _goes_on(prev):
+    if not _goes_on(prev) and not marked:
         return "…\n"  # lines between the two left out whole
     return ""
 

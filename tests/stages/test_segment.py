@@ -1152,3 +1152,27 @@ def test_sentences_left_out_between_two_of_a_paragraph_are_marked_where_they_are
                   "Any defect shall be notified in writing within ten days.")
     assert _delivered(wrapped, {0, 2}) == ("The Supplier shall deliver the goods. … Any defect shall be notified "
                                            "in writing within ten days.")
+
+
+def test_items_of_a_short_list_or_numbered_paragraphs_left_out_are_counted_where_they_are():
+    # QA: the Metformin item of a two-item HELD list vanished unsaid ("the held medication is lisinopril"),
+    # and so did M1, M3–M6 of the mandatory requirements
+    text = ("**HELD — do not take until told by your doctor:**\n\n"
+            "- Metformin 1000 mg twice daily: held for AKI; restart at no more than 500 mg twice daily.\n"
+            "- Lisinopril 20 mg once daily: held for AKI and low blood pressure; review at follow-up.\n\n"
+            "Next paragraph.")
+    out = seg(text, kind="markdown")
+    assert [s.meta.get("items") is not None for s in out] == [False, True, True, False]
+    assert _delivered(out, {0, 2, 3}) == ("**HELD — do not take until told by your doctor:**\n\n[LIST_ITEMS: 1]\n"
+                                          "- Lisinopril 20 mg once daily: held for AKI and low blood pressure; review "
+                                          "at follow-up.\n\nNext paragraph.")
+    assert _delivered(out, {0, 1}).endswith("restart at no more than 500 mg twice daily.\n[LIST_ITEMS: 1]")
+    reqs = seg("## 4. Mandatory Requirements\n\n" + "\n\n".join(
+        f"M{n}. The system must meet requirement number {n}. It is checked at the demonstration." for n in range(1, 8)),
+        kind="markdown")
+    opening = {s.index for s in reqs if s.text.startswith(("M2.", "M7."))}
+    assert _delivered(reqs, opening) == ("[LIST_ITEMS: 1]\nM2. The system must meet requirement number 2.\n\n[LIST_ITEMS: 4]\n"
+                                         "M7. The system must meet requirement number 7.")
+    assert _delivered(reqs, {0} | opening).startswith("## 4. Mandatory Requirements\n\n[LIST_ITEMS: 1]\nM2.")
+    later = next(s.index for s in reqs if s.text.startswith("It is checked") and s.index > max(opening))
+    assert _delivered(reqs, {later}) == "[LIST_ITEMS: 6]\nM7. … It is checked at the demonstration."

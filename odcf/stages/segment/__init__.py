@@ -172,7 +172,8 @@ class Segmenter(Stage):
             # where the csv module says a record ends, never inside a quoted field
             return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat",
-                                 sentence_chars=sentence_chars or self.max_sentence_chars)
+                                 sentence_chars=sentence_chars or self.max_sentence_chars,
+                                 list_marks=source.meta.get("list_marks", True))
 
     def _json_pieces(self, text: str, counter: Any) -> list[Piece] | None:
         stripped = text.strip()
@@ -221,7 +222,8 @@ class Segmenter(Stage):
             out.append(Piece(ms, me, "json", 0, meta))
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
-    def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None) -> list[Piece]:
+    def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
+                     list_marks: bool = True) -> list[Piece]:
         pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
@@ -431,7 +433,7 @@ class Segmenter(Stage):
             i = j
         # where each piece of a paragraph sits on its lines, and the numbered items it is in: render
         # keeps a line's break and says what is left out between two delivered pieces
-        pieces = mark_items(text, lines, pieces, prose, blocks)
+        pieces = mark_items(text, lines, pieces, prose, blocks, list_marks=list_marks)
         turns = chat_turns(lines)
         starts = [t[0] for t in turns]
         return [in_turn(p, turns, starts) for p in pieces] if turns else pieces

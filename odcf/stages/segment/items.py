@@ -10,6 +10,15 @@ odcf.render needs to say what is left out between two delivered pieces (meta of 
   mark ("7.4", "M7.", "Section 9.1", "第十二条", "(b)", "-"; *index*: the piece that holds it):
   delivered without that piece, it is written after it ("7.4 … 乙方除应更换外…", "- … Do not take
   NSAIDs …"), never as a part of the item above it.
+- ``items``: ``[run, first, count, total]`` on the pieces of a run of two list items or more of one
+  kind (a short list's items, or long ones, in paragraphs of their own; paragraphs "M1. …" … "M7. …"):
+  the items a piece is in, so that items left out are counted where they are (``[LIST_ITEMS: n]``), as
+  for the parts of a long list; ``in_items``: *run*, on a table, list or code block inside an item of
+  it. A held drug must not vanish from a list of two unsaid. Clauses ("7.1", "Section 9.1", "第十二条")
+  are provisions, not items of a list: one left out between two delivered is not counted (their
+  numbers show it; on the lines of one paragraph, render writes "…" for lines left out whole). A
+  source whose meta says ``list_marks: false`` gets no ``items`` (the handoff's history bullets:
+  their source line names the turns they hold, and the record what became of each).
 """
 from __future__ import annotations
 
@@ -41,14 +50,16 @@ class _Item:
     key: tuple[Any, ...]  # items of one kind share it: a run is made of them
     label: str  # its number or mark ("7.4", "-")
     paragraph: int
+    listed: bool  # an item of a list (a mark, "M1."), not a clause ("7.1", "第十二条")
     end: int = 0  # where it ends: the next item of its paragraph, or the paragraph's end
 
 
 def mark_items(text: str, lines: Sequence[tuple[int, int, str]], pieces: list[Piece],
-               prose: dict[int, tuple[int, int]], blocks: set[int]) -> list[Piece]:
+               prose: dict[int, tuple[int, int]], blocks: set[int], *, list_marks: bool = True) -> list[Piece]:
     """*pieces* with the meta above. *prose*: the paragraphs of prose (their lines, ``(first, end)``);
     *blocks*: the paragraphs of tables, lists and code (a run of items goes on over them: an item's
-    list or table); any other paragraph (a heading, a quote, an email header) ends a run."""
+    list or table); any other paragraph (a heading, a quote, an email header) ends a run. *list_marks*:
+    False for no ``items``."""
     if not prose:
         return pieces
     metas: list[dict[str, Any] | None] = [None] * len(pieces)
@@ -92,6 +103,26 @@ def mark_items(text: str, lines: Sequence[tuple[int, int, str]], pieces: list[Pi
             current[1].append(para)
         else:
             current = None
+    for run_items, run_blocks in runs:
+        if not list_marks or len(run_items) < 2 or not run_items[0].listed:
+            continue
+        run = run_items[0].pos
+        of_para: dict[int, list[tuple[int, _Item]]] = {}
+        for n, it in enumerate(run_items):
+            of_para.setdefault(it.paragraph, []).append((n, it))
+        for para, numbered in of_para.items():
+            at = [it.pos for _, it in numbered]
+            for k in by_para[para]:
+                p = pieces[k]
+                # the items it overlaps: from the one it starts in (or the first after its start)
+                lo, hi = max(0, bisect.bisect_right(at, p.start) - 1), bisect.bisect_left(at, p.end)
+                if lo < hi and numbered[lo][1].end <= p.start:
+                    lo += 1
+                if lo < hi and "items" not in meta(k):
+                    meta(k)["items"] = [run, numbered[lo][0], hi - lo, len(run_items)]
+        for para in run_blocks:
+            for k in by_para[para]:
+                meta(k)["in_items"] = run
     # a piece of an item that does not hold its number: the number to write it after (an item in a
     # paragraph's later line only in a run, so that a wrapped line opening "Section 4 The …" names none)
     in_run = {id(it) for run_items, _ in runs if len(run_items) > 1 for it in run_items}
@@ -119,16 +150,19 @@ def _item(line: tuple[int, int, str], paragraph: int) -> _Item | None:
         mark = m.group(0).strip()
         shape = re.sub(r"[\u2460-\u2473]", "①", re.sub(r"[一二三四五六七八九十]+", "一", re.sub(
             r"[A-Z]+", "A", re.sub(r"[a-z]+", "a", re.sub(r"\d+", "9", mark)))))
-        return _Item(ls + indent, ("mark", shape, indent), mark, paragraph)
+        return _Item(ls + indent, ("mark", shape, indent), mark, paragraph, True)
     m = _NUMBER_RE.match(body)
     if m is None:
         return None
     if m.group("zh"):
-        return _Item(ls + indent, ("条", indent), m.group("zh"), paragraph)
+        return _Item(ls + indent, ("条", indent), m.group("zh"), paragraph, False)
     number = m.group("wn") or m.group("ln") or m.group("dn")
     parent, _, _ = number.rpartition(".")
     kind = m.group("word") or m.group("letters") or ""
-    return _Item(ls + indent, ("number", kind, number.count("."), parent, indent), m.group(0).strip(), paragraph)
+    # "M1." "D4." "Q2.": a requirement's or a question's number in a list of them
+    listed = bool(m.group("letters")) and not parent
+    return _Item(ls + indent, ("number", kind, number.count("."), parent, indent), m.group(0).strip(), paragraph,
+                 listed)
 
 
 def _line_pieces(lines: Sequence[tuple[int, int, str]], pieces: list[Piece], ks: list[int],
