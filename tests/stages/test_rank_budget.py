@@ -1318,3 +1318,36 @@ def test_an_item_of_a_short_list_left_out_is_counted_where_it_is(plan):
             assert len(items) + sum(marks) == 2, (budget, r.text)  # every item there, or counted where it was
             seen += bool(marks)
     assert seen
+
+
+def test_a_heading_lends_its_score_to_nothing_it_heads():
+    # QA: asked for the discharge medications, "## Discharge Diagnoses" (0.68) took its list (0.48, 88 tokens)
+    # at its own score, ahead of the "Continue / new" list (0.63), which was left out for "no room": the section
+    # read as if the patient went home on no active drugs. A lead-in still brings its list (see above)
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.budget import Budgeter
+    from odcf.stages.segment import Segmenter
+
+    text = ("## Discharge Diagnoses\n\n" + "\n".join(f"{k}. Diagnosis number {k} of this admission, coded (I{k}0.{k})"
+                                                      for k in range(1, 7)) +
+            "\n\n## Discharge Medications\n\n**Continue / new:**\n\n- Cefuroxime 500 mg by mouth twice daily.\n"
+            "- Apixaban 2.5 mg by mouth twice daily.\n- Furosemide 20 mg by mouth once daily.\n\n"
+            "**HELD — do not take until told by your doctor:**\n\n- Lisinopril 20 mg once daily: held for AKI.\n")
+    plan = Plan(domain="t")
+    doc = Segmenter()(Document.from_sources([Source(id="d", text=text, kind="markdown")]), plan)
+    scores = {"## Discharge Diagnoses": 0.68, "1.": 0.48, "6.": 0.4, "## Discharge Medications": 0.96,
+              "**Continue": 0.3, "- Cefuroxime": 0.63, "**HELD": 0.8, "- Lisinopril": 0.66}
+    segs = tuple(s.replace(score=next(v for k, v in scores.items() if s.text.startswith(k))) for s in doc.segments)
+    diagnoses, continued = (next(s.id for s in segs if s.text.startswith(k)) for k in ("1.", "- Cefuroxime"))
+    counter = get_counter("o200k_base")
+    seen = 0
+    for budget in range(30, 160, 4):
+        out = Budgeter(annotate=False)(doc.replace(segments=segs, budget=budget), plan)
+        kept = {s.id for s in out.segments if not s.dropped}
+        assert counter.count(next(s.text for s in segs if s.id == diagnoses)) > counter.count(
+            next(s.text for s in segs if s.id == continued))
+        # the larger, lesser list never goes where the better one had no room
+        assert diagnoses not in kept or continued in kept, budget
+        seen += continued in kept and diagnoses not in kept
+    assert seen
