@@ -62,6 +62,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
     prev: Segment | None = None
     yaml = _YamlMarks(out, nl)
     diff = _DiffMarks(out, nl)
+    runs = _ItemMarks(out, nl)
+    cut_open = False  # " …" was written after the part before: its sentence goes on in a part left out
     for k, seg in enumerate(segments):
         block = seg.meta.get("json_block")
         if block is not None and prev is not None and prev.meta.get("json_block") == block:
@@ -69,8 +71,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
             continue
         yaml.enter(seg)
         diff.enter(seg)
+        runs.leave(seg)
         if prev is not None:
-            gap = _gap(prev, seg)
+            gap = _gap(prev, seg, cut_open)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
         speaker = seg.meta.get("speaker")
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
@@ -110,12 +113,14 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = code[0] - sum(prev.meta["code_lines"])
             if omitted > 0:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
+        marked = runs.enter(seg)
         if block is not None:
             # the members of a fenced JSON block delivered: valid JSON inside the block's fences
             run = [seg] + list(itertools.takewhile(lambda s: s.meta.get("json_block") == block, segments[k + 1:]))
             opening, closing, indent = seg.meta["json_fence"]
             out.append(f"{indent}{opening}{nl}{indent}{_join_json(run)}{nl}{indent}{closing}")
         else:
+            out.append(_lead(prev, seg, marked).replace("\n", nl))
             out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
         if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
@@ -123,8 +128,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if rest > 0:
                 out.append(f"{nl}[LIST_ITEMS: {rest}]")
         parts = seg.meta.get("cut_parts")
-        if parts and seg.meta["cut_part"] < parts - 1 and (nxt is None or nxt.index != seg.index + 1) and not (
-                nxt.meta.get("cut_part") and nxt.paragraph == seg.paragraph if nxt is not None else False):
+        cut_open = bool(parts and seg.meta["cut_part"] < parts - 1 and (nxt is None or nxt.index != seg.index + 1)
+                        and not (nxt.meta.get("cut_part") and nxt.paragraph == seg.paragraph if nxt is not None else False))
+        if cut_open:
             out.append(" …")  # a sentence cut for length goes on in a part not delivered (between two: _gap)
         if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
             rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
@@ -141,7 +147,50 @@ def join_segments(segments: Sequence[Segment]) -> str:
         prev = seg
     yaml.enter(None)
     diff.enter(None)
+    runs.leave(None)
     return "".join(out)
+
+
+class _ItemMarks:
+    """The run of list items open while a source is joined (odcf.stages.segment.items: a short list's
+    items, or long ones, in paragraphs of their own, "M1. …" … "M7. …"): items left out before a
+    delivered one are counted before it, and those after the last delivered one after it
+    (``[LIST_ITEMS: n]``), as for the parts of a long list, so that a list of two held drugs delivered
+    with one does not read as the whole list."""
+
+    def __init__(self, out: list[str], nl: str) -> None:
+        self.out = out
+        self.nl = nl
+        self.run: object = None
+        self.total = 0
+        self.upto = 0  # items up to the last delivered one
+
+    def leave(self, seg: Segment | None) -> None:
+        """Before the gap to *seg* (None: the source's end): the items after the last delivered one of
+        the run left."""
+        if self.run is None:
+            return
+        items = seg.meta.get("items") if seg is not None else None
+        run = items[0] if items else seg.meta.get("in_items") if seg is not None else None
+        if run != self.run:
+            if self.total > self.upto:
+                self.out.append(f"{self.nl}[LIST_ITEMS: {self.total - self.upto}]")
+            self.run = None
+
+    def enter(self, seg: Segment) -> bool:
+        """After the gap to *seg*: the items left out before it; whether a mark was written."""
+        items = seg.meta.get("items")
+        if not items:
+            return False
+        run, first, count, total = items
+        if run != self.run:
+            self.run, self.total, self.upto = run, int(total), 0
+        omitted = int(first) - self.upto
+        self.upto = max(self.upto, int(first) + int(count))
+        if omitted > 0:
+            self.out.append(f"[LIST_ITEMS: {omitted}]{self.nl}")
+            return True
+        return False
 
 
 class _DiffMarks:
@@ -299,8 +348,9 @@ def _join_json(segments: Sequence[Segment]) -> str:
     return "".join(out)
 
 
-def _gap(prev: Segment, seg: Segment) -> str:
-    """What goes between two delivered segments of a source, *prev* before *seg*."""
+def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
+    """What goes between two delivered segments of a source, *prev* before *seg* (*cut_open*: " …"
+    was written after *prev*, a part of a sentence whose next part is left out)."""
     sep = seg.sep
     fence = seg.meta.get("json_fence")
     if fence is not None:
@@ -323,13 +373,54 @@ def _gap(prev: Segment, seg: Segment) -> str:
             return "\n"  # lines of a transcript stay one per line (paragraphs of one turn keep their break)
         # a gap across blocks: keep the block break even if the segment opening the next block was dropped
         return sep if "\n\n" in sep else "\n\n"
-    if "\n" in sep or seg.meta.get("table_rows"):
+    if seg.meta.get("table_rows"):
         return "\n"
-    if not sep and (_CJK_EDGE.match(prev.text[-1:]) or _CJK_EDGE.match(seg.text[:1])):
-        return ""  # Chinese and Japanese sentences are written without spaces between them
-    if not sep:
-        return " … "  # pieces of one very long word (a blob) with its middle left out: not one word
-    return " "
+    if _breaks(prev, seg):
+        # a line break lies in what is left out: keep it ("7.2 …" and the tail of 7.4 are two clauses,
+        # not one), and say that the rest of the line of *prev* is left out
+        return (_elided(prev.text[-1:], "") if _goes_on(prev) and not cut_open else "") + "\n"
+    # sentences of one line left out between the two (in Chinese too: "；" then a clause that is not
+    # the next one would read as going on from it)
+    return " " if cut_open else _elided(prev.text[-1:], seg.text[:1])
+
+
+def _elided(before: str, after: str) -> str:
+    """The mark of text left out between the characters *before* and *after*: " … ", without the
+    space on a side of Chinese or Japanese, which is written without spaces ("罚款。…第四条")."""
+    return (" " if before and not _CJK_EDGE.match(before) else "") + "…" + (
+        " " if after and not _CJK_EDGE.match(after) else "")
+
+
+def _breaks(prev: Segment, seg: Segment) -> bool:
+    """Whether the source has a line break between *prev* and *seg*, two segments of one paragraph."""
+    lines = seg.meta.get("line_pieces")
+    return "\n" in seg.sep or (lines is not None and prev.index < lines[0])
+
+
+def _goes_on(seg: Segment) -> bool:
+    """Whether something after *seg* is on its (last) line (odcf.stages.segment.items)."""
+    lines = seg.meta.get("line_pieces")
+    return lines is not None and lines[1] > seg.index
+
+
+def _lead(prev: Segment | None, seg: Segment, marked: bool) -> str:
+    """What goes right before *seg*'s text when the segment before it in the source is not delivered:
+    the number of its item when the piece holding that number is not delivered ("7.4 … "), "… " when
+    it goes on a line whose start is left out, and, on a line of its own, "…" for whole lines of its
+    paragraph left out (*marked*: ``[LIST_ITEMS: n]`` said so already)."""
+    if prev is not None and prev.index == seg.index - 1:
+        return ""
+    label = seg.meta.get("item_label")
+    if label and (prev is None or prev.index < label[1]):
+        return label[0] + _elided(" ", seg.text[:1])
+    lines = seg.meta.get("line_pieces")
+    if prev is None or prev.paragraph != seg.paragraph or lines is None or not _breaks(prev, seg):
+        return ""
+    if lines[0] != seg.index:
+        return _elided("", seg.text[:1])  # its line's start is left out
+    if not _goes_on(prev) and not marked:
+        return "…\n"  # lines between the two left out whole
+    return ""
 
 
 def render(

@@ -99,7 +99,10 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
         keep = [k for k, t in enumerate(layered.bullets) if t.constraint]
         history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
                               origin=f"odcf:history turns {first_t}–{last_t} as bullets",
-                              meta={"handoff_order": "ascending", "handoff_constraint_bullets": keep}))
+                              # its source line names the turns, the record what became of each: no
+                              # [LIST_ITEMS: n] for the older ones left out (odcf.stages.segment.items)
+                              meta={"handoff_order": "ascending", "handoff_constraint_bullets": keep,
+                                    "list_marks": False}))
     n = len(layered.recent)
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0

@@ -105,7 +105,8 @@ class Budgeter(Stage):
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
-                         whole=_whole_sentences(doc), corrected_by=corrected_by)
+                         whole=_whole_sentences(doc), corrected_by=corrected_by,
+                         titles={s.id for s in live if s.id in heads and _section_heading(s)})
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
 
         rules = {s.id for s in live if _RULE_RE.match(s.original.strip())} - required_ids
@@ -191,11 +192,11 @@ class Budgeter(Stage):
         text, _ = render(probe, delivered, annotate=annotate)
         exact = counter.count(text)
         rounds = 0
-        # a head scored above what it heads was taken at its own score with the best of that (the
+        # a lead-in scored above what it heads was taken at its own score with the best of that (the
         # fill): that part is trimmed at the head's score too, not first for its own ("第十条 …不得有下列
         # 行为：" at 1.0 went out with its items at 0.15, for the effective-date article)
         rank = dict(tiers)
-        for head in groups.heads & kept:
+        for head in (groups.heads - groups.titles) & kept:
             best = groups.best_part(head, lambda c: c in kept)
             if head in tiers and best is not None:
                 rank[best] = min(tiers[best], tiers[head])
@@ -373,11 +374,16 @@ def _fill(doc: Document, live: list[Segment], tiers: dict[str, tuple[int, float,
     for seg in sorted((s for s in live if s.id not in required_ids), key=lambda s: tiers[s.id]):
         if seg.id in kept:
             continue  # taken already, as the sentence another one points back to
+        if seg.id in groups.titles:
+            # a heading names its section: its score says that its words match the query, not that what
+            # it heads does ("## Discharge Diagnoses", 0.68 for the discharge medications, took its list,
+            # 0.48, ahead of the medication list, 0.63, which was then "no room"): it comes with its parts
+            continue
         sid: str | None = seg.id
         while sid is not None and sid in groups.heads:
-            # a head goes only with what it heads: scored above what is left of it ("6.1 … a proposal
-            # will be rejected if:", "## Data retention period"), it is tried now with the best-scored
-            # of that (down through the headings under it)
+            # a head goes only with what it heads: a lead-in scored above what is left of it ("6.1 … a
+            # proposal will be rejected if:", incomplete without its list) is tried now with the
+            # best-scored of that (down through the heads under it)
             sid = groups.best_part(sid, lambda c: c not in kept)
         if sid is None:
             continue
@@ -918,8 +924,10 @@ class _Groups:
     def __init__(self, before: dict[str, str], tiers: dict[str, tuple[int, float, int]],
                  merged: set[str] | None = None, heads: set[str] | None = None,
                  whole: dict[str, tuple[str, ...]] | None = None,
-                 corrected_by: dict[str, tuple[str, ...]] | None = None) -> None:
+                 corrected_by: dict[str, tuple[str, ...]] | None = None,
+                 titles: set[str] | None = None) -> None:
         self.before = before
+        self.titles = titles or set()  # the heads that are headings or bold titles: they lend no score
         self.tiers = tiers
         self.merged = merged or set()
         self.heads = heads or set()

@@ -215,10 +215,11 @@ def test_delivered_chinese_sentences_never_gain_spaces():
     text = "第一条 本办法自2024年1月1日起施行。第二条 违反本办法的，处5000元以上2万元以下罚款。第三条 天气很好。第四条 不得泄露个人信息。"
     out = seg(text)
     assert len(out) == 4
-    assert _delivered(out, {0, 1, 3}) == "第一条 本办法自2024年1月1日起施行。第二条 违反本办法的，处5000元以上2万元以下罚款。第四条 不得泄露个人信息。"
-    assert _delivered(out, {0, 2}) == "第一条 本办法自2024年1月1日起施行。第三条 天气很好。"
+    # a sentence left out between two of a line is marked there, without spaces beside Chinese
+    assert _delivered(out, {0, 1, 3}) == "第一条 本办法自2024年1月1日起施行。第二条 违反本办法的，处5000元以上2万元以下罚款。…第四条 不得泄露个人信息。"
+    assert _delivered(out, {0, 2}) == "第一条 本办法自2024年1月1日起施行。…第三条 天气很好。"
     mixed = seg("The fee is 5% of the price. Payment is due in May. 乙方不得转让。 It is final.")
-    assert _delivered(mixed, {0, 2}) == "The fee is 5% of the price. 乙方不得转让。"
+    assert _delivered(mixed, {0, 2}) == "The fee is 5% of the price. …乙方不得转让。"
 
 
 def test_an_inch_mark_in_a_csv_row_does_not_open_a_quoted_field():
@@ -1114,3 +1115,64 @@ def test_a_sentence_is_not_cut_at_a_mark_inside_inline_code():
     assert [t[a:b] for a, b in split_sentences(t)] == [
         "Each attempt held a row lock (`SELECT ... FOR UPDATE`) on the entry.", "It was released later.",
         'Run `psql -c "SELECT 1."` now.', "A stray ` here.", "Next one."]
+
+
+def test_a_later_sentence_of_a_numbered_line_keeps_its_line_and_its_number():
+    # QA: "Besides replacing it, …", the second sentence of 7.4, was delivered on the line of 7.3 and
+    # "未及时通知的，不得免除责任。" (the tail of 7.6) after 7.5's: obligations read as another clause's
+    text = ("7.3 If the Buyer pays late, it shall pay interest of 0.3% per day.\n"
+            "7.4 If the equipment does not meet the standard, the Buyer may reject it. Besides replacing it, "
+            "the Seller shall pay damages of 5%.\n"
+            "7.5 The Seller shall respond within 4 hours. After more than 3 occurrences, the Buyer may deduct it.")
+    out = seg(text)
+    assert [s.text[:10] for s in out] == ["7.3 If the", "7.4 If the", "Besides re", "7.5 The Se", "After more"]
+    assert _delivered(out, {0, 2}) == ("7.3 If the Buyer pays late, it shall pay interest of 0.3% per day.\n"
+                                       "7.4 … Besides replacing it, the Seller shall pay damages of 5%.")
+    assert _delivered(out, {2, 4}) == ("7.4 … Besides replacing it, the Seller shall pay damages of 5%.\n"
+                                       "7.5 … After more than 3 occurrences, the Buyer may deduct it.")
+    assert _delivered(out, {0, 3}).split("\n")[1] == "…"  # a line left out whole between two
+    zh = seg("第7条 违约责任\n\n7.2 违约金累计不超过合同总价的10%。\n7.3 甲方逾期付款的，应支付违约金。\n"
+             "7.4 设备不符合质量标准的，甲方有权拒收；乙方除应更换外，还应支付违约金。\n7.5 乙方未响应的，每次支付5,000元；"
+             "累计超过3次的，甲方有权扣除。")
+    texts = [s.text for s in zh]
+    keep = {texts.index("7.2 违约金累计不超过合同总价的10%。"), texts.index("乙方除应更换外，还应支付违约金。")}
+    assert _delivered(zh, keep) == "7.2 违约金累计不超过合同总价的10%。\n7.4 …乙方除应更换外，还应支付违约金。"
+    keep = {texts.index("7.5 乙方未响应的，每次支付5,000元；"), texts.index("7.2 违约金累计不超过合同总价的10%。"),
+            texts.index("7.4 设备不符合质量标准的，甲方有权拒收；")}
+    assert _delivered(zh, keep) == ("7.2 违约金累计不超过合同总价的10%。\n…\n7.4 设备不符合质量标准的，甲方有权拒收；…\n"
+                                    "7.5 乙方未响应的，每次支付5,000元；")
+
+
+def test_sentences_left_out_between_two_of_a_paragraph_are_marked_where_they_are():
+    out = seg("The fee is due in May. It is paid in euros. Late payment costs 2% a month.")
+    assert _delivered(out, {0, 2}) == "The fee is due in May. … Late payment costs 2% a month."
+    assert _delivered(out, {1, 2}) == "It is paid in euros. Late payment costs 2% a month."  # nothing between
+    # a hard-wrapped paragraph: the line break of the source is kept, and the rest of a line left out said
+    wrapped = seg("The Supplier shall deliver the goods. The Buyer shall inspect\nthem on arrival. "
+                  "Any defect shall be notified in writing within ten days.")
+    assert _delivered(wrapped, {0, 2}) == ("The Supplier shall deliver the goods. … Any defect shall be notified "
+                                           "in writing within ten days.")
+
+
+def test_items_of_a_short_list_or_numbered_paragraphs_left_out_are_counted_where_they_are():
+    # QA: the Metformin item of a two-item HELD list vanished unsaid ("the held medication is lisinopril"),
+    # and so did M1, M3–M6 of the mandatory requirements
+    text = ("**HELD — do not take until told by your doctor:**\n\n"
+            "- Metformin 1000 mg twice daily: held for AKI; restart at no more than 500 mg twice daily.\n"
+            "- Lisinopril 20 mg once daily: held for AKI and low blood pressure; review at follow-up.\n\n"
+            "Next paragraph.")
+    out = seg(text, kind="markdown")
+    assert [s.meta.get("items") is not None for s in out] == [False, True, True, False]
+    assert _delivered(out, {0, 2, 3}) == ("**HELD — do not take until told by your doctor:**\n\n[LIST_ITEMS: 1]\n"
+                                          "- Lisinopril 20 mg once daily: held for AKI and low blood pressure; review "
+                                          "at follow-up.\n\nNext paragraph.")
+    assert _delivered(out, {0, 1}).endswith("restart at no more than 500 mg twice daily.\n[LIST_ITEMS: 1]")
+    reqs = seg("## 4. Mandatory Requirements\n\n" + "\n\n".join(
+        f"M{n}. The system must meet requirement number {n}. It is checked at the demonstration." for n in range(1, 8)),
+        kind="markdown")
+    opening = {s.index for s in reqs if s.text.startswith(("M2.", "M7."))}
+    assert _delivered(reqs, opening) == ("[LIST_ITEMS: 1]\nM2. The system must meet requirement number 2.\n\n[LIST_ITEMS: 4]\n"
+                                         "M7. The system must meet requirement number 7.")
+    assert _delivered(reqs, {0} | opening).startswith("## 4. Mandatory Requirements\n\n[LIST_ITEMS: 1]\nM2.")
+    later = next(s.index for s in reqs if s.text.startswith("It is checked") and s.index > max(opening))
+    assert _delivered(reqs, {later}) == "[LIST_ITEMS: 6]\nM7. … It is checked at the demonstration."

@@ -28,6 +28,7 @@ from odcf.rules.jsonmin import json_fence
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.headings import plain_heading
+from odcf.stages.segment.items import mark_items
 from odcf.stages.segment.jsonparts import ID_KEY_RE, member_key, top_level_members, value_container
 from odcf.stages.segment.lines import (
     BOLD_LINE_RE,
@@ -173,7 +174,8 @@ class Segmenter(Stage):
             # where the csv module says a record ends, never inside a quoted field
             return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat",
-                                 sentence_chars=sentence_chars or self.max_sentence_chars)
+                                 sentence_chars=sentence_chars or self.max_sentence_chars,
+                                 list_marks=source.meta.get("list_marks", True))
 
     def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
                      base: int = 0) -> list[Piece] | None:
@@ -269,7 +271,8 @@ class Segmenter(Stage):
             out.append(Piece(ms, me, "json", 0, meta))
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
-    def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None) -> list[Piece]:
+    def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
+                     list_marks: bool = True) -> list[Piece]:
         pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
@@ -284,6 +287,8 @@ class Segmenter(Stage):
         last_label: re.Match[str] | None = None  # the label of the transcript line a message began on
         yaml_blocks = diffs = json_blocks = 0
         yaml_read = 0  # lines before this index were read as no YAML block's start
+        prose: dict[int, tuple[int, int]] = {}  # paragraphs of prose: their lines (for mark_items)
+        blocks: set[int] = set()  # paragraphs of tables, lists and code
         while i < n:
             ls, le, line = lines[i]
             if not line.strip():
@@ -328,6 +333,7 @@ class Segmenter(Stage):
                     pieces.extend(fenced_json)
                 else:
                     pieces.extend(self._block(lines[i:j + 1], "code", paragraph, counter))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = j + 1
                 continue
@@ -377,6 +383,7 @@ class Segmenter(Stage):
                 # source code or a numbered listing outside fences: whole lines, never cut at a period
                 # inside a string literal ('print("Done. Result:", r)')
                 pieces.extend(self._block(lines[i:code_end], "code", paragraph, counter))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = code_end
                 continue
@@ -385,12 +392,14 @@ class Segmenter(Stage):
                 # command output in columns of spaces: a row a line, the header (and psql's ---+--- line) first
                 rows = [[line] for line in lines[i:aligned_end]]
                 pieces.extend(self._records_parts(rows, "table", paragraph, counter, head_n=head_n, aligned=True))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = aligned_end
                 continue
             table_end = table_run(lines, i)
             if table_end > i:
                 pieces.extend(self._block(lines[i:table_end], "table", paragraph, counter, table=True))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = table_end
                 continue
@@ -409,6 +418,7 @@ class Segmenter(Stage):
                 # a test run's progress lines ("tests/test_fx.py ....F.. [17%]"): whole lines, never cut
                 # at their dots (an orphan "[65%]")
                 pieces.extend(self._block(lines[i:progress_end], "list", paragraph, counter, items=True))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = progress_end
                 continue
@@ -422,6 +432,7 @@ class Segmenter(Stage):
                 items = marked_end > prefix_end or (marked_end == prefix_end and not any(
                     ch.isdigit() for ch in lines[i][2][:_PREFIX_MIN]))
                 pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items))
+                blocks.add(paragraph)
                 paragraph += 1
                 i = list_end
                 continue
@@ -472,8 +483,12 @@ class Segmenter(Stage):
                         # the first (it holds the main clause: "X shall not be liable … unless …")
                         meta = {**(meta or {}), "cut_part": part, "cut_parts": len(cuts)}
                     pieces.append(Piece(cs, ce, kind, paragraph, meta))
+            prose[paragraph] = (i, j)
             paragraph += 1
             i = j
+        # where each piece of a paragraph sits on its lines, and the numbered items it is in: render
+        # keeps a line's break and says what is left out between two delivered pieces
+        pieces = mark_items(text, lines, pieces, prose, blocks, list_marks=list_marks)
         turns = chat_turns(lines)
         starts = [t[0] for t in turns]
         return [in_turn(p, turns, starts) for p in pieces] if turns else pieces
