@@ -577,26 +577,26 @@ def lift_corrections(segments: Sequence[Segment], scores: dict[str, float],
 
 #: A sentence in which the person writing sets a condition on how they are to be treated: "please do
 #: not call me", "email only", "never before 9 am", "I do not want a refund", "I'd prefer a
-#: replacement", "I am allergic to penicillin"; "请勿致电", "只接受邮件", "我不要退款". Whatever the
+#: replacement", "I am allergic to penicillin"; "请勿致电给我", "只接受邮件", "我不要退款". Whatever the
 #: question, an agent acting on the text must respect it, so it ranks near the top of its source (it had
-#: ranked below a serial number for "how should we contact the customer?"). First person, or a
-#: request that opens with "please" and limits ("please leave it with the concierge, not at the door"):
-#: "do not" alone is everywhere (a meeting's "I don't think so", a manual's "do not remove").
+#: ranked below a serial number for "how should we contact the customer?"). The writer's own person
+#: only ("me", "my", "I"): "do not" alone is everywhere (a manual's "Do not expose the drill to rain", a
+#: tender's "请勿在工作时间以外致电", a meeting's "We don't want to rush the migration", "We require the
+#: contractor to …"), and raised, they took the room of the answers.
 USER_CONSTRAINT_RE = re.compile(
-    r"(?i:^\W*(?:\w+\W+){0,3}?please\b[^.!?;]*\b(?:not|never|only)\b"
-    r"|\bplease\s+(?:do\s+not|don['’]t|never)\b"
-    r"|^\W*(?:do\s+not|don['’]t|never)\s+(?!(?:worry|mind|know|think|care|get|forget|bother|hesitate)\b)\w"
-    r"|\b(?:do\s+not|don['’]t|never)\s+(?!get\b)(?:\w+\s+){0,2}?(?:me|us)\b(?!\s+(?:wrong|know|tell))"
-    r"|\b(?:e-?mail|phone|text|sms|post|mail|chat|letters?|writing|weekends?|weekdays?|mornings?|afternoons?|evenings?)\s+only\b"
+    r"(?i:\b(?:please\s+)?(?:do\s+not|don['’]t)\s+(?!get\b|let\b)(?:\w+\s+){0,2}?(?:me|us)\b(?!\s+(?:wrong|know|tell))"
+    r"|\bplease\s+never\b|\bplease\s+(?:do\s+not|don['’]t)\s+(?!forget\b|hesitate\b|worry\b)\w+\s+(?:my|our|her|his|their)\b"
+    r"|\b(?:e-?mail|phone|text|sms|post|mail|chat|letters?|writing)\s+only\b"
     r"|\bonly\s+(?:by|via|through|in)\s+(?:e-?mail|phone|text|sms|post|mail|chat|letter|writing)\b"
     r"|\b(?:never|not|nothing)\s+(?:be\s+)?(?:before|after)\s+\d{1,2}(?:[:.]\d\d)?\s*(?:[ap]\.?m\b|h\b|o['’]clock)"
-    r"|\b(?:I|we)\s+(?:do\s+not|don['’]t|will\s+not|won['’]t|cannot|can['’]t|did\s+not|didn['’]t)\s+(?:want|accept|agree\s+to|consent)\b"
-    r"|\b(?:my|me|our|us)\b[^.;!?]*,\s*(?:never|not)\s+(?:to|on|at|in|by|a|an|the|my|our)\b"
-    r"|\b(?:I|we)\s+(?:want|need|expect)\b[^.;!?]*?,\s*not\b|\b(?:I|we)\s+(?:expect|ask|insist)\b[^.;!?]{0,20}\bnot\s+to\b"
-    r"|\b(?:I|we)\s+(?:cannot|can['’]t|am\s+unable\s+to|are\s+unable\s+to)\b[^.;!?]{0,30}\b(?:before|after|until)\s+\d"
-    r"|\b(?:I|we)(?:\s+(?:would|['’]d)\s+(?:rather|prefer|like)|\s+(?:prefer|insist\s+on|require))\s+(?!to\b)(?:a|an|the|my|our|it|that|this|email|e-mail|phone)\b"
-    r"|\b(?:I\s+am|I['’]m|we\s+are|I\s+have|I\s+had)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic))"
-    r"|请(?:不要|勿|别)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:们)?(?:不(?:要|想|需要|接受|同意)|对\S{1,8}过敏)")
+    r"|\bI\s+(?:do\s+not|don['’]t|will\s+not|won['’]t|cannot|can['’]t|did\s+not|didn['’]t)\s+(?:want|accept|agree\s+to|consent)"
+    r"\s+(?:a|an|any|the|my|this|that|it|them|to\s+be)\b"
+    r"|\b(?:my|me)\b[^.;!?]*,\s*(?:never|not)\s+(?:to|on|at|in|by|a|an|the|my)\b"
+    r"|\bI\s+(?:want|need|expect)\b[^.;!?]*?,\s*not\b|\bI\s+(?:expect|ask|insist)\b[^.;!?]{0,20}\bnot\s+to\b"
+    r"|\bI\s+(?:cannot|can['’]t|am\s+unable\s+to)\b[^.;!?]{0,30}\b(?:before|after|until)\s+\d"
+    r"|\bI(?:\s+(?:would|['’]d)\s+(?:rather|prefer)|\s+prefer|\s+insist\s+on)\s+(?!to\b)(?:a|an|the|my|it|that|this|email|e-mail|phone)\b"
+    r"|\b(?:I\s+am|I['’]m|I\s+have|I\s+had)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic))"
+    r"|请(?:不要|勿|别)[^。；！？]{0,8}(?:我|本人)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:不(?:要|想|需要|接受)|对\S{1,8}过敏)")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",
