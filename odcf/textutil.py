@@ -296,10 +296,13 @@ _BACK_REFERENCE_RE = re.compile(
 )
 
 
-#: A Chinese clause opening with a short condition ending in "的，" ("情节严重的，处5万元以上50万元以下罚款。",
-#: "逾期不改正的，", "以现金形式提交的，") qualifies the rule before it: a statute's penalty tail, delivered
-#: alone, reads as the penalty of whatever article precedes it in the compressed text.
-_ZH_CONDITION_RE = re.compile(r"^[\"'\u201c\u2018(\[]*[\u4e00-\u9fff]{2,14}的(?=[，,])")
+#: A Chinese clause opening with a condition on the violation before it, "情节严重的，处5万元以上50万元以下罚款。",
+#: "逾期不改正的，", "拒不改正或者造成严重后果的，", "构成犯罪的，": a statute's penalty tail, which, delivered alone,
+#: reads as the penalty of whatever article precedes it. Not a condition with its own subject ("乙方逾期交货的，",
+#: "投标人少于三个的，"): tied to the clause before, a contract's answer went only with its neighbour's.
+_ZH_CONDITION_RE = re.compile(
+    r"^[\"'\u201c\u2018(\[]*(?:情节[^，,。；]{0,4}|逾期[^，,。；]{0,4}改正|拒不[^，,。；]{0,14}|经[^，,。；]{0,10}仍[^，,。；]{0,8}"
+    r"|造成[^，,。；]{0,10}(?:后果|损失|危害|影响)|构成犯罪|(?:屡|再次|多次)[^，,。；]{0,8})的(?=[，,])")
 #: A short sentence whose subject is a pronoun ("It has been stopped.", "This must not be
 #: restarted.", "该药不得恢复使用。") names what it speaks of only in the sentence before it; a long one
 #: carries enough of its own. A capitalised word after the pronoun is a name ("This Agreement").
@@ -342,6 +345,9 @@ def back_reference(sentence: str) -> str | None:
     '其余'
     >>> back_reference("情节严重的，处5万元以上50万元以下罚款。"), back_reference("第十条 向境外提供重要数据的，应当申报。")
     ('情节严重的', None)
+    >>> [back_reference(s) for s in ("逾期不改正的，处1万元罚款。", "拒不改正或者造成严重后果的，处10万元罚款。",
+    ...  "乙方逾期交货的，每日支付0.5‰违约金。", "投标人少于三个的，应当重新招标。", "说真的，这不重要。")]
+    ['逾期不改正的', '拒不改正或者造成严重后果的', None, None, None]
 
     """
     text = sentence.lstrip()
