@@ -84,26 +84,30 @@ def edge_order(ranked_ids: Sequence[str]) -> list[str]:
 #: Segments naming the query's identifier, best by the lexical rank, embedded beyond the first pass's candidates.
 _NAMED_EXTRA = 8
 
-#: Where a query asks a second question: at "?" or ";" between questions, or at "and" before a question
-#: word ("What is the liability cap, and what are the payment terms?").
+#: Where a query asks a second question: after "?", at ";", or at "and"/"or" before a question word
+#: ("What is the liability cap, and what are the payment terms?"); not before "are" ("Which suppliers
+#: hold ISO 9001 and are based in Germany?" asks one thing).
 _QUERY_PART_RE = re.compile(
-    r"(?<=\?)\s+|;\s+|,?\s+(?:and|or)\s+(?=(?:what|how|when|where|which|who|whom|whose|why|is|are|does|do|did|can|could|"
-    r"should|will|would|has|have)\b)", re.IGNORECASE)
+    r"(?<=\?)\s+|;\s+|,?\s+(?:and|or)\s+(?=(?:what|how|when|where|which|who|whom|whose|why)\b)", re.IGNORECASE)
+#: A part that asks something: it opens with a question word or ends with "?" (not "Please answer in
+#: one sentence.", "ignore boilerplate").
+_QUESTION_RE = re.compile(
+    r"^(?:what|how|when|where|which|who|whom|whose|why|is|are|was|were|does|do|did|can|could|should|will|would|"
+    r"has|have|may|must)\b|\?$", re.IGNORECASE)
 
 
 def query_parts(query: str) -> list[str]:
-    """The questions a compound query asks, each of at least two words; one part (the query) when it
-    asks one.
+    """The questions a compound query asks (parts that ask nothing are left out of the split); one part,
+    the query, when it asks fewer than two.
 
     >>> query_parts("What is the liability cap for a data breach, and what are the payment terms?")
     ['What is the liability cap for a data breach', 'what are the payment terms?']
-    >>> query_parts("terms and conditions of payment")
-    ['terms and conditions of payment']
+    >>> query_parts("terms and conditions of payment"), query_parts("When is it due? Please answer briefly.")
+    (['terms and conditions of payment'], ['When is it due? Please answer briefly.'])
     """
-    parts = [p.strip() for p in _QUERY_PART_RE.split(query) if p and p.strip()]
-    if len(parts) < 2 or any(len(p.split()) < 2 for p in parts):
-        return [query]
-    return parts
+    asked = [p.strip() for p in _QUERY_PART_RE.split(query)
+             if p and len(p.split()) >= 2 and _QUESTION_RE.search(p.strip())]
+    return asked if len(asked) >= 2 else [query]
 
 def lead_with_each_question(segs: Sequence[Segment], sims: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """*scores* with the segment (not a heading) most similar to each question of a compound query
