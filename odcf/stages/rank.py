@@ -371,9 +371,21 @@ CORRECTION_WINDOW = 400
 CORRECTION_RARE = 3
 
 
+#: How a value is written in words and figures, or with thousands separators: "two (2) years" is "2
+#: years", "1,000 mg" is "1000 mg" (a correction's "(previously 1,000 mg)" had linked nothing to "1000 mg").
+_SPELLED_NUMBER_RE = re.compile(r"\b[A-Za-z]+(?:[ -][A-Za-z]+)?\s+\((\d+)\)")
+_THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def _as_figures(text: str) -> str:
+    """*text* with each value in figures alone, without thousands separators (see above)."""
+    return _THOUSANDS_RE.sub("", _SPELLED_NUMBER_RE.sub(r"\1", text))
+
+
 def _keys(text: str) -> tuple[set[str], set[str]]:
     """Content words, and the numbers that name one value: not a year; a lone digit only with
     the word after it ("8 hours")."""
+    text = _as_figures(text)
     numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
     units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text) if m.group(2)}
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
@@ -387,7 +399,7 @@ _NUMBER_UNIT_RE = re.compile(r"(?<![\w,./:])(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?([^\
 def _units(text: str) -> dict[str, set[str | None]]:
     """Each number of *text* with the units it is written with (None: none)."""
     out: dict[str, set[str | None]] = {}
-    for m in _NUMBER_UNIT_RE.finditer(text):
+    for m in _NUMBER_UNIT_RE.finditer(_as_figures(text)):
         out.setdefault(m.group(1).rstrip(".,"), set()).add(m.group(2).lower() if m.group(2) else None)
     return out
 

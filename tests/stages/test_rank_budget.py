@@ -1482,3 +1482,20 @@ def test_a_heading_lends_its_score_to_nothing_it_heads():
         assert diagnoses not in kept or continued in kept, budget
         seen += continued in kept and diagnoses not in kept
     assert seen
+
+
+@pytest.mark.parametrize("stale, fix", [
+    ("The recommended dose is 1000 mg per cycle.", "Correction: the dose is now 800 mg per cycle (previously 1,000 mg)."),
+    ("The recommended dose is 1,000 mg per cycle.", "Correction: the dose is now 800 mg per cycle (previously 1000 mg)."),
+    ("The equipment is warranted for a period of two (2) years from delivery.",
+     "Amendment 1: the warranty period is reduced from 2 years to 18 months."),
+])
+def test_a_correction_links_its_old_value_however_the_figures_are_written(stale, fix):
+    # QA: "(previously 1,000 mg)" linked nothing to "1000 mg", nor "from 2 years" to "two (2) years", and the
+    # superseded dose and term went out as current
+    from odcf.document import Segment
+    from odcf.stages.rank import correction_links
+
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+            for i, t in enumerate([stale, "Lunch is served at noon.", fix])]
+    assert correction_links(segs) == {"s2": ["s0"]}
