@@ -116,7 +116,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
         marked = runs.enter(seg)
         if block is not None:
             # the members of a fenced JSON block delivered: valid JSON inside the block's fences
-            run = [seg] + list(itertools.takewhile(lambda s: s.meta.get("json_block") == block, segments[k + 1:]))
+            run = [seg] + list(itertools.takewhile(lambda s, b=block: s.meta.get("json_block") == b, segments[k + 1:]))
             opening, closing, indent = seg.meta["json_fence"]
             out.append(f"{indent}{opening}{nl}{indent}{_join_json(run)}{nl}{indent}{closing}")
         else:
