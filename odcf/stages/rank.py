@@ -442,10 +442,11 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
     # a Chinese amendment's replaced values and words, and each segment's article and values, read once (none in
-    # most inputs)
+    # most inputs: only for a correction that replaces a Chinese value or names an article)
     replaced = {k: _zh_replaced(segments[k].text) for k in fixes}
     zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments], [_compact(seg.text) for seg in segments])
-          if any(v or q for v, q in replaced.values()) else None)
+          if any(v or q for v, q in replaced.values()) or any(_ZH_ARTICLE_RE.search(segments[k].text) for k in fixes)
+          else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
@@ -518,8 +519,9 @@ def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
     the value it replaces ("本办法第十二条第一款规定的人民币100万元修改为人民币80万元" -> the 100万元 of
     第十二条) or the words it quotes ('将第七条第二款中的"每年3月31日前"修改为…' -> the sentence of 第七条
     saying "每年3月31日前"), in the 款 it names if one there does; *old* and *quoted* are what it replaces
-    (:func:`_zh_replaced`). Without an article named, or a value replaced, nothing: a shared "30日" or
-    "100万元" with "不再" or "修改为" in between says nothing of which sentence it changes."""
+    (:func:`_zh_replaced`); without a value replaced, the 款 or article it names, whole ("第七条第二款修改为：…").
+    Without an article named, nothing: a shared "30日" or "100万元" with "不再" or "修改为" in between says
+    nothing of which sentence it changes."""
     text = segments[k].text
     own = _ZH_ARTICLE_RE.match(text.lstrip())
     refs = list(_ZH_ARTICLE_RE.finditer(text))
@@ -532,8 +534,14 @@ def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
         part = (_zh_number(after.group(1)) if after is not None and after.group(2) == "款"
                 and not text[ref.end():after.start()].strip() else None)
         named.add((n, part))
-    if not (old or quoted) or not named:
+    if not named:
         return []
+    if not (old or quoted):
+        # "第七条第二款修改为：……" rewrites the 款 (or the article) it names whole: that is what it changes, and
+        # an article that only cites it is none of it (shared words had linked 第十五条, which cites 第七条第二款)
+        whole = [j for j in window if articles[j][0] in {n for n, _ in named}]
+        part = [j for j in whole if any(n == articles[j][0] and p in (None, articles[j][1]) for n, p in named)]
+        return [segments[j].id for j in part or whole]
     held = [j for j in window if articles[j][0] in {n for n, _ in named}
             and (old & values[j] or any(q in compact[j] for q in quoted))]
     # the 款 named ("第五条第二款") picks among them; where none of it holds the value, the article's

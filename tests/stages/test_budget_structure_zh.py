@@ -271,3 +271,18 @@ def test_a_chinese_penalty_tail_goes_only_with_its_article(plan):
             seen = True
             assert "第三十二条 小额贷款公司未按照本办法规定报送材料的" in r.text, (budget, r.text)
     assert seen
+
+
+def test_an_amendment_that_rewrites_a_whole_paragraph_changes_that_paragraph_not_an_article_citing_it():
+    # QA: "一、第七条第二款修改为：“……每年4月30日前……”" was linked, by shared words, to 第十五条, which only cites
+    # 第七条第二款, and the answer 第十五条 was withheld as "corrected by" it
+    from odcf.document import Segment
+    from odcf.stages.rank import correction_links
+
+    texts = ["第七条 小额贷款公司应当建立健全内部控制制度。",
+             "小额贷款公司应当于每年3月31日前向市地方金融监督管理局报送上一年度财务会计报告。",
+             "第十五条 小额贷款公司未按照本办法第七条第二款规定于每年3月31日前报送财务会计报告的，由市地方金融监督管理局责令限期改正。",
+             "一、第七条第二款修改为：“小额贷款公司应当于每年4月30日前向市地方金融监督管理局报送上一年度经审计的财务会计报告。”"]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=i // 2,
+                    sep="\n" if i else "") for i, t in enumerate(texts)]
+    assert correction_links(segs) == {"s3": ["s1"]}
