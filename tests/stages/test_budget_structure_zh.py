@@ -25,6 +25,17 @@ def _compress(plan, text, query, budget):
     return Compressor(plan, stages=CORE).compress(text, query=query, budget=budget, annotate=False)
 
 
+def _only_with(plan, query, shown, needed, budgets):
+    """At every budget, *shown* is delivered only with *needed*, and at some budget it is."""
+    seen = False
+    for budget in budgets:
+        r = _compress(plan, REG, query, budget)
+        if shown in r.text:
+            seen = True
+            assert needed in r.text, (budget, r.text)
+    assert seen
+
+
 def test_chinese_enumerators_are_list_items():
     assert [bool(LIST_RE.match(t)) for t in ("（一）吸收公众存款；", "(三)发行", "1、变更名称", "①第一项", "（十二）变更",
                                              "（二）2025年6月30日前完成更换；")] == [True] * 6
@@ -35,13 +46,7 @@ def test_chinese_enumerators_are_list_items():
 def test_a_chinese_item_goes_only_with_the_line_that_introduces_its_list(plan):
     # QA: "（三）发行或者代理销售理财……产品；" was delivered alone under 第十二条, reading as allowed; its 不得 was
     # in the dropped lead-in "第十四条 小额贷款公司不得从事下列业务或者活动："
-    seen = False
-    for budget in range(20, 200, 8):
-        r = _compress(plan, REG, "发行理财产品", budget)
-        if "（三）" in r.text:
-            seen = True
-            assert "不得从事下列业务" in r.text, (budget, r.text)
-    assert seen
+    _only_with(plan, "发行理财产品", "（三）", "不得从事下列业务", range(20, 200, 8))
 
 
 def test_a_later_sentence_of_a_chinese_article_is_delivered_without_the_first_at_a_small_budget(plan):
@@ -263,14 +268,9 @@ def test_an_english_numbered_list_keeps_its_part_size():
 
 def test_a_chinese_penalty_tail_goes_only_with_its_article(plan):
     # QA: "情节严重的，处5万元以上50万元以下罚款。" (第十五条) was delivered right after 第十四条, reading as 第十四条's
-    # penalty; a clause opening with a short "…的，" condition qualifies the rule before it
-    seen = False
-    for budget in range(20, 200, 6):
-        r = _compress(plan, REG, "拒不改正的罚款是多少", budget)
-        if "拒不改正的，处人民币3万元以下罚款" in r.text:
-            seen = True
-            assert "第三十二条 小额贷款公司未按照本办法规定报送材料的" in r.text, (budget, r.text)
-    assert seen
+    # penalty; a clause opening with a condition on the violation before it qualifies that rule
+    _only_with(plan, "拒不改正的罚款是多少", "拒不改正的，处人民币3万元以下罚款", "第三十二条 小额贷款公司未按照本办法规定报送材料的",
+               range(20, 200, 6))
 
 
 def test_an_amendment_that_rewrites_a_whole_paragraph_changes_that_paragraph_not_an_article_citing_it():
