@@ -631,9 +631,9 @@ CONSTRAINT_AFTER = 2
 
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`; in a
-    transcript, not a system's, agent's or tool's turn) raised to
-    just below the :data:`CONSTRAINT_AFTER`-th best score among the other segments of its source, headings
-    aside (never lowered); returns the scores and how many were raised.
+    transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
+    best score among the other segments of its source, headings aside (never lowered); returns the scores
+    and how many were raised.
 
     >>> from odcf.document import Segment
     >>> texts = ["The serial is BX-9920-114.", "Please do not call me; email only.", "Don't get me wrong, it works.",
@@ -648,17 +648,13 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
     for seg in segments:  # headings are not answers: "# Ticket 48213: replacement" led for "where is the replacement sent?"
         if seg.id in scores and seg.id not in constraint and seg.kind != "heading":
             others.setdefault(seg.source_id, []).append(scores[seg.id])
+    floors = {src: round(sorted(v, reverse=True)[min(CONSTRAINT_AFTER, len(v)) - 1] - 1e-6, 6)
+              for src, v in others.items()}
     out = dict(scores)
     raised = 0
     for seg in segments:
-        if seg.id not in constraint:
-            continue
-        ranked = sorted(others.get(seg.source_id, ()), reverse=True)
-        if not ranked:
-            continue
-        floor = round(ranked[min(CONSTRAINT_AFTER, len(ranked)) - 1] - 1e-6, 6)
-        if floor > out[seg.id]:
-            out[seg.id] = floor
+        if seg.id in constraint and floors.get(seg.source_id, 0.0) > out[seg.id]:
+            out[seg.id] = floors[seg.source_id]
             raised += 1
     return out, raised
 

@@ -109,6 +109,7 @@ def query_parts(query: str) -> list[str]:
              if p and len(p.split()) >= 2 and _QUESTION_RE.search(p.strip())]
     return asked if len(asked) >= 2 else [query]
 
+
 def lead_with_each_question(segs: Sequence[Segment], sims: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """*scores* with the segment (not a heading) most similar to each question of a compound query
     (*sims*: one column a question, :func:`query_parts`) raised to just below the best score, in the
