@@ -312,7 +312,7 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
 
 def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]], cost: dict[str, int],
                    groups: _Groups, room: _Room, counter: Any) -> list[str]:
-    """A warning when the segment that best matches the query is not delivered: the text then answers
+    """A warning when the segment ranked first for the query is not delivered: the text then answers
     from what ranked below it (QA: a 212-token clause that answered the query did not fit in 120
     tokens, two unrelated clauses went out, and the record did not say so)."""
     ranked = sorted((tiers[s.id], s) for s in live if tiers[s.id][0] > 1 and s.id not in groups.heads
@@ -321,7 +321,7 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
         return []
     best = ranked[0][1]
     need = sum(cost[i] for i in groups.to_add(best.id, kept) or {best.id})
-    return [(f"the segment that best matches the query, {best.id} (score {best.score:.2f}), was left out: with what "
+    return [(f"the segment ranked first for the query, {best.id} (score {best.score:.2f}), was left out: with what "
              f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
              f"{room.budget}{room.held}; raise the budget to deliver it")]
 

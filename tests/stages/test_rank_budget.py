@@ -1366,12 +1366,12 @@ def test_a_warning_says_when_the_best_match_for_the_query_did_not_fit(plan):
     text = long_clause + "\n\n3.1 The Premises are used as offices.\n\n6.1 Holding over is monthly."
     query = "which outgoings is the tenant not liable for, and the cap on management fees"
     r = make(plan).compress(text, query=query, budget=40)
-    (warning,) = [w for w in r.record["warnings"] if "best matches the query" in w]
+    (warning,) = [w for w in r.record["warnings"] if "ranked first for the query" in w]
     assert "#0 (score 1.00), was left out" in warning and "budget of 40" in warning
     assert "management fees above 3%" not in r.text
     wide = make(plan).compress(text, query=query, budget=400)
     assert "management fees above 3%" in wide.text
-    assert not [w for w in wide.record["warnings"] if "best matches the query" in w]
+    assert not [w for w in wide.record["warnings"] if "ranked first for the query" in w]
 
 
 def test_a_heading_corrects_nothing():
