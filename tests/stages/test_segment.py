@@ -1176,3 +1176,16 @@ def test_items_of_a_short_list_or_numbered_paragraphs_left_out_are_counted_where
     assert _delivered(reqs, {0} | opening).startswith("## 4. Mandatory Requirements\n\n[LIST_ITEMS: 1]\nM2.")
     later = next(s.index for s in reqs if s.text.startswith("It is checked") and s.index > max(opening))
     assert _delivered(reqs, {later}) == "[LIST_ITEMS: 6]\nM7. … It is checked at the demonstration."
+
+
+def test_a_short_last_sentence_of_a_line_is_not_joined_to_the_next_line():
+    # QA: "Interest compounds monthly." (the end of clause 7.2) was joined, as a short lead-in, to clause
+    # 7.3's first sentence on the next line, and 7.3's words were delivered on 7.2's line
+    text = ("7.2 The Buyer shall pay within 14 days. Interest compounds monthly.\n"
+            "7.3 Either party may terminate for material breach. Notice must be in writing.\n")
+    assert [s.text for s in seg(text)] == ["7.2 The Buyer shall pay within 14 days.", "Interest compounds monthly.",
+                                           "7.3 Either party may terminate for material breach.",
+                                           "Notice must be in writing."]
+    # a clause title on a line of its own still goes with the line after it
+    assert [s.text for s in seg("Section 4.1 Fees.\nThe fee is EUR 400 a month.\n")] == [
+        "Section 4.1 Fees.\nThe fee is EUR 400 a month."]
