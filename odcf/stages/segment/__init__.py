@@ -727,7 +727,8 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
     for k, (a, b) in enumerate(spans):
         start = a if pending is None else pending
         short = _word_count(text[a:b]) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
-        if short and "\n" in text[b:spans[k + 1][0]] and text[:start].strip(" \t") and not text[:start].rstrip(" \t").endswith("\n"):
+        before = text[:start].rstrip(" \t")
+        if short and "\n" in text[b:spans[k + 1][0]] and before and not before.endswith("\n"):
             # the last sentence of a line that others open is no lead-in of the next line: joined to it,
             # "Interest compounds monthly." took clause 7.3's first sentence into clause 7.2
             short = False
