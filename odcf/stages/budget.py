@@ -315,11 +315,10 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
     """A warning when the segment ranked first for the query is not delivered: the text then answers
     from what ranked below it (QA: a 212-token clause that answered the query did not fit in 120
     tokens, two unrelated clauses went out, and the record did not say so)."""
-    ranked = sorted((tiers[s.id], s) for s in live if tiers[s.id][0] > 1 and s.id not in groups.heads
-                    and s.score is not None)
-    if not ranked or ranked[0][1].id in kept:
+    best = min((s for s in live if tiers[s.id][0] > 1 and s.id not in groups.heads and s.score is not None),
+               key=lambda s: tiers[s.id], default=None)
+    if best is None or best.id in kept:
         return []
-    best = ranked[0][1]
     need = sum(cost[i] for i in groups.to_add(best.id, kept) or {best.id})
     return [(f"the segment ranked first for the query, {best.id} (score {best.score:.2f}), was left out: with what "
              f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "

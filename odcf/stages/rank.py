@@ -384,8 +384,7 @@ def _as_figures(text: str) -> str:
 
 def _keys(text: str) -> tuple[set[str], set[str]]:
     """Content words, and the numbers that name one value: not a year; a lone digit only with
-    the word after it ("8 hours")."""
-    text = _as_figures(text)
+    the word after it ("8 hours"). *text* is in figures (:func:`_as_figures`)."""
     numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
     units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text) if m.group(2)}
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
@@ -397,9 +396,9 @@ _NUMBER_UNIT_RE = re.compile(r"(?<![\w,./:])(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?([^\
 
 
 def _units(text: str) -> dict[str, set[str | None]]:
-    """Each number of *text* with the units it is written with (None: none)."""
+    """Each number of *text* (in figures, :func:`_as_figures`) with the units it is written with (None: none)."""
     out: dict[str, set[str | None]] = {}
-    for m in _NUMBER_UNIT_RE.finditer(_as_figures(text)):
+    for m in _NUMBER_UNIT_RE.finditer(text):
         out.setdefault(m.group(1).rstrip(".,"), set()).add(m.group(2).lower() if m.group(2) else None)
     return out
 
@@ -437,8 +436,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     fixes = [k for k, seg in enumerate(segments) if seg.kind != "heading" and CORRECTION_RE.search(seg.text)]
     if not fixes:
         return {}
-    keys = [_keys(seg.text) for seg in segments]
-    units = [_units(seg.text) for seg in segments]
+    figures = [_as_figures(seg.text) for seg in segments]
+    keys = [_keys(t) for t in figures]
+    units = [_units(t) for t in figures]
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
     # a Chinese amendment's replaced values and words, and each segment's article and values, read once (none in
@@ -452,7 +452,8 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
         mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
-        old = set().union(*(_keys(v)[1] for m in _OLD_VALUE_RE.finditer(segments[k].text) for v in m.groups() if v))
+        old = set().union(*(_keys(_as_figures(v))[1] for m in _OLD_VALUE_RE.finditer(segments[k].text)
+                            for v in m.groups() if v))
         named = [p for p in (_subject(m.group(1)) for m in _CHANGED_SUBJECT_RE.finditer(segments[k].text)) if p]
         window = [j for j in range(max(0, k - CORRECTION_WINDOW), k) if j not in fixing and segments[j].kind != "heading"]
         # where the correction says what the value was and a segment holds it, that is what it corrects
@@ -536,14 +537,11 @@ def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
         named.add((n, part))
     if not named:
         return []
-    if not (old or quoted):
-        # "第七条第二款修改为：……" rewrites the 款 (or the article) it names whole: that is what it changes, and
-        # an article that only cites it is none of it (shared words had linked 第十五条, which cites 第七条第二款)
-        whole = [j for j in window if articles[j][0] in {n for n, _ in named}]
-        part = [j for j in whole if any(n == articles[j][0] and p in (None, articles[j][1]) for n, p in named)]
-        return [segments[j].id for j in part or whole]
+    # without a value replaced, "第七条第二款修改为：……" rewrites the 款 (or the article) it names whole: that is
+    # what it changes, and an article that only cites it is none of it (shared words had linked 第十五条)
+    whole = not (old or quoted)
     held = [j for j in window if articles[j][0] in {n for n, _ in named}
-            and (old & values[j] or any(q in compact[j] for q in quoted))]
+            and (whole or old & values[j] or any(q in compact[j] for q in quoted))]
     # the 款 named ("第五条第二款") picks among them; where none of it holds the value, the article's
     # do (a hard-wrapped line counts as a 款 of its own); an article that cites "第五条第二款" is no part of 第五条
     in_part = [j for j in held if any(n == articles[j][0] and p in (None, articles[j][1]) for n, p in named)]

@@ -713,6 +713,13 @@ def _bold_title(lines: list[tuple[int, int, str]], k: int) -> bool:
     return not below[:1].islower()
 
 
+def _opens_line(text: str, pos: int) -> bool:
+    """Whether only spaces or tabs stand between *pos* and the start of its line (or of *text*)."""
+    while pos > 0 and text[pos - 1] in " \t":
+        pos -= 1
+    return pos == 0 or text[pos - 1] == "\n"
+
+
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
                   backward: bool = True) -> list[tuple[int, int]]:
     """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
@@ -727,8 +734,7 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
     for k, (a, b) in enumerate(spans):
         start = a if pending is None else pending
         short = _word_count(text[a:b]) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
-        before = text[:start].rstrip(" \t")
-        if short and "\n" in text[b:spans[k + 1][0]] and before and not before.endswith("\n"):
+        if short and "\n" in text[b:spans[k + 1][0]] and not _opens_line(text, start):
             # the last sentence of a line that others open is no lead-in of the next line: joined to it,
             # "Interest compounds monthly." took clause 7.3's first sentence into clause 7.2
             short = False
