@@ -24,6 +24,13 @@ _CJK_EDGE = re.compile("[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\u3000-\u303f\uf
 PINNED = ("instruction",)
 
 
+def items_mark(n: int) -> str:
+    """What stands where *n* items of a list were left out: ``[…3 items]``, ``[…1 item]`` (4 o200k
+    tokens with its line break, against 7 for ``[LIST_ITEMS: 3]``: a policy list of short rules,
+    delivered in part at a tight budget, has a mark at every gap)."""
+    return f"[…{n} item{'' if n == 1 else 's'}]"
+
+
 def source_order(doc: Document) -> list[Source]:
     order = doc.meta.get("order")
     sources = list(doc.sources)
@@ -101,7 +108,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
             else:
                 omitted = items[0]
             if omitted > 0:
-                out.append(f"[LIST_ITEMS: {omitted}]{nl}")
+                out.append(items_mark(omitted) + nl)
         code = seg.meta.get("code_lines")
         if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
             # a part of a long code block delivered without the part before it: inside the fences
@@ -126,7 +133,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
             rest = seg.meta.get("list_total", 0) - sum(items)  # items after the last part delivered
             if rest > 0:
-                out.append(f"{nl}[LIST_ITEMS: {rest}]")
+                out.append(nl + items_mark(rest))
         parts = seg.meta.get("cut_parts")
         cut_open = bool(parts and seg.meta["cut_part"] < parts - 1 and (nxt is None or nxt.index != seg.index + 1)
                         and not (nxt.meta.get("cut_part") and nxt.paragraph == seg.paragraph if nxt is not None else False))
@@ -155,7 +162,7 @@ class _ItemMarks:
     """The run of list items open while a source is joined (odcf.stages.segment.items: a short list's
     items, or long ones, in paragraphs of their own, "M1. …" … "M7. …"): items left out before a
     delivered one are counted before it, and those after the last delivered one after it
-    (``[LIST_ITEMS: n]``), as for the parts of a long list, so that a list of two held drugs delivered
+    (``[…n items]``), as for the parts of a long list, so that a list of two held drugs delivered
     with one does not read as the whole list."""
 
     def __init__(self, out: list[str], nl: str) -> None:
@@ -174,7 +181,7 @@ class _ItemMarks:
         run = items[0] if items else seg.meta.get("in_items") if seg is not None else None
         if run != self.run:
             if self.total > self.upto:
-                self.out.append(f"{self.nl}[LIST_ITEMS: {self.total - self.upto}]")
+                self.out.append(self.nl + items_mark(self.total - self.upto))
             self.run = None
 
     def enter(self, seg: Segment) -> bool:
@@ -188,7 +195,7 @@ class _ItemMarks:
         omitted = int(first) - self.upto
         self.upto = max(self.upto, int(first) + int(count))
         if omitted > 0:
-            self.out.append(f"[LIST_ITEMS: {omitted}]{self.nl}")
+            self.out.append(items_mark(omitted) + self.nl)
             return True
         return False
 
@@ -407,7 +414,7 @@ def _lead(prev: Segment | None, seg: Segment, marked: bool) -> str:
     """What goes right before *seg*'s text when the segment before it in the source is not delivered:
     the number of its item when the piece holding that number is not delivered ("7.4 … "), "… " when
     it goes on a line whose start is left out, and, on a line of its own, "…" for whole lines of its
-    paragraph left out (*marked*: ``[LIST_ITEMS: n]`` said so already)."""
+    paragraph left out (*marked*: ``[…n items]`` said so already)."""
     if prev is not None and prev.index == seg.index - 1:
         return ""
     label = seg.meta.get("item_label")

@@ -226,8 +226,9 @@ def resegment(source: Source, plan: Any, *, tokenizer: str | None = None,
 
 
 #: Text later stages write into a delivered block that is not from the source: ``[DATA_ROWS: 12]``, ``[PREFIX: ..]``,
-#: and a JSON object's count of the keys it leaves out, ``"[JSON_KEYS: 2]":null`` (the ``null`` is odcf's too).
-_MARKER = re.compile(r'"\[JSON_KEYS: \d+\]":null|\[[A-Z][A-Z_]*:[^\]\n]*\]')
+#: and a JSON object's count of the keys it leaves out, ``"[JSON_KEYS: 2]":null`` (the ``null`` is odcf's too),
+#: and the items of a list left out, ``[…3 items]`` (odcf.render.items_mark).
+_MARKER = re.compile(r'"\[JSON_KEYS: \d+\]":null|\[[A-Z][A-Z_]*:[^\]\n]*\]|\[…\d+ items?\]')
 _WORD_RE = re.compile(r"\w+")
 
 

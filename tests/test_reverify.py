@@ -11,7 +11,7 @@ import pytest
 from odcf.compressor import Compressor, read_source_file
 from odcf.document import Source, sha256
 from odcf.errors import InputError
-from odcf.reverify import read_selection, select, split_blocks, verify_record, verify_report
+from odcf.reverify import foreign_words, read_selection, select, split_blocks, verify_record, verify_report
 
 SWITCHES = {n: False for n in ("rules", "fold") if importlib.util.find_spec(f"odcf.stages.{n}") is None}
 NOTES = "Order W1 shipped on 2024-05-01.\nOrder W2 is pending.\nThe customer asked about the refund.\n"
@@ -179,6 +179,21 @@ def test_a_table_delivered_in_parts_with_row_markers_verifies(plan, tmp_path):
     assert "[DATA_ROWS:" in result.text and "| W023 | 161 units | held |" in result.text
     assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
     forged = result.text.replace("[DATA_ROWS: ", "[DATA_ROWS: 1", 1)
+    assert verify_record(result.record, forged, plan=plan, stages=SWITCHES) != []
+
+
+def test_a_list_delivered_in_part_with_item_marks_verifies(plan, tmp_path):
+    rules = "\n".join(f"- Rule {k}: the agent must log step {k} of the refund process." for k in range(1, 9))
+    f = tmp_path / "policy.md"
+    f.write_text("Refund policy for agents.\n\n" + rules.replace("step 6 of", "step 6 and quote order W6 of")
+                 + "\n", encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(f))], query="order W6", budget=130)
+    assert "W6" in result.text and "[…" in result.text, result.text
+    assert "Rule 2:" not in result.text  # so a mark stands for it
+    assert verify_record(result.record, result.text, plan=plan, stages=SWITCHES) == []
+    (body,) = split_blocks(result.text, result.record).values()
+    assert foreign_words(body, f.read_text(encoding="utf-8")) == []  # the mark's words are odcf's
+    forged = result.text.replace("[…", "[…1", 1)
     assert verify_record(result.record, forged, plan=plan, stages=SWITCHES) != []
 
 

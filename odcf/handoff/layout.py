@@ -100,7 +100,7 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
         history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
                               origin=f"odcf:history turns {first_t}–{last_t} as bullets",
                               # its source line names the turns, the record what became of each: no
-                              # [LIST_ITEMS: n] for the older ones left out (odcf.stages.segment.items)
+                              # […n items] for the older ones left out (odcf.stages.segment.items)
                               meta={"handoff_order": "ascending", "handoff_constraint_bullets": keep,
                                     "list_marks": False}))
     n = len(layered.recent)

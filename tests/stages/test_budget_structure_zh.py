@@ -190,7 +190,7 @@ def test_a_horizontal_rule_is_delivered_only_between_two_delivered_parts(plan):
 def test_a_chinese_enumeration_is_cut_in_small_parts(plan):
     # QA (regression): the four items of 第八条 were one 77-token part, so the answer item never fitted
     # beside its lead-in at 90 tokens (delivered alone before, as a sentence); one item a part then lost
-    # lists of short items to the [LIST_ITEMS: n] markers: parts of about 40 tokens
+    # lists of short items to the […n items] markers: parts of about 40 tokens
     text = ("第八条 燃气经营企业应当按照下列时限完成整改：\n（一）立即停止使用未经检验的钢瓶；\n"
             "（二）2025年6月30日前完成全部老旧管道的更换，逾期未完成的，不得新增用户；\n"
             "（三）2025年12月31日前建成用户端安全监测平台；\n（四）每季度向市城市管理局报送整改进度。\n\n"

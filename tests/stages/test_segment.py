@@ -2,7 +2,7 @@ import json
 
 from odcf.document import Document, Source
 from odcf.plan.model import Plan
-from odcf.render import join_segments
+from odcf.render import items_mark, join_segments
 from odcf.stages.segment import Segmenter
 from odcf.textutil import split_sentences
 from odcf.tokens import get_counter
@@ -607,9 +607,9 @@ def test_a_long_list_is_cut_in_whole_items_and_items_left_out_are_marked():
     lead = out[0]
     alone = join_segments([p13])
     k = p13.meta["list_items"]
-    assert alone == f"[LIST_ITEMS: {k[0]}]\n{p13.text}\n[LIST_ITEMS: {20 - k[0] - k[1]}]"
+    assert alone == f"{items_mark(k[0])}\n{p13.text}\n{items_mark(20 - k[0] - k[1])}"
     first, last = parts[0], parts[-1]
-    assert join_segments([lead, first, last]).count("[LIST_ITEMS:") == 1  # the middle, between them
+    assert join_segments([lead, first, last]).count("[…") == 1  # the middle, between them
     assert join_segments(list(out)) == text  # all delivered: as written, no marker
 
 
@@ -1163,19 +1163,19 @@ def test_items_of_a_short_list_or_numbered_paragraphs_left_out_are_counted_where
             "Next paragraph.")
     out = seg(text, kind="markdown")
     assert [s.meta.get("items") is not None for s in out] == [False, True, True, False]
-    assert _delivered(out, {0, 2, 3}) == ("**HELD — do not take until told by your doctor:**\n\n[LIST_ITEMS: 1]\n"
+    assert _delivered(out, {0, 2, 3}) == ("**HELD — do not take until told by your doctor:**\n\n[…1 item]\n"
                                           "- Lisinopril 20 mg once daily: held for AKI and low blood pressure; review "
                                           "at follow-up.\n\nNext paragraph.")
-    assert _delivered(out, {0, 1}).endswith("restart at no more than 500 mg twice daily.\n[LIST_ITEMS: 1]")
+    assert _delivered(out, {0, 1}).endswith("restart at no more than 500 mg twice daily.\n[…1 item]")
     reqs = seg("## 4. Mandatory Requirements\n\n" + "\n\n".join(
         f"M{n}. The system must meet requirement number {n}. It is checked at the demonstration." for n in range(1, 8)),
         kind="markdown")
     opening = {s.index for s in reqs if s.text.startswith(("M2.", "M7."))}
-    assert _delivered(reqs, opening) == ("[LIST_ITEMS: 1]\nM2. The system must meet requirement number 2.\n\n[LIST_ITEMS: 4]\n"
+    assert _delivered(reqs, opening) == ("[…1 item]\nM2. The system must meet requirement number 2.\n\n[…4 items]\n"
                                          "M7. The system must meet requirement number 7.")
-    assert _delivered(reqs, {0} | opening).startswith("## 4. Mandatory Requirements\n\n[LIST_ITEMS: 1]\nM2.")
+    assert _delivered(reqs, {0} | opening).startswith("## 4. Mandatory Requirements\n\n[…1 item]\nM2.")
     later = next(s.index for s in reqs if s.text.startswith("It is checked") and s.index > max(opening))
-    assert _delivered(reqs, {later}) == "[LIST_ITEMS: 6]\nM7. … It is checked at the demonstration."
+    assert _delivered(reqs, {later}) == "[…6 items]\nM7. … It is checked at the demonstration."
 
 
 def test_a_short_last_sentence_of_a_line_is_not_joined_to_the_next_line():

@@ -541,7 +541,7 @@ class Segmenter(Stage):
         """A list (or a run of log lines) cut into parts of whole items, each about
         ``max_list_tokens``: an item is a line no deeper than the first one, with the deeper lines
         under it. Parts of a list of several carry their items (first index, count) and the list's
-        item count, so that assembly marks the items left out (``[LIST_ITEMS: n]``, odcf.render):
+        item count, so that assembly marks the items left out (``[…n items]``, odcf.render):
         one step of a runbook ("13. DO NOT flush …") can be delivered without the 15 around it, and a
         reader still sees that the list goes on."""
         def depth(line: str) -> int:

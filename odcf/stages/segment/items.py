@@ -12,7 +12,7 @@ odcf.render needs to say what is left out between two delivered pieces (meta of 
   NSAIDs …"), never as a part of the item above it.
 - ``items``: ``[run, first, count, total]`` on the pieces of a run of two list items or more of one
   kind (a short list's items, or long ones, in paragraphs of their own; paragraphs "M1. …" … "M7. …"):
-  the items a piece is in, so that items left out are counted where they are (``[LIST_ITEMS: n]``), as
+  the items a piece is in, so that items left out are counted where they are (``[…n items]``), as
   for the parts of a long list; ``in_items``: *run*, on a table, list or code block inside an item of
   it. A held drug must not vanish from a list of two unsaid. Clauses ("7.1", "Section 9.1", "第十二条")
   are provisions, not items of a list: one left out between two delivered is not counted (their
