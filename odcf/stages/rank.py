@@ -607,14 +607,18 @@ USER_CONSTRAINT_RE = re.compile(
     r"|\b(?:e-?mail|phone|text|sms|post|mail|chat|letters?|writing)\s+only\b"
     r"|\bonly\s+(?:by|via|through|in)\s+(?:e-?mail|phone|text|sms|post|mail|chat|letter|writing)\b"
     r"|\b(?:never|not|nothing)\s+(?:be\s+)?(?:before|after)\s+\d{1,2}(?:[:.]\d\d)?\s*(?:[ap]\.?m\b|h\b|o['’]clock)"
+    r"|\bno\s+(?:(?:phone|more)\s+)?(?:calls?|visits?|deliver(?:y|ies)|contact|messages?|texts?|e-?mails?|appointments?)"
+    r"\s+(?:before|after|until)\s+\d{1,2}(?:[:.]\d\d)?\s*(?:[ap]\.?m\b|h\b|o['’]clock)"
     r"|\bI\s+(?:do\s+not|don['’]t|will\s+not|won['’]t|cannot|can['’]t|did\s+not|didn['’]t)\s+(?:want|accept|agree\s+to|consent)"
     r"\s+(?:a|an|any|the|my|this|that|it|them|to\s+be)\b"
-    r"|\b(?:my|me)\b[^.;!?]*,\s*(?:never|not)\s+(?:to|on|at|in|by|a|an|the|my)\b"
+    r"|\b(?:my|me)\b[^.;!?]*,\s*(?:never|not)\s+(?:to|on|at|in|by|a|an|the|my|(?:tele)?phone|calls?|e-?mail|texts?|sms|post|mail"
+    r"|letters?|chat)\b"
     r"|\bI\s+(?:want|need|expect)\b[^.;!?]*?,\s*not\b|\bI\s+(?:expect|ask|insist)\b[^.;!?]{0,20}\bnot\s+to\b"
     r"|\bI\s+(?:cannot|can['’]t|am\s+unable\s+to)\b[^.;!?]{0,30}\b(?:before|after|until)\s+\d"
     r"|\bI(?:\s+(?:would|['’]d)\s+(?:rather|prefer)|\s+prefer|\s+insist\s+on)\s+(?!to\b)(?:a|an|the|my|it|that|this|email|e-mail|phone)\b"
     r"|\b(?:I\s+am|I['’]m|I\s+have|I\s+had)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic))"
-    r"|请(?:不要|勿|别)[^。；！？]{0,8}(?:我|本人)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:不(?:要|想|需要|接受)|对\S{1,8}过敏)")
+    r"|请(?:不要|勿|别)[^。；！？]{0,8}(?:我|本人)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:不(?:要|想|需要|接受)|对\S{1,8}过敏)"
+    r"|(?:不要|别|勿)再?(?:(?:给|向|跟|和)我(?:打|发|寄|致电|联系)|(?:打|找|联系|打扰)我)")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",

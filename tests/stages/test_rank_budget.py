@@ -1306,6 +1306,11 @@ def test_a_customers_constraint_ranks_near_the_top_without_displacing_the_answer
     ("I'm allergic to penicillin.", True),
     ("请勿致电给我，只接受邮件。", True),
     ("我不要退款，只要换货。", True),
+    # QA: conditions said without "do not … me"
+    ("No calls before 4 pm, please.", True),
+    ("Contact me by email, not phone.", True),
+    ("晚上八点以后不要给我打电话。", True),
+    ("以后别再打扰我了。", True),
     ("I don't think we should do that.", False),
     ("Don't worry about it.", False),
     ("Don't get me wrong, it works.", False),
@@ -1331,6 +1336,9 @@ def test_a_customers_constraint_ranks_near_the_top_without_displacing_the_answer
     ("Don't let the perfect be the enemy of the good.", False),
     ("我们不同意对方提出的延期方案。", False),
     ("请别忘了周五提交周报。", False),
+    ("There were no delays before 9 am.", False),
+    ("Our team met on Friday, not Monday.", False),
+    ("不要让客户等待超过十分钟。", False),
 ])
 def test_what_counts_as_a_user_constraint(sentence, constraint):
     from odcf.stages.rank import USER_CONSTRAINT_RE
