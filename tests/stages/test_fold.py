@@ -18,8 +18,9 @@ _MARK = re.compile(r"^\[DATA_ROWS: (\d+)\]$")
 
 def _prepare(text: str, plan: Plan, query: str | None = None, kind: str = "markdown") -> Document:
     doc = Document.from_sources([Source(id="s", text=text, kind=kind)], query=query)
-    # one table segment (the default cuts a table into parts of ~60 tokens, which rarely need folding)
-    return Protector()(Segmenter(max_table_tokens=2000)(doc, plan), plan)
+    # one table segment (the default cuts a table into parts of ~60 tokens, which rarely need folding), and
+    # one list segment (a list's parts are of about 40 tokens)
+    return Protector()(Segmenter(max_table_tokens=2000, max_list_tokens=400)(doc, plan), plan)
 
 
 def _table(rows: list[tuple[str, str, str]]) -> str:

@@ -93,7 +93,7 @@ def test_long_list_blocks_are_chunked():
     assert [s.kind for s in out] == ["list", "list", "list"]  # log lines sharing a prefix: runs of lines
     assert "".join(s.sep + s.text for s in out) == text
     items = "\n".join(f"- Worker {i} processed the item it was given and reported back to the queue" for i in range(60))
-    out = seg(items)  # a list: about 100 tokens a part, in whole items
+    out = seg(items)  # a list: about 40 tokens a part, in whole items
     assert len(out) > 10 and {s.kind for s in out} == {"list"} and "".join(s.sep + s.text for s in out) == items
 
 

@@ -124,7 +124,7 @@ def test_diff_lines_are_never_headings_nor_reindented():
 
 
 def test_a_long_hunk_is_cut_in_whole_lines_and_lines_left_out_are_marked():
-    segs = Segmenter(max_list_tokens=60)(Document.from_sources([Source(id="a", text=SETTINGS)]),
+    segs = Segmenter(max_hunk_tokens=60)(Document.from_sources([Source(id="a", text=SETTINGS)]),
                                          Plan(domain="t")).segments
     parts = [s for s in segs if s.meta.get("diff") == "lines"]
     assert len(parts) >= 2 and segs[parts[0].meta["under"]].text.startswith("@@ -3,12 +3,12 @@")

@@ -93,7 +93,8 @@ class Segmenter(Stage):
         max_block_tokens: int = 400,
         max_table_tokens: int = 60,
         max_code_tokens: int = 60,
-        max_list_tokens: int = 100,
+        max_list_tokens: int = 40,
+        max_hunk_tokens: int = 100,
         json_split_tokens: int = 200,
         max_sentence_chars: int = 1200,
         clause_cut_chars: int = 240,
@@ -105,6 +106,7 @@ class Segmenter(Stage):
         self.max_table_tokens = max_table_tokens
         self.max_code_tokens = max_code_tokens
         self.max_list_tokens = max_list_tokens
+        self.max_hunk_tokens = max_hunk_tokens
         self.json_split_tokens = json_split_tokens
         self.max_sentence_chars = max_sentence_chars
         self.clause_cut_chars = clause_cut_chars
@@ -300,7 +302,7 @@ class Segmenter(Stage):
                 # (odcf.stages.segment.diffparts); its lines are never headings, never re-indented
                 diffs += 1
                 pieces.extend(diff_pieces(lines, i, files, paragraph, len(pieces), diffs, _line_piece,
-                                          lambda s: counter.count(s) + 1, self.max_list_tokens))
+                                          lambda s: counter.count(s) + 1, self.max_hunk_tokens))
                 paragraph += 1
                 i = max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
                 continue
