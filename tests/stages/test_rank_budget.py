@@ -1508,3 +1508,18 @@ def test_a_correction_links_its_old_value_however_the_figures_are_written(stale,
     segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
             for i, t in enumerate([stale, "Lunch is served at noon.", fix])]
     assert correction_links(segs) == {"s2": ["s0"]}
+
+
+def test_the_step_a_query_asks_for_is_delivered_from_a_long_procedure_at_a_small_budget(plan):
+    # QA: step 8 of a 12-step procedure, the one asked for, was in a part of about 100 tokens (five steps)
+    # that did not fit a budget of 70: only the title and the last line were delivered
+    steps = [f"- Step {k}: check valve V-{100 + k} and log the reading in the shift book." for k in range(1, 13)]
+    steps[7] = "- Step 8: close valve V-108 if the pressure exceeds 6.5 bar, then call the duty engineer."
+    text = "Shutdown procedure.\n\n" + "\n".join(steps) + "\n\nEnd of procedure.\n"
+    for budget in (50, 70):
+        r = make(plan).compress(text, query="what to do if the pressure exceeds 6.5 bar?", budget=budget)
+        assert r.tokens_out <= budget
+        assert steps[7] in r.text, (budget, r.text)
+        lines = r.text.split("\n")[1:]
+        marks = [int(ln[len("[…"):].split()[0]) for ln in lines if ln.startswith("[…")]
+        assert lines[0].startswith("[…") and len([ln for ln in lines if ln.startswith("- Step")]) + sum(marks) == 12
