@@ -120,6 +120,12 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
     total = sum(counts)
     logger.info("batch: %d record(s) in %d file(s), %d already done; engine %s, %d worker(s)",
                 total, len(files), already, engine, workers)
+    # an input without a record (an empty file, blank lines only, a Parquet file of no rows) is no error:
+    # a day without tickets is a normal run; but an empty output must not look like a job that worked
+    nothing = "" if total else (f"{input}: the input holds no records (no JSON line, no Parquet row), so the "
+                                "output is empty")
+    if nothing:
+        logger.warning("%s", nothing)
 
     # A misspelled --query-field would compress every record without its query, and look fine.
     # Parquet says at once (its schema); JSON Lines only once every record is read.
@@ -149,7 +155,7 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
     warnings = _query_warnings(config.query_field, totals)
     if warnings and not early:
         logger.warning("%s", warnings[0])
-    warnings = ((unread,) if unread else ()) + warnings  # logged when the folder was read
+    warnings = ((unread,) if unread else ()) + ((nothing,) if nothing else ()) + warnings  # logged above
     summary = BatchSummary(
         records_in=totals.records_in, records_out=totals.records_out, records_failed=totals.records_failed,
         tokens_in=totals.tokens_in, tokens_out=totals.tokens_out, seconds=time.perf_counter() - t0,

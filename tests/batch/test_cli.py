@@ -84,6 +84,21 @@ def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology
     assert "--query-field 'qeury': no record of the job has this field" in summary["warnings"][0]
 
 
+def test_an_input_without_records_is_a_warning_not_a_silent_empty_output(tmp_path, ontology, capsys):
+    for name, body in (("empty.jsonl", ""), ("blank.jsonl", "\n  \n\n")):
+        src = tmp_path / name
+        src.write_text(body, encoding="utf-8")
+        out = tmp_path / f"{name}.out.jsonl"
+        assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--json"]) == 0
+        captured = capsys.readouterr()
+        summary = json.loads(captured.out)
+        assert summary["records_in"] == 0 and out.read_text(encoding="utf-8") == ""
+        assert summary["warnings"] == [f"{src}: the input holds no records (no JSON line, no Parquet row), so the "
+                                       "output is empty"]
+        assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--overwrite"]) == 0
+        assert f"warning: {summary['warnings'][0]}" in capsys.readouterr().out
+
+
 def test_summary_counts_empty_over_budget_and_warned_records(tmp_path, ontology, capsys):
     # QA: "records: 300 in, 300 out, 0 failed" while 278 rows had "text": "" (each with a record warning)
     long_sentence = "The supplier shall deliver " + " ".join(f"crate{k} of widgets" for k in range(30)) + " by May."
