@@ -332,7 +332,7 @@ CORRECTION_RE = re.compile(
     r"|amended to read|now reads"
     r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
     r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
-    r"|\bnot\s+[€$£¥]?\d[\d,./:]*%?(?:\s?[^\W\d_]+){0,2}(?:\s\d{4})?(?=\s*(?:[.;,)!\n\-–—]|$|as\b|but\b))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再")
+    r"|\bnot\s+[€$£¥]?\d[\d,./:]*%?(?:\s?[^\W\d_]+){0,2}(?:\s\d{4})?(?=\s*(?:[.;,)!\n\-–—]|$|as\b|but\b))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再|删去|删除第")
 #: A number on its own: not the digits of a name or a unit ("D50", "T2DM", "mL/min/1.73m2").
 _NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
 #: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
@@ -347,6 +347,11 @@ _ZH_OLD_VALUE_RE = re.compile(r"(?<![\d,.])(\d[\d,.]*)\s*(" + _CJK_UNIT + r")?\s
 #: '将第七条第二款中的"每年3月31日前"修改为"每年1月31日前"' -> 每年3月31日前 (a unit or "内", "前" after the
 #: number, and the closing quote, hide it from :data:`_ZH_OLD_VALUE_RE`).
 _ZH_QUOTED_OLD_RE = re.compile(r'(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|「([^」\n]{1,80})」)\s*' + _ZH_CHANGE)
+#: The words a deletion quotes: '删去第八条中的"经营情况"' -> 经营情况 (what it changes, as a replacement's are).
+_ZH_QUOTED_GONE_RE = re.compile(r'删(?:去|除)[^"“「。；\n]{0,30}?(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|「([^」\n]{1,80})」)')
+#: The shortest quoted words that name what a change without an article makes ('将本办法中的"每年3月31日前"修改为…'):
+#: "报告" alone is in too many sentences to say which.
+_ZH_QUOTED_MIN = 4
 #: What a Chinese change says was there, between 由 and its verb: "限流阈值由每分钟 3,000 次变更为 6,000 次" ->
 #: "每分钟 3,000 次" (its numbers are the values replaced).
 _ZH_FROM_RE = re.compile(r"由([^由，。；：;\n]{1,40}?)" + _ZH_CHANGE)
@@ -510,7 +515,8 @@ def _zh_replaced(text: str) -> tuple[set[tuple[str, str | None]], set[str]]:
     words it quotes as replaced ('中的"每年3月31日前"修改为'), white space taken out."""
     old = {(m.group(1).rstrip(".,"), m.group(2)) for m in _ZH_OLD_VALUE_RE.finditer(text)}
     old |= {v for m in _ZH_FROM_RE.finditer(text) for v in _zh_values(m.group(1))}
-    return old, {_compact(next(g for g in m.groups() if g)) for m in _ZH_QUOTED_OLD_RE.finditer(text)}
+    return old, {_compact(next(g for g in m.groups() if g)) for rx in (_ZH_QUOTED_OLD_RE, _ZH_QUOTED_GONE_RE)
+                 for m in rx.finditer(text)}
 
 
 def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
@@ -521,8 +527,10 @@ def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
     第十二条) or the words it quotes ('将第七条第二款中的"每年3月31日前"修改为…' -> the sentence of 第七条
     saying "每年3月31日前"), in the 款 it names if one there does; *old* and *quoted* are what it replaces
     (:func:`_zh_replaced`); without a value replaced, the 款 or article it names, whole ("第七条第二款修改为：…").
-    Without an article named, nothing: a shared "30日" or "100万元" with "不再" or "修改为" in between says
-    nothing of which sentence it changes."""
+    Without an article named, the segments that hold the words it quotes ('将本办法中的"每年3月31日前"修改为…',
+    every one: "本办法中的" changes them all), when those are of :data:`_ZH_QUOTED_MIN` characters or more and
+    in at most :data:`CORRECTION_RARE` segments; else nothing: a shared "30日" or "100万元" with "不再" or
+    "修改为" in between says nothing of which sentence it changes."""
     text = segments[k].text
     own = _ZH_ARTICLE_RE.match(text.lstrip())
     refs = list(_ZH_ARTICLE_RE.finditer(text))
@@ -536,7 +544,8 @@ def _zh_amended(segments: Sequence[Segment], k: int, window: Sequence[int],
                 and not text[ref.end():after.start()].strip() else None)
         named.add((n, part))
     if not named:
-        return []
+        holders = [j for j, c in enumerate(compact) if j != k and any(q in c for q in quoted if len(q) >= _ZH_QUOTED_MIN)]
+        return [segments[j].id for j in window if j in holders] if len(holders) <= CORRECTION_RARE else []
     # without a value replaced, "第七条第二款修改为：……" rewrites the 款 (or the article) it names whole: that is
     # what it changes, and an article that only cites it is none of it (shared words had linked 第十五条)
     whole = not (old or quoted)

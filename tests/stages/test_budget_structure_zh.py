@@ -113,6 +113,30 @@ def test_an_amendment_decision_goes_with_the_words_it_quotes_in_the_article_and_
                "3月31日前向", "修改为\"每年1月31日前\"", (60, 100, 160), must_see=False)
 
 
+def test_a_change_naming_no_article_goes_with_the_words_it_quotes_and_a_deletion_with_what_it_deletes():
+    # QA: '将本办法中的"每年3月31日前"修改为…' (no article named) and '删去第十二条中的"…"' linked nothing, so the
+    # repealed deadline and the deleted fine were delivered as current
+    from odcf.stages.rank import correction_links
+
+    text = DECISION.split("附：")[0] + (
+        "附：市人民政府关于修改《公共数据安全管理办法》的决定\n\n"
+        "一、将本办法中的\"每年3月31日前\"修改为\"每年1月31日前\"。\n"
+        "二、删去第十二条中的\"逾期不改正的，处1万元以上5万元以下罚款\"。\n"
+        "三、将本办法中的\"数据\"修改为\"信息\"。\n")
+    segs = Compressor.from_ontology("zh_regulation").compress(text, budget=10_000, annotate=False).document.segments
+    by_text = {s.text: s.id for s in segs}
+
+    def seg(part):
+        return next(sid for t, sid in by_text.items() if part in t)
+
+    links = correction_links(segs)
+    # every sentence that says "每年3月31日前" (a change of the whole 办法); the 款 of 第十二条 that holds the words
+    # deleted; "数据" is in every sentence and names none
+    assert links[seg("一、")] == [seg("3月31日前更新"), seg("3月31日前向")]
+    assert links[seg("二、")] == [seg("逾期不改正的")]
+    assert seg("三、") not in links
+
+
 SPEC = ("# 支付网关 v3.2 技术规格说明书\n\n文档编号：PGW-SPEC-2024-031　版本：3.2.1　密级：内部\n\n"
         "### 3.2 查询支付单 GET /v3/payments/{payment_id}\n\n3.2.1 查询接口的 P99 延迟不得超过 80 ms。\n"
         "3.2.2 payment_id 不存在时返回 HTTP 404，错误码 `PAYMENT_NOT_FOUND`。\n\n"
