@@ -1189,3 +1189,23 @@ def test_a_short_last_sentence_of_a_line_is_not_joined_to_the_next_line():
     # a clause title on a line of its own still goes with the line after it
     assert [s.text for s in seg("Section 4.1 Fees.\nThe fee is EUR 400 a month.\n")] == [
         "Section 4.1 Fees.\nThe fee is EUR 400 a month."]
+
+
+def test_a_sentence_that_limits_the_one_before_it_is_part_of_its_segment():
+    # QA: "12.3 The Supplier may subcontract … without consent." was delivered without "That permission does not
+    # extend to the processing of Personal Data, …", which was left out: the permission read as unlimited
+    text = ("12.3 The Supplier may subcontract any of its obligations without consent. That permission does not extend "
+            "to the processing of Personal Data, which requires the Customer's prior written approval.\n\n"
+            "12.4 The Customer may audit the Supplier once a year. The foregoing applies only to on-site audits. "
+            "Unless otherwise agreed, audits take place on 30 days' notice.")
+    texts = [s.text for s in seg(text)]
+    assert texts == [
+        "12.3 The Supplier may subcontract any of its obligations without consent. That permission does not extend to "
+        "the processing of Personal Data, which requires the Customer's prior written approval.",
+        "12.4 The Customer may audit the Supplier once a year. The foregoing applies only to on-site audits.",
+        # "Unless …" governs its own sentence, not the one before it
+        "Unless otherwise agreed, audits take place on 30 days' notice."]
+    # on a line of its own, or in a transcript's line (delivered after its speaker's label), it stays apart
+    assert len(seg("The Supplier may subcontract without consent.\nThat permission does not extend to data.")) == 2
+    assert [s.text for s in seg("Ann: You may subcontract freely. That does not apply to data.\nBob: Fine.\nAnn: Good.")][:2] == [
+        "Ann: You may subcontract freely.", "That does not apply to data."]

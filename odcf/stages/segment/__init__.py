@@ -700,6 +700,18 @@ def _word_count(sentence: str) -> int:
 #: A very short sentence that only negates or forbids ("Do not rechallenge.", "Never.", "Not
 #: permitted."): what it forbids is in the sentence before it.
 _BARE_NEGATION_RE = re.compile(r"(?i:do not|don't|never|not|no)\b")
+#: A sentence that limits the one before it, naming it: "That permission does not extend to Personal Data",
+#: "This does not apply to …", "Such right shall not …", "The foregoing applies only to …", "Provided that …",
+#: "Notwithstanding the foregoing, …" (not "Unless …" or "Except where …": those govern their own sentence's
+#: clause). Delivered apart from it, "12.3 The Supplier may subcontract … without consent." read as a
+#: permission without limit: it is part of that sentence's segment (odcf.stages.segment._attach_short).
+_RESTRICTS_RE = re.compile(
+    r"(?:(?:That|This|These|Those|Such|Said|The\s+(?:foregoing|above|preceding|same))\b[^.;:!?\n]{0,60}?"
+    r"\b(?:(?:does|do|did|shall|will|may|must|is|are|can|could|would|should)\s+not|(?:applies|apply|is|are)\s+only)\b"
+    r"|Provided(?:,\s*however,)?\s+that\b"
+    r"|Notwithstanding\s+the\s+(?:foregoing|above))")
+#: The longest a sentence may grow by taking the one that limits it (longer ones stay apart).
+_RESTRICTED_MAX_CHARS = 600
 
 
 def _bold_title(lines: list[tuple[int, int, str]], k: int) -> bool:
@@ -727,8 +739,9 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
     """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
     number or a lead-in is never kept without the sentence it introduces (or dropped from it); a
     very short last sentence ("… permanently discontinue. Do not rechallenge.") to the one before
-    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`; with *backward*, not in a
-    transcript's line, where a sentence is delivered after its speaker's label)."""
+    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`), and any sentence that limits the one
+    before it on its line (:data:`_RESTRICTS_RE`) to it (with *backward*, not in a transcript's line, where a
+    sentence is delivered after its speaker's label)."""
     if min_words <= 0 or len(spans) < 2:
         return spans
     out: list[tuple[int, int]] = []
@@ -743,9 +756,11 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
         if short:
             pending = start
             continue
-        if (backward and pending is None and k + 1 == len(spans) and out and _word_count(text[a:b]) < min_words
-                and _BARE_NEGATION_RE.match(text, a)
-                and "\n\n" not in text[out[-1][1]:a]):
+        if backward and pending is None and out and (
+                (k + 1 == len(spans) and _word_count(text[a:b]) < min_words and _BARE_NEGATION_RE.match(text, a)
+                 and "\n\n" not in text[out[-1][1]:a])
+                or (_RESTRICTS_RE.match(text, a) and "\n" not in text[out[-1][1]:a]
+                    and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)):
             out[-1] = (out[-1][0], b)
             continue
         out.append((start, b))
