@@ -315,11 +315,14 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
     """A warning when the segment ranked first for the query is not delivered: the text then answers
     from what ranked below it (QA: a 212-token clause that answered the query did not fit in 120
     tokens, two unrelated clauses went out, and the record did not say so)."""
-    best = min((s for s in live if tiers[s.id][0] > 1 and s.id not in groups.heads and s.score is not None),
+    best = min((s for s in live if tiers[s.id][0] > 1 and s.id not in groups.titles and s.score is not None),
                key=lambda s: tiers[s.id], default=None)
     if best is None or best.id in kept:
         return []
-    need = sum(cost[i] for i in groups.to_add(best.id, kept) or {best.id})
+    # a lead-in ("15.2 The Customer may terminate immediately … if the Supplier:") goes only with a part of
+    # its block: what it needs is its best part's chain, which holds it (QA: left out with no warning)
+    part = groups.best_part(best.id, lambda c: True) if best.id in groups.heads else None
+    need = sum(cost[i] for i in groups.to_add(part or best.id, kept) or {part or best.id})
     return [(f"the segment ranked first for the query, {best.id} (score {best.score:.2f}), was left out: with what "
              f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
              f"{room.budget}{room.held}; raise the budget to deliver it")]
@@ -882,10 +885,20 @@ def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:
     """The parts of a sentence cut for length that go together, by each one's id: its first part
     (the main clause) and every later part that holds a marker (the ontology's "a sentence holding
     one is kept whole": "provided, however, …" or "in no event …" in a later part must not be left
-    out of the obligation it limits). Later parts without a marker may still be left out, marked " … "."""
+    out of the obligation it limits). Later parts without a marker may still be left out, marked " … ".
+    And the end of a sentence that runs over a list, when it limits it ("except that …"), with the list's
+    last part."""
     out: dict[str, tuple[str, ...]] = {}
     parts: list[Segment] = []
+    prev: Segment | None = None
     for seg in (*doc.segments, None):
+        if (seg is not None and prev is not None and prev.kind == "list" and seg.kind == "sentence"
+                and prev.source_id == seg.source_id and seg.text[:1].islower() and _limits(seg)):
+            # the end of a sentence that runs over a list ("… liable for:" / "(c) indirect loss," / "except that
+            # the Customer may recover …"): the list's last part goes with it, and it with that part (QA: the
+            # exclusions were delivered without "except that …" and read as absolute)
+            out[prev.id] = out[seg.id] = (prev.id, seg.id)
+        prev = seg
         if seg is not None and seg.meta.get("cut_part") and parts and seg.source_id == parts[0].source_id:
             parts.append(seg)
             continue

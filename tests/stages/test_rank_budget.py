@@ -1383,6 +1383,22 @@ def test_a_warning_says_when_the_best_match_for_the_query_did_not_fit(plan):
     assert not [w for w in wide.record["warnings"] if "ranked first for the query" in w]
 
 
+def test_a_warning_says_when_a_lead_in_that_ranks_first_did_not_fit_with_its_list(plan):
+    # QA: "15.2 The Customer may terminate immediately … if the Supplier:" ranked first and went out with none of its
+    # items (a lead-in goes only with a part of its block), and the record had no warning
+    items = "\n".join(f"({c}) suffers an insolvency event of kind {c}, as defined in Schedule 4, part {k}, which "
+                      "applies to each of its group companies;" for k, c in enumerate("abcd", 1))
+    text = ("15.1 Either party may terminate on 6 months' notice.\n\n15.2 The Customer may terminate immediately "
+            "by notice if the Supplier:\n\n" + items + "\n\n16.1 Fees are due in 30 days.")
+    query = "may the customer terminate immediately by notice if the supplier"
+    r = make(plan).compress(text, query=query, budget=30)
+    segs = {s.id: s for s in r.document.segments}
+    top = max(segs.values(), key=lambda s: s.score or 0)
+    assert top.text.startswith("15.2") and "15.2" not in r.text
+    (warning,) = [w for w in r.record["warnings"] if "ranked first for the query" in w]
+    assert f"{top.id} (score" in warning and "budget of 30" in warning
+
+
 def test_a_heading_corrects_nothing():
     # QA: "## Addendum 1 (issued 20 March 2025)" was read as a correction ("addendum") of the RFP's "Issued by …
     # Issue date" block, which was then delivered only with the heading and recorded as stale; the addendum's
@@ -1523,3 +1539,23 @@ def test_the_step_a_query_asks_for_is_delivered_from_a_long_procedure_at_a_small
         lines = r.text.split("\n")[1:]
         marks = [int(ln[len("[…"):].split()[0]) for ln in lines if ln.startswith("[…")]
         assert lines[0].startswith("[…") and len([ln for ln in lines if ln.startswith("- Step")]) + sum(marks) == 12
+
+
+def test_the_end_of_a_sentence_that_runs_over_a_list_and_limits_it_goes_with_the_list():
+    # QA: "9.3 … neither party shall be liable for:" and its items (a)-(c) were delivered, "except that the Customer
+    # may recover its reasonable costs … up to £250,000." left out: the exclusion read as absolute
+    text = ("9.1 The Supplier's total liability is capped at £2,000,000.\n\n"
+            "9.3 Subject to clause 9.1, neither party shall be liable for:\n(a) loss of profits;\n"
+            "(b) loss of business or goodwill;\n(c) indirect or consequential loss,\n"
+            "except that the Customer may recover its reasonable costs of procuring substitute Deliverables up to "
+            "£250,000.\n\n9.4 Service Credits are capped at 15% of the monthly Charges.\n\n"
+            "10.1 Invoices shall quote the purchase order number.\n")
+    c = Compressor.from_ontology("legal_contract")
+    seen = 0
+    for budget in range(40, 200, 8):
+        r = c.compress(text, query="What is the supplier's liability cap and what is excluded from it?", budget=budget)
+        assert r.tokens_out <= budget
+        if "(c) indirect or consequential loss," in r.text:
+            seen += 1
+            assert "(c) indirect or consequential loss,\nexcept that the Customer may recover" in r.text, (budget, r.text)
+    assert seen
