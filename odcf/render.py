@@ -22,6 +22,8 @@ from odcf.document import Document, Segment, Source
 _CJK_EDGE = re.compile("[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\u3000-\u303f\uff00-\uffef]")
 
 PINNED = ("instruction",)
+#: The marker a quoted line opens with ("> ", ">> ", "> > "): odcf.stages.segment.mail.QUOTE_RE.
+_QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
 
 
 def items_mark(n: int) -> str:
@@ -372,6 +374,10 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
         sep = sep[:-len(fence[2])]  # the fence's indentation is written with it
     if seg.index == prev.index + 1:
         return sep  # as in the source
+    if prev.meta.get("quote_head") and prev.meta.get("quote") == 0 and (
+            seg.meta.get("quote_block") == prev.meta.get("quote_block")):
+        # the quote's first lines left out: under its "On … wrote:" line as in the source (_lead marks them)
+        return str(prev.meta.get("quote_break", "\n"))
     if seg.meta.get("cut_part") and prev.meta.get("cut_part") is not None and prev.paragraph == seg.paragraph:
         return " … "  # parts of one sentence cut for length, with a part between them left out
     if seg.paragraph != prev.paragraph:
@@ -414,12 +420,20 @@ def _lead(prev: Segment | None, seg: Segment, marked: bool) -> str:
     """What goes right before *seg*'s text when the segment before it in the source is not delivered:
     the number of its item when the piece holding that number is not delivered ("7.4 … "), "… " when
     it goes on a line whose start is left out, and, on a line of its own, "…" for whole lines of its
-    paragraph left out (*marked*: ``[…n items]`` said so already)."""
+    paragraph left out (*marked*: ``[…n items]`` said so already), "> …" (its own marker) for quoted
+    lines left out whole before a quoted line."""
     if prev is not None and prev.index == seg.index - 1:
         return ""
     label = seg.meta.get("item_label")
     if label and (prev is None or prev.index < label[1]):
         return label[0] + _elided(" ", seg.text[:1])
+    if seg.meta.get("quote") and prev is not None and prev.meta.get("quote_block") == seg.meta.get("quote_block"):
+        # quoted lines left out whole: a line "> …" with the marker of the shallower of the two lines around
+        # them (under an attribution, its quote's: the lines right under it)
+        shallower = seg if prev.meta.get("quote_head") or int(seg.meta["quote"]) <= int(prev.meta.get("quote", 0)) else prev
+        quote = _QUOTE_RE.match(shallower.text)
+        if quote is not None:
+            return quote.group(0).strip() + " …\n"
     lines = seg.meta.get("line_pieces")
     if prev is None or prev.paragraph != seg.paragraph or lines is None or not _breaks(prev, seg):
         return ""

@@ -69,6 +69,7 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.segment.headings import TITLE_VERBS
+from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.textutil import NO_OTHER_RE, refers_back
 from odcf.tokens import get_counter
@@ -564,7 +565,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       "No other exclusions apply." after a
       list -> the list's last part;
     - a segment of a table, code block, list or quoted block right after a sentence ending in ":",
-      or after a paragraph with a sentence saying "the following" -> that lead-in; the first
+      or after a paragraph with a sentence saying "the following" -> that lead-in (a segment of a
+      table, code block or quoted block right after a list item ending in ":" too); the first
       sentence of the paragraph under a sentence ending in ":" -> that sentence;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
     - a segment whose meta names a segment it is ``under`` (its index): a node of a YAML config ->
@@ -720,9 +722,11 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             stack.append((_heading_level(seg), seg.id))
             heads.add(seg.id)
         if (prev is not None and prev.source_id == seg.source_id and seg.paragraph == prev.paragraph + 1
-                and prev.kind == "sentence" and not prev.meta.get("label_only")):
+                and (prev.kind == "sentence" or (prev.kind == "list" and seg.kind != "list" and _one_item(prev)))
+                and not prev.meta.get("label_only")):
             # a line ending in ":" introduces the block under it, and so does a shell command its output
-            # ("tool (bash): $ kubectl get pods" over the pods' table: never delivered without it)
+            # ("tool (bash): $ kubectl get pods" over the pods' table: never delivered without it); a list
+            # item too ("- Rollback was a single command:" over its code block)
             colon = not prev.dropped and (_ends_in_colon(prev.original)
                                           # a Chinese section's title over its items ("三、工作要求" over （一）…)
                                           or _ZH_SECTION_RE.match(prev.original.strip()) is not None
@@ -740,7 +744,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 if lead is not None and lead[0] == seg.paragraph:
                     out[seg.id] = lead[1]
                     heads.add(lead[1])
-            elif (colon and seg.kind == "sentence" and not heading and "mail_field" not in prev.meta
+            elif (colon and seg.kind == "sentence" and prev.kind == "sentence" and not heading and "mail_field" not in prev.meta
                     and "mail_field" not in seg.meta and "speaker" not in seg.meta and "quote_head" not in prev.meta):
                 # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
                 out[seg.id] = prev.id
@@ -805,6 +809,12 @@ def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str
 def _ends_in_colon(text: str) -> bool:
     """Whether *text* ends in a colon, maybe inside its bold ("Smoke test:", "**Tool result:**")."""
     return text.rstrip().rstrip("*_").rstrip().endswith((":", "："))
+
+
+def _one_item(seg: Segment) -> bool:
+    """Whether *seg*, a piece of a list, holds a single item ("- Rollback was a single command:"): one
+    that ends in ":" introduces the block after it (a part of several items is not held back for it)."""
+    return sum(1 for line in seg.original.split("\n") if LIST_RE.match(line)) == 1
 
 
 def _block_like(seg: Segment) -> bool:

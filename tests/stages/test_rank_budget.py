@@ -647,6 +647,38 @@ def test_a_lead_in_never_goes_without_what_it_introduces_and_a_vote_never_withou
     assert "goes only with" in why and "newer history turn" not in why, why
 
 
+POSTMORTEM = ("# Incident 42\n\n## What went well\n\n- Paging worked within two minutes.\n"
+              "- Recovery was a single command:\n\n```bash\nhelm rollback billing-api 12 --namespace billing\n"
+              "kubectl -n billing rollout status deploy/billing-api\n```\n\n## What went wrong\n\n"
+              "The canary stage was skipped because the change was marked as config only. Nobody noticed the "
+              "error rate for twenty minutes.\n")
+
+
+def test_a_list_item_that_introduces_a_code_block_goes_only_with_it(plan):
+    # QA: "- Rollback was a single command:" was delivered without the helm/kubectl block under it (the
+    # lead-in rule held only for a sentence, not a list item): the text ended on a colon
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.budget import _antecedents
+    from odcf.stages.segment import Segmenter
+
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=POSTMORTEM)]), Plan(domain="t"))
+    (item,) = [s for s in doc.segments if s.original.startswith("- Recovery")]
+    (code,) = [s for s in doc.segments if s.kind == "code"]
+    before, heads = _antecedents(doc)
+    assert before[code.id] == item.id and item.id in heads
+    seen = set()
+    for budget in range(20, 120, 4):
+        r = make(plan).compress(POSTMORTEM, query="how was the recovery done?", budget=budget, annotate=False)
+        if "Recovery was a single command:" in r.text:
+            assert "helm rollback billing-api 12" in r.text, (budget, r.text)
+        seen.add("helm rollback" in r.text)
+        for s in r.document.segments:
+            if s.dropped and s.original.startswith("- Recovery") and "no room" not in s.reasons[-1]:
+                assert "a line that introduces the block after it is delivered only with" in s.reasons[-1]
+    assert seen == {True, False}
+
+
 def test_his_or_her_honour_points_back():
     from odcf.textutil import back_reference
 

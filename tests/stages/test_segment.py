@@ -554,7 +554,7 @@ def test_quoted_lines_are_cut_in_whole_lines_that_keep_their_markers():
         ("> > On 30 May 2024 Sam Ortega wrote:", 2, True),
         ("> > Can I carry over all 20 days?", 2, False),
         ("> Thanks, Raj", 1, False)]
-    source_lines = set(EMAIL.split("\n"))
+    source_lines = set(EMAIL.split("\n")) | {"> …", "> > …"}  # or the mark of quoted lines left out
     for k in range(1 << len(quoted)):  # any subset delivered: every line is a whole line of the source
         body = join_segments([s for j, s in enumerate(quoted) if k >> j & 1])
         assert all(ln in source_lines for ln in body.split("\n")), body
@@ -565,6 +565,30 @@ def test_quoted_lines_are_cut_in_whole_lines_that_keep_their_markers():
         ("On Fri, 31 May 2024 at 09:02, Raj Menon <raj@example.com>\nwrote:", 0, True),
         ("> I approve it.", 1, None)]
     assert gmail[1].meta["quote_block"] == gmail[2].meta["quote_block"]
+
+
+def test_quoted_lines_left_out_between_two_delivered_are_marked_in_the_quote_s_own_style():
+    # QA: "> … by 30 June." and "> Please note we cannot ship …" were delivered one under the other, the
+    # line between them ("> … a credit of £4,000 …") left out unsaid: the quote read as continuous; and
+    # a blank line stood between "… wrote:" and the first delivered quoted line
+    mail = ("Agreed.\n\nOn Tue, 3 Jun 2025 at 10:00, Ana Ruiz <ana@example.com> wrote:\n"
+            "> Hi Ben,\n>\n> The parts ship on 12 June.\n> We also offer a discount of 5%.\n"
+            "> Shipping waits for the export licence.\n>\n> > On Mon, 2 Jun 2025 Ben Cole wrote:\n"
+            "> > When do the parts ship?\n> > Is anything blocking it?\n")
+    out = seg(mail)
+    by_text = {s.text.split("\n")[0][:14]: s for s in out}
+    head, ship, licence = by_text["On Tue, 3 Jun "], by_text["> The parts sh"], by_text["> Shipping wai"]
+    assert join_segments([head, ship, licence]) == (
+        "On Tue, 3 Jun 2025 at 10:00, Ana Ruiz <ana@example.com> wrote:\n> …\n> The parts ship on 12 June.\n"
+        "> …\n> Shipping waits for the export licence.")
+    nested, blocking = by_text["> > On Mon, 2 "], by_text["> > Is anythin"]
+    assert join_segments([head, ship, nested, blocking]).endswith(
+        "> The parts ship on 12 June.\n> …\n> > On Mon, 2 Jun 2025 Ben Cole wrote:\n> > …\n> > Is anything blocking it?")
+    # lines delivered one after another in the source: no mark; a blank line under the attribution is kept
+    assert join_segments([head, by_text["> Hi Ben,"], ship]) == (
+        "On Tue, 3 Jun 2025 at 10:00, Ana Ruiz <ana@example.com> wrote:\n> Hi Ben,\n>\n> The parts ship on 12 June.")
+    spaced = seg("Agreed.\n\nOn Tue, 3 Jun 2025 Ana Ruiz wrote:\n\n> Hi Ben.\n> The parts ship on 12 June.\n")
+    assert join_segments([spaced[1], spaced[3]]) == "On Tue, 3 Jun 2025 Ana Ruiz wrote:\n\n> …\n> The parts ship on 12 June."
 
 
 def test_email_header_fields_are_header_lines_not_speaker_labels():

@@ -353,10 +353,12 @@ class Segmenter(Stage):
                 if pieces and "quote" not in (pieces[-1].meta or {}) \
                         and ATTRIBUTION_RE.match(text[pieces[-1].start:pieces[-1].end]) \
                         and text.count("\n", pieces[-1].end, ls) <= 2:
-                    # "On … wrote:" on the line above the quote (a blank line between at most)
+                    # "On … wrote:" on the line above the quote (a blank line between at most; said in
+                    # ``quote_break``, which render keeps when the quote's first lines are left out)
                     p = pieces[-1]
+                    gap = {"quote_break": "\n\n"} if text.count("\n", p.end, ls) == 2 else {}
                     pieces[-1] = Piece(p.start, p.end, p.kind, p.paragraph,
-                                        {**(p.meta or {}), "quote": 0, "quote_block": quotes, "quote_head": True})
+                                        {**(p.meta or {}), "quote": 0, "quote_block": quotes, "quote_head": True, **gap})
                 pieces.extend(self._quote_pieces(lines[i:end], "turn" if turn else "sentence", paragraph, quotes))
                 paragraph += 1
                 i = end
