@@ -1171,6 +1171,48 @@ def test_what_a_correction_corrects_holds_its_old_value_or_gives_a_value_for_its
     assert correction_links(segs) == {"s2": ["s0"]}
 
 
+_DISCHARGE = """# Discharge Summary
+
+## Medications on Discharge
+
+- Bisoprolol 2.5 mg once daily (NEW)
+- Sacubitril/valsartan 24/26 mg twice daily (NEW), not before 36 hours after the last ramipril dose
+- Apixaban 2.5 mg twice daily (NEW) for atrial fibrillation
+- Omeprazole 20 mg once daily
+
+## Medications Stopped
+
+- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)
+- Aspirin 75 mg — STOPPED (now on apixaban; do not take both)
+
+## Follow-up
+
+Renal function and potassium in 1 week at the GP surgery.
+"""
+
+
+def test_a_medicine_stopped_and_replaced_by_another_corrects_no_line():
+    # QA: "- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)" in a discharge summary's "Medications
+    # Stopped" was read as a correction of the discharge medicines it shares drug names with, which then went
+    # only with it: the dose a query asked for was not delivered, the stopped list was
+    from odcf.stages.rank import correction_links
+
+    segs = _segs("- Sacubitril/valsartan 24/26 mg twice daily (NEW), after the last ramipril dose\n- Apixaban 2.5 mg",
+                 "- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)\n- Aspirin 75 mg — stopped",
+                 "Warfarin was discontinued and replaced by apixaban 2.5 mg twice daily.")
+    assert correction_links(segs) == {}
+    # an amendment's "replaced by" still corrects the value it replaces
+    segs = _segs("The ramipril dose is 5 mg once daily.", "Lunch is at noon on the ward.",
+                 "The ramipril dose of 5 mg once daily is replaced by 2.5 mg once daily.")
+    assert correction_links(segs) == {"s2": ["s0"]}
+    c = Compressor.from_ontology("medical_records")
+    for budget in (70, 80):
+        r = c.compress({"id": "d.md", "text": _DISCHARGE}, query="What is the sacubitril/valsartan dose?",
+                       budget=budget)
+        assert "- Sacubitril/valsartan 24/26 mg twice daily (NEW)" in r.text, (budget, r.text)
+        assert correction_links(r.document.segments) == {}
+
+
 def test_a_head_scored_above_what_it_heads_is_tried_with_its_first_part():
     # QA: "6.1 … a proposal will be rejected if:" (score 0.78, the answer's lead-in) waited for its list
     # (0.65), by then crowded out by "3.6 All proposals must be in English." and other lesser sentences
