@@ -1565,3 +1565,28 @@ def test_the_step_a_query_asks_for_is_delivered_from_a_long_procedure_at_a_small
         lines = r.text.split("\n")[1:]
         marks = [int(ln[len("[…"):].split()[0]) for ln in lines if ln.startswith("[…")]
         assert lines[0].startswith("[…") and len([ln for ln in lines if ln.startswith("- Step")]) + sum(marks) == 12
+
+
+def test_the_drug_a_query_asks_for_is_delivered_from_a_long_nested_list_item_with_its_parent_line():
+    # QA: "- Cardiac" and its four drugs were one part of 140 tokens: at 120-151 tokens the apixaban dose asked
+    # for was never delivered; now the item is cut at its sub-items, each delivered under "- Cardiac"
+    drugs = ["Bisoprolol 2.5 mg once daily (NEW), uptitrate every 2 weeks to a target of 10 mg if the heart rate is over 60",
+             "Furosemide 40 mg once daily in the morning (dose REDUCED from 80 mg), weigh daily and call if up 2 kg",
+             "Sacubitril/valsartan 24/26 mg twice daily (NEW), not until 36 hours after the last ramipril dose",
+             "Apixaban 2.5 mg twice daily (NEW), a reduced dose for creatinine over 133 and weight under 60 kg"]
+    text = ("# Discharge Summary\n\n## Medications on Discharge\n\n- Cardiac\n"
+            + "".join(f"  - {d}\n" for d in drugs)
+            + "- Diabetes\n  - Empagliflozin 10 mg once daily (NEW)\n- Other\n  - Omeprazole 20 mg once daily\n\n"
+            "## Follow-up\n\nRenal function and potassium in 1 week at the GP surgery.\n")
+    c = Compressor.from_ontology("medical_records")
+    for budget in (80, 100, 120):
+        r = c.compress({"id": "d.md", "text": text}, query="What is the apixaban dose?", budget=budget)
+        assert r.tokens_out <= budget
+        assert f"  - {drugs[3]}\n[…2 items]" in r.text, (budget, r.text)
+        # under its parent line, the other cardiac drugs delivered or counted
+        cardiac = r.text.split("\n- Cardiac\n", 1)[1].split("\n[…2 items]", 1)[0].split("\n")
+        marks = [int(ln[len("  […"):].split()[0]) for ln in cardiac if ln.startswith("  […")]
+        assert all(ln.startswith(("  - ", "  […")) for ln in cardiac) and len(cardiac) - len(marks) + sum(marks) == 4
+        if budget == 80:  # the answer alone under its parent line
+            assert "\n- Cardiac\n  […3 items]\n  - Apixaban" in r.text, r.text
+
