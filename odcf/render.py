@@ -111,6 +111,13 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 omitted = items[0]
             if omitted > 0:
                 out.append(items_mark(omitted) + nl)
+        subs = seg.meta.get("sub_items")
+        if subs and (prev is None or prev.index != seg.index - 1):
+            # a part of a long item's sub-list (odcf.stages.segment): the sub-items left out before it, at
+            # its indentation (its item's first line, which it goes only with, is delivered above it)
+            omitted = subs[0] - (sum(prev.meta["sub_items"]) if _sub_of(prev, seg) else 0)
+            if omitted > 0:
+                out.append(seg.text[:len(seg.text) - len(seg.text.lstrip())] + items_mark(omitted) + nl)
         code = seg.meta.get("code_lines")
         if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
             # a part of a long code block delivered without the part before it: inside the fences
@@ -132,6 +139,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
             out.append(_lead(prev, seg, marked).replace("\n", nl))
             out.append(seg.text)
         nxt = segments[k + 1] if k + 1 < len(segments) else None
+        if subs and not (nxt is not None and _sub_of(seg, nxt)):
+            rest = seg.meta["sub_total"] - sum(subs)  # sub-items after the last part of them delivered
+            if rest > 0:
+                out.append(nl + seg.text[:len(seg.text) - len(seg.text.lstrip())] + items_mark(rest))
         if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
             rest = seg.meta.get("list_total", 0) - sum(items)  # items after the last part delivered
             if rest > 0:
@@ -158,6 +169,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
     diff.enter(None)
     runs.leave(None)
     return "".join(out)
+
+
+def _sub_of(prev: Segment, seg: Segment) -> bool:
+    """Whether *prev* and *seg* are parts of the sub-list of one item."""
+    return ("sub_items" in prev.meta and prev.meta.get("under") == seg.meta.get("under")
+            and prev.paragraph == seg.paragraph)
 
 
 class _ItemMarks:

@@ -419,8 +419,28 @@ def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict
     return False
 
 
+#: A line that says something was stopped ("- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)"
+#: in a discharge summary's "Medications Stopped"): its "replaced by" names what is taken instead, and
+#: corrects no line (it had linked the discharge medicines, the apixaban dose a query asked for among them,
+#: on the drug names both hold, and they went only with it).
+_STOPPED_RE = re.compile(r"\b(?i:stopped|discontinued|ceased)\b")
+
+
+def _cues(text: str) -> list[re.Match[str]]:
+    """The matches of :data:`CORRECTION_RE` in *text* that say it corrects something: not a "replaced by"
+    on a line that says what it replaces was stopped (:data:`_STOPPED_RE`)."""
+    out = []
+    for m in CORRECTION_RE.finditer(text):
+        if m.group(0).lower() == "replaced by":
+            line = text[text.rfind("\n", 0, m.start()) + 1:]
+            if _STOPPED_RE.search(line.split("\n", 1)[0]):
+                continue
+        out.append(m)
+    return out
+
+
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
-    """What each segment that corrects something (:data:`CORRECTION_RE`; not a heading) corrects: the earlier
+    """What each segment that corrects something (:data:`CORRECTION_RE`, :func:`_cues`; not a heading) corrects: the earlier
     segments, not corrections or headings themselves, that share with it a number or two words found in at most
     :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
     from", do not count); where it says what the value was ("(previously 8 hours)", "由每分钟 3,000 次变更为"),
@@ -438,7 +458,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """
     # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
     # and read as one it took the RFP's "Issued by … Issue date" block for stale
-    fixes = [k for k, seg in enumerate(segments) if seg.kind != "heading" and CORRECTION_RE.search(seg.text)]
+    fixes = [k for k, seg in enumerate(segments) if seg.kind != "heading" and _cues(seg.text)]
     if not fixes:
         return {}
     figures = [_as_figures(seg.text) for seg in segments]
@@ -454,7 +474,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
           else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
-        cue = {w for m in CORRECTION_RE.finditer(segments[k].text) for w in words(m.group(0))}
+        cue = {w for m in _cues(segments[k].text) for w in words(m.group(0))}
         mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
         old = set().union(*(_keys(_as_figures(v))[1] for m in _OLD_VALUE_RE.finditer(segments[k].text)

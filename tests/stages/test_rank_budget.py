@@ -1203,6 +1203,48 @@ def test_what_a_correction_corrects_holds_its_old_value_or_gives_a_value_for_its
     assert correction_links(segs) == {"s2": ["s0"]}
 
 
+_DISCHARGE = """# Discharge Summary
+
+## Medications on Discharge
+
+- Bisoprolol 2.5 mg once daily (NEW)
+- Sacubitril/valsartan 24/26 mg twice daily (NEW), not before 36 hours after the last ramipril dose
+- Apixaban 2.5 mg twice daily (NEW) for atrial fibrillation
+- Omeprazole 20 mg once daily
+
+## Medications Stopped
+
+- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)
+- Aspirin 75 mg — STOPPED (now on apixaban; do not take both)
+
+## Follow-up
+
+Renal function and potassium in 1 week at the GP surgery.
+"""
+
+
+def test_a_medicine_stopped_and_replaced_by_another_corrects_no_line():
+    # QA: "- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)" in a discharge summary's "Medications
+    # Stopped" was read as a correction of the discharge medicines it shares drug names with, which then went
+    # only with it: the dose a query asked for was not delivered, the stopped list was
+    from odcf.stages.rank import correction_links
+
+    segs = _segs("- Sacubitril/valsartan 24/26 mg twice daily (NEW), after the last ramipril dose\n- Apixaban 2.5 mg",
+                 "- Ramipril 5 mg — STOPPED (replaced by sacubitril/valsartan)\n- Aspirin 75 mg — stopped",
+                 "Warfarin was discontinued and replaced by apixaban 2.5 mg twice daily.")
+    assert correction_links(segs) == {}
+    # an amendment's "replaced by" still corrects the value it replaces
+    segs = _segs("The ramipril dose is 5 mg once daily.", "Lunch is at noon on the ward.",
+                 "The ramipril dose of 5 mg once daily is replaced by 2.5 mg once daily.")
+    assert correction_links(segs) == {"s2": ["s0"]}
+    c = Compressor.from_ontology("medical_records")
+    for budget in (70, 80):
+        r = c.compress({"id": "d.md", "text": _DISCHARGE}, query="What is the sacubitril/valsartan dose?",
+                       budget=budget)
+        assert "- Sacubitril/valsartan 24/26 mg twice daily (NEW)" in r.text, (budget, r.text)
+        assert correction_links(r.document.segments) == {}
+
+
 def test_a_head_scored_above_what_it_heads_is_tried_with_its_first_part():
     # QA: "6.1 … a proposal will be rejected if:" (score 0.78, the answer's lead-in) waited for its list
     # (0.65), by then crowded out by "3.6 All proposals must be in English." and other lesser sentences
@@ -1591,3 +1633,28 @@ def test_the_end_of_a_sentence_that_runs_over_a_list_and_limits_it_goes_with_the
             seen += 1
             assert "(c) indirect or consequential loss,\nexcept that the Customer may recover" in r.text, (budget, r.text)
     assert seen
+
+
+def test_the_drug_a_query_asks_for_is_delivered_from_a_long_nested_list_item_with_its_parent_line():
+    # QA: "- Cardiac" and its four drugs were one part of 140 tokens: at 120-151 tokens the apixaban dose asked
+    # for was never delivered; now the item is cut at its sub-items, each delivered under "- Cardiac"
+    drugs = ["Bisoprolol 2.5 mg once daily (NEW), uptitrate every 2 weeks to a target of 10 mg if the heart rate is over 60",
+             "Furosemide 40 mg once daily in the morning (dose REDUCED from 80 mg), weigh daily and call if up 2 kg",
+             "Sacubitril/valsartan 24/26 mg twice daily (NEW), not until 36 hours after the last ramipril dose",
+             "Apixaban 2.5 mg twice daily (NEW), a reduced dose for creatinine over 133 and weight under 60 kg"]
+    text = ("# Discharge Summary\n\n## Medications on Discharge\n\n- Cardiac\n"
+            + "".join(f"  - {d}\n" for d in drugs)
+            + "- Diabetes\n  - Empagliflozin 10 mg once daily (NEW)\n- Other\n  - Omeprazole 20 mg once daily\n\n"
+            "## Follow-up\n\nRenal function and potassium in 1 week at the GP surgery.\n")
+    c = Compressor.from_ontology("medical_records")
+    for budget in (80, 100, 120):
+        r = c.compress({"id": "d.md", "text": text}, query="What is the apixaban dose?", budget=budget)
+        assert r.tokens_out <= budget
+        assert f"  - {drugs[3]}\n[…2 items]" in r.text, (budget, r.text)
+        # under its parent line, the other cardiac drugs delivered or counted
+        cardiac = r.text.split("\n- Cardiac\n", 1)[1].split("\n[…2 items]", 1)[0].split("\n")
+        marks = [int(ln[len("  […"):].split()[0]) for ln in cardiac if ln.startswith("  […")]
+        assert all(ln.startswith(("  - ", "  […")) for ln in cardiac) and len(cardiac) - len(marks) + sum(marks) == 4
+        if budget == 80:  # the answer alone under its parent line
+            assert "\n- Cardiac\n  […3 items]\n  - Apixaban" in r.text, r.text
+

@@ -1233,3 +1233,37 @@ def test_a_sentence_that_limits_the_one_before_it_is_part_of_its_segment():
     assert len(seg("The Supplier may subcontract without consent.\nThat permission does not extend to data.")) == 2
     assert [s.text for s in seg("Ann: You may subcontract freely. That does not apply to data.\nBob: Fine.\nAnn: Good.")][:2] == [
         "Ann: You may subcontract freely.", "That does not apply to data."]
+
+
+_NESTED = """Medications on discharge:
+
+- Cardiac
+  - Bisoprolol 2.5 mg once daily (NEW), uptitrate every 2 weeks to a target of 10 mg if the heart rate is over 60
+  - Furosemide 40 mg once daily in the morning (dose REDUCED from 80 mg), weigh daily and call if up 2 kg
+  - Sacubitril/valsartan 24/26 mg twice daily (NEW), not until 36 hours after the last ramipril dose
+  - Apixaban 2.5 mg twice daily (NEW), a reduced dose for creatinine over 133 and weight under 60 kg
+- Diabetes
+  - Empagliflozin 10 mg once daily (NEW)
+- Other
+  - Omeprazole 20 mg once daily
+"""
+
+
+def test_an_item_with_a_long_sub_list_is_cut_at_its_sub_items_under_its_first_line():
+    # QA: "- Cardiac" and its four drugs (140 tokens) were one part of the list: the apixaban line a query
+    # asked for could not be delivered without the other three
+    out = seg(_NESTED)
+    parts = [s for s in out if s.kind == "list"]
+    head = next(s for s in parts if s.text == "- Cardiac")
+    subs = [s for s in parts if s.meta.get("under") == head.index]
+    assert len(subs) > 1 and all(s.text.startswith("  - ") for s in subs)  # from the start of their line
+    assert sum(s.meta["sub_items"][1] for s in subs) == 4 and all(s.meta["sub_total"] == 4 for s in subs)
+    assert "- Diabetes\n  - Empagliflozin" in parts[-2].text + parts[-1].text  # a short item stays whole
+    (apixaban,) = [s for s in subs if "Apixaban" in s.text]
+    k = apixaban.meta["sub_items"]
+    assert join_segments([out[0], head, apixaban]) == (
+        f"Medications on discharge:\n\n- Cardiac\n  {items_mark(k[0])}\n{apixaban.text}"
+        + (f"\n  {items_mark(4 - k[0] - k[1])}" if k[0] + k[1] < 4 else "") + f"\n{items_mark(2)}")
+    # the sub-items after the last one delivered are counted where they end, before the next item
+    assert f"over 60\n  {items_mark(3)}\n- Diabetes" in join_segments([out[0], head, subs[0], parts[-1]])
+    assert join_segments(list(out)) == _NESTED.rstrip("\n")  # all delivered: as written, no marker

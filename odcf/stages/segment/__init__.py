@@ -421,7 +421,8 @@ class Segmenter(Stage):
             if progress_end > i:
                 # a test run's progress lines ("tests/test_fx.py ....F.. [17%]"): whole lines, never cut
                 # at their dots (an orphan "[65%]")
-                pieces.extend(self._block(lines[i:progress_end], "list", paragraph, counter, items=True))
+                pieces.extend(self._block(lines[i:progress_end], "list", paragraph, counter, items=True,
+                                          at=len(pieces)))
                 blocks.add(paragraph)
                 paragraph += 1
                 i = progress_end
@@ -435,7 +436,8 @@ class Segmenter(Stage):
                 # prefix with digits, "- 2024-05-01 10:00:", is a log's time stamp)
                 items = marked_end > prefix_end or (marked_end == prefix_end and not any(
                     ch.isdigit() for ch in lines[i][2][:_PREFIX_MIN]))
-                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items))
+                pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items,
+                                          at=len(pieces)))
                 blocks.add(paragraph)
                 paragraph += 1
                 i = list_end
@@ -506,13 +508,14 @@ class Segmenter(Stage):
         *,
         table: bool = False,
         items: bool = False,
+        at: int = 0,
     ) -> list[Piece]:
         """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`,
-        lists with *items*: :meth:`_list_parts`)."""
+        lists with *items*: :meth:`_list_parts`, the first piece to be piece number *at* of its source)."""
         if table:
             return self._table_parts(lines, kind, paragraph, counter)
         if items:
-            return self._list_parts(lines, paragraph, counter)
+            return self._list_parts(lines, paragraph, counter, at)
         out: list[Piece] = []
         chunk: list[tuple[int, int, str]] = []
         tokens = 0
@@ -541,13 +544,16 @@ class Segmenter(Stage):
             out = _code_parts(out, lines)  # loose code too: a part alone says what is left out
         return out
 
-    def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any) -> list[Piece]:
+    def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
+                    at: int = 0) -> list[Piece]:
         """A list (or a run of log lines) cut into parts of whole items, each about
         ``max_list_tokens``: an item is a line no deeper than the first one, with the deeper lines
         under it. Parts of a list of several carry their items (first index, count) and the list's
         item count, so that assembly marks the items left out (``[…n items]``, odcf.render):
         one step of a runbook ("13. DO NOT flush …") can be delivered without the 15 around it, and a
-        reader still sees that the list goes on."""
+        reader still sees that the list goes on. An item over twice that size with a sub-list is its
+        first line, then parts of whole sub-items under it (:meth:`_sub_parts`). *at*: the number of
+        the first piece in its source."""
         def depth(line: str) -> int:
             return len(line) - len(line.lstrip())
 
@@ -562,11 +568,46 @@ class Segmenter(Stage):
         # article, each a provision of its own: parts of about ZH_LIST_TOKENS, so that one fits a small
         # budget with its lead-in (one item a part lost whole lists of short items to the markers)
         most = ZH_LIST_TOKENS if ZH_ITEM_RE.match(lines[0][2]) else self.max_list_tokens
-        chunks = _pack(items, lambda line: counter.count(line[2]) + 1, most, max_lines=self.max_block_lines)
-        if len(chunks) == 1:
-            return [_line_piece(chunks[0][0], "list", paragraph)]
-        return [_line_piece(c, "list", paragraph, {"list_items": [f, m], "list_total": len(items)})
-                for c, f, m in chunks]
+        def cost(line: tuple[int, int, str]) -> int:
+            return counter.count(line[2]) + 1
+
+        # an item much longer than a part that holds a sub-list ("- Cardiac" and its 4 drugs, 140 tokens): cut
+        # at its sub-items, so that the drug a query asks for is delivered without the others
+        long = [k for k, item in enumerate(items) if len(item) > 2 and LIST_RE.match(item[1][2])
+                and depth(item[1][2]) > base and sum(cost(line) for line in item) > 2 * most]
+        out: list[Piece] = []
+        done = 0
+        for k in long + [len(items)]:
+            chunks = _pack(items[done:k], cost, most, max_lines=self.max_block_lines)
+            if len(chunks) == 1 and not long:
+                return [_line_piece(chunks[0][0], "list", paragraph)]
+            out.extend(_line_piece(c, "list", paragraph, {"list_items": [done + f, m], "list_total": len(items)})
+                       for c, f, m in chunks)
+            if k < len(items):
+                out.extend(self._sub_parts(items[k], k, len(items), paragraph, cost, most, at + len(out)))
+            done = k + 1
+        return out
+
+    def _sub_parts(self, item: list[tuple[int, int, str]], k: int, total: int, paragraph: int,
+                   cost: Callable[[tuple[int, int, str]], int], most: int, at: int) -> list[Piece]:
+        """Item *k* of a list of *total* items cut at its sub-items: its first line (piece number *at*), then
+        parts of whole sub-items of about *most* tokens, each under that line (the budget delivers one
+        only with it), from the start of its line (its indentation is what says it is a sub-item). A part
+        carries its sub-items (first index, count) and their count, so that assembly marks those left
+        out; its ``list_items`` ([k + 1, 0]: no item of the list) counts the items around it."""
+        sub_base = len(item[1][2]) - len(item[1][2].lstrip())
+        subs: list[list[tuple[int, int, str]]] = []
+        for line in item[1:]:
+            if not subs or len(line[2]) - len(line[2].lstrip()) <= sub_base:
+                subs.append([line])
+            else:
+                subs[-1].append(line)
+        out = [_line_piece(item[:1], "list", paragraph, {"list_items": [k, 1], "list_total": total})]
+        for c, f, m in _pack(subs, cost, most, max_lines=self.max_block_lines):
+            out.append(_line_piece(c, "list", paragraph, {"list_items": [k + 1, 0], "list_total": total,
+                                                          "under": at, "sub_items": [f, m], "sub_total": len(subs)},
+                                   indent=True))
+        return out
 
     def _quote_pieces(self, lines: list[tuple[int, int, str]], kind: str, paragraph: int,
                       block: int) -> list[Piece]:
