@@ -1164,7 +1164,7 @@ def test_a_later_sentence_of_a_numbered_line_keeps_its_line_and_its_number():
     keep = {texts.index("7.5 乙方未响应的，每次支付5,000元；"), texts.index("7.2 违约金累计不超过合同总价的10%。"),
             texts.index("7.4 设备不符合质量标准的，甲方有权拒收；")}
     assert _delivered(zh, keep) == ("7.2 违约金累计不超过合同总价的10%。\n…\n7.4 设备不符合质量标准的，甲方有权拒收；…\n"
-                                    "7.5 乙方未响应的，每次支付5,000元；")
+                                    "7.5 乙方未响应的，每次支付5,000元；…")  # the last line goes on too
 
 
 def test_sentences_left_out_between_two_of_a_paragraph_are_marked_where_they_are():
@@ -1267,3 +1267,16 @@ def test_an_item_with_a_long_sub_list_is_cut_at_its_sub_items_under_its_first_li
     # the sub-items after the last one delivered are counted where they end, before the next item
     assert f"over 60\n  {items_mark(3)}\n- Diabetes" in join_segments([out[0], head, subs[0], parts[-1]])
     assert join_segments(list(out)) == _NESTED.rstrip("\n")  # all delivered: as written, no marker
+
+
+def test_a_clause_delivered_without_the_clause_after_it_says_the_sentence_goes_on():
+    # QA: "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；" was delivered without "拒不改正的，处1万元以上
+    # 10万元以下罚款。": the warning read as the whole penalty
+    text = ("第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；拒不改正的，处1万元以上10万元以下罚款。\n\n"
+            "第二十一条 本办法自发布之日起施行。")
+    out = seg(text)
+    (first,) = [s for s in out if s.text.endswith("给予警告；")]
+    last = out[-1]
+    assert _delivered(out, {first.index, last.index}) == (
+        "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；…\n\n第二十一条 本办法自发布之日起施行。")
+    assert _delivered(out, {s.index for s in out}) == text  # all of it: as in the source
