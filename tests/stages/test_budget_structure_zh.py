@@ -1,6 +1,7 @@
 """What goes with what, on Chinese regulations and on markdown agent logs (QA of stop 21)."""
 from odcf.compressor import Compressor
 from odcf.stages.segment.lines import LIST_RE
+from tests.stages.sweeps import only_with
 
 CORE = {"rules": False, "fold": False}
 
@@ -25,18 +26,6 @@ def _compress(plan, text, query, budget):
     return Compressor(plan, stages=CORE).compress(text, query=query, budget=budget, annotate=False)
 
 
-def _only_with(text_at, shown, needed, budgets, *, must_see=True):
-    """At every budget, *shown* is delivered only with *needed* (*text_at*: budget -> delivered text);
-    with *must_see*, at some budget it is delivered."""
-    seen = False
-    for budget in budgets:
-        text = text_at(budget)
-        if shown in text:
-            seen = True
-            assert needed in text, (budget, text)
-    assert seen or not must_see
-
-
 def test_chinese_enumerators_are_list_items():
     assert [bool(LIST_RE.match(t)) for t in ("（一）吸收公众存款；", "(三)发行", "1、变更名称", "①第一项", "（十二）变更",
                                              "（二）2025年6月30日前完成更换；")] == [True] * 6
@@ -47,7 +36,7 @@ def test_chinese_enumerators_are_list_items():
 def test_a_chinese_item_goes_only_with_the_line_that_introduces_its_list(plan):
     # QA: "（三）发行或者代理销售理财……产品；" was delivered alone under 第十二条, reading as allowed; its 不得 was
     # in the dropped lead-in "第十四条 小额贷款公司不得从事下列业务或者活动："
-    _only_with(lambda b: _compress(plan, REG, "发行理财产品", b).text, "（三）", "不得从事下列业务", range(20, 200, 8))
+    only_with(lambda b: _compress(plan, REG, "发行理财产品", b).text, "（三）", "不得从事下列业务", range(20, 200, 8))
 
 
 def test_a_later_sentence_of_a_chinese_article_is_delivered_without_the_first_at_a_small_budget(plan):
@@ -77,7 +66,7 @@ def test_a_chinese_amendment_goes_with_the_amount_it_changes(plan):
         segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=i)
                 for i, t in enumerate(pair)]
         assert correction_links(segs) == {}, pair
-    _only_with(lambda b: _compress(plan, REG, "对同一借款人的贷款余额上限是多少", b).text, "100万元；", "修改为人民币80万元",
+    only_with(lambda b: _compress(plan, REG, "对同一借款人的贷款余额上限是多少", b).text, "100万元；", "修改为人民币80万元",
                range(30, 200, 8), must_see=False)
 
 
@@ -109,7 +98,7 @@ def test_an_amendment_decision_goes_with_the_words_it_quotes_in_the_article_and_
     # the second 款 of 第七条, not its first, which says "每年3月31日前" too
     assert correction_links(segs) == {seg("一、"): [seg("90日内完成")], seg("二、"): [seg("3月31日前向")],
                                       seg("三、"): [seg("处1万元以上5万元以下罚款。")]}
-    _only_with(lambda b: compressor.compress(DECISION, query="重要数据风险评估报告什么时候报送？", budget=b, annotate=False).text,
+    only_with(lambda b: compressor.compress(DECISION, query="重要数据风险评估报告什么时候报送？", budget=b, annotate=False).text,
                "3月31日前向", "修改为\"每年1月31日前\"", (60, 100, 160), must_see=False)
 
 
@@ -290,7 +279,7 @@ def test_an_english_numbered_list_keeps_its_part_size():
 def test_a_chinese_penalty_tail_goes_only_with_its_article(plan):
     # QA: "情节严重的，处5万元以上50万元以下罚款。" (第十五条) was delivered right after 第十四条, reading as 第十四条's
     # penalty; a clause opening with a condition on the violation before it qualifies that rule
-    _only_with(lambda b: _compress(plan, REG, "拒不改正的罚款是多少", b).text, "拒不改正的，处人民币3万元以下罚款",
+    only_with(lambda b: _compress(plan, REG, "拒不改正的罚款是多少", b).text, "拒不改正的，处人民币3万元以下罚款",
                "第三十二条 小额贷款公司未按照本办法规定报送材料的", range(20, 200, 6))
 
 
