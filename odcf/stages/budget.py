@@ -684,8 +684,11 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
         elif attribution is not None:
             out[seg.id] = attribution
         elif lead is not None and _block_like(seg) and (seg.paragraph == lead[0] or (
-                # a loose list: its items in paragraphs of their own, one after another
-                seg.kind == "list" and prev is not None and prev.kind == "list" and seg.paragraph == lead[0] + 1)):
+                # a loose list: its items in paragraphs of their own, one after another (the item right
+                # after the one the lead-in took: "3. Update …" after "2. Promote the standby:" and its code
+                # block is no item of that block)
+                seg.kind == "list" and prev is not None and prev.kind == "list" and seg.paragraph == lead[0] + 1
+                and prev.paragraph == lead[0])):
             lead = (seg.paragraph, lead[1])
             out[seg.id] = lead[1]
             heads.add(lead[1])
@@ -902,13 +905,20 @@ def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     parts: list[Segment] = []
     prev: Segment | None = None
+    run: list[Segment] = []  # the parts of the list just read
     for seg in (*doc.segments, None):
         if (seg is not None and prev is not None and prev.kind == "list" and seg.kind == "sentence"
                 and prev.source_id == seg.source_id and seg.text[:1].islower() and _limits(seg)):
             # the end of a sentence that runs over a list ("… liable for:" / "(c) indirect loss," / "except that
-            # the Customer may recover …"): the list's last part goes with it, and it with that part (QA: the
-            # exclusions were delivered without "except that …" and read as absolute)
-            out[prev.id] = out[seg.id] = (prev.id, seg.id)
+            # the Customer may recover …"): it goes with the list's last part, and every part of the list with
+            # it (QA: the exclusions were delivered without "except that …" and read as absolute)
+            out[seg.id] = (prev.id, seg.id)
+            for part in run:
+                out[part.id] = (part.id, seg.id)
+        if seg is not None and seg.kind == "list":
+            run = run + [seg] if run and run[-1].paragraph == seg.paragraph and run[-1].source_id == seg.source_id else [seg]
+        else:
+            run = []
         prev = seg
         if seg is not None and seg.meta.get("cut_part") and parts and seg.source_id == parts[0].source_id:
             parts.append(seg)

@@ -1659,3 +1659,51 @@ def test_the_drug_a_query_asks_for_is_delivered_from_a_long_nested_list_item_wit
         if budget == 80:  # the answer alone under its parent line
             assert "\n- Cardiac\n  […3 items]\n  - Apixaban" in r.text, r.text
 
+
+
+RUNBOOK = ("# Failover runbook\n\n1. Page the on-call DBA.\n2. Promote the standby:\n```\n"
+           "pg_ctl promote -D /var/lib/postgresql/16/main\n```\n"
+           "3. Update the DATABASE_URL secret to point at pg-standby-2 and restart the pods.\n"
+           "4. Check the error rate on the payments dashboard for 10 minutes.\n"
+           "5. DO NOT flush the Redis idempotency cache; duplicate charges will follow.\n"
+           "6. Unfreeze deploys and remove the deploy-freeze label.\n")
+
+
+def test_a_list_after_an_items_code_block_goes_on_the_list_not_the_item():
+    # regression QA: "2. Promote the standby:" introduced its code block, and the part of the list after the code
+    # ("5. DO NOT flush …") was then tied to it too: the step went out ending on a colon, without its code, and
+    # the mark for item 2 came after item 6
+    c = Compressor.from_ontology("agent_ops")
+
+    def text_at(budget):
+        r = c.compress({"id": "rb.md", "text": RUNBOOK}, query="can I flush the redis cache?", budget=budget)
+        assert r.tokens_out <= budget
+        return r.text
+
+    only_with(text_at, "2. Promote the standby:", "2. Promote the standby:\n```\npg_ctl promote", range(30, 120, 5))
+    assert "5. DO NOT flush the Redis idempotency cache" in text_at(60)
+    seen = 0
+    for budget in range(30, 160, 5):  # items 1 and 5 delivered: every item is there or counted where it was
+        text = text_at(budget)
+        if "1. Page the on-call DBA." in text and "5. DO NOT" in text:
+            seen += 1
+            items = [ln for ln in text.split("\n") if ln[:2] in {f"{k}." for k in range(1, 7)}]
+            marks = [int(ln[len("[…"):].split()[0]) for ln in text.split("\n") if ln.startswith("[…")]
+            assert len(items) + sum(marks) == 6, (budget, text)
+    assert seen
+
+
+def test_the_end_of_a_sentence_over_a_list_in_parts_goes_with_every_part():
+    # regression QA: with the list in two parts, "(a) … (b) loss or corruption of data …" went out without
+    # "except that the Customer may recover the reasonable costs of restoring lost data …", which is the answer
+    text = ("## 15. Limitation of Liability\n\n15.1 Neither party shall be liable to the other for:\n"
+            "(a) loss of profits, revenue or anticipated savings;\n"
+            "(b) loss or corruption of data, save where caused by a breach of clause 16;\n"
+            "(c) loss of goodwill or reputation;\n(d) any indirect or consequential loss,\n"
+            "except that the Customer may recover the reasonable costs of restoring lost data up to £250,000 in "
+            "aggregate.\n\n15.2 The Supplier's total liability in any contract year shall not exceed 125% of the "
+            "Charges paid in that year.\n")
+    c = Compressor.from_ontology("legal_contract")
+    for shown in ("(a) loss of profits", "(b) loss or corruption of data"):
+        only_with(lambda b: c.compress(text, query="Is the supplier liable for loss of data?", budget=b).text,
+                  shown, "except that the Customer may recover", range(40, 200, 10))

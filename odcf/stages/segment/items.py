@@ -54,6 +54,22 @@ class _Item:
     end: int = 0  # where it ends: the next item of its paragraph, or the paragraph's end
 
 
+def _list_goes_on(text: str, start: int, item: int) -> bool:
+    """Whether the block at *start* is a list whose first line is no deeper than the line of the item at
+    *item*: the list goes on ("3. Update the secret …" after "2. Promote the standby:" and its code block),
+    it is no list inside that item (it had been counted as a part of item 2, and the mark for the items
+    left out came after item 6)."""
+    block, own = _line_at(text, start), _line_at(text, item)
+    return LIST_RE.match(block) is not None and len(block) - len(block.lstrip()) <= len(own) - len(own.lstrip())
+
+
+def _line_at(text: str, pos: int) -> str:
+    """The line of *text* that holds *pos*."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start:end if end >= 0 else len(text)]
+
+
 def mark_items(text: str, lines: Sequence[tuple[int, int, str]], pieces: list[Piece],
                prose: dict[int, tuple[int, int]], blocks: set[int], *, list_marks: bool = True) -> list[Piece]:
     """*pieces* with the meta above. *prose*: the paragraphs of prose (their lines, ``(first, end)``);
@@ -99,7 +115,8 @@ def mark_items(text: str, lines: Sequence[tuple[int, int, str]], pieces: list[Pi
                     current = ([], [])
                     runs.append(current)
                 current[0].append(it)
-        elif para in blocks and current is not None:
+        elif para in blocks and current is not None and not _list_goes_on(text, pieces[by_para[para][0]].start,
+                                                                          current[0][0].pos):
             current[1].append(para)
         else:
             current = None
