@@ -1280,3 +1280,22 @@ def test_a_clause_delivered_without_the_clause_after_it_says_the_sentence_goes_o
     assert _delivered(out, {first.index, last.index}) == (
         "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；…\n\n第二十一条 本办法自发布之日起施行。")
     assert _delivered(out, {s.index for s in out}) == text  # all of it: as in the source
+
+
+def test_a_note_among_sub_items_is_no_sub_item():
+    # regression QA: "   Note: hold all cardiac medicines if …" between the sub-items of a long item was counted as
+    # a sub-item ("[…4 items]" where 3 items and the note were left out)
+    drugs = ["Apixaban 5 mg twice daily, with food, for atrial fibrillation, started on 3 March",
+             "Bisoprolol 2.5 mg once daily in the morning, uptitrate every 2 weeks to 10 mg",
+             "Sacubitril/valsartan 24/26 mg twice daily, not within 36 hours of the last ramipril dose",
+             "Atorvastatin 80 mg once daily at night, check liver tests at 6 weeks"]
+    text = ("## Medications\n\n1. Cardiac medicines (continue unless told otherwise by the cardiology team)\n"
+            + "".join(f"   - {d}\n" for d in drugs[:2])
+            + "   Note: hold all cardiac medicines if systolic blood pressure is below 90 mmHg and call the ward.\n"
+            + "".join(f"   - {d}\n" for d in drugs[2:])
+            + "2. Diabetes: metformin 500 mg twice daily with meals\n")
+    parts = [s for s in seg(text) if s.meta.get("sub_items")]
+    assert parts and {s.meta["sub_total"] for s in parts} == {4}
+    (noted,) = [s for s in parts if "Note: hold all" in s.text]
+    assert "Bisoprolol" in noted.text  # with the sub-item above it
+    assert sum(s.meta["sub_items"][1] for s in parts) == 4

@@ -598,7 +598,9 @@ class Segmenter(Stage):
         sub_base = len(item[1][2]) - len(item[1][2].lstrip())
         subs: list[list[tuple[int, int, str]]] = []
         for line in item[1:]:
-            if not subs or len(line[2]) - len(line[2].lstrip()) <= sub_base:
+            # a line at a sub-item's depth that is no item ("Note: hold all cardiac medicines …") goes on the
+            # sub-item above it: the marks count items (it had been counted as one)
+            if not subs or (len(line[2]) - len(line[2].lstrip()) <= sub_base and LIST_RE.match(line[2])):
                 subs.append([line])
             else:
                 subs[-1].append(line)
