@@ -815,9 +815,10 @@ def _ends_in_colon(text: str) -> bool:
 
 
 def _one_item(seg: Segment) -> bool:
-    """Whether *seg*, a piece of a list, holds a single item ("- Rollback was a single command:"): one
-    that ends in ":" introduces the block after it (a part of several items is not held back for it)."""
-    return sum(1 for line in seg.original.split("\n") if LIST_RE.match(line)) == 1
+    """Whether *seg*, a piece of a list, holds one item or a part of one ("- Rollback was a single command:",
+    "Run:", the last sentence of "4. Drain traffic from the primary region. Run:"): one that ends in ":"
+    introduces the block after it (a part of several items is not held back for it)."""
+    return sum(1 for line in seg.original.split("\n") if LIST_RE.match(line)) <= 1
 
 
 def _block_like(seg: Segment) -> bool:

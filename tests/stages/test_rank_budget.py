@@ -1707,3 +1707,24 @@ def test_the_end_of_a_sentence_over_a_list_in_parts_goes_with_every_part():
     for shown in ("(a) loss of profits", "(b) loss or corruption of data"):
         only_with(lambda b: c.compress(text, query="Is the supplier liable for loss of data?", budget=b).text,
                   shown, "except that the Customer may recover", range(40, 200, 10))
+
+
+def test_a_run_line_and_a_last_item_ending_in_a_colon_go_with_their_code_blocks():
+    # regression QA: "4. Drain traffic from the primary region. Run:" (its "Run:" a piece of its own, no list
+    # mark) and "3. Confirm replica lag … on the standby:" (in a part with item 2) went out without their code
+    text = ("# Runbook\n\n## Procedure\n\n1. Announce the failover in #incident-payments and page the on-call DBA.\n"
+            "2. Freeze deploys: set the deploy-freeze label on the payments-api repository.\n"
+            "3. Confirm replica lag is below 5 seconds on the standby:\n```\n"
+            "psql -h pg-standby-2 -c \"select now() - pg_last_xact_replay_timestamp();\"\n```\n"
+            "4. Drain traffic from the primary region. Run:\n```\n"
+            "kubectl -n payments scale deploy/payments-api --replicas=0 --context=eu-west-1\n```\n"
+            "5. Promote the standby:\n```\npg_ctl promote -D /var/lib/postgresql/16/main\n```\n"
+            "6. Update the DATABASE_URL secret and restart the pods.\n")
+    c = Compressor.from_ontology("agent_ops")
+    for query in ("how do I promote the standby database", "how to drain traffic from the primary"):
+        def text_at(budget, query=query):
+            return c.compress({"id": "runbook.md", "text": text}, query=query, budget=budget).text
+
+        for lead, code in (("Run:", "kubectl -n payments scale"), ("on the standby:", "psql -h pg-standby-2")):
+            only_with(text_at, lead, code, range(30, 200, 10))  # 190: all of it
+            only_with(text_at, code, lead, range(30, 200, 10))

@@ -575,10 +575,17 @@ class Segmenter(Stage):
         # at its sub-items, so that the drug a query asks for is delivered without the others
         long = [k for k, item in enumerate(items) if len(item) > 2 and LIST_RE.match(item[1][2])
                 and depth(item[1][2]) > base and sum(cost(line) for line in item) > 2 * most]
+        # a last item that ends in ":" ("3. Confirm replica lag … on the standby:") introduces the block after
+        # the list: a part of its own, so that it goes with that block (odcf.stages.budget: a part of several
+        # items is not held back for its last one, and the block went out without it)
+        lead = len(items) > 1 and len(items) - 1 not in long and items[-1][-1][2].rstrip().rstrip("*_").endswith(":")
         out: list[Piece] = []
         done = 0
         for k in long + [len(items)]:
-            chunks = _pack(items[done:k], cost, most, max_lines=self.max_block_lines)
+            chunks = _pack(items[done:k - 1 if lead and k == len(items) else k], cost, most,
+                           max_lines=self.max_block_lines)
+            if lead and k == len(items):
+                chunks.append((items[-1], k - 1 - done, 1))
             if len(chunks) == 1 and not long:
                 return [_line_piece(chunks[0][0], "list", paragraph)]
             out.extend(_line_piece(c, "list", paragraph, {"list_items": [done + f, m], "list_total": len(items)})
