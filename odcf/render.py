@@ -154,7 +154,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
             out.append(" …")  # a sentence cut for length goes on in a part not delivered (between two: _gap)
         elif (seg.kind == "sentence" and (nxt is None or nxt.paragraph != seg.paragraph)
               and seg.text.endswith(_CLAUSE_GOES_ON)):
-            # a clause that ends in "；" or "," goes on in one not delivered: "给予警告；" read as the whole
+            # a clause that ends in "；", ";" or "，" goes on in one not delivered: "给予警告；" read as the whole
             # penalty, "拒不改正的，处1万元以上10万元以下罚款。" left out unsaid
             out.append(_elided(seg.text[-1], ""))
         if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
