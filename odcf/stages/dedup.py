@@ -49,6 +49,26 @@ _SPACE = re.compile(r"\s+")
 _VALUE_RULES = ("anchor:", "term", "entity:")
 
 
+def _paragraphs(doc: Document) -> dict[tuple[str, int], str]:
+    """The text of each paragraph of each source, its segments joined, whitespace and case folded."""
+    parts: dict[tuple[str, int], list[str]] = {}
+    for seg in doc.segments:
+        parts.setdefault((seg.source_id, seg.paragraph), []).append(seg.text)
+    return {key: _norm(" ".join(texts)) for key, texts in parts.items()}
+
+
+def _same_long_block(a: Segment, b: Segment, blocks: dict[tuple[str, int], str] | None, counter: Any,
+                     copy_tokens: int) -> bool:
+    """Whether *a* and *b* (one text) are in two paragraphs of one source that are the same block of
+    *copy_tokens* or more, a block printed again: its sentences, each shorter than that, are copies too
+    (delivered twice, and merged when the delivered text, its sentences joined by " … ", was compressed
+    again: the second pass changed what the first delivered)."""
+    if blocks is None or a.source_id != b.source_id or a.paragraph == b.paragraph:
+        return False
+    text = blocks.get((a.source_id, a.paragraph))
+    return text is not None and text == blocks.get((b.source_id, b.paragraph)) and counter.count(text) >= copy_tokens
+
+
 def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip().casefold()
 
@@ -140,6 +160,7 @@ class SemanticDedup(Stage):
         by_text: dict[tuple[str, str], list[Segment]] = {}
         for s in live:
             by_text.setdefault((s.layer, _norm(s.text)), []).append(s)
+        blocks: dict[tuple[str, int], str] | None = None  # each paragraph's text, read when a copy may need it
         for group in by_text.values():
             if len(group) < 2:
                 continue
@@ -148,8 +169,11 @@ class SemanticDedup(Stage):
             # resolves exactly as it would the full clique
             best = min(group, key=lambda s: _keeper_key(s, sources[s.source_id], position[s.id]))
             copy = 0 < self.copy_tokens <= counter.count(best.text)  # a long block printed again
+            if not copy and not self.within_source and self.copy_tokens > 0:
+                blocks = blocks if blocks is not None else _paragraphs(doc)
             for other in group:
-                if other is not best and (self.within_source or copy or other.source_id != best.source_id):
+                if other is not best and (self.within_source or copy or other.source_id != best.source_id
+                                          or _same_long_block(best, other, blocks, counter, self.copy_tokens)):
                     a, b = sorted((best, other), key=lambda s: position[s.id])
                     pairs[(a.id, b.id)] = 1.0
 

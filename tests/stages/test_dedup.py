@@ -114,6 +114,21 @@ def test_a_long_block_printed_again_inside_one_source_is_merged_by_default():
     assert not any(s.dropped for s in out.segments)
 
 
+def test_a_paragraph_printed_again_is_a_copy_though_each_of_its_sentences_is_short():
+    # the property test found it: two identical paragraphs of short sentences were both delivered (each
+    # sentence under copy_tokens), and compressing that text again merged one (its sentences, joined by " … ",
+    # had become one long segment): the second pass changed what the first delivered
+    para = ("The supplier shall deliver the pumps to the Leeds depot by 14 March. Each pump is tested on site "
+            "before acceptance by the buyer's engineer. The buyer pays within 30 days of acceptance. The warranty "
+            "runs for 24 months.")  # 46 o200k tokens, each sentence under 20
+    out = run([Source(id="a", text=f"{para}\n\n{para}")])
+    assert [s.status for s in out.segments] == ["verbatim"] * 4 + ["merged"] * 4
+    out = run([Source(id="a", text=f"{para}\n\n{para}")], copy_tokens=0)  # switched off: they stay
+    assert not any(s.dropped for s in out.segments)
+    out = run([Source(id="a", text=f"{para}\n\nThe buyer pays within 30 days of acceptance. Then it ends.")])
+    assert not any(s.dropped for s in out.segments)  # one sentence again, in another paragraph: it stays
+
+
 def test_a_copy_whose_kept_duplicate_is_not_delivered_is_dropped_saying_so():
     from odcf.compressor import Compressor
 
