@@ -16,14 +16,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from odcf.document import Document, Segment, Source
+from odcf.stages.segment.mail import QUOTE_RE
 
 #: A character after or before which sentences join without a space: Han, kana, CJK and
 #: full-width punctuation (not hangul: Korean puts spaces between words).
 _CJK_EDGE = re.compile("[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\u3000-\u303f\uff00-\uffef]")
 
 PINNED = ("instruction",)
-#: The marker a quoted line opens with ("> ", ">> ", "> > "): odcf.stages.segment.mail.QUOTE_RE.
-_QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
 
 
 def items_mark(n: int) -> str:
@@ -112,12 +111,13 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if omitted > 0:
                 out.append(items_mark(omitted) + nl)
         subs = seg.meta.get("sub_items")
+        indent = seg.text[:len(seg.text) - len(seg.text.lstrip())] if subs else ""  # a sub-item's marks stand at it
         if subs and (prev is None or prev.index != seg.index - 1):
             # a part of a long item's sub-list (odcf.stages.segment): the sub-items left out before it, at
             # its indentation (its item's first line, which it goes only with, is delivered above it)
             omitted = subs[0] - (sum(prev.meta["sub_items"]) if _sub_of(prev, seg) else 0)
             if omitted > 0:
-                out.append(seg.text[:len(seg.text) - len(seg.text.lstrip())] + items_mark(omitted) + nl)
+                out.append(indent + items_mark(omitted) + nl)
         code = seg.meta.get("code_lines")
         if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
             # a part of a long code block delivered without the part before it: inside the fences
@@ -142,7 +142,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if subs and not (nxt is not None and _sub_of(seg, nxt)):
             rest = seg.meta["sub_total"] - sum(subs)  # sub-items after the last part of them delivered
             if rest > 0:
-                out.append(nl + seg.text[:len(seg.text) - len(seg.text.lstrip())] + items_mark(rest))
+                out.append(nl + indent + items_mark(rest))
         if items and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("list_items")):
             rest = seg.meta.get("list_total", 0) - sum(items)  # items after the last part delivered
             if rest > 0:
@@ -458,7 +458,7 @@ def _lead(prev: Segment | None, seg: Segment, marked: bool) -> str:
         # quoted lines left out whole: a line "> …" with the marker of the shallower of the two lines around
         # them (under an attribution, its quote's: the lines right under it)
         shallower = seg if prev.meta.get("quote_head") or int(seg.meta["quote"]) <= int(prev.meta.get("quote", 0)) else prev
-        quote = _QUOTE_RE.match(shallower.text)
+        quote = QUOTE_RE.match(shallower.text)
         if quote is not None:
             return quote.group(0).strip() + " …\n"
     lines = seg.meta.get("line_pieces")

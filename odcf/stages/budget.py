@@ -901,8 +901,8 @@ def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:
     (the main clause) and every later part that holds a marker (the ontology's "a sentence holding
     one is kept whole": "provided, however, …" or "in no event …" in a later part must not be left
     out of the obligation it limits). Later parts without a marker may still be left out, marked " … ".
-    And the end of a sentence that runs over a list, when it limits it ("except that …"), with the list's
-    last part."""
+    And the end of a sentence that runs over a list, when it limits it ("except that …"): it with the list's
+    last part, and every part of the list with it."""
     out: dict[str, tuple[str, ...]] = {}
     parts: list[Segment] = []
     prev: Segment | None = None

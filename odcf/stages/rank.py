@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
-from odcf.stages.segment.lines import ZH_ITEM_RE
+from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
 from odcf.textutil import detect_language, phrase_regex, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
@@ -429,14 +429,8 @@ _STOPPED_RE = re.compile(r"\b(?i:stopped|discontinued|ceased)\b")
 def _cues(text: str) -> list[re.Match[str]]:
     """The matches of :data:`CORRECTION_RE` in *text* that say it corrects something: not a "replaced by"
     on a line that says what it replaces was stopped (:data:`_STOPPED_RE`)."""
-    out = []
-    for m in CORRECTION_RE.finditer(text):
-        if m.group(0).lower() == "replaced by":
-            line = text[text.rfind("\n", 0, m.start()) + 1:]
-            if _STOPPED_RE.search(line.split("\n", 1)[0]):
-                continue
-        out.append(m)
-    return out
+    return [m for m in CORRECTION_RE.finditer(text)
+            if not (m.group(0).lower() == "replaced by" and _STOPPED_RE.search(line_at(text, m.start())))]
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
@@ -458,7 +452,8 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """
     # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
     # and read as one it took the RFP's "Issued by … Issue date" block for stale
-    fixes = [k for k, seg in enumerate(segments) if seg.kind != "heading" and _cues(seg.text)]
+    cues = {k: _cues(seg.text) for k, seg in enumerate(segments) if seg.kind != "heading"}
+    fixes = [k for k, found in cues.items() if found]
     if not fixes:
         return {}
     figures = [_as_figures(seg.text) for seg in segments]
@@ -474,7 +469,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
           else None)
     out: dict[str, list[str]] = {}
     for k in fixes:
-        cue = {w for m in _cues(segments[k].text) for w in words(m.group(0))}
+        cue = {w for m in cues[k] for w in words(m.group(0))}
         mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
         old = set().union(*(_keys(_as_figures(v))[1] for m in _OLD_VALUE_RE.finditer(segments[k].text)

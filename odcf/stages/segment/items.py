@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from odcf.stages.segment.lines import LIST_RE, Piece
+from odcf.stages.segment.lines import LIST_RE, Piece, line_at
 
 #: A number opening an item at a line's start: "7.1 If …", "3.2.1 查询…", "M1. The …", "Q3. …",
 #: "Section 9.1 Cap.", "第十二条 违反…"; followed by a capital, a bracket, a quote or a Han character
@@ -59,15 +59,8 @@ def _list_goes_on(text: str, start: int, item: int) -> bool:
     *item*: the list goes on ("3. Update the secret …" after "2. Promote the standby:" and its code block),
     it is no list inside that item (it had been counted as a part of item 2, and the mark for the items
     left out came after item 6)."""
-    block, own = _line_at(text, start), _line_at(text, item)
+    block, own = line_at(text, start), line_at(text, item)
     return LIST_RE.match(block) is not None and len(block) - len(block.lstrip()) <= len(own) - len(own.lstrip())
-
-
-def _line_at(text: str, pos: int) -> str:
-    """The line of *text* that holds *pos*."""
-    start = text.rfind("\n", 0, pos) + 1
-    end = text.find("\n", pos)
-    return text[start:end if end >= 0 else len(text)]
 
 
 def mark_items(text: str, lines: Sequence[tuple[int, int, str]], pieces: list[Piece],

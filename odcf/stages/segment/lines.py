@@ -36,3 +36,10 @@ def rstrip(text: str, start: int, end: int) -> int:
     while end > start and text[end - 1].isspace():
         end -= 1
     return end
+
+
+def line_at(text: str, pos: int) -> str:
+    """The line of *text* that holds *pos*."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start:end if end >= 0 else len(text)]
