@@ -424,13 +424,23 @@ def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict
 #: corrects no line (it had linked the discharge medicines, the apixaban dose a query asked for among them,
 #: on the drug names both hold, and they went only with it).
 _STOPPED_RE = re.compile(r"\b(?i:stopped|discontinued|ceased)\b")
+#: A change verb of :data:`CORRECTION_RE` ("extended to", "reduced from … to").
+_CHANGE_VERB_RE = re.compile(r"(?i:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought)\b")
+#: A condition open before a change verb in its sentence: "approved … provided that the top client's contract is
+#: extended to at least December 2027" sets a condition, it changes nothing said before (it had marked the CEO's
+#: proposal and the approval of the last minutes "corrected by" the resolution, on the words they shared).
+_CONDITION_BEFORE_RE = re.compile(
+    r"\b(?i:provided(?:,\s*however,)?\s+that|if|unless|subject\s+to|on\s+(?:the\s+)?condition\s+that"
+    r"|conditional\s+(?:up)?on|as\s+long\s+as|only\s+when|until|in\s+case)\b[^.;:!?,\n]*$")
 
 
 def _cues(text: str) -> list[re.Match[str]]:
     """The matches of :data:`CORRECTION_RE` in *text* that say it corrects something: not a "replaced by"
-    on a line that says what it replaces was stopped (:data:`_STOPPED_RE`)."""
+    on a line that says what it replaces was stopped (:data:`_STOPPED_RE`), nor a change verb inside a
+    condition of its sentence (:data:`_CONDITION_BEFORE_RE`)."""
     return [m for m in CORRECTION_RE.finditer(text)
-            if not (m.group(0).lower() == "replaced by" and _STOPPED_RE.search(line_at(text, m.start())))]
+            if not (m.group(0).lower() == "replaced by" and _STOPPED_RE.search(line_at(text, m.start())))
+            and not (_CHANGE_VERB_RE.match(m.group(0)) and _CONDITION_BEFORE_RE.search(text, 0, m.start()))]
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
@@ -487,8 +497,14 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
             said, quoted = replaced[k]
             if old or said or quoted:
                 window = [j for j in window if zh and (said & zh[1][j] or any(q in zh[2][j] for q in quoted))]
+            # the words of the subject a change names ("The proposal due date is extended to …") do not link a segment
+            # that names it with no value after it: "… valid for 120 days after the proposal due date." had been
+            # "corrected by" the extension on those words
+            subject = {w for p in named for w in words(p, stop=True)}
             found = [segments[j].id for j in window
-                     if _same_value(mine_numbers & keys[j][1], units[k], units[j]) or len(mine_words & keys[j][0]) >= 2
+                     if _same_value(mine_numbers & keys[j][1], units[k], units[j])
+                     or len(mine_words & (keys[j][0] - (subject if any(_names_only(p, segments[j].text) for p in named)
+                                                        else set()))) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]
         if found:
             out[segments[k].id] = found
@@ -580,6 +596,14 @@ def _subject(words_before: str) -> str | None:
     while ws and ws[0].casefold() in ("the", "a", "an", "this", "that", "these", "those", "its", "our", "your"):
         ws = ws[1:]
     return " ".join(ws).casefold() if sum(len(w) >= 3 for w in ws) >= 2 else None
+
+
+def _names_only(phrase: str, text: str) -> bool:
+    """Whether *text* names *phrase* (casefolded words) with no number after it in its sentence, as "… valid for
+    120 days after the proposal due date." does (not "The contract runs to December 2026")."""
+    folded = text.casefold()
+    return any(not re.match(r"[^.;!?\n]{0,40}?\d", folded[m.end():])
+               for m in re.finditer(phrase_regex(phrase), folded))
 
 
 def _gives_value(phrase: str, text: str) -> bool:

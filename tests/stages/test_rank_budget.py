@@ -1204,6 +1204,30 @@ def test_what_a_correction_corrects_holds_its_old_value_or_gives_a_value_for_its
     assert correction_links(segs) == {"s2": ["s0"]}
 
 
+
+def test_a_change_inside_a_condition_or_naming_a_subject_without_its_value_corrects_nothing():
+    # QA: a board resolution approving an acquisition "provided that the top client's contract is extended to at
+    # least December 2027" was read as a correction: the CEO's proposal and the approval of the last minutes
+    # (words shared: "acquisition", "completion"; "approved", "December") were recorded "corrected by" it; and
+    # "The proposal due date is extended to 11 April 2025" corrected the bid security "valid for 120 days after
+    # the proposal due date", on the words of the date it names
+    from odcf.stages.rank import correction_links
+
+    segs = _segs("The minutes of the meeting held on 4 December 2024 were approved as a true record.",
+                 "The CEO presented the proposal to acquire Hale Freight Ltd for £14.5m, subject to completion.",
+                 "IT WAS RESOLVED that the acquisition be approved, subject to completion of due diligence and provided "
+                 "that the top client's contract is extended to at least December 2027 before completion.")
+    assert correction_links(segs) == {}
+    segs = _segs("A16. The bid security is EUR 45,000, valid for 120 days after the proposal due date.",
+                 "The proposal due date is 28 March 2025.",
+                 "A23. The proposal due date is extended to 11 April 2025 at 14:00 CET.")
+    assert correction_links(segs) == {"s2": ["s1"]}
+    # a change that is no condition still corrects what it shares words with
+    segs = _segs("The top client's contract runs to December 2026 under the master agreement.",
+                 "Lunch is at noon.", "If asked, say so. The top client's contract is extended to December 2027.")
+    assert correction_links(segs) == {"s2": ["s0"]}
+
+
 _DISCHARGE = """# Discharge Summary
 
 ## Medications on Discharge

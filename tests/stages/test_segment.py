@@ -1299,3 +1299,17 @@ def test_a_note_among_sub_items_is_no_sub_item():
     (noted,) = [s for s in parts if "Note: hold all" in s.text]
     assert "Bisoprolol" in noted.text  # with the sub-item above it
     assert sum(s.meta["sub_items"][1] for s in parts) == 4
+
+
+def test_a_chinese_sentence_that_limits_the_article_before_it_is_part_of_its_segment():
+    # QA: "本条不适用于乙方故意或重大过失造成的损失。" ("this article does not apply to …") was delivered without
+    # the cap it limits ("…赔偿总额不超过合同总价的20%。"), which was left out: it read as if Party B were not
+    # liable for intentional or grossly negligent loss, the opposite of the contract
+    text = ("第七条 违约责任\n任何一方违反本合同约定的，应赔偿对方因此遭受的直接损失，但赔偿总额不超过合同总价的20%。"
+            "本条不适用于乙方故意或重大过失造成的损失。\n\n第八条 争议解决\n双方应友好协商解决。前款规定的期限不包括法定节假日。"
+            "本合同自签字之日起生效。")
+    texts = [s.text for s in seg(text)]
+    assert "任何一方违反本合同约定的，应赔偿对方因此遭受的直接损失，但赔偿总额不超过合同总价的20%。本条不适用于乙方故意或重大过失造成的损失。" in texts
+    assert "双方应友好协商解决。前款规定的期限不包括法定节假日。" in texts
+    # a sentence with its own subject stays apart
+    assert "本合同自签字之日起生效。" in texts

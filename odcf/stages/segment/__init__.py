@@ -761,7 +761,9 @@ _RESTRICTS_RE = re.compile(
     r"(?:(?:That|This|These|Those|Such|Said|The\s+(?:foregoing|above|preceding|same))\b[^.;:!?\n]{0,60}?"
     r"\b(?:(?:does|do|did|shall|will|may|must|is|are|can|could|would|should)\s+not|(?:applies|apply|is|are)\s+only)\b"
     r"|Provided(?:,\s*however,)?\s+that\b"
-    r"|Notwithstanding\s+the\s+(?:foregoing|above))")
+    r"|Notwithstanding\s+the\s+(?:foregoing|above)"
+    # 本条/本款/前款/上述规定… 不适用于 / 仅适用于 …: "本条不适用于乙方故意或重大过失造成的损失。" after the cap it limits
+    r"|(?:本|前|上|该|此)(?:条|款|项|述|规定)[^。；！？\n]{0,30}?(?:不适用|仅适用|只适用|不包括|不影响))")
 #: The longest a sentence may grow by taking the one that limits it (longer ones stay apart).
 _RESTRICTED_MAX_CHARS = 600
 
