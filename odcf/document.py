@@ -127,6 +127,9 @@ class Source:
             problem = unicode_problem(value) if value is not None else None
             if problem:
                 raise SourceError(f"source {self.id!r}: {name} {problem}")
+        if "\x00" in self.text:  # as a file (odcf compress) or a batch record with one is refused
+            raise SourceError(f"source {self.id!r}: text holds a NUL character at character {self.text.index(chr(0))}: "
+                              "binary data, not text")
         if not isinstance(self.mandatory, bool):  # "false" would be true
             raise SourceError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
         if self.confidence is not None:

@@ -26,6 +26,18 @@ def test_a_lone_surrogate_is_refused_naming_the_source_and_the_character():
     assert unicode_problem("caf\u00e9 \U0001f600 \u4e2d") is None and unicode_problem("plain") is None
 
 
+def test_a_nul_character_is_refused_by_the_api_as_by_the_cli_and_batch():
+    # QA: Compressor.compress("Refund \x00 $5.") delivered the NUL character, where `odcf compress` refuses the file
+    # and `odcf batch` the record ("binary data, not text")
+    from odcf import Compressor
+    from odcf.errors import InputError
+
+    with pytest.raises(ValueError, match=r"^source 'x': text holds a NUL character at character 7: binary data, not text$"):
+        Source(id="x", text="Refund \x00 $5.")
+    with pytest.raises(InputError, match=r"^source 'source-1': text holds a NUL character at character 7"):
+        Compressor.from_ontology("general").compress("Refund \x00 $5.", budget=50)
+
+
 def test_source_id_must_be_a_string_and_meta_a_mapping():
     with pytest.raises(ValueError, match="source id must be a string, got NoneType None"):
         Source(id=None, text="x")  # type: ignore[arg-type]

@@ -273,7 +273,7 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
         if "\r" in text and exc.msg == "Extra data":
             hint = ("; the line holds carriage returns: the file may end its lines with CR alone "
                     "(old Mac style), which JSON Lines does not; convert them to LF (tr '\\r' '\\n')")
-        return RawRecord(key, where, error=f"invalid JSON: {exc.msg} at column {exc.colno}{hint}",
+        return RawRecord(key, where, error=f"invalid JSON: {exc.msg}{' ' if exc.msg.endswith(' at') else ' at '}column {exc.colno}{hint}",
                          detail={"raw": text})
     except RecursionError:
         return RawRecord(key, where, error="invalid JSON: nested too deeply", detail={"raw": text})

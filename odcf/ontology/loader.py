@@ -689,6 +689,9 @@ def _bundled_files() -> list[Traversable]:
 def _locate(name_or_path: str | os.PathLike[str]) -> Path | Traversable:
     """The file *name_or_path* names, or the bundled ontology of that name. A name with a ``.yaml`` or
     ``.yml`` suffix or a folder in it is a file name: a bundled ontology is named without either."""
+    if not str(name_or_path).strip():  # Path("") is ".", the working folder
+        raise OntologyError(f"no ontology named: got {str(name_or_path)!r}; give a bundled ontology's name "
+                            f"({', '.join(bundled_names())}) or a file")
     path = Path(name_or_path)
     if path.is_file():
         return path

@@ -336,3 +336,11 @@ def test_an_invalid_utf8_line_is_named_by_its_id_only_when_the_id_was_read_intac
     raws = list(read_records(discover_inputs(p)))
     assert [r.rid for r in raws] == [None, "7", None]
     assert all(r.error.startswith("invalid UTF-8") for r in raws)
+
+
+def test_an_unterminated_string_says_where_it_starts_once(tmp_path):
+    # QA: the error read "invalid JSON: Unterminated string starting at at column 22"
+    p = tmp_path / "cut.jsonl"
+    p.write_text('{"id": "a", "context": "the line was cut\n', encoding="utf-8")
+    (raw,) = list(read_records(discover_inputs(p)))
+    assert raw.error == "invalid JSON: Unterminated string starting at column 24"

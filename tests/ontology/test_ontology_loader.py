@@ -422,6 +422,13 @@ def test_directory_is_not_an_ontology(tmp_path: Path):
         load_ontology(tmp_path)
 
 
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_name_is_no_ontology_and_not_the_working_folder(name):
+    # QA: from_ontology("") said ".: is a directory, not an ontology file" (Path("") is the working folder)
+    with pytest.raises(OntologyError, match=r"^no ontology named: got '\s*'; give a bundled ontology's name \(.*general"):
+        load_ontology(name)
+
+
 # -- contracts with other parts ---------------------------------------------------------------------
 def test_stage_names_match_the_pipeline_registry():
     from odcf.pipeline import ESSENTIAL, STAGE_ORDER
