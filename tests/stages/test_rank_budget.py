@@ -1728,3 +1728,47 @@ def test_a_run_line_and_a_last_item_ending_in_a_colon_go_with_their_code_blocks(
         for lead, code in (("Run:", "kubectl -n payments scale"), ("on the standby:", "psql -h pg-standby-2")):
             only_with(text_at, lead, code, range(30, 200, 10))  # 190: all of it
             only_with(text_at, code, lead, range(30, 200, 10))
+
+
+ONCALL = ("# orders-api — On-call Runbook\n\nOwner: team-orders (#orders-oncall). Last reviewed: 2025-04-11.\n\n"
+          "## 1. Service overview\n\norders-api runs on Kubernetes in the `orders` namespace, 4 replicas behind the "
+          "`orders-gw` ingress. It depends on PostgreSQL cluster `pg-ord-02` (primary in us-east-1a) and Redis "
+          "`redis-ord-cache`.\n\n## 2. Alert: OrdersHighErrorRate\n\nFires when the 5xx rate exceeds 3% for 5 minutes.\n\n"
+          "1. Check the pods:\n\n```bash\nkubectl -n orders get pods -l app=orders-api\n"
+          "kubectl -n orders logs deploy/orders-api --since=10m | grep -E \"ERROR|FATAL\"\n```\n\n"
+          "2. If the logs show `connection refused` to `pg-ord-02`, go to section 4. Do not restart the pods: "
+          "restarting drops in-flight idempotency keys and can cause double charges.\n\n"
+          "3. If the error is `rate limit exceeded` from the payment gateway, enable the degraded mode flag:\n\n"
+          "```bash\ncurl -X POST https://flags.internal/api/v1/flags/orders.degraded_mode \\\n"
+          "  -H \"Authorization: Bearer $FLAG_TOKEN\" \\\n  -d '{\"enabled\": true, \"ttl_minutes\": 30}'\n```\n\n"
+          "Degraded mode queues orders under USD 300 and rejects larger ones. Never leave it on for more than 30 "
+          "minutes without paging the orders lead.\n\n## 3. Database failover\n\nFailover to the replica in us-east-1b "
+          "is manual and requires approval from the incident commander.\n\n```bash\n"
+          "patronictl -c /etc/patroni/pg-ord-02.yml failover --candidate pg-ord-02-b --force\n"
+          "kubectl -n orders rollout restart deploy/orders-api\n```\n\n## 4. Escalation\n\n"
+          "- Orders lead: page via PagerDuty service `ORD-LEAD` (P1 only).\n"
+          "- Security incidents: do not investigate yourself; page `SEC-ONCALL` immediately.\n")
+
+
+def test_a_later_sentence_of_a_list_item_that_limits_it_goes_with_its_first():
+    # regression QA: "2. If the logs show `connection refused` …, go to section 4." (score 1.0) was delivered at
+    # 240-250 tokens without the rest of its step, "Do not restart the pods: …" (0.95, 20 tokens): its room went
+    # to "It depends on … pg-pay-01" (a hit) with the sentence it needs (0.50) and then to a 0.28 filler, and the
+    # step read as whole next to a failover block that restarts the pods
+    c = Compressor.from_ontology("agent_ops")
+    query = "What do I do when logs show connection refused to pg-ord-02? Is restarting the pods ok?"
+    results = {}
+
+    def text_at(budget):
+        r = results[budget] = c.compress({"id": "runbook.md", "text": ONCALL}, query=query, budget=budget)
+        assert r.tokens_out <= budget
+        return r.text
+
+    only_with(text_at, "go to section 4.", "go to section 4. Do not restart the pods: restarting drops", range(60, 320, 4))
+    reasons = [why for r in results.values() for s in r.document.segments
+               if s.dropped and s.text.startswith("2. If the logs show") for why in s.reasons
+               if why.startswith("budget:")]
+    assert reasons and all("goes only with the later sentences of the item that limit it" in why or "no room" in why
+                           for why in reasons)
+    assert any("goes only with the later sentences of the item that limit it" in why for why in reasons)
+
