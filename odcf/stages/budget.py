@@ -35,6 +35,8 @@ alone, "However, this obligation does not apply" would read as an exception to w
 compressed text happens to hold above it. A segment whose meta names another in
 ``budget_needs`` goes only with that one the same way (a handoff links its history turns so).
 
+The same holds for a prohibition opening a sentence whose object only the sentence before it in its
+paragraph names ("Do not increase the dose unless …" after "It was restarted at a reduced dose …").
 The first piece of a list item (the one holding its number or mark) goes only with the item's later
 sentences that hold a marker or a limiting connective, as a segment goes with its corrections (below):
 "2. If the logs show `connection refused` …, go to section 4." delivered without "Do not restart the
@@ -76,7 +78,7 @@ from odcf.stages.base import Stage
 from odcf.stages.segment.headings import TITLE_VERBS
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
-from odcf.textutil import NO_OTHER_RE, refers_back
+from odcf.textutil import NO_OTHER_RE, points_back, refers_back
 from odcf.tokens import get_counter
 
 #: The refill stops after this many segments in a row that did not fit when measured.
@@ -457,7 +459,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
-                opener = (refers_back(seg.original, prior.original, definite=seg.paragraph == prior.paragraph)
+                opener = (points_back(seg.original, prior.original, same_paragraph=seg.paragraph == prior.paragraph)
                           if not seg.meta.get("budget_needs") else None)
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut into "
                         "parts (its clauses, or for length) and goes only with its first part" if seg.meta.get("cut_part")
@@ -673,7 +675,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 or (seg.kind == "list" and prev.kind == "list" and seg.paragraph == prev.paragraph))
                 and ("speaker" not in seg.meta or "turn" in seg.meta)
                 and "mail_field" not in prev.meta
-                and refers_back(seg.original, said, definite=seg.paragraph == prev.paragraph)):
+                and points_back(seg.original, said, same_paragraph=seg.paragraph == prev.paragraph)):
             out[seg.id] = prev.id
             if title is not None and title[1] == prev.id:
                 heads.add(prev.id)  # "18.6 Pari passu ranking. Its payment obligations …": still only a title
