@@ -570,8 +570,9 @@ def _section_heading(seg: Segment) -> bool:
 def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     """What each segment goes only with (id -> id), and the ids of the heads (headings and lead-ins).
 
-    - a sentence that points back (:func:`~odcf.textutil.refers_back`: "However, …", "no other …",
-      in its own paragraph a definite noun the sentence before names) -> the segment before it in
+    - a sentence that points back (:func:`~odcf.textutil.points_back`: "However, …", "no other …",
+      in its own paragraph a definite noun the sentence before names, opening it or as the object of a
+      prohibition opening it, "Do not increase the dose …") -> the segment before it in
       its source, when that one is a sentence too (a heading or a table row is not what "However"
       answers), or a part of the same numbered paragraph. Lines of a transcript are left out: a
       delivered sentence there is written after its speaker's label, and speech opens many
