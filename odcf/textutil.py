@@ -404,6 +404,46 @@ def refers_back(sentence: str, before: str, *, definite: bool = True) -> str | N
     return None
 
 
+#: A prohibition opening a sentence, with its object: a definite noun (group 1; not followed by what names
+#: it, "the dose of insulin") or "it"/"them" (group 2).
+_PROHIBITION_RE = re.compile(
+    r"^[\"'\u201c\u2018(\[]*(?i:do\s+not|don['’]t|never)\s+[a-z]+\s+"
+    r"(?:(?i:the|this|that|these|those|such)\s+([a-z][a-z-]{3,})\b(?!\s+(?:of|for|in|under|to)\b|\s+[A-Z0-9#])"
+    r"|(it|them)\b)")
+
+
+def restricts_back(sentence: str, before: str) -> str | None:
+    """The opening of *sentence* when it forbids something done to what only *before*, the sentence in front
+    of it in its paragraph, names: "Do not increase the dose" after "It was restarted at a reduced dose of
+    500 mg …", "Never leave it on …" after "Degraded mode queues charges …". Delivered alone, it forbids it
+    of whatever the text above happens to name. Only a prohibition: a definite noun anywhere else in a
+    sentence ties too much together (see :func:`refers_back`).
+
+    >>> restricts_back("Do not increase the dose unless eGFR is above 45.", "It was restarted at a reduced dose.")
+    'Do not increase the dose'
+    >>> restricts_back("Never leave it on for more than 30 minutes.", "Degraded mode queues charges.")
+    'Never leave it'
+    >>> [restricts_back(s, "Restart the service.") for s in ("Do not restart the pods.", "Do not increase the dose of insulin.",
+    ...  "Do not give the Supplier notice.", "Increase the service level.")]
+    [None, None, None, None]
+    """
+    m = _PROHIBITION_RE.match(sentence.lstrip("\"'\u201c\u2018([ "))
+    if m is None:
+        return None
+    if m.group(2) or (m.group(1) not in _GENERIC_NOUNS
+                      and re.search(r"\b" + re.escape(m.group(1)[:5]), before.lower())):
+        return m.group(0)
+    return None
+
+
+def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> str | None:
+    """What in *sentence* speaks of something named only in *before*, the sentence in front of it:
+    :func:`refers_back` (a definite noun only in *same_paragraph*), or in *same_paragraph* a prohibition
+    of :func:`restricts_back`."""
+    return refers_back(sentence, before, definite=same_paragraph) or (
+        restricts_back(sentence, before) if same_paragraph else None)
+
+
 def iter_lines_with_offsets(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, line)`` for each line, end excluding the newline."""
     pos = 0

@@ -5,7 +5,9 @@ score = relevance × (0.5 + density), scaled to [0, 1], where relevance blends B
 against the caller's query (weight ``query_weight``) and against the plan's concept and
 task queries, and density is the share of the segment covered by protected spans
 (numbers, identifiers, terms, markers), capped at 1. Instruction and state segments
-always score 1.0. Chinese text is tokenized with jieba.
+always score 1.0. Chinese text is tokenized with jieba. A sentence that points back to the one
+before it in its paragraph ("It was restarted at 500 mg …") is scored with that sentence's text
+before its own (:func:`scoring_texts`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
-from odcf.textutil import detect_language, phrase_regex, words
+from odcf.textutil import detect_language, phrase_regex, points_back, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
 
@@ -759,14 +761,38 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
     """The text each of *segs* is scored by: its own, after the keys of the config lines above it
     (a YAML or ``kubectl describe`` node's path, odcf.stages.segment.yamlparts). "memory: 512Mi"
     alone is as much a request as a limit; scored as "Containers payments-api Limits memory: 512Mi"
-    it answers "what is its memory limit?"."""
+    it answers "what is its memory limit?". A sentence that points back to the sentence before it
+    (:func:`_pointed_back`) is scored after that sentence's own scoring text."""
     by_index = {(s.source_id, s.index): s for s in doc.segments if s.meta.get("yaml_children") is not None}
+    before = _pointed_back(doc)
     out = []
     for seg in segs:
         path = seg.meta.get("yaml_path")
         keys = [by_index[(seg.source_id, i)].original.strip().split(":", 1)[0].lstrip("- ")
                 for i in path or () if (seg.source_id, i) in by_index]
+        if seg.id in before:
+            keys = [before[seg.id]]
         out.append(" ".join([*keys, seg.text]) if keys else seg.text)
+    return out
+
+
+def _pointed_back(doc: Document) -> dict[str, str]:
+    """For each sentence of *doc* that points back to the sentence before it in its paragraph
+    (:func:`~odcf.textutil.points_back`: "It was restarted at a reduced dose of 500 mg …" after "Metformin
+    was held on admission …"), the text of that sentence, after the one that opens the chain when that one
+    points back too ("Do not increase the dose unless …" is scored after both): what it speaks of is named
+    only there, and the budget delivers it only with them. Scored alone, "It was restarted …" did not
+    match the query's "metformin" and ranked below a furosemide dose nobody asked for."""
+    out: dict[str, str] = {}
+    root: dict[str, Segment] = {}  # the sentence that opens each chain
+    prev: Segment | None = None
+    for seg in doc.segments:
+        if (prev is not None and seg.kind == "sentence" and prev.kind == "sentence" and not prev.dropped
+                and prev.source_id == seg.source_id and prev.paragraph == seg.paragraph and "speaker" not in seg.meta
+                and points_back(seg.original, prev.original)):
+            first = root[seg.id] = root.get(prev.id, prev)
+            out[seg.id] = prev.text if first is prev else f"{first.text} {prev.text}"
+        prev = seg
     return out
 
 

@@ -1752,3 +1752,106 @@ def test_a_run_line_and_a_last_item_ending_in_a_colon_go_with_their_code_blocks(
         for lead, code in (("Run:", "kubectl -n payments scale"), ("on the standby:", "psql -h pg-standby-2")):
             only_with(text_at, lead, code, range(30, 200, 10))  # 190: all of it
             only_with(text_at, code, lead, range(30, 200, 10))
+
+
+ONCALL = ("# orders-api — On-call Runbook\n\nOwner: team-orders (#orders-oncall). Last reviewed: 2025-04-11.\n\n"
+          "## 1. Service overview\n\norders-api runs on Kubernetes in the `orders` namespace, 4 replicas behind the "
+          "`orders-gw` ingress. It depends on PostgreSQL cluster `pg-ord-02` (primary in us-east-1a) and Redis "
+          "`redis-ord-cache`.\n\n## 2. Alert: OrdersHighErrorRate\n\nFires when the 5xx rate exceeds 3% for 5 minutes.\n\n"
+          "1. Check the pods:\n\n```bash\nkubectl -n orders get pods -l app=orders-api\n"
+          "kubectl -n orders logs deploy/orders-api --since=10m | grep -E \"ERROR|FATAL\"\n```\n\n"
+          "2. If the logs show `connection refused` to `pg-ord-02`, go to section 4. Do not restart the pods: "
+          "restarting drops in-flight idempotency keys and can cause double charges.\n\n"
+          "3. If the error is `rate limit exceeded` from the payment gateway, enable the degraded mode flag:\n\n"
+          "```bash\ncurl -X POST https://flags.internal/api/v1/flags/orders.degraded_mode \\\n"
+          "  -H \"Authorization: Bearer $FLAG_TOKEN\" \\\n  -d '{\"enabled\": true, \"ttl_minutes\": 30}'\n```\n\n"
+          "Degraded mode queues orders under USD 300 and rejects larger ones. Never leave it on for more than 30 "
+          "minutes without paging the orders lead.\n\n## 3. Database failover\n\nFailover to the replica in us-east-1b "
+          "is manual and requires approval from the incident commander.\n\n```bash\n"
+          "patronictl -c /etc/patroni/pg-ord-02.yml failover --candidate pg-ord-02-b --force\n"
+          "kubectl -n orders rollout restart deploy/orders-api\n```\n\n## 4. Escalation\n\n"
+          "- Orders lead: page via PagerDuty service `ORD-LEAD` (P1 only).\n"
+          "- Security incidents: do not investigate yourself; page `SEC-ONCALL` immediately.\n")
+
+
+def test_a_later_sentence_of_a_list_item_that_limits_it_goes_with_its_first():
+    # regression QA: "2. If the logs show `connection refused` …, go to section 4." (score 1.0) was delivered at
+    # 240-250 tokens without the rest of its step, "Do not restart the pods: …" (0.95, 20 tokens): its room went
+    # to "It depends on … pg-pay-01" (a hit) with the sentence it needs (0.50) and then to a 0.28 filler, and the
+    # step read as whole next to a failover block that restarts the pods
+    c = Compressor.from_ontology("agent_ops")
+    query = "What do I do when logs show connection refused to pg-ord-02? Is restarting the pods ok?"
+    results = {}
+
+    def text_at(budget):
+        r = results[budget] = c.compress({"id": "runbook.md", "text": ONCALL}, query=query, budget=budget)
+        assert r.tokens_out <= budget
+        return r.text
+
+    only_with(text_at, "go to section 4.", "go to section 4. Do not restart the pods: restarting drops", range(60, 320, 4))
+    reasons = [why for r in results.values() for s in r.document.segments
+               if s.dropped and s.text.startswith("2. If the logs show") for why in s.reasons
+               if why.startswith("budget:")]
+    assert reasons and all("goes only with the later sentences of the item that limit it" in why or "no room" in why
+                           for why in reasons)
+    assert any("goes only with the later sentences of the item that limit it" in why for why in reasons)
+
+
+MED_NOTE = ("# Medication Reconciliation — Discharge\n\nPatient: MRN 118-204-5531, 81-year-old male\n"
+            "Admission: 3 June 2025, urinary tract infection (N39.0)\nDischarge: 10 June 2025\n"
+            "Allergies: penicillin (anaphylaxis), sulfa drugs (rash)\n\n## Background\n\n"
+            "The patient has type 2 diabetes (E11.9), atrial fibrillation (I48.91) and stage 3b chronic kidney disease "
+            "(N18.32). eGFR on admission was 36 mL/min/1.73m2, falling to 29 mL/min/1.73m2 on day 2 and recovering "
+            "to 34 mL/min/1.73m2 at discharge. He lives with his wife, who manages his medications using a weekly "
+            "pill organiser.\n\n## Pre-admission medications\n\n- Metformin 1000 mg twice daily\n"
+            "- Apixaban 5 mg twice daily\n- Bisoprolol 2.5 mg once daily\n- Atorvastatin 40 mg at bedtime\n"
+            "- Furosemide 40 mg once daily\n- Ibuprofen 400 mg as needed for back pain\n\n"
+            "## Changes during admission\n\nMetformin was held on admission because of the acute kidney injury. "
+            "It was restarted at a reduced dose of 500 mg twice daily on day 5, as eGFR remained above 30 "
+            "mL/min/1.73m2. Do not increase the dose unless eGFR is above 45 mL/min/1.73m2 on two consecutive "
+            "tests.\n\nApixaban was reduced from 5 mg twice daily to 2.5 mg twice daily because the patient meets "
+            "two dose-reduction criteria (age 81 and creatinine 1.7 mg/dL).\n\nIbuprofen was stopped permanently. "
+            "Do not restart NSAIDs.\n\nNitrofurantoin 100 mg twice daily was given for 5 days and completed on 8 June "
+            "2025. It was chosen instead of amoxicillin because of the penicillin allergy.\n\nFurosemide was held "
+            "from day 1 to day 3 and restarted at 20 mg once daily (previously 40 mg).\n\n## Discharge medications\n\n"
+            "- Metformin 500 mg twice daily (reduced)\n- Apixaban 2.5 mg twice daily (reduced)\n"
+            "- Bisoprolol 2.5 mg once daily (unchanged)\n- Atorvastatin 40 mg at bedtime (unchanged)\n"
+            "- Furosemide 20 mg once daily (reduced)\n- Paracetamol 1 g up to four times daily as needed for back pain "
+            "(new; maximum 3 g per day because of weight under 60 kg)\n\n## Follow-up\n\nRepeat renal function and "
+            "potassium within 7 days at the GP practice. The GP should review the furosemide dose if weight increases "
+            "by more than 2 kg in 3 days. Anticoagulation clinic appointment on 19 June 2025.\n\nHis wife was counselled "
+            "and given an updated medication list. She asked that the pharmacy not switch apixaban to a generic brand "
+            "without telling her, because the tablet colour confused her husband last time.\n")
+
+
+def test_a_sentence_that_points_back_is_ranked_with_the_sentence_it_points_back_to():
+    # regression QA: "It was restarted at a reduced dose of 500 mg …", the discharge dose asked for, names metformin
+    # only through "It": ranked alone it came below a furosemide dose nobody asked about, and "Metformin was held on
+    # admission …" went out without it (the paragraph read as if metformin stayed on hold); "Do not increase the
+    # dose unless …" was left out too, and delivered alone would forbid it of whatever drug the text above names
+    c = Compressor.from_ontology("medical_records")
+    query = "What are the discharge doses of metformin and apixaban, and any restrictions on changing them?"
+    full = c.compress({"id": "med.md", "text": MED_NOTE}, query=query, budget=100000)
+    seg = {s.text: s for s in full.document.segments}
+    restarted = next(s for t, s in seg.items() if t.startswith("It was restarted"))
+    furosemide = next(s for t, s in seg.items() if t.startswith("Furosemide was held"))
+    assert restarted.score > furosemide.score
+    r = c.compress({"id": "med.md", "text": MED_NOTE}, query=query, budget=round(full.tokens_in * 0.4))
+    assert "It was restarted at a reduced dose of 500 mg" in r.text and "Do not increase the dose unless" in r.text, r.text
+
+    def text_at(budget):
+        return c.compress({"id": "med.md", "text": MED_NOTE}, query=query, budget=budget).text
+
+    only_with(text_at, "Do not increase the dose", "mL/min/1.73m2. Do not increase the dose", range(60, 360, 20))
+
+
+def test_a_prohibition_points_back_only_to_what_the_sentence_before_names():
+    from odcf.textutil import points_back
+
+    assert points_back("Do not increase the dose unless eGFR is above 45.", "It was restarted at a reduced dose.")
+    assert points_back("Never leave it on for more than 30 minutes.", "Degraded mode queues charges.")
+    assert not points_back("Never leave it on for more than 30 minutes.", "Degraded mode queues charges.",
+                           same_paragraph=False)  # across paragraphs, a prohibition stands alone
+    for alone in ("Do not restart the pods.", "Do not increase the dose of insulin.", "Do not give the Supplier notice.",
+                  "Increase the service level."):
+        assert not points_back(alone, "Restart the service at the new dose level."), alone
