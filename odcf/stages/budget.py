@@ -54,6 +54,12 @@ an email's body only with its From line, which is never delivered alone; its oth
 line a body must bring costs room: with From, Sent and Subject required, a thread's newest "I do NOT
 approve" no longer fitted beside the older message it overrules.)
 Delivered without them, a quoted and superseded "I approve the carry-over" reads as the latest word.
+
+A question of a question-and-answer log ("**Q19.** … Please confirm the minimum technical score.",
+"Question 3:", "Q:") goes only with the opening of its answer ("**A19.** The technical score threshold
+is 65 out of 100 points.", numbered like it, else right after it: :mod:`odcf.stages.segment.qa`), which
+goes alone; the rank stages score that opening at least as high as its question. Delivered without
+it, a question that repeats the query's words is the query asked again, not answered.
 """
 from __future__ import annotations
 
@@ -71,6 +77,7 @@ from odcf.stages.base import Stage
 from odcf.stages.segment.headings import TITLE_VERBS
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
+from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import NO_OTHER_RE, refers_back
 from odcf.tokens import get_counter
 
@@ -416,6 +423,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     present: dict[str, bool] = {layer: False for layer in contract.required}
     final: list[Segment] = []
     keeper_of = {m: s.id for s in doc.segments for m in s.merged_from}
+    asks = {sid: pair for pair in qa_pairs(doc.segments) for sid in pair.question}  # a question's segments
     for seg in doc.segments:
         if seg.id in decided:
             final.append(decided[seg.id])
@@ -449,8 +457,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = (refers_back(seg.original, prior.original, definite=seg.paragraph == prior.paragraph)
                           if not seg.meta.get("budget_needs") else None)
+                asked = asks.get(seg.id)
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut into "
                         "parts (its clauses, or for length) and goes only with its first part" if seg.meta.get("cut_part")
+                        else "is a question and goes only with its answer"
+                        if asked is not None and prior.id == asked.answer[0]
+                        else "is a later part of a question and goes only with its first part, which goes only with "
+                        "its answer" if asked is not None and prior.id == asked.question[0]
                         else f"opens with {opener!r} and goes only with the sentence before it"
                         if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
                         else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
@@ -573,6 +586,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       its parent key line, a part of a diff's hunk -> the hunk's ``@@`` line -> its file's header
       lines; the one above is a head;
     - a later part of a sentence cut for length -> its first part, which holds the main clause;
+    - a question of a question-and-answer log -> the opening of its answer, and a later segment of the
+      question -> its first (:func:`_link_questions`);
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
     - a quoted line -> the attribution of its quote ("On … wrote:"), and a nested quote's attribution
@@ -767,7 +782,29 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             ahead = None
         prev = seg
     mail.close()
+    _link_questions(out, heads, qa_pairs(doc.segments))
     return out, heads - _heads_left_by_copies(doc, out)
+
+
+def _link_questions(out: dict[str, str], heads: set[str], pairs: list[QAPair]) -> None:
+    """A question of a question-and-answer log goes only with its answer (its opening segment, which
+    holds its number: "**Q19.** … Please confirm the minimum technical score." without "**A19.** The
+    threshold is 65 points." asks, and the text does not answer), and its later segments with its first;
+    the answer needs nothing of its question. Not when the answer opens with a head (a lead-in over a
+    list: the question would bring that without a part of its list)."""
+    for pair in pairs:
+        first, opening = pair.question[0], pair.answer[0]
+        if opening in heads or first in heads:
+            continue
+        if out.get(opening) in pair.question:  # "**A3.** The threshold …" pointing back at the question
+            if first in out:
+                out[opening] = out[first]
+            else:
+                del out[opening]
+        out[first] = opening
+        for sid in pair.question[1:]:
+            if out.get(sid) not in pair.question:
+                out[sid] = first
 
 
 #: A shell command on the last line of a sentence, after the prompt "$ " (maybe after a speaker's
