@@ -55,6 +55,11 @@ line a body must bring costs room: with From, Sent and Subject required, a threa
 approve" no longer fitted beside the older message it overrules.)
 Delivered without them, a quoted and superseded "I approve the carry-over" reads as the latest word.
 
+A paragraph under a short label line ending in ":" ("Customer reply:" above it, or its own first line,
+"Internal note (not visible to customer) — Priya, 15 April 2025 09:10:") goes only with that line, as
+a body with its From line: delivered without it, the note's "Manual refund scheduled in Stripe for 17
+April." read as a part of the email to the customer above it, which promised 18 April.
+
 A question of a question-and-answer log ("**Q19.** … Please confirm the minimum technical score.",
 "Question 3:", "Q:") goes only with the opening of its answer ("**A19.** The technical score threshold
 is 65 out of 100 points.", numbered like it, else right after it: :mod:`odcf.stages.segment.qa`), which
@@ -475,6 +480,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "that sentence"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
                         and _RUN_IN_RE.match(prior.original)
+                        else "is a later sentence of a paragraph that opens with a label line ending in \":\" and goes "
+                        "only with the sentence that holds it"
+                        if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
+                        and _opens_with_label(prior)
                         else "speaks of what the paragraph before it names and goes "
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
@@ -590,6 +599,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       question -> its first (:func:`_link_questions`);
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
+    - a later sentence of a paragraph that opens with a bold run-in title ("**Note:** …") or with a
+      label line (:func:`_opens_with_label`) -> its first sentence, which holds it; every sentence of the
+      paragraph under a label line alone in its paragraph ("Customer reply:") -> that line;
     - a quoted line -> the attribution of its quote ("On … wrote:"), and a nested quote's attribution
       -> the one of the quote around it;
     - an email's header: its From line (-> the heading above), and a segment of its body -> that
@@ -607,6 +619,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
     title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
     runin: tuple[int, str] | None = None  # (paragraph, id) of a sentence opening its paragraph with a bold title
+    labelled: tuple[int, str] | None = None  # (paragraph, id of the label line alone in the paragraph above it)
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     cut_text = ""  # the text of that sentence's parts so far
@@ -617,7 +630,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
-            runin = None
+            runin = labelled = None
             mail.close()
             by_index = {}
         by_index[seg.index] = seg
@@ -714,8 +727,12 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             heads.add(title[1])
         elif runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence":
             # "**Water & Utilities.** Revenue rose 7.7% … Margin 14.8%.": the paragraph's later sentences
-            # speak of what its bold run-in title names, and go with the sentence that holds it
+            # speak of what its bold run-in title names, and go with the sentence that holds it (and so
+            # with a label line over them: "Internal note (not visible to customer) — Priya, 15 April:")
             out[seg.id] = runin[1]
+        elif labelled is not None and seg.paragraph == labelled[0] and seg.kind == "sentence":
+            # every sentence of the paragraph under a label line ("Customer reply:"), not only its first
+            out[seg.id] = labelled[1]
         elif mail.chain:
             out[seg.id] = mail.chain[-1]
         elif stack:
@@ -732,7 +749,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
             # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
             title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
-            runin = (seg.paragraph, seg.id) if title is None and _RUN_IN_RE.match(seg.original) else None
+            runin = (seg.paragraph, seg.id) if title is None and (
+                _RUN_IN_RE.match(seg.original) or _opens_with_label(seg)) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
@@ -767,6 +785,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
                 out[seg.id] = prev.id
                 heads.add(prev.id)
+                if _label_line(prev.original) and (k < 2 or doc.segments[k - 2].source_id != prev.source_id
+                                                   or doc.segments[k - 2].paragraph != prev.paragraph):
+                    labelled = (seg.paragraph, prev.id)  # a label alone in its paragraph: "Customer reply:"
         if seg.kind == "sentence" and not seg.dropped and "mail_field" not in seg.meta:
             # the paragraph just read: (number, its first sentence, its sentences)
             if above is None or above[0] != seg.paragraph or above[1] is None:
@@ -844,6 +865,30 @@ def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str
     if pending is not None:
         lone.add(pending)
     return lone
+
+
+#: The most words of a label line: "Customer reply:", "Internal note (not visible to customer) — Priya, 15 April
+#: 2025 09:10:" (a longer line ending in ":" is a sentence that introduces what follows).
+_LABEL_WORDS = 12
+
+
+def _label_line(text: str) -> bool:
+    """Whether *text* is a short label on a line of its own ending in ":" ("Agent notes:", "**Customer
+    reply:**"): no sentence ends inside it."""
+    line = text.strip()
+    return ("\n" not in line and _ends_in_colon(line) and len(line.split()) <= _LABEL_WORDS
+            and re.search(r"[.!?。！？]\s", line) is None)
+
+
+def _opens_with_label(seg: Segment) -> bool:
+    """Whether *seg*, a paragraph's first sentence, opens with a label line over the lines after it
+    ("Internal note (not visible to customer) — Priya, 15 April 2025 09:10:" / "Refund approved …"):
+    the paragraph's later sentences go with it, as with a bold run-in title. (A line going on in lower
+    case is hard-wrapped prose: "We agreed on two points:" / "first, …".)"""
+    first, nl, rest = seg.original.strip().partition("\n")
+    return (seg.kind == "sentence" and bool(nl) and not rest.lstrip()[:1].islower() and bool(rest.strip())
+            and "speaker" not in seg.meta
+            and "mail_field" not in seg.meta and _label_line(first))
 
 
 def _ends_in_colon(text: str) -> bool:
