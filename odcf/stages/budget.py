@@ -803,7 +803,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             ahead = None
         prev = seg
     mail.close()
-    _link_questions(out, heads, qa_pairs(doc.segments))
+    _link_questions(out, heads, [p for p in qa_pairs(doc.segments) if not by_id[p.question[0]].meta.get("budget_needs")])
     return out, heads - _heads_left_by_copies(doc, out)
 
 
@@ -812,7 +812,8 @@ def _link_questions(out: dict[str, str], heads: set[str], pairs: list[QAPair]) -
     holds its number: "**Q19.** … Please confirm the minimum technical score." without "**A19.** The
     threshold is 65 points." asks, and the text does not answer), and its later segments with its first;
     the answer needs nothing of its question. Not when the answer opens with a head (a lead-in over a
-    list: the question would bring that without a part of its list)."""
+    list: the question would bring that without a part of its list), nor when an earlier stage linked the
+    question (a handoff's history turn, meta ``budget_needs``: *pairs* leaves those out)."""
     for pair in pairs:
         first, opening = pair.question[0], pair.answer[0]
         if opening in heads or first in heads:
