@@ -61,6 +61,17 @@ an email's body only with its From line, which is never delivered alone; its oth
 line a body must bring costs room: with From, Sent and Subject required, a thread's newest "I do NOT
 approve" no longer fitted beside the older message it overrules.)
 Delivered without them, a quoted and superseded "I approve the carry-over" reads as the latest word.
+
+A paragraph under a short label line ending in ":" ("Customer reply:" above it, or its own first line,
+"Internal note (not visible to customer) — Priya, 15 April 2025 09:10:") goes only with that line, as
+a body with its From line: delivered without it, the note's "Manual refund scheduled in Stripe for 17
+April." read as a part of the email to the customer above it, which promised 18 April.
+
+A question of a question-and-answer log ("**Q19.** … Please confirm the minimum technical score.",
+"Question 3:", "Q:") goes only with the opening of its answer ("**A19.** The technical score threshold
+is 65 out of 100 points.", numbered like it, else right after it: :mod:`odcf.stages.segment.qa`), which
+goes alone; the rank stages score that opening at least as high as its question. Delivered without
+it, a question that repeats the query's words is the query asked again, not answered.
 """
 from __future__ import annotations
 
@@ -78,6 +89,7 @@ from odcf.stages.base import Stage
 from odcf.stages.segment.headings import TITLE_VERBS
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
+from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import NO_OTHER_RE, points_back, refers_back
 from odcf.tokens import get_counter
 
@@ -428,6 +440,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     present: dict[str, bool] = {layer: False for layer in contract.required}
     final: list[Segment] = []
     keeper_of = {m: s.id for s in doc.segments for m in s.merged_from}
+    asks = {sid: pair for pair in qa_pairs(doc.segments) for sid in pair.question}  # a question's segments
     for seg in doc.segments:
         if seg.id in decided:
             final.append(decided[seg.id])
@@ -461,8 +474,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = (points_back(seg.original, prior.original, same_paragraph=seg.paragraph == prior.paragraph)
                           if not seg.meta.get("budget_needs") else None)
+                asked = asks.get(seg.id)
                 link = (f"is part {seg.meta['cut_part'] + 1} of {seg.meta.get('cut_parts')} of a sentence cut into "
                         "parts (its clauses, or for length) and goes only with its first part" if seg.meta.get("cut_part")
+                        else "is a question and goes only with its answer"
+                        if asked is not None and prior.id == asked.answer[0]
+                        else "is a later part of a question and goes only with its first part, which goes only with "
+                        "its answer" if asked is not None and prior.id == asked.question[0]
                         else f"opens with {opener!r} and goes only with the sentence before it"
                         if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
                         else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
@@ -474,6 +492,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "that sentence"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
                         and _RUN_IN_RE.match(prior.original)
+                        else "is a later sentence of a paragraph that opens with a label line ending in \":\" and goes "
+                        "only with the sentence that holds it"
+                        if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
+                        and _opens_with_label(prior)
                         else "speaks of what the paragraph before it names and goes "
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
@@ -591,8 +613,13 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
       its parent key line, a part of a diff's hunk -> the hunk's ``@@`` line -> its file's header
       lines; the one above is a head;
     - a later part of a sentence cut for length -> its first part, which holds the main clause;
+    - a question of a question-and-answer log -> the opening of its answer, and a later segment of the
+      question -> its first (:func:`_link_questions`);
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
+    - a later sentence of a paragraph that opens with a bold run-in title ("**Note:** …") or with a
+      label line (:func:`_opens_with_label`) -> its first sentence, which holds it; every sentence of the
+      paragraph under a label line alone in its paragraph ("Customer reply:") -> that line;
     - a quoted line -> the attribution of its quote ("On … wrote:"), and a nested quote's attribution
       -> the one of the quote around it;
     - an email's header: its From line (-> the heading above), and a segment of its body -> that
@@ -610,6 +637,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     label: tuple[Any, str] | None = None  # (chat turn, id) of a speaker label on a line of its own
     title: tuple[int, str] | None = None  # (paragraph, id) of a clause title alone opening its paragraph
     runin: tuple[int, str] | None = None  # (paragraph, id) of a sentence opening its paragraph with a bold title
+    labelled: tuple[int, str] | None = None  # (paragraph, id of the label line alone in the paragraph above it)
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     cut_text = ""  # the text of that sentence's parts so far
@@ -620,7 +648,7 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
-            runin = None
+            runin = labelled = None
             mail.close()
             by_index = {}
         by_index[seg.index] = seg
@@ -717,8 +745,12 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             heads.add(title[1])
         elif runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence":
             # "**Water & Utilities.** Revenue rose 7.7% … Margin 14.8%.": the paragraph's later sentences
-            # speak of what its bold run-in title names, and go with the sentence that holds it
+            # speak of what its bold run-in title names, and go with the sentence that holds it (and so
+            # with a label line over them: "Internal note (not visible to customer) — Priya, 15 April:")
             out[seg.id] = runin[1]
+        elif labelled is not None and seg.paragraph == labelled[0] and seg.kind == "sentence":
+            # every sentence of the paragraph under a label line ("Customer reply:"), not only its first
+            out[seg.id] = labelled[1]
         elif mail.chain:
             out[seg.id] = mail.chain[-1]
         elif stack:
@@ -735,7 +767,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
             # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
             title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
-            runin = (seg.paragraph, seg.id) if title is None and _RUN_IN_RE.match(seg.original) else None
+            runin = (seg.paragraph, seg.id) if title is None and (
+                _RUN_IN_RE.match(seg.original) or _opens_with_label(seg)) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
@@ -770,6 +803,9 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
                 # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
                 out[seg.id] = prev.id
                 heads.add(prev.id)
+                if _label_line(prev.original) and (k < 2 or doc.segments[k - 2].source_id != prev.source_id
+                                                   or doc.segments[k - 2].paragraph != prev.paragraph):
+                    labelled = (seg.paragraph, prev.id)  # a label alone in its paragraph: "Customer reply:"
         if seg.kind == "sentence" and not seg.dropped and "mail_field" not in seg.meta:
             # the paragraph just read: (number, its first sentence, its sentences)
             if above is None or above[0] != seg.paragraph or above[1] is None:
@@ -785,7 +821,30 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             ahead = None
         prev = seg
     mail.close()
+    _link_questions(out, heads, [p for p in qa_pairs(doc.segments) if not by_id[p.question[0]].meta.get("budget_needs")])
     return out, heads - _heads_left_by_copies(doc, out)
+
+
+def _link_questions(out: dict[str, str], heads: set[str], pairs: list[QAPair]) -> None:
+    """A question of a question-and-answer log goes only with its answer (its opening segment, which
+    holds its number: "**Q19.** … Please confirm the minimum technical score." without "**A19.** The
+    threshold is 65 points." asks, and the text does not answer), and its later segments with its first;
+    the answer needs nothing of its question. Not when the answer opens with a head (a lead-in over a
+    list: the question would bring that without a part of its list), nor when an earlier stage linked the
+    question (a handoff's history turn, meta ``budget_needs``: *pairs* leaves those out)."""
+    for pair in pairs:
+        first, opening = pair.question[0], pair.answer[0]
+        if opening in heads or first in heads:
+            continue
+        if out.get(opening) in pair.question:  # "**A3.** The threshold …" pointing back at the question
+            if first in out:
+                out[opening] = out[first]
+            else:
+                del out[opening]
+        out[first] = opening
+        for sid in pair.question[1:]:
+            if out.get(sid) not in pair.question:
+                out[sid] = first
 
 
 #: A shell command on the last line of a sentence, after the prompt "$ " (maybe after a speaker's
@@ -825,6 +884,30 @@ def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str
     if pending is not None:
         lone.add(pending)
     return lone
+
+
+#: The most words of a label line: "Customer reply:", "Internal note (not visible to customer) — Priya, 15 April
+#: 2025 09:10:" (a longer line ending in ":" is a sentence that introduces what follows).
+_LABEL_WORDS = 12
+
+
+def _label_line(text: str) -> bool:
+    """Whether *text* is a short label on a line of its own ending in ":" ("Agent notes:", "**Customer
+    reply:**"): no sentence ends inside it."""
+    line = text.strip()
+    return ("\n" not in line and _ends_in_colon(line) and len(line.split()) <= _LABEL_WORDS
+            and re.search(r"[.!?。！？]\s", line) is None)
+
+
+def _opens_with_label(seg: Segment) -> bool:
+    """Whether *seg*, a paragraph's first sentence, opens with a label line over the lines after it
+    ("Internal note (not visible to customer) — Priya, 15 April 2025 09:10:" / "Refund approved …"):
+    the paragraph's later sentences go with it, as with a bold run-in title. (A line going on in lower
+    case is hard-wrapped prose: "We agreed on two points:" / "first, …".)"""
+    first, nl, rest = seg.original.strip().partition("\n")
+    return (seg.kind == "sentence" and bool(nl) and not rest.lstrip()[:1].islower() and bool(rest.strip())
+            and "speaker" not in seg.meta
+            and "mail_field" not in seg.meta and _label_line(first))
 
 
 def _ends_in_colon(text: str) -> bool:

@@ -20,6 +20,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
+from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import detect_language, phrase_regex, points_back, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
@@ -643,6 +644,31 @@ def lift_corrections(segments: Sequence[Segment], scores: dict[str, float],
     return out, raised
 
 
+def lift_answers(segments: Sequence[Segment], scores: dict[str, float],
+                 pairs: Sequence[QAPair] | None = None) -> tuple[dict[str, float], int]:
+    """*scores* with the segment that opens each answer of a question-and-answer log (*pairs*, by default
+    :func:`~odcf.stages.segment.qa.qa_pairs` of *segments*) raised to the best score of its question's
+    segments. A question repeats the query's words ("Please confirm the minimum technical score.", 0.92)
+    and its answer need not ("**A19.** The technical score threshold is 65 out of 100 points.", 0.77);
+    the budget delivers a question only with its answer, and the answer may go alone. Returns the
+    scores and how many were raised.
+
+    >>> texts = ["**Q1.** What is the minimum technical score?", "**A1.** It is 65 points."]
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, paragraph=i) for i, t in enumerate(texts)]
+    >>> lift_answers(segs, {"s0": 0.9, "s1": 0.4})
+    ({'s0': 0.9, 's1': 0.9}, 1)
+    """
+    out = dict(scores)
+    raised = 0
+    for pair in qa_pairs(segments) if pairs is None else pairs:
+        opening = pair.answer[0]
+        best = max((out[s] for s in pair.question if s in out), default=None)
+        if opening in out and best is not None and best > out[opening]:
+            out[opening] = best
+            raised += 1
+    return out, raised
+
+
 #: A sentence in which the person writing sets a condition on how they are to be treated: "please do
 #: not call me", "email only", "never before 9 am", "I do not want a refund", "I'd prefer a
 #: replacement", "I am allergic to penicillin"; "请勿致电给我", "只接受邮件", "我不要退款". Whatever the
@@ -859,6 +885,8 @@ class LexicalRanker(Stage):
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores = lift_hits(scores, hits)
+        # before the corrections: one that corrects an answer still ranks just above it
+        scores, answers = lift_answers(doc.segments, scores)
         links = correction_links(live)
         scores, corrected = lift_corrections(live, scores, links)
         scores, constraints = lift_constraints(live, scores)
@@ -886,6 +914,7 @@ class LexicalRanker(Stage):
             "scorer": scorer, "segments": len(live), "queries": used_queries,
             "languages": dict(sorted(langs.items())),
             **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
+            **({"answers_raised": answers} if answers else {}),
             **({"corrections_raised": corrected} if corrected else {}),
             **({"constraints_raised": constraints} if constraints else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),

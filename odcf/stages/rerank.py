@@ -48,6 +48,7 @@ from odcf.stages.base import Stage
 from odcf.stages.rank import (
     demote_boilerplate,
     exact_hits,
+    lift_answers,
     lift_constraints,
     lift_corrections,
     lift_hits,
@@ -315,6 +316,9 @@ class EmbeddingReranker(Stage):
             data.update({"query_identifiers": names, "exact_matches": len(hits)})
 
         if new_scores:
+            new_scores, answers = lift_answers(doc.segments, new_scores)
+            if answers:
+                data["answers_raised"] = answers
             # what each correction corrects, as the rank stage found it (and recorded for the budget)
             links: dict[str, list[str]] = {}
             for seg in english:
