@@ -119,3 +119,13 @@ def test_a_fenced_json_block_in_an_agent_log_is_cut_under_a_budget_too():
     assert any(isinstance(s, dict) and s["runner"] == "ci-runner-44" for s in run.get("steps", ())) or \
         "never retry on ci-runner-44 until its disk is replaced" in run.get("notes", ()), r.text
 
+
+def test_compressing_a_cut_object_again_changes_nothing_more():
+    # what fits in the budget whole is not cut by it, and a member left out of a value compressed
+    # before, whose place its mark takes, is delivered again (it came back as "[JSON_ITEMS: 1]")
+    c = Compressor.from_ontology("agent_ops")
+    for budget in range(100, 420, 20):
+        first = _compress(RUNS, budget).text
+        again = c.compress([Source(id="runs.json", text=first, kind="json")], query=QUERY, budget=budget,
+                           annotate=False, timings=False).text
+        assert again == first, (budget, first, again)
