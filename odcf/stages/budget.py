@@ -249,21 +249,26 @@ class Budgeter(Stage):
             return seg.id in kept
 
         words = {s.id: counter.count(s.text) for s in live if s.id not in kept}
+        # a member of a cut JSON value may cost nothing once assembled: the last one left out of its
+        # container takes the place of its mark ("[JSON_ITEMS: 1]"), which costs as much as the
+        # "[JSON_ITEMS: 2]" of a value compressed before (compressed again, it came back as a mark)
+        mark = counter.count(',"[JSON_KEYS: 1]":null')
+        slack = {s.id: mark for s in live if "json_levels" in s.meta}
 
         def offer(order: list[Segment], exact: int, trials: int) -> tuple[int, int, int, bool]:
             """One pass over *order*: (tokens, segments added, trials, ended by a run of misses)."""
             added = misses = 0
             for seg in order:
                 # each trial renders the delivered text: bounded, and given up after a run of misses
-                if exact >= budget or trials >= self.max_trim_rounds:
+                if exact > budget or trials >= self.max_trim_rounds:
                     break
                 if misses >= _REFILL_MISSES:
                     return exact, added, trials, True
                 if seg.id in kept or seg.id in groups.heads:
                     continue  # added already, with a sentence that points back to it; a head goes only with what it heads
                 group = groups.to_add(seg.id, kept)
-                if not group or sum(words.get(i, 0) for i in group) - 1 > budget - exact:
-                    continue  # cannot fit even if its separator merges away
+                if not group or sum(words.get(i, 0) - slack.get(i, 0) for i in group) - 1 > budget - exact:
+                    continue  # cannot fit even if its separator merges away (or its mark goes)
                 trials += 1
                 kept.update(group)
                 tokens = counter.count(render(probe, delivered, annotate=annotate)[0])

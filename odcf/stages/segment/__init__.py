@@ -118,8 +118,9 @@ class Segmenter(Stage):
         segments: list[Segment] = []
         kinds: dict[str, int] = {}
         sentence_chars = self._sentence_chars(doc, plan)
+        budget = call_budget(doc, plan)
         for source in doc.sources:
-            pieces = self._pieces(source, counter, sentence_chars)
+            pieces = self._pieces(source, counter, sentence_chars, budget)
             crlf = "\r\n" in source.text  # assembly writes CRLF where it adds a line break (odcf.render)
             prev_end = 0
             for i, p in enumerate(pieces):
@@ -156,7 +157,8 @@ class Segmenter(Stage):
             budget //= CHARS_A_TOKEN
         return max(MIN_SENTENCE_CHARS, min(self.max_sentence_chars, budget * CHARS_A_TOKEN // 2))
 
-    def _pieces(self, source: Source, counter: Any, sentence_chars: int | None = None) -> list[Piece]:
+    def _pieces(self, source: Source, counter: Any, sentence_chars: int | None = None,
+                budget: int | None = None) -> list[Piece]:
         text = source.text
         if not text.strip():
             return []
@@ -165,7 +167,7 @@ class Segmenter(Stage):
             start = len(text) - len(text.lstrip())
             return [Piece(start, len(text.rstrip()), "block", 0)]
         if source.kind in ("json", "tool"):
-            pieces = self._json_pieces(text, counter)
+            pieces = self._json_pieces(text, counter, budget=budget)
             if pieces is not None:
                 return pieces
         delim = declared_delimiter(source)
@@ -177,13 +179,14 @@ class Segmenter(Stage):
             return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat",
                                  sentence_chars=sentence_chars or self.max_sentence_chars,
-                                 list_marks=source.meta.get("list_marks", True))
+                                 list_marks=source.meta.get("list_marks", True), budget=budget)
 
     def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
-                     base: int = 0) -> list[Piece] | None:
+                     base: int = 0, budget: int | None = None) -> list[Piece] | None:
         """The JSON value text[start:end] (the whole text by default) as one piece, or as its
         members (:meth:`_json_members`; *base*: the index of the first in its source) when over
-        ``json_split_tokens``; None when it is not JSON."""
+        ``json_split_tokens``, or over half the *budget* when it does not fit in the budget whole;
+        None when it is not JSON."""
         end = len(text) if end is None else end
         while start < end and text[start].isspace():
             start += 1
@@ -195,20 +198,25 @@ class Segmenter(Stage):
             value = loads_json(stripped)
         except ValueError:
             return None
-        if counter.count(stripped) <= self.json_split_tokens or not isinstance(value, (list, dict)) or not value:
+        size = counter.count(stripped)
+        # what fits in the budget whole is cut as without one: compressed again, it stays as it is
+        part = budget // 2 if budget is not None and size > budget else None
+        limit = self.json_split_tokens if part is None else min(self.json_split_tokens, part)
+        if size <= limit or not isinstance(value, (list, dict)) or not value:
             return [Piece(start, end, "json", 0)]
-        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),), (), base)
+        out = self._json_members(text, start, end, counter, (("", text[start], text[end - 1]),), (), base,
+                                 part=part)
         return out or [Piece(start, end, "json", 0)]
 
     def _fenced_json(self, text: str, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
-                     block: int, base: int) -> list[Piece] | None:
+                     block: int, base: int, budget: int | None = None) -> list[Piece] | None:
         """A fenced block holding one JSON object or array (``json_fence``: "```json", or an
         unlabelled fence), cut as a JSON source is: one piece, fences and all, when small; else a
         piece per member, each told its fences (``json_fence``: opening line, closing line,
         indentation) and its block (``json_block``), so that assembly writes the members delivered
         as valid JSON inside the fences, with ``"[JSON_ITEMS: n]"`` for what it leaves out
-        (odcf.render). *base* is the index its first piece will have. None for a block that is not
-        JSON (or not closed): code lines, as before."""
+        (odcf.render). *base* is the index its first piece will have, *budget* the call's (None:
+        none). None for a block that is not JSON (or not closed): code lines, as before."""
         opening, closing = lines[0][2], lines[-1][2]
         fence = FENCE_RE.match(opening)
         if fence is None or len(lines) < 3 or not closing.strip().startswith(fence.group(1)):
@@ -216,7 +224,7 @@ class Segmenter(Stage):
         start, end = lines[1][0], lines[-2][1]
         if not json_fence(opening, text[start:end]):
             return None
-        pieces = self._json_pieces(text, counter, start, end, base)
+        pieces = self._json_pieces(text, counter, start, end, base, budget)
         if pieces is None or len(pieces) < 2:
             return [_line_piece(lines, "code", paragraph)]  # small: delivered whole or not at all
         meta = {"json_fence": [opening.strip(), closing.strip(), opening[:len(opening) - len(opening.lstrip())]],
@@ -225,7 +233,7 @@ class Segmenter(Stage):
 
     def _json_members(self, text: str, start: int, end: int, counter: Any,
                       levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...],
-                      base: int = 0, under: int | None = None) -> list[Piece] | None:
+                      base: int = 0, under: int | None = None, part: int | None = None) -> list[Piece] | None:
         """The members of the JSON container text[start:end], each a piece; a member over
         ``json_split_tokens`` whose value is itself a container of two or more members (the
         ``"results": [...]`` of a tool's answer) is cut into its own members, down to three levels
@@ -237,8 +245,12 @@ class Segmenter(Stage):
         "#W7710032"``: its first member named ``id`` or ``…_id`` whose value is no list or object):
         each of them, and all that is cut out of it, is ``under`` the id's piece (marked ``json_id``;
         the budget delivers them only with it, odcf.stages.budget), so that a payment is never read
-        as another order's. *base* is the index the first piece will have in its source, *under* the
-        piece that the members go with (the id of an object around this container)."""
+        as another order's. In a value that does not fit in the budget whole (*part*: half the
+        budget), a member over *part* is cut as well, object or list, so that an object too large for the budget is delivered in part (its id and
+        the members and list items the query needs: ``"incident_id": "INC-20937"``, two of its four
+        ``"events"`` and its ``"notes"``) rather than not at all.
+        *base* is the index the first piece will have in its source, *under* the piece that the
+        members go with (the id of an object around this container)."""
         members = top_level_members(text, start, end)
         if not members:
             return None
@@ -253,12 +265,15 @@ class Segmenter(Stage):
             opens = value_container(text, ms, me)
             goes_with = id_piece if id_piece is not None else under
             # an object is a record (an order, a claim): its fields apart from its id are of little
-            # use, so it is cut only when too large to deliver whole; a list is cut into its items
+            # use, so it is cut only when too large to deliver whole; a list is cut into its items; either
+            # is cut when over half the budget, which it would crowd out or not fit in
             limit = 4 * self.max_block_tokens if opens is not None and text[opens] == "{" else self.json_split_tokens
+            if part is not None:
+                limit = min(limit, part)
             if opens is not None and len(levels) < 4 and counter.count(text[ms:me]) > limit:
                 level = (f"{levels[-1][0]}/{j}", text[ms:opens + 1], text[me - 1])
                 inner = self._json_members(text, opens, me, counter, levels + (level,), sizes,
-                                           base + len(out), goes_with)
+                                           base + len(out), goes_with, part)
             if inner:
                 out.extend(inner)
                 continue
@@ -274,7 +289,7 @@ class Segmenter(Stage):
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
     def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
-                     list_marks: bool = True) -> list[Piece]:
+                     list_marks: bool = True, budget: int | None = None) -> list[Piece]:
         pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
@@ -329,7 +344,7 @@ class Segmenter(Stage):
                     j += 1
                 j = min(j, n - 1)
                 fenced_json = self._fenced_json(text, lines[i:j + 1], paragraph, counter, json_blocks + 1,
-                                                 len(pieces))
+                                                 len(pieces), budget)
                 if fenced_json is not None:
                     json_blocks += 1
                     pieces.extend(fenced_json)
