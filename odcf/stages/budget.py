@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +122,8 @@ class Budgeter(Stage):
         decided, tiers = _classify(doc, contract)
         live = [s for s in doc.segments if s.id in tiers]
         cost = {s.id: counter.count(s.text) + (1 if s.index else 0) for s in live}
-        before, heads = _antecedents(doc)
+        pairs = qa_pairs(doc.segments)  # the questions and answers of a question-and-answer log (read once)
+        before, heads = _antecedents(doc, pairs)
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         limited_by = {k: v for k, v in _item_limits(doc).items() if k in tiers}
@@ -179,7 +180,7 @@ class Budgeter(Stage):
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
                                                     whole=groups.whole, corrected_by=corrected_by, room=room,
-                                                    rules=lone_rules, limited_by=limited_by)
+                                                    rules=lone_rules, limited_by=limited_by, pairs=pairs)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
@@ -436,7 +437,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             whole: dict[str, tuple[str, ...]] | None = None,
             corrected_by: dict[str, tuple[str, ...]] | None = None,
             room: _Room | None = None, rules: set[str] | frozenset[str] = frozenset(),
-            limited_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            limited_by: Mapping[str, tuple[str, ...]] | None = None,
+            pairs: Sequence[QAPair] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -445,7 +447,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     present: dict[str, bool] = {layer: False for layer in contract.required}
     final: list[Segment] = []
     keeper_of = {m: s.id for s in doc.segments for m in s.merged_from}
-    asks = {sid: pair for pair in qa_pairs(doc.segments) for sid in pair.question}  # a question's segments
+    asks = {sid: pair for pair in (qa_pairs(doc.segments) if pairs is None else pairs)
+            for sid in pair.question}  # a question's segments
     for seg in doc.segments:
         if seg.id in decided:
             final.append(decided[seg.id])
@@ -505,8 +508,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
-            elif limited_by and any(f not in kept and by_id[f].status != "merged" for f in limited_by.get(seg.id, ())):
-                rest = [f for f in limited_by[seg.id] if f not in kept and by_id[f].status != "merged"]
+            elif limited_by and (rest := [f for f in limited_by.get(seg.id, ())
+                                          if f not in kept and by_id[f].status != "merged"]):
                 why = (f"is the first piece of a list item and goes only with the later sentences of the item that "
                        f"limit it ({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} tokens), which were "
                        f"not delivered: {why}")
@@ -594,8 +597,10 @@ def _section_heading(seg: Segment) -> bool:
     return len(body.split()) <= 16 and "://" not in body and " # " not in body
 
 
-def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
+def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[dict[str, str], set[str]]:
     """What each segment goes only with (id -> id), and the ids of the heads (headings and lead-ins).
+    *pairs*: the question-and-answer pairs of *doc* (:func:`~odcf.stages.segment.qa.qa_pairs`, read
+    here when not given).
 
     - a sentence that points back (:func:`~odcf.textutil.points_back`: "However, …", "no other …",
       in its own paragraph a definite noun the sentence before names, opening it or as the object of a
@@ -826,7 +831,8 @@ def _antecedents(doc: Document) -> tuple[dict[str, str], set[str]]:
             ahead = None
         prev = seg
     mail.close()
-    _link_questions(out, heads, [p for p in qa_pairs(doc.segments) if not by_id[p.question[0]].meta.get("budget_needs")])
+    _link_questions(out, heads, [p for p in (qa_pairs(doc.segments) if pairs is None else pairs)
+                                 if not by_id[p.question[0]].meta.get("budget_needs")])
     return out, heads - _heads_left_by_copies(doc, out)
 
 

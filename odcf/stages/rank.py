@@ -788,7 +788,7 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
     (a YAML or ``kubectl describe`` node's path, odcf.stages.segment.yamlparts). "memory: 512Mi"
     alone is as much a request as a limit; scored as "Containers payments-api Limits memory: 512Mi"
     it answers "what is its memory limit?". A sentence that points back to the sentence before it
-    (:func:`_pointed_back`) is scored after that sentence's own scoring text."""
+    (:func:`_pointed_back`) is scored after that sentence's text (and its chain's first)."""
     by_index = {(s.source_id, s.index): s for s in doc.segments if s.meta.get("yaml_children") is not None}
     before = _pointed_back(doc)
     out = []
