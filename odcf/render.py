@@ -396,6 +396,8 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
         sep = sep[:-len(fence[2])]  # the fence's indentation is written with it
     if seg.index == prev.index + 1:
         return sep  # as in the source
+    if seg.meta.get("table_part") and prev.index + 1 + seg.meta["table_part"] == seg.index and "table_sep" in seg.meta:
+        return str(seg.meta["table_sep"])  # only the table's parts before it left out: what is before the table
     if prev.meta.get("quote_head") and prev.meta.get("quote") == 0 and (
             seg.meta.get("quote_block") == prev.meta.get("quote_block")):
         # the quote's first lines left out: under its "On … wrote:" line as in the source (_lead marks them)

@@ -123,8 +123,16 @@ class Segmenter(Stage):
             pieces = self._pieces(source, counter, sentence_chars, budget)
             crlf = "\r\n" in source.text  # assembly writes CRLF where it adds a line break (odcf.render)
             prev_end = 0
+            table_sep = ""  # what is before the first part of the table being read
             for i, p in enumerate(pieces):
                 text = source.text[p.start:p.end]
+                meta = p.meta or {}
+                if meta.get("table_part") == 0:
+                    table_sep = source.text[prev_end:p.start]
+                elif meta.get("table_part"):
+                    # a later part delivered without the parts before it follows what is before them as
+                    # the table does (odcf.render._gap): "$ kubectl get pods" then its header, no blank line
+                    meta = {**meta, "table_sep": table_sep}
                 seg = Segment(
                     id=f"{source.id}#{i}",
                     source_id=source.id,
@@ -135,7 +143,7 @@ class Segmenter(Stage):
                     kind=p.kind,
                     sep=source.text[prev_end:p.start],
                     paragraph=p.paragraph,
-                    meta={**(p.meta or {}), "crlf": True} if crlf else (p.meta or {}),
+                    meta={**meta, "crlf": True} if crlf else meta,
                 )
                 prev_end = p.end
                 segments.append(seg)
