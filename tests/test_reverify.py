@@ -377,3 +377,42 @@ def test_verify_record_without_the_plan_reports_segments_unchecked(plan, run):
     assert [p.code for p in report.problems] == ["segments-unchecked"] and not report.ok
     assert "pass its ontology (--ontology), --plan or --trace" in report.problems[0].message
     assert verify_record(result.record, result.text, sources_only=True) == []
+
+
+MEETING = ("Weekly sync, 18 March 2025\n\n"
+           "Priya: OK, let us start now. First item is the settlement failure last Tuesday.\n"
+           "Tom: Sure, I can summarise it. Batch 88412 failed at 10:00 UTC because the pool was full.\n"
+           "Ana: Did any merchant notice the failure?\n"
+           "Tom: Two merchants opened tickets, and both are closed.\n"
+           "Luis: The reporting role also should not have write access to the database.\n"
+           "Priya: Agreed, so that is settled. Tom, you own the connection cap, by 21 March. "
+           "Luis, you own removing write access from the reporting role, by 28 March.\n"
+           "Luis: OK, 28 March works for me.\n")
+
+
+def test_a_transcript_cut_between_turns_names_each_turns_speaker_and_verifies(plan, tmp_path):
+    # QA: "Luis, you own …" was written under "Priya: First item …" with the turns between left out: no
+    # label, no mark, and it read as the rest of her first line
+    path = tmp_path / "meeting.txt"
+    path.write_text(MEETING, encoding="utf-8")
+    source_lines = MEETING.split("\n")
+    comp = Compressor(plan, stages=SWITCHES)
+    seen = set()
+    for budget in range(30, 130, 11):
+        result = comp.compress([read_source_file(str(path))], query="who owns which action item, by when",
+                               budget=budget, annotate=False)
+        assert verify_report(result.record, result.text, plan=plan, stages=SWITCHES).ok, result.text
+        lines = result.text.split("\n")
+        for k, line in enumerate(lines):
+            if not line or line == "…" or re.match(r"(Priya|Tom|Ana|Luis): ", line):
+                continue
+            at = next(i for i, src in enumerate(source_lines) if line[:20] in src)
+            if ": " not in source_lines[at]:
+                continue  # the title
+            # a transcript line without its speaker's label goes on the one above it in the source, nothing between
+            above = next(i for i, src in enumerate(source_lines) if lines[k - 1][-20:] in src)
+            assert at == above + 1 and source_lines[at].split(":")[0] == source_lines[above].split(":")[0], result.text
+        seen.update(line for line in lines if line.startswith("Priya: Luis, you own"))
+        if "…" in lines:
+            seen.add("…")
+    assert seen == {"Priya: Luis, you own removing write access from the reporting role, by 28 March.", "…"}
