@@ -7,7 +7,9 @@ Layout: instruction sources first, then the others in input order (or the order 
 reranker asked for in ``doc.meta["order"]``: a list of source ids). Each source is one
 block ``[source i/n] label | layer | relevance NN%`` followed by its delivered text;
 blocks are separated by a blank line. JSON sources cut into members are re-joined into
-valid JSON, and so are the members of a fenced JSON block of a document, inside its fences.
+valid JSON, and so are the members of a fenced JSON block of a document, inside its fences, and
+those of a record of JSON Lines, on its line; the records of a fenced block of JSON Lines are
+written inside its fences.
 """
 from __future__ import annotations
 
@@ -57,11 +59,12 @@ def join_segments(segments: Sequence[Segment]) -> str:
     """Join a source's delivered segments (already in index order)."""
     if not segments:
         return ""
-    fenced = any("json_fence" in s.meta for s in segments)  # JSON in a document: written inside its fences
-    if not fenced and all("json_levels" in s.meta for s in segments):
+    # JSON in a document, written inside its fences, or a record of JSON Lines, on its line: in blocks
+    blocks = any("json_block" in s.meta for s in segments)
+    if not blocks and all("json_levels" in s.meta for s in segments):
         return _join_json(segments)
     container = segments[0].meta.get("json_container")
-    if not fenced and container and all("json_member" in s.meta for s in segments):
+    if not blocks and container and all("json_member" in s.meta for s in segments):
         # a record written before json_levels
         return container[0] + ",".join(s.text for s in segments) + container[1]
     # a CRLF source gets CRLF wherever assembly adds a line break
@@ -90,6 +93,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
             # is above is another turn (the same speaker's too, with other lines left out between): say
             # who speaks (a table, a code block or quoted lines start on their own line)
             out.append(speaker + (nl if seg.kind in ("table", "code", "json") or seg.meta.get("quote") else " "))
+        lines_fence = seg.meta.get("jsonl_fence")
+        if lines_fence and not _same_records(prev, seg):
+            out.append(f"{lines_fence[2]}{lines_fence[0]}{nl}")  # the first record delivered of a fenced block
         rows = seg.meta.get("table_rows")
         if rows and (prev is None or prev.index != seg.index - 1):
             # a part of a long table delivered without the part before it
@@ -130,15 +136,21 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if omitted > 0:
                 out.append(f"[CODE_LINES: {omitted}]{nl}")
         marked = runs.enter(seg)
+        nxt = segments[k + 1] if k + 1 < len(segments) else None
+        last = seg  # the last segment written here (of a JSON block, its last member delivered)
         if block is not None:
-            # the members of a fenced JSON block delivered: valid JSON inside the block's fences
+            # the members of a fenced JSON block delivered: valid JSON inside the block's fences; of a record
+            # of JSON Lines: valid JSON on its line
             run = [seg] + list(itertools.takewhile(lambda s, b=block: s.meta.get("json_block") == b, segments[k + 1:]))
-            opening, closing, indent = seg.meta["json_fence"]
-            out.append(f"{indent}{opening}{nl}{indent}{_join_json(run)}{nl}{indent}{closing}")
+            nxt, last = segments[k + len(run)] if k + len(run) < len(segments) else None, run[-1]
+            if "json_fence" in seg.meta:
+                opening, closing, indent = seg.meta["json_fence"]
+                out.append(f"{indent}{opening}{nl}{indent}{_join_json(run)}{nl}{indent}{closing}")
+            else:
+                out.append(_join_json(run))
         else:
             out.append(_lead(prev, seg, marked).replace("\n", nl))
             out.append(seg.text)
-        nxt = segments[k + 1] if k + 1 < len(segments) else None
         if subs and not (nxt is not None and _sub_of(seg, nxt)):
             rest = seg.meta["sub_total"] - sum(subs)  # sub-items after the last part of them delivered
             if rest > 0:
@@ -161,6 +173,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
             rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
             if rest > 0:
                 out.append(f"{nl}[DATA_ROWS: {rest}]")
+        if lines_fence and (nxt is None or not _same_records(last, nxt)):
+            out.append(f"{nl}{lines_fence[2]}{lines_fence[1]}")  # the last record delivered of a fenced block
         if code and seg.meta["code_part"] < seg.meta["code_parts"] - 1 and (
                 nxt is None or nxt.index != seg.index + 1):
             # the part after this one was not delivered: say how many lines, and close the fence
@@ -174,6 +188,11 @@ def join_segments(segments: Sequence[Segment]) -> str:
     diff.enter(None)
     runs.leave(None)
     return "".join(out)
+
+
+def _same_records(prev: Segment | None, seg: Segment) -> bool:
+    """Whether *prev* and *seg* are records of one fenced block of JSON Lines (odcf.stages.segment)."""
+    return prev is not None and "jsonl_fence" in prev.meta and prev.paragraph == seg.paragraph
 
 
 def _sub_of(prev: Segment, seg: Segment) -> bool:
@@ -395,12 +414,21 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
     """What goes between two delivered segments of a source, *prev* before *seg* (*cut_open*: " …"
     was written after *prev*, a part of a sentence whose next part is left out)."""
     sep = seg.sep
-    fence = seg.meta.get("json_fence")
+    if prev.meta.get("json_block") is not None and "json_fence" not in prev.meta:
+        # a record of JSON Lines cut into members ends in the sep of the segment after it ("}\n"), and
+        # assembly closed it: from the line break after it
+        cut = sep.find("\n")
+        sep = sep[cut:] if cut >= 0 else ""
+    if seg.meta.get("json_block") is not None and "json_fence" not in seg.meta:
+        sep = sep[:sep.rfind("\n") + 1]  # such a record opens in it ("\n{"), and assembly writes that
+    fence = seg.meta.get("json_fence") or (None if _same_records(prev, seg) else seg.meta.get("jsonl_fence"))
     if fence is not None:
-        # a fenced JSON block's first member, which assembly writes with the opening fence: what is before it
+        # a fenced JSON block's first member, or the first record of a fenced block of JSON Lines delivered,
+        # which assembly writes with the opening fence: what is before it
         cut = sep.rfind(fence[0])
         sep = sep[:cut] if cut >= 0 else ""
-    if "json_fence" in prev.meta or (seg.index != prev.index + 1 and ("```" in sep or "~~~" in sep)):
+    if ("json_fence" in prev.meta or ("jsonl_fence" in prev.meta and not _same_records(prev, seg))
+            or (seg.index != prev.index + 1 and ("```" in sep or "~~~" in sep))):
         # a fenced JSON block ends in the sep of the segment after it ("]}\n```\n\n"; the only fence
         # outside a segment), and assembly closed it: the whitespace after it
         sep = sep[len(sep.rstrip()):]

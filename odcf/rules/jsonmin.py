@@ -28,6 +28,9 @@ _FENCE_OPEN_RE = re.compile(r"^([ \t]*)(```|~~~)(.*)$")
 #: The info string of a fence whose body is read as JSON when it parses: none, or one that names
 #: JSON ("json", "JSON", "jsonc", "json5"); a fence of another language keeps its code lines.
 _JSON_INFO_RE = re.compile(r"(?i:json\w*)?(?:\s.*)?$")
+#: The info string of a fence whose body is read as JSON Lines when each of its lines is a JSON object or
+#: array: one that names JSON ("jsonl", "json"), "ndjson", or none.
+_JSON_LINES_INFO_RE = re.compile(r"(?i:json\w*|ndjson)?(?:\s.*)?$")
 
 # A JSON string literal, or a run of whitespace outside strings.
 _TOKENS = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\r\n]+', re.DOTALL)
@@ -147,6 +150,17 @@ def json_fence(opening: str, body: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def json_lines_fence(opening: str) -> bool:
+    """Whether a fenced block opened by the line *opening* may hold JSON Lines, which the segmenter
+    cuts into records when each of its lines is a JSON object or array.
+
+    >>> json_lines_fence("```jsonl"), json_lines_fence("~~~ndjson"), json_lines_fence("```"), json_lines_fence("```py")
+    (True, True, True, False)
+    """
+    m = _FENCE_OPEN_RE.match(opening)
+    return m is not None and _JSON_LINES_INFO_RE.match(m.group(3).strip()) is not None
 
 
 def minify_fenced_json(text: str) -> tuple[str, dict[str, Any]]:

@@ -255,6 +255,10 @@ class Budgeter(Stage):
         # "[JSON_ITEMS: 2]" of a value compressed before (compressed again, it came back as a mark)
         mark = counter.count(',"[JSON_KEYS: 1]":null')
         slack = {s.id: mark for s in live if "json_levels" in s.meta}
+        # so may a record of JSON Lines: the last one left out of a run of them takes the place of its
+        # "[DATA_ROWS: 1]" (compressed again, JSON Lines delivered in part came back with their marks)
+        rows = counter.count("\n[DATA_ROWS: 1]")
+        slack.update((s.id, rows) for s in live if s.kind == "json" and "table_rows" in s.meta and s.id not in slack)
 
         def offer(order: list[Segment], exact: int, trials: int) -> tuple[int, int, int, bool]:
             """One pass over *order*: (tokens, segments added, trials, ended by a run of misses)."""

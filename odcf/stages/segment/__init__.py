@@ -6,14 +6,16 @@ capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "�
 tables, fenced code and runs of list/log lines become block segments (split when very long),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
-answer in an agent's log). Quoted lines of a reply ("> …") are cut in whole lines, so that
-each keeps its marker, and each line of an email's header (From:, To:, …) is a segment of its own. Segments cover their source completely: joining
-``sep + text`` of every segment gives back the (normalized) source text, less trailing
-whitespace.
+answer in an agent's log); JSON Lines (two lines or more, each one JSON object or array, fenced or
+not) become one segment per record, a record too large to deliver whole cut into its members.
+Quoted lines of a reply ("> …") are cut in whole lines, so that each keeps its marker, and each
+line of an email's header (From:, To:, …) is a segment of its own. Segments cover their source
+completely: joining ``sep + text`` of every segment gives back the (normalized) source text, less
+trailing whitespace.
 
 Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
 transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
-members), :mod:`.lines` (what they share).
+members, JSON Lines), :mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
@@ -24,12 +26,20 @@ from typing import Any
 
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
-from odcf.rules.jsonmin import json_fence
+from odcf.rules.jsonmin import json_fence, json_lines_fence
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.headings import plain_heading
 from odcf.stages.segment.items import mark_items
-from odcf.stages.segment.jsonparts import ID_KEY_RE, member_key, top_level_members, value_container
+from odcf.stages.segment.jsonparts import (
+    ID_KEY_RE,
+    ROWS_MARK_RE,
+    json_lines_run,
+    json_record,
+    member_key,
+    top_level_members,
+    value_container,
+)
 from odcf.stages.segment.lines import (
     BOLD_LINE_RE,
     FENCE_RE,
@@ -239,6 +249,65 @@ class Segmenter(Stage):
                 "json_block": block}
         return [Piece(p.start, p.end, p.kind, paragraph, {**(p.meta or {}), **meta}) for p in pieces]
 
+    def _fenced_json_lines(self, text: str, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
+                           block: int, base: int, budget: int | None = None) -> tuple[list[Piece], int] | None:
+        """A fenced block of JSON Lines (``json_lines_fence``: "```jsonl", "```ndjson", "```json" or
+        unlabelled; two lines or more, each one JSON object or array), cut into its records as JSON
+        Lines outside fences are (:meth:`_json_lines`), each told the fences (``jsonl_fence``:
+        opening line, closing line, indentation), so that assembly writes the records delivered
+        inside them. None for any other block (or one not closed)."""
+        opening, closing = lines[0][2], lines[-1][2]
+        fence = FENCE_RE.match(opening)
+        if fence is None or len(lines) < 4 or not closing.strip().startswith(fence.group(1)) \
+                or not json_lines_fence(opening):
+            return None
+        body = lines[1:-1]
+        records = [line for line in body if line[2].strip() and not ROWS_MARK_RE.match(line[2])]
+        if len(records) < 2 or not all(json_record(line[2]) for line in records):
+            return None
+        indent = opening[:len(opening) - len(opening.lstrip())]
+        return self._json_lines(text, body, paragraph, counter, base=base, block=block, budget=budget,
+                                fence=[opening.strip(), closing.strip(), indent])
+
+    def _json_lines(self, text: str, lines: list[tuple[int, int, str]], paragraph: int, counter: Any, *,
+                    base: int, block: int, budget: int | None = None,
+                    fence: list[str] | None = None) -> tuple[list[Piece], int]:
+        """JSON Lines (a log, an event stream; blank lines among them) cut into records: each line a
+        piece of kind ``json``, as a row of a table without a header (``table_rows``: [record, 1],
+        ``table_total``: the records), so that assembly says how many records are left out before,
+        between and after those delivered (``[DATA_ROWS: n]``, odcf.render) and never reads a record
+        as a header or joins it to the next. A record too large to deliver whole (over
+        ``json_split_tokens``, or over half the *budget* when over the budget) is cut into its
+        members as a JSON source is (:meth:`_json_pieces`), in a ``json_block`` of its own, so that
+        assembly rebuilds one valid JSON line from the members delivered, with ``"[JSON_KEYS: n]"``
+        for those left out; never at its commas as prose. *base*: the index of the first piece in
+        its source; *block*: the last ``json_block`` number used before; *fence*: the block's fences
+        (:meth:`_fenced_json_lines`). A mark of records left out that odcf wrote (JSON Lines
+        compressed before) is a piece of its own, of no record (``table_rows``: [record, 0]).
+        Returns the pieces and the last ``json_block`` number used."""
+        total = sum(1 for line in lines if line[2].strip() and not ROWS_MARK_RE.match(line[2]))
+        out: list[Piece] = []
+        r = 0
+        for ls, le, line in lines:
+            if not line.strip():
+                continue
+            mark = ROWS_MARK_RE.match(line) is not None
+            meta: dict[str, Any] = {"table_header": "", "table_part": r, "table_rows": [r, 0 if mark else 1],
+                                    "table_total": total}
+            if fence is not None:
+                meta["jsonl_fence"] = fence
+            if mark:
+                out.append(_line_piece([(ls, le, line)], "json", paragraph, meta))
+                continue
+            r += 1
+            parts = self._json_pieces(text, counter, ls, le, base + len(out), budget) or [
+                Piece(ls, rstrip(text, ls, le), "json", 0)]
+            if len(parts) > 1:
+                block += 1
+                meta["json_block"] = block
+            out.extend(Piece(p.start, p.end, "json", paragraph, {**(p.meta or {}), **meta}) for p in parts)
+        return out, block
+
     def _json_members(self, text: str, start: int, end: int, counter: Any,
                       levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...],
                       base: int = 0, under: int | None = None, part: int | None = None) -> list[Piece] | None:
@@ -319,6 +388,16 @@ class Segmenter(Stage):
             if not line.strip():
                 i += 1
                 continue
+            records_end = json_lines_run(lines, i)
+            if records_end > i:
+                # JSON Lines (a log, an event stream): a record a piece, never a table's rows (its commas)
+                records, json_blocks = self._json_lines(text, lines[i:records_end], paragraph, counter,
+                                                        base=len(pieces), block=json_blocks, budget=budget)
+                pieces.extend(records)
+                blocks.add(paragraph)
+                paragraph += 1
+                i = records_end
+                continue
             files = diff_files(lines, i) if line.startswith(("diff --git ", "--- ")) else []
             if files:
                 # a unified diff: a piece per file header and per hunk, each hunk under its file's header
@@ -353,9 +432,14 @@ class Segmenter(Stage):
                 j = min(j, n - 1)
                 fenced_json = self._fenced_json(text, lines[i:j + 1], paragraph, counter, json_blocks + 1,
                                                  len(pieces), budget)
+                records = None if fenced_json is not None else self._fenced_json_lines(
+                    text, lines[i:j + 1], paragraph, counter, json_blocks, len(pieces), budget)
                 if fenced_json is not None:
                     json_blocks += 1
                     pieces.extend(fenced_json)
+                elif records is not None:
+                    pieces.extend(records[0])
+                    json_blocks = records[1]
                 else:
                     pieces.extend(self._block(lines[i:j + 1], "code", paragraph, counter))
                 blocks.add(paragraph)
@@ -981,6 +1065,7 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
                 or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
+                or json_lines_run(lines, j, most=2) > j
                 or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
                 or opens_turn(lines, j)  # "[user] …" opens a turn of an agent log
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")

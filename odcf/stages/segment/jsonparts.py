@@ -1,13 +1,62 @@
-"""JSON in the segmenter: the members of a container, found without parsing it again."""
+"""JSON in the segmenter: the members of a container, found without parsing it again, and the lines
+of JSON Lines."""
 from __future__ import annotations
 
 import json
 import re
 
 from odcf.stages.segment.lines import rstrip
+from odcf.textutil import loads_json
 
 #: The key of an object's id member (searched): "id", "order_id", "user-id", "orderId", "ID"; not "paid".
 ID_KEY_RE = re.compile(r"^(?:id|Id|ID)$|[_-](?:id|ID)$|[a-z0-9](?:Id|ID)$")
+
+
+def json_record(line: str) -> bool:
+    """Whether *line* is one JSON object or array (a record of JSON Lines).
+
+    >>> json_record('{"level": "ERROR", "id": 7}'), json_record("[1, 2]"), json_record('{"a": 1},')
+    (True, True, False)
+    """
+    stripped = line.strip()
+    if stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
+        return False
+    try:
+        loads_json(stripped)
+    except ValueError:
+        return False
+    return True
+
+
+#: The line odcf writes where records of JSON Lines are left out (odcf.render): delivered JSON Lines
+#: read again (compressed twice) are still JSON Lines, the mark a line of its own among them.
+ROWS_MARK_RE = re.compile(r"^\s*\[DATA_ROWS: \d+\]\s*$")
+
+
+def json_lines_run(lines: list[tuple[int, int, str]], i: int, *, most: int | None = None) -> int:
+    """End (exclusive) of the JSON Lines that start at line *i*: two lines or more, each one JSON
+    object or array (:func:`json_record`), blank lines and odcf's marks of records left out
+    (:data:`ROWS_MARK_RE`) between them allowed (not after the last); *i* when there are none.
+    *most*: stop after that many records (enough to know a run starts).
+
+    >>> lines = [(0, 0, '{"a": 1}'), (0, 0, ""), (0, 0, "[DATA_ROWS: 4]"), (0, 0, '{"a": 2}'), (0, 0, "done"),
+    ...          (0, 0, '{"a": 3}')]
+    >>> json_lines_run(lines, 0), json_lines_run(lines, 3), json_lines_run(lines, 4)
+    (4, 3, 4)
+    """
+    if not json_record(lines[i][2]):
+        return i
+    end, records = i + 1, 1
+    for k in range(i + 1, len(lines)):
+        if most is not None and records >= most:
+            break
+        line = lines[k][2]
+        if not line.strip() or ROWS_MARK_RE.match(line):
+            continue
+        if not json_record(line):
+            break
+        end, records = k + 1, records + 1
+    return end if records >= 2 else i
 
 
 def member_key(text: str, ms: int, me: int) -> str | None:
