@@ -3,7 +3,8 @@
 Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole, and so do the
 capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "第三章 违约责任":
 :mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
-tables, fenced code and runs of list/log lines become block segments (split when very long),
+tables, fenced code and runs of list lines become block segments (split when very long), an
+application log a segment an entry (its line and the stack trace under it: :mod:`.logs`),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
 answer in an agent's log). Quoted lines of a reply ("> …") are cut in whole lines, so that
@@ -13,7 +14,7 @@ whitespace.
 
 Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
 transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
-members), :mod:`.lines` (what they share).
+members), :mod:`.logs` (application logs' entries), :mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ from odcf.stages.segment.mail import (
     speaker_run,
 )
 from odcf.stages.segment.diffparts import diff_files, diff_pieces
+from odcf.stages.segment.logs import log_entries
 from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
@@ -395,6 +397,14 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = mail_end
                 continue
+            entries = log_entries(lines, i)
+            if entries:
+                # an application log: a piece an entry, its stack trace cut in whole lines (odcf.stages.segment.logs)
+                pieces.extend(self._log_parts(lines, entries, paragraph, counter))
+                blocks.add(paragraph)
+                paragraph += 1
+                i = entries[-1][1]
+                continue
             if code_runs is None:
                 code_runs = _CodeRuns(lines)
             code_end = code_runs.paragraph(i)
@@ -524,9 +534,11 @@ class Segmenter(Stage):
         table: bool = False,
         items: bool = False,
         at: int = 0,
+        limit: int | None = None,
     ) -> list[Piece]:
         """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`,
-        lists with *items*: :meth:`_list_parts`, the first piece to be piece number *at* of its source)."""
+        lists with *items*: :meth:`_list_parts`, the first piece to be piece number *at* of its source;
+        *limit*: the tokens of a part, when not the block's kind's)."""
         if table:
             return self._table_parts(lines, kind, paragraph, counter)
         if items:
@@ -542,7 +554,8 @@ class Segmenter(Stage):
         # (not a fenced config or diff: a part of one without its key lines or file header would
         # mislead, "    value: \"false\"" read as ingress.enabled; those go whole or in large parts)
         whole = fenced and _FENCE_LANG_RE.match(lines[0][2].strip().lstrip("`~")) is not None
-        limit = self.max_code_tokens if fenced and not whole else self.max_block_tokens
+        if limit is None:
+            limit = self.max_code_tokens if fenced and not whole else self.max_block_tokens
         # a part of code starts at its line's start: its first line keeps its indentation ("  File …")
         indent = kind == "code"
         for line in lines:
@@ -558,6 +571,29 @@ class Segmenter(Stage):
         if kind == "code" and len(out) > 1:
             out = _code_parts(out, lines)  # loose code too: a part alone says what is left out
         return out
+
+    def _log_parts(self, lines: list[tuple[int, int, str]], entries: list[tuple[int, int]], paragraph: int,
+                   counter: Any) -> list[Piece]:
+        """An application log's *entries* (first line, end: :func:`.logs.log_entries`), a piece each: a
+        line alone is a ``list`` piece; one with the lines under it (its stack trace) is one ``code``
+        piece up to ``max_code_tokens``, else its line, then the trace cut as code is, in whole lines of
+        about ``max_code_tokens``, a part opening at each ``Caused by:``. Every piece says which lines
+        of the log it holds (as the parts of a code block do), so that assembly counts the lines left
+        out around it (``[CODE_LINES: n]``, odcf.render): the ERROR line that answers a query is
+        delivered alone, not in a 350-token run of INFO lines, and a trace is never cut at the ";" of
+        its message nor at "... 14 more".
+        """
+        out: list[Piece] = []
+        for a, b in entries:
+            entry = lines[a:b]
+            if b - a == 1:
+                out.append(_line_piece(entry, "list", paragraph, indent=True))
+            elif sum(counter.count(line[2]) + 1 for line in entry) <= self.max_code_tokens:
+                out.append(_line_piece(entry, "code", paragraph, indent=True))
+            else:
+                out.append(_line_piece(entry[:1], "list", paragraph, indent=True))
+                out.extend(self._block(entry[1:], "code", paragraph, counter, limit=self.max_code_tokens))
+        return _code_parts(out, lines[entries[0][0]:entries[-1][1]])
 
     def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
                     at: int = 0) -> list[Piece]:
@@ -973,7 +1009,7 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     line = lines[j][2]
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
                 or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
-                or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
+                or _prefix_run(lines, j) > j or bool(log_entries(lines, j)) or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
                 or opens_turn(lines, j)  # "[user] …" opens a turn of an agent log
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
                 or _list_run(lines, j) - j >= 2)
