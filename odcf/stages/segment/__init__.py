@@ -345,6 +345,20 @@ class Segmenter(Stage):
                 while j < n and not lines[j][2].strip().startswith(fence):
                     j += 1
                 j = min(j, n - 1)
+                fenced_diff = _fenced_diff(lines, i, j)
+                if fenced_diff:
+                    # a unified diff inside fences: cut as one outside them, per file and hunk, each piece
+                    # told the fences (assembly writes them around what it delivers, odcf.render)
+                    diffs += 1
+                    fence_meta = {"diff_fence": [line.strip(), lines[j][2].strip()]}
+                    pieces.extend(Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), **fence_meta})
+                                  for p in diff_pieces(lines, i + 1, fenced_diff, paragraph, len(pieces), diffs,
+                                                       _line_piece, lambda s: counter.count(s) + 1,
+                                                       self.max_hunk_tokens))
+                    blocks.add(paragraph)
+                    paragraph += 1
+                    i = j + 1
+                    continue
                 fenced_json = self._fenced_json(text, lines[i:j + 1], paragraph, counter, json_blocks + 1,
                                                  len(pieces), budget)
                 if fenced_json is not None:
@@ -894,6 +908,26 @@ def _code_parts(parts: list[Piece], lines: list[tuple[int, int, str]]) -> list[P
                 "code_lines": [first, last - first + 1], "code_total": len(lines), "code_closed": bool(closing)}
         out.append(Piece(p.start, p.end, p.kind, p.paragraph, meta))
     return out
+
+
+#: A fenced block's language that may hold a unified diff (or none).
+_DIFF_FENCE_RE = re.compile(r"^(?:```|~~~)[ \t]*(?:diff|patch|udiff|git)?[ \t]*$", re.IGNORECASE)
+
+
+def _fenced_diff(lines: list[tuple[int, int, str]], i: int, j: int) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """The files of the unified diff that fills the fenced block from line *i* (its opening fence, at
+    the margin: ```` ```diff ````, ```` ```patch ```` or none) to line *j* (its closing fence), as
+    :func:`.diffparts.diff_files` reads them; [] when the block is not closed or holds anything else
+    (a diff cut at its fences' lines would lose what is around it: such a block stays code lines)."""
+    if j <= i + 1 or not _DIFF_FENCE_RE.match(lines[i][2].rstrip()) or \
+            not lines[j][2].strip().startswith(lines[i][2].strip()[:3]):
+        return []
+    line = lines[i + 1][2]
+    files = diff_files(lines, i + 1) if line.startswith(("diff --git ", "--- ")) else []
+    if not files:
+        return []
+    end = max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
+    return files if all(not lines[k][2].strip() for k in range(end, j)) else []
 
 
 def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,
