@@ -86,6 +86,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if prev is not None:
             gap = _gap(prev, seg, cut_open)
             out.append(gap if nl == "\n" or "\r" in gap else gap.replace("\n", nl))
+        if diff.due:
+            out.append(diff.due)  # a fenced diff's opening fence, before the first piece delivered of it
+            diff.due = ""
         speaker = seg.meta.get("speaker")
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
                 and (prev is None or not _same_turn(prev, seg))):
@@ -257,6 +260,8 @@ class _DiffMarks:
         self.file: tuple[int, int, set[int]] | None = None  # (file, its hunks, hunks delivered)
         self.hunk: tuple[int, int, int] | None = None  # (hunk, its lines, lines up to the last delivered)
         self.total_files = 0
+        self.fence: list[str] | None = None  # the open diff's fences (a diff inside a fenced block)
+        self.due = ""  # its opening fence, to be written before its first delivered piece
 
     def _mark(self, what: str, n: int) -> None:
         if n > 0:
@@ -279,9 +284,14 @@ class _DiffMarks:
         if self.block is not None and block != self.block:
             self._close_file()
             self._mark("FILES", self.total_files - len(self.files))
-            self.block, self.files = None, set()
+            if self.fence is not None:
+                self.out.append(self.nl + self.fence[1])  # the block's closing fence, after the marks
+            self.block, self.files, self.fence = None, set(), None
         if seg is None or block is None:
             return
+        if self.block is None:
+            self.fence = seg.meta.get("diff_fence")
+            self.due = self.fence[0] + self.nl if self.fence is not None else ""
         self.block, self.total_files = block, int(seg.meta["diff_files"])
         f = int(seg.meta["diff_file"])
         if self.file is None or self.file[0] != f:
@@ -427,8 +437,14 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
         # which assembly writes with the opening fence: what is before it
         cut = sep.rfind(fence[0])
         sep = sep[:cut] if cut >= 0 else ""
+    diff_fence = seg.meta.get("diff_fence")
+    if diff_fence is not None and prev.meta.get("diff_block") != seg.meta.get("diff_block"):
+        # the first piece of a fenced diff, which assembly writes under the opening fence: what is before it
+        cut = sep.rfind(diff_fence[0])
+        sep = sep[:cut] if cut >= 0 else ""
     if ("json_fence" in prev.meta or ("jsonl_fence" in prev.meta and not _same_records(prev, seg))
-            or (seg.index != prev.index + 1 and ("```" in sep or "~~~" in sep))):
+            or (seg.index != prev.index + 1 and ("```" in sep or "~~~" in sep))
+            or ("diff_fence" in prev.meta and prev.meta.get("diff_block") != seg.meta.get("diff_block"))):
         # a fenced JSON block ends in the sep of the segment after it ("]}\n```\n\n"; the only fence
         # outside a segment), and assembly closed it: the whitespace after it
         sep = sep[len(sep.rstrip()):]
@@ -436,8 +452,9 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
         sep = sep[:-len(fence[2])]  # the fence's indentation is written with it
     if seg.index == prev.index + 1:
         return sep  # as in the source
-    if seg.meta.get("table_part") and prev.index + 1 + seg.meta["table_part"] == seg.index and "table_sep" in seg.meta:
-        return str(seg.meta["table_sep"])  # only the table's parts before it left out: what is before the table
+    lead = seg.meta.get("table_lead")
+    if lead is not None and prev.index + 1 == lead[0] and "```" not in lead[1] and "~~~" not in lead[1]:
+        return str(lead[1])  # only the table's parts before it left out: what is before the table
     if prev.meta.get("quote_head") and prev.meta.get("quote") == 0 and (
             seg.meta.get("quote_block") == prev.meta.get("quote_block")):
         # the quote's first lines left out: under its "On … wrote:" line as in the source (_lead marks them)

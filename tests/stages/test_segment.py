@@ -110,7 +110,7 @@ def test_quoted_csv_is_one_table():
 def test_log_lines_with_a_shared_prefix_form_a_list_block():
     text = "Intro line here.\n" + "\n".join(f"2024-05-01 10:00:{i:02d} INFO worker-3 step {i}" for i in range(6))
     out = seg(text)
-    assert [s.kind for s in out] == ["sentence", "list"]
+    assert [s.kind for s in out] == ["sentence"] + ["list"] * 6  # a log: a piece an entry
     assert "".join(s.sep + s.text for s in out) == text
 
 
@@ -514,10 +514,11 @@ def test_chat_lines_with_time_stamps_are_transcript_lines_and_log_lines_stay_a_l
     after = seg("\n".join(f"{ln[8:].split(':')[0]} {ln[:7]}:{ln[8:].split(':', 1)[1]}" for ln in lines))
     assert after[0].text.startswith("priya [14:06]: paged")  # the time after the name: "priya [14:06]: ..."
     assert [s.meta["speaker"] for s in after if s.meta.get("opens_line")][2:4] == ["dana (dba):", "dana (dba):"]
-    # log lines that open with a time stamp stay one block: a log level, or a date not in brackets, is no chat
+    # log lines that open with a time stamp stay a log, an entry a piece: a log level, or a date not in
+    # brackets, is no chat
     for log in ("\n".join(f"2024-05-15 10:02:1{i} INFO worker: step {i} of the job is done" for i in range(6)),
                 "\n".join(f"[2024-05-15 10:02:1{i}] WARN worker: step {i} of the job is slow" for i in range(6))):
-        assert [(s.kind, s.meta.get("speaker")) for s in seg(log)] == [("list", None)]
+        assert [(s.kind, s.meta.get("speaker")) for s in seg(log)] == [("list", None)] * 6
 
 
 def test_a_chat_turn_is_never_delivered_as_its_bare_label_nor_under_another_turns_lead_in(plan=None):
@@ -708,7 +709,7 @@ def test_whatsapp_lines_are_transcript_lines_and_a_message_s_next_line_keeps_its
     assert marco.text == "[10:05] marco: noted." and marco.meta.get("speaker") == "marco:"
     # a log stays a log
     log = "\n".join(f"2024-05-15 10:02:{i:02d} worker-3: processed item {i}" for i in range(6))
-    assert [s.kind for s in seg(log)] == ["list"]
+    assert [(s.kind, s.meta.get("speaker")) for s in seg(log)] == [("list", None)] * 6
 
 
 def test_list_items_ending_in_semicolons_are_a_list_not_code():
@@ -1062,14 +1063,16 @@ def test_a_java_stack_trace_is_code_cut_in_whole_lines_a_part_per_cause():
             "\t... 53 more\n"
             "2024-06-11 10:42:17,402 INFO  [exec-7] c.a.o.web.OrderController - responded 502 in 9012 ms\n")
     out = seg(text)
-    assert {s.kind for s in out} == {"code"}
+    # a log's entries: each log line a piece of its own, its trace cut as code
+    assert [s.kind for s in out if s.text[:4] == "2024"] == ["list", "list"] and all(
+        s.kind == "code" and "\n2024" not in s.text for s in out if s.text[:4] != "2024")
     line_starts = {0} | {k + 1 for k, ch in enumerate(text) if ch == "\n"}
     # every part is whole lines (its first line's indentation aside): never "42 more" nor a bare "..."
     assert all(text.rfind("\n", 0, text.index(s.text)) + 1 in line_starts and text[text.index(s.text) + len(s.text)]
                == "\n" for s in out)
     causes = [s.text.split("\n")[0] for s in out if s.text.startswith("Caused by:")]
     assert len(causes) == 3 and causes[-1] == "Caused by: java.net.SocketTimeoutException: Read timed out"
-    assert all(s.text.rstrip().endswith(("more", "ms", ")")) for s in out)
+    assert all(s.text.rstrip().endswith(("more", "ms", ")", "/orders/8812")) for s in out)
     # a cause delivered alone says how many lines of the trace are left out around it (QA: "The first
     # error in the log:" over a lone "Caused by: …PoolExhaustedException" read as the first error)
     gateway = next(s for s in out if "GatewayTimeoutException" in s.text)

@@ -147,3 +147,43 @@ def test_hunks_and_files_left_out_are_marked():
     segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
     pick = [s for s in segs if s.meta.get("diff_file") == 0 and s.meta.get("diff_hunk") in (None, 1)]
     assert join_segments(pick).endswith("+        return dict(result)\n[DIFF_HUNKS: 1]\n[DIFF_FILES: 2]")
+
+
+def fenced(diff):
+    return ("Review of the tracing change.\n\n```diff\n" + diff + "```\n\n"
+            "Comments:\n1. Do not merge until the settings change is reverted.\n")
+
+
+def test_a_fenced_diff_is_cut_per_file_and_hunk_and_delivered_inside_its_fences():
+    # QA: in a ```diff block, the diff was code lines in parts of ~400 tokens across file headers: a hunk
+    # was delivered as "```diff" / "[CODE_LINES: 33]" / "@@ …", with no file header (unfenced, it was right)
+    text = fenced(DIFF)
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+    assert "".join(s.sep + s.text for s in segs) == text.rstrip()
+    assert join_segments(segs) == text.rstrip()  # all delivered: the source as it is, fences once
+    assert [s.text.splitlines()[0] for s in segs if s.meta.get("diff") == "file"][-1].endswith("config/settings.py")
+    for budget in (160, 200, 400):
+        r = Compressor.from_ontology("agent_ops").compress(
+            [Source(id="review.md", text=text)], query="what is the new value of SESSION_TIMEOUT_SECONDS?",
+            budget=budget, annotate=False, timings=False)
+        assert "+SESSION_TIMEOUT_SECONDS = 900" in r.text, (budget, r.text)
+        assert r.text.count("```diff\n") == 1 and r.text.count("```") == 2, r.text
+        inside = r.text.split("```diff\n", 1)[1].split("```", 1)[0]
+        check(inside)  # each hunk line under its own file's header and @@ line
+        assert inside.startswith("diff --git a/") and "[CODE_LINES" not in inside
+
+
+def test_a_hand_written_diff_with_wrong_hunk_counts_stays_a_diff():
+    # QA: "@@ -12,11 +12,14 @@" over 9 and 16 lines: the lines after the counted ones became list items, and
+    # "+                raise" was delivered alone under "[…1 item]"
+    wrong = SETTINGS.replace("@@ -3,12 +3,12 @@", "@@ -3,9 +3,9 @@") + handler(1)
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=wrong)]), Plan(domain="t")).segments
+    assert {s.kind for s in segs} == {"code"} and all("diff" in s.meta for s in segs)
+    (tail,) = [s for s in segs if "+RATE_LIMIT_PER_MINUTE = 60" in s.text]
+    assert tail.meta["diff_file"] == 0  # in the settings.py hunk, not a list after it
+    for budget in (100, 160, 300):
+        r = Compressor.from_ontology("agent_ops").compress(
+            [Source(id="w.diff", text=wrong)], query="what is the new RATE_LIMIT_PER_MINUTE?", budget=budget,
+            annotate=False, timings=False)
+        check(r.text, wrong)
+        assert "+RATE_LIMIT_PER_MINUTE = 60" in r.text and "item" not in r.text, (budget, r.text)

@@ -3,7 +3,8 @@
 Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole, and so do the
 capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "第三章 违约责任":
 :mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
-tables, fenced code and runs of list/log lines become block segments (split when very long),
+tables, fenced code and runs of list lines become block segments (split when very long), an
+application log a segment an entry (its line and the stack trace under it: :mod:`.logs`),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
 answer in an agent's log); JSON Lines (two lines or more, each one JSON object or array, fenced or
@@ -15,7 +16,7 @@ trailing whitespace.
 
 Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
 transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
-members, JSON Lines), :mod:`.lines` (what they share).
+members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ from odcf.stages.segment.mail import (
     speaker_run,
 )
 from odcf.stages.segment.diffparts import diff_files, diff_pieces
+from odcf.stages.segment.logs import log_entries
 from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
@@ -133,16 +135,17 @@ class Segmenter(Stage):
             pieces = self._pieces(source, counter, sentence_chars, budget)
             crlf = "\r\n" in source.text  # assembly writes CRLF where it adds a line break (odcf.render)
             prev_end = 0
-            table_sep = ""  # what is before the first part of the table being read
+            table_lead: list[Any] = [0, ""]  # the first part of the table being read: its index, what is before it
             for i, p in enumerate(pieces):
                 text = source.text[p.start:p.end]
                 meta = p.meta or {}
-                if meta.get("table_part") == 0:
-                    table_sep = source.text[prev_end:p.start]
-                elif meta.get("table_part"):
+                if meta.get("table_part") == 0 and (i == 0 or (pieces[i - 1].meta or {}).get("table_part") != 0
+                                                    or pieces[i - 1].paragraph != p.paragraph):
+                    table_lead = [i, source.text[prev_end:p.start]]
+                elif meta.get("table_part") and p.kind == "table":
                     # a later part delivered without the parts before it follows what is before them as
                     # the table does (odcf.render._gap): "$ kubectl get pods" then its header, no blank line
-                    meta = {**meta, "table_sep": table_sep}
+                    meta = {**meta, "table_lead": table_lead}
                 seg = Segment(
                     id=f"{source.id}#{i}",
                     source_id=source.id,
@@ -430,6 +433,20 @@ class Segmenter(Stage):
                 while j < n and not lines[j][2].strip().startswith(fence):
                     j += 1
                 j = min(j, n - 1)
+                fenced_diff = _fenced_diff(lines, i, j)
+                if fenced_diff:
+                    # a unified diff inside fences: cut as one outside them, per file and hunk, each piece
+                    # told the fences (assembly writes them around what it delivers, odcf.render)
+                    diffs += 1
+                    fence_meta = {"diff_fence": [line.strip(), lines[j][2].strip()]}
+                    pieces.extend(Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), **fence_meta})
+                                  for p in diff_pieces(lines, i + 1, fenced_diff, paragraph, len(pieces), diffs,
+                                                       _line_piece, lambda s: counter.count(s) + 1,
+                                                       self.max_hunk_tokens))
+                    blocks.add(paragraph)
+                    paragraph += 1
+                    i = j + 1
+                    continue
                 fenced_json = self._fenced_json(text, lines[i:j + 1], paragraph, counter, json_blocks + 1,
                                                  len(pieces), budget)
                 records = None if fenced_json is not None else self._fenced_json_lines(
@@ -486,6 +503,14 @@ class Segmenter(Stage):
                     k = e
                 paragraph += 1
                 i = mail_end
+                continue
+            entries = log_entries(lines, i)
+            if entries:
+                # an application log: a piece an entry, its stack trace cut in whole lines (odcf.stages.segment.logs)
+                pieces.extend(self._log_parts(lines, entries, paragraph, counter))
+                blocks.add(paragraph)
+                paragraph += 1
+                i = entries[-1][1]
                 continue
             if code_runs is None:
                 code_runs = _CodeRuns(lines)
@@ -616,9 +641,11 @@ class Segmenter(Stage):
         table: bool = False,
         items: bool = False,
         at: int = 0,
+        limit: int | None = None,
     ) -> list[Piece]:
         """One piece for a run of lines, or several when it is long (tables: see :meth:`_table_parts`,
-        lists with *items*: :meth:`_list_parts`, the first piece to be piece number *at* of its source)."""
+        lists with *items*: :meth:`_list_parts`, the first piece to be piece number *at* of its source;
+        *limit*: the tokens of a part, when not the block's kind's)."""
         if table:
             return self._table_parts(lines, kind, paragraph, counter)
         if items:
@@ -634,7 +661,8 @@ class Segmenter(Stage):
         # (not a fenced config or diff: a part of one without its key lines or file header would
         # mislead, "    value: \"false\"" read as ingress.enabled; those go whole or in large parts)
         whole = fenced and _FENCE_LANG_RE.match(lines[0][2].strip().lstrip("`~")) is not None
-        limit = self.max_code_tokens if fenced and not whole else self.max_block_tokens
+        if limit is None:
+            limit = self.max_code_tokens if fenced and not whole else self.max_block_tokens
         # a part of code starts at its line's start: its first line keeps its indentation ("  File …")
         indent = kind == "code"
         for line in lines:
@@ -650,6 +678,29 @@ class Segmenter(Stage):
         if kind == "code" and len(out) > 1:
             out = _code_parts(out, lines)  # loose code too: a part alone says what is left out
         return out
+
+    def _log_parts(self, lines: list[tuple[int, int, str]], entries: list[tuple[int, int]], paragraph: int,
+                   counter: Any) -> list[Piece]:
+        """An application log's *entries* (first line, end: :func:`.logs.log_entries`), a piece each: a
+        line alone is a ``list`` piece; one with the lines under it (its stack trace) is one ``code``
+        piece up to ``max_code_tokens``, else its line, then the trace cut as code is, in whole lines of
+        about ``max_code_tokens``, a part opening at each ``Caused by:``. Every piece says which lines
+        of the log it holds (as the parts of a code block do), so that assembly counts the lines left
+        out around it (``[CODE_LINES: n]``, odcf.render): the ERROR line that answers a query is
+        delivered alone, not in a 350-token run of INFO lines, and a trace is never cut at the ";" of
+        its message nor at "... 14 more".
+        """
+        out: list[Piece] = []
+        for a, b in entries:
+            entry = lines[a:b]
+            if b - a == 1:
+                out.append(_line_piece(entry, "list", paragraph, indent=True))
+            elif sum(counter.count(line[2]) + 1 for line in entry) <= self.max_code_tokens:
+                out.append(_line_piece(entry, "code", paragraph, indent=True))
+            else:
+                out.append(_line_piece(entry[:1], "list", paragraph, indent=True))
+                out.extend(self._block(entry[1:], "code", paragraph, counter, limit=self.max_code_tokens))
+        return _code_parts(out, lines[entries[0][0]:entries[-1][1]])
 
     def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
                     at: int = 0) -> list[Piece]:
@@ -952,6 +1003,26 @@ def _code_parts(parts: list[Piece], lines: list[tuple[int, int, str]]) -> list[P
     return out
 
 
+#: A fenced block's language that may hold a unified diff (or none).
+_DIFF_FENCE_RE = re.compile(r"^(?:```|~~~)[ \t]*(?:diff|patch|udiff|git)?[ \t]*$", re.IGNORECASE)
+
+
+def _fenced_diff(lines: list[tuple[int, int, str]], i: int, j: int) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """The files of the unified diff that fills the fenced block from line *i* (its opening fence, at
+    the margin: ```` ```diff ````, ```` ```patch ```` or none) to line *j* (its closing fence), as
+    :func:`.diffparts.diff_files` reads them; [] when the block is not closed or holds anything else
+    (a diff cut at its fences' lines would lose what is around it: such a block stays code lines)."""
+    if j <= i + 1 or not _DIFF_FENCE_RE.match(lines[i][2].rstrip()) or \
+            not lines[j][2].strip().startswith(lines[i][2].strip()[:3]):
+        return []
+    line = lines[i + 1][2]
+    files = diff_files(lines, i + 1) if line.startswith(("diff --git ", "--- ")) else []
+    if not files:
+        return []
+    end = max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
+    return files if all(not lines[k][2].strip() for k in range(end, j)) else []
+
+
 def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,
                 *, indent: bool = False) -> Piece:
     first = chunk[0]
@@ -1066,7 +1137,8 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
     return bool(FENCE_RE.match(line) or HEADING_RE.match(line) or QUOTE_RE.match(line)
                 or mail_header_run(lines, j) > j or table_run(lines, j) > j or aligned_run(lines, j)[0] > j
                 or json_lines_run(lines, j, most=2) > j
-                or _prefix_run(lines, j) > j or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
+                or _prefix_run(lines, j) > j or bool(log_entries(lines, j))
+                or speaker_run(lines, j, limit=SPEAKER_RUN) - j >= SPEAKER_RUN
                 or opens_turn(lines, j)  # "[user] …" opens a turn of an agent log
                 # marked items right under their lead-in line, without a blank line ("… liable for:\n(a) …;")
                 or _list_run(lines, j) - j >= 2)

@@ -3,13 +3,14 @@
 A hunk means nothing without the file it changes: hunks of five files delivered under the
 header of the first read as changes to that one. So a file's header lines (``diff --git``,
 ``index``, ``---``, ``+++``, modes, renames) are one piece, each hunk (its ``@@`` line and the
-lines the ``@@`` counts announce) is a piece under it (meta ``under``: the budget delivers a hunk
+lines the ``@@`` counts announce, and those after them that still read as a hunk's lines) is a piece under it (meta ``under``: the budget delivers a hunk
 only with its file's header, and a header only with one of its hunks), and a long hunk is an ``@@``
 piece with parts of whole lines under it. Every piece keeps its lines as they are (a context line
 `` # Session and token lifetimes`` is no heading, and its leading space is its meaning), and says
 where it sits (``diff_file``, ``diff_hunk``, ``diff_lines``), so that assembly marks the lines,
 hunks and files left out (``[DIFF_LINES: n]``, ``[DIFF_HUNKS: n]``, ``[DIFF_FILES: n]``;
-odcf.render).
+odcf.render). A diff that fills a fenced block (```` ```diff ````) is cut the same way, its pieces told
+the fences (``diff_fence``), which assembly writes around what it delivers of it.
 """
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def _file_start(lines: list[tuple[int, int, str]], j: int) -> bool:
 def diff_files(lines: list[tuple[int, int, str]], i: int) -> list[tuple[list[int], list[tuple[int, int]]]]:
     """The files of a unified diff that starts at line *i* (none when it does not): for each, the
     indices of its header lines and the (``@@`` line, end) of each hunk, read by the hunk's counts
-    (a line "-- " or "+++" inside a hunk is a line of the hunk, not a header)."""
+    (a line "-- " or "+++" inside a hunk is a line of the hunk, not a header), then on over the lines
+    that still open as a hunk's do (" ", "+", "-"), up to a blank line, an ``@@`` line or a file's
+    header: a hand-written diff's counts are often wrong."""
     n = len(lines)
     out: list[tuple[list[int], list[tuple[int, int]]]] = []
     j = i
@@ -69,7 +72,11 @@ def diff_files(lines: list[tuple[int, int, str]], i: int) -> list[tuple[list[int
                 elif mark != "\\":
                     break  # the counts do not match the lines: the hunk ends here
                 k += 1
-            while k < n and lines[k][2].startswith("\\"):  # "\ No newline at end of file"
+            # lines after the counted ones that still read as the hunk's: the counts of a hand-written diff
+            # ("@@ -12,11 +12,14 @@" over 9 and 16 lines) are often wrong, and its last "+" lines read as
+            # list items ("+                raise" alone under "[…1 item]"); up to a blank line, the next
+            # @@ line or file header
+            while k < n and (lines[k][2][:1] in (" ", "+", "-", "\\") and not _file_start(lines, k)):
                 k += 1
             hunks.append((j, k))
             j = k

@@ -1,0 +1,91 @@
+"""Application logs in the segmenter: an entry a piece, its stack trace in whole lines."""
+import re
+
+from odcf.compressor import Compressor
+from odcf.document import Document, Source
+from odcf.plan.model import Plan
+from odcf.render import join_segments
+from odcf.stages.segment import Segmenter
+
+PLAN = Plan(domain="t")
+
+INFO = [f"2025-03-11 10:0{k}:00,{k:03d} INFO  [exec-{k}] c.a.payments.web.CheckoutController: checkout ok "
+        f"order ord_90115{k} amount={k}9.90 EUR" for k in range(6)]
+ERROR = ("2025-03-11 10:00:33,561 ERROR [scheduler-1] c.a.payments.jobs.SettlementJob: settlement batch 88412 "
+         "failed after 33558 ms; 0 of 4,211 transactions settled; batch will NOT be retried automatically")
+# logback's layout: the trace right under its line, no blank line; a ";" in the exception's message
+TRACE = ("org.springframework.dao.DataAccessResourceFailureException: Unable to acquire JDBC Connection; "
+         "nested exception is org.hibernate.exception.JDBCConnectionException: Unable to acquire JDBC Connection\n"
+         + "".join(f"\tat org.springframework.orm.jpa.JpaTransactionManager.doBegin{k}(JpaTransactionManager.java:"
+                   f"{460 + k})\n" for k in range(5))
+         + "Caused by: org.hibernate.exception.JDBCConnectionException: Unable to acquire JDBC Connection\n"
+         "\tat org.hibernate.exception.internal.SQLStateConversionDelegate.convert(SQLStateConversionDelegate.java:112)\n"
+         "\t... 14 more\n"
+         "Caused by: org.postgresql.util.PSQLException: FATAL: remaining connection slots are reserved\n"
+         "\tat org.postgresql.core.v3.ConnectionFactoryImpl.doAuthentication(ConnectionFactoryImpl.java:693)\n"
+         "\t... 22 more")
+LOG = "\n".join(INFO[:3] + [ERROR, TRACE] + INFO[3:])
+
+
+def seg(text, **kw):
+    doc = Document.from_sources([Source(id="a", text=text, kind="text", layer="fact")])
+    return Segmenter(**kw)(doc, PLAN).segments
+
+
+def test_a_log_is_cut_an_entry_a_piece_and_its_trace_in_whole_lines_never_at_its_semicolons():
+    # QA: the trace under an ERROR line (no blank line) was prose, cut at the ";" of its message and at
+    # "... 14 more" ("… 22 more", a bare "22 more" delivered), and the log lines around it were one block
+    # of 344 tokens: the ERROR line that answers the query never fit a small budget
+    out = seg(LOG)
+    assert "".join(s.sep + s.text for s in out) == LOG
+    lines = LOG.split("\n")
+    for s in out:  # whole lines, each as in the source (a frame keeps its tab)
+        start = LOG.index(s.text)
+        assert LOG[start - 1:start] in ("\n", "") and LOG[start + len(s.text):][:1] in ("\n", ""), s.text
+        assert all(line in lines for line in s.text.split("\n")), s.text
+    log_lines = [s for s in out if s.text[:4] == "2025"]
+    assert [s.text for s in log_lines] == INFO[:3] + [ERROR] + INFO[3:]  # each entry's line a piece of its own
+    assert all(s.kind == "list" for s in log_lines) and {s.kind for s in out if s not in log_lines} == {"code"}
+    assert [s.text.split("\n")[0] for s in out if s.text.startswith("Caused by:")] == [
+        "Caused by: org.hibernate.exception.JDBCConnectionException: Unable to acquire JDBC Connection",
+        "Caused by: org.postgresql.util.PSQLException: FATAL: remaining connection slots are reserved"]
+    # the ERROR line delivered alone: the lines left out around it counted, as for a part of code
+    error = next(s for s in out if s.text == ERROR)
+    assert join_segments([error]) == f"[CODE_LINES: 3]\n{ERROR}\n[CODE_LINES: {len(lines) - 4}]"
+
+
+def test_the_error_line_of_a_log_fits_a_small_budget_and_no_line_is_delivered_cut():
+    text = "Tool output: tail -n 40 /var/log/payments-api/app.log\n\n" + LOG + "\n"
+    for budget in (90, 150, 300):
+        r = Compressor.from_ontology("general").compress(
+            [{"id": "log", "text": text}], query="Why did settlement batch 88412 fail and was it retried?",
+            budget=budget, timings=False)
+        assert ERROR in r.text, (budget, r.text)
+        body = r.text.split("\n", 1)[1]  # under the source's header line
+        for line in body.split("\n"):
+            assert not line.strip() or line in text.split("\n") or re.fullmatch(r"\[CODE_LINES: \d+\]", line), line
+
+
+def test_a_python_traceback_under_its_log_line_and_a_long_run_of_log_lines():
+    text = ("2025-03-11 10:00:01,002 INFO app.import: reading rows.csv\n"
+            "2025-03-11 10:00:02,417 ERROR app.import: import of rows.csv failed; 0 of 912 rows stored\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/app/importer.py", line 88, in load\n'
+            "    row = parse(line)\n"
+            "ValueError: bad amount in row 17; expected a number. Not retried.\n"
+            "2025-03-11 10:00:02,420 INFO app.import: done\n")
+    out = seg(text)
+    # over max_code_tokens, the entry is its line, then its traceback in whole lines
+    assert [s.text for s in out] == [
+        "2025-03-11 10:00:01,002 INFO app.import: reading rows.csv",
+        "2025-03-11 10:00:02,417 ERROR app.import: import of rows.csv failed; 0 of 912 rows stored",
+        ("Traceback (most recent call last):\n"
+         '  File "/srv/app/importer.py", line 88, in load\n'
+         "    row = parse(line)\n"
+         "ValueError: bad amount in row 17; expected a number. Not retried."),
+        "2025-03-11 10:00:02,420 INFO app.import: done"]
+    # a long log is no block of 40 lines: a piece a line, for the query to pick the one it needs
+    log = "\n".join(f"2024-05-15 10:{k // 60:02d}:{k % 60:02d} INFO worker-3: request {k} handled" for k in range(200))
+    assert [s.text for s in seg(log)] == log.split("\n")
+    # one line of prose that opens with a date and time is no log
+    assert [s.kind for s in seg("2025-03-11 10:00 The board met. It approved the budget.")] == ["sentence"] * 2
