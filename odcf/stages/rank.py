@@ -762,9 +762,28 @@ USER_CONSTRAINT_RE = re.compile(
     r"|\bI\s+(?:want|need|expect)\b[^.;!?]*?,\s*not\b|\bI\s+(?:expect|ask|insist)\b[^.;!?]{0,20}\bnot\s+to\b"
     r"|\bI\s+(?:cannot|can['’]t|am\s+unable\s+to)\b[^.;!?]{0,30}\b(?:before|after|until)\s+\d"
     r"|\bI(?:\s+(?:would|['’]d)\s+(?:rather|prefer)|\s+prefer|\s+insist\s+on)\s+(?!to\b)(?:a|an|the|my|it|that|this|email|e-mail|phone)\b"
-    r"|\b(?:I\s+am|I['’]m|I\s+have|I\s+had)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic))"
+    r"|\b(?:I\s+am|I['’]m|I\s+have|I\s+had|we\s+are|we['’]re)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic"
+    r"|(?:vegetarian|vegan|pescatarian|coeliac|celiac|lactose[- ]intolerant|gluten[- ]free)(?![\w-])))"
     r"|请(?:不要|勿|别)[^。；！？]{0,8}(?:我|本人)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:不(?:要|想|需要|接受)|对\S{1,8}过敏)"
     r"|(?:不要|别|勿)再?(?:(?:给|向|跟|和)我(?:打|发|寄|致电|联系)|(?:打|找|联系|打扰)我)")
+#: What a user says to an agent that sets a condition on what the agent does for them, said without "me" or
+#: "I do not want": "Please also avoid anything before 10am", "the hotel must have air conditioning", "step-free
+#: access is essential", "no hostels", "under €2,000 total", "we can't walk far", "we'd prefer a quiet street",
+#: "direct flights only", "my partner uses a wheelchair". Only in a user's turn of a conversation with an agent
+#: (:func:`_user_turns`), and not in a question: a meeting's "We must finish by Friday", a manual's "avoid
+#: direct sunlight" and the user's "Must we pay a deposit?" set none.
+CHAT_CONSTRAINT_RE = re.compile(
+    r"(?i:\bavoid\b|\bmust\b|\bmustn['’]t\b"
+    r"|\b(?:has|have|need|needs)\s+to\s+(?:be|have|stay|fit|include|arrive|leave|end|start|finish)\b"
+    r"|\b(?:is|are)\s+(?:essential|required|mandatory|a\s+must|non-negotiable|a\s+requirement)\b"
+    r"|\bno\s+(?!(?:problems?|worries|worry|thanks|idea|rush|hurry|doubt|need|way|matter|one|longer|pressure|wonder"
+    r"|preferences?|particular|clue|reason)\b)[^\W\d_]{3,}"
+    r"|\b(?:no\s+more\s+than|at\s+most|at\s+the\s+latest|max(?:imum)?|under|below|less\s+than)\s+[€$£¥]?\d"
+    r"|\b(?:I|we)\s+(?:cannot|can['’]t|can\s+not|won['’]t|will\s+not|do\s+not|don['’]t|never)\s+(?!(?:know|think"
+    r"|remember|believe|see|understand|mind|care|worry|get|recall|need|have\s+(?:a|any)\s+preference)\b)\w+"
+    r"|\b(?:I|we)(?:\s+would|['’]d)?\s+(?:prefer|rather)\b|\bplease\s+(?:also\s+)?(?:do\s+not|don['’]t|never|no)\b"
+    r"|\b[^\W\d_]{3,}\s+only\b(?=\s*(?:[.,;!]|please\b|$))|\bwheelchair|\bstep-free\b"
+    r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",
@@ -787,8 +806,9 @@ CONSTRAINT_AFTER = 2
 
 
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
-    """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`; in a
-    transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
+    """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
+    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`; in a transcript, not a system's, agent's or
+    tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
     best score among the other segments of its source, headings aside (never lowered); returns the scores
     and how many were raised.
 
@@ -799,8 +819,11 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
     >>> lift_constraints(segs, {"s0": 0.9, "s1": 0.2, "s2": 0.3, "s3": 0.5})
     ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
     """
-    constraint = {seg.id for seg in segments if seg.id in scores and USER_CONSTRAINT_RE.search(seg.text)
-                  and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))}
+    users = _user_turns(segments)
+    constraint = {seg.id for seg in segments if seg.id in scores
+                  and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
+                  and (USER_CONSTRAINT_RE.search(seg.text) or seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
+                       and not seg.text.rstrip().endswith("?"))}
     others: dict[str, list[float]] = {}
     for seg in segments:  # headings are not answers: "# Ticket 48213: replacement" led for "where is the replacement sent?"
         if seg.id in scores and seg.id not in constraint and seg.kind != "heading":

@@ -76,3 +76,64 @@ def test_a_value_a_user_changed_is_never_delivered_without_the_change(stale, fre
         if stale in r.text:
             assert fresh in r.text, (budget, r.text)
     assert delivered
+
+
+@pytest.mark.parametrize("said, raised", [
+    ("Yes — no hostels, and the hotel must have air conditioning.", True),
+    ("My partner uses a wheelchair, so step-free access is essential.", True),
+    ("Please also avoid anything before 10am, my partner needs mornings to rest.", True),
+    ("Also we are vegetarian, please suggest restaurants.", True),
+    ("Make it under €2,000 total, flights included.", True),
+    ("We can't walk more than a kilometre a day.", True),
+    ("We'd prefer a quiet street over a view.", True),
+    ("Direct flights only, please.", True),
+    ("We need to be back in Amsterdam by 6pm on Sunday.", True),
+    ("What about day trips?", False),
+    ("Must we pay a deposit?", False),
+    ("No worries, I have no preference for the area.", False),
+    ("I don't know the neighbourhoods yet.", False),
+    ("Great, thanks for the list.", False),
+])
+def test_what_a_user_asks_of_an_agent_is_a_constraint(said, raised):
+    # QA: "no hostels … must have air conditioning", "step-free access is essential", "avoid anything before
+    # 10am" and "we are vegetarian" were not raised and were left out at 40% of the chat, while the agent's "Do
+    # you have any preferences for the hotel?" was delivered
+    from odcf.stages.rank import lift_constraints
+
+    segs = _turns("user: Hi, a trip to Lisbon for two.", "assistant: Lisbon is lovely in June.", "The city is hilly.",
+                  "Do you have any preferences for the hotel?", f"user: {said}")
+    scores = {"s0": 0.9, "s1": 0.8, "s2": 0.5, "s3": 0.4, "s4": 0.1}
+    assert lift_constraints(segs, scores)[1] == raised
+    # the agent's own words and its questions are no constraint of the user's
+    agent = _turns("user: Hi, a trip to Lisbon for two.", "assistant: Lisbon is lovely in June.", "The city is hilly.",
+                   "Do you have any preferences for the hotel?", f"assistant: {said}")
+    assert lift_constraints(agent, scores)[1] == 0
+
+
+def test_without_an_agent_what_people_say_must_be_done_is_no_users_constraint():
+    from odcf.stages.rank import USER_CONSTRAINT_RE, lift_constraints
+
+    scores = {"s0": 0.9, "s1": 0.8, "s2": 0.1}
+    meeting = _turns("Lena: The migration starts on Monday.", "Tom: The vendor confirmed the window.",
+                     "Lena: We must finish by Friday and avoid the month-end close.")
+    assert lift_constraints(meeting, scores)[1] == 0
+    manual = _turns("The drill has two speeds.", "Charge it for 3 hours.", "Avoid direct sunlight; it must stay dry.")
+    assert lift_constraints(manual, scores)[1] == 0
+    # a diet is the writer's own condition in any text, as an allergy is; a menu's is not
+    assert USER_CONSTRAINT_RE.search("We are vegetarian, so no meat dishes please.")
+    assert not USER_CONSTRAINT_RE.search("We are vegan-friendly and open late.")
+    assert not USER_CONSTRAINT_RE.search("We have vegetarian options every day.")
+
+
+def test_a_users_constraints_in_a_chat_are_delivered_before_the_agents_small_talk():
+    chat = ("user: Hi! We're planning 4 nights in Seville for two adults in October.\n"
+            "assistant: Wonderful! October is a great month, around 25°C. Have you been before? "
+            "Do you have any preferences for the hotel?\n"
+            "user: Yes, the room must have a walk-in shower, and no hotels above a bar. My husband uses a wheelchair, "
+            "so step-free access is essential.\n"
+            "assistant: Good to know. Hotel Alcazar and Casa Triana both have step-free entrances and walk-in showers.\n"
+            "user: Also we are vegan. Please avoid tours that start before 9am.\n"
+            "assistant: Noted. I'll draft a plan with Hotel Alcazar and a late-morning Alcazar tour.\n")
+    r = Compressor.from_ontology("general").compress(chat, query="Draft the Seville plan.", budget=110, annotate=False)
+    for constraint in ("walk-in shower", "step-free access is essential", "we are vegan", "avoid tours"):
+        assert constraint in r.text, (constraint, r.text)
