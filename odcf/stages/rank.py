@@ -788,6 +788,8 @@ CHAT_CONSTRAINT_RE = re.compile(
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",
                           re.IGNORECASE)
+
+
 def _user_turns(segments: Sequence[Segment]) -> set[str]:
     """The ids of the segments said by a user in a conversation with an agent: in a source where a system, an
     assistant or a tool speaks (:data:`_NOT_USER_RE`), those of every other speaker. A meeting's speakers are
