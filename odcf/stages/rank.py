@@ -21,7 +21,7 @@ from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
 from odcf.stages.segment.qa import QAPair, qa_pairs
-from odcf.textutil import detect_language, phrase_regex, points_back, words
+from odcf.textutil import STOPWORDS, detect_language, phrase_regex, points_back, words
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
 
@@ -340,6 +340,10 @@ CORRECTION_RE = re.compile(
 _NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
 #: A lone digit with what it counts ("8 hours", "2 years", "5x ULN"): a value as much as "14 months" is.
 _DIGIT_UNIT_RE = re.compile(r"(?<![\w,./])(\d)(?:\s?([a-z]+|%))?(?![\d,.]?\d)", re.IGNORECASE)
+#: A word that joins the two ends of a range ("14 to 18 June", "between 5 and 10 mg"): the first end is
+#: written in the unit of the second, not in "to" ("not 14 June" had linked nothing to "14 to 18 June").
+_RANGE_WORDS = frozenset({"to", "and", "or", "through", "thru", "till", "until"})
+_RANGE_END_RE = re.compile(r"\s*[€$£¥]?\d")
 #: A Chinese unit or counter after a number ("100万元", "6个月", "4倍"): the words after it are not.
 _CJK_UNIT = r"万元|亿元|美元|港元|个月|小时|分钟|[万亿千百元年月日天倍%％]"
 #: The verb of a Chinese amendment: "X修改为Y", "由X变更为Y".
@@ -392,9 +396,15 @@ def _as_figures(text: str) -> str:
 
 def _keys(text: str) -> tuple[set[str], set[str]]:
     """Content words, and the numbers that name one value: not a year; a lone digit only with
-    the word after it ("8 hours"). *text* is in figures (:func:`_as_figures`)."""
+    the word after it ("8 hours"), or the first end of a range with the unit of its last ("9 to 11 May":
+    9 may, :func:`_units`). *text* is in figures (:func:`_as_figures`)."""
     numbers = {n.rstrip(".,") for n in _NUMBER_RE.findall(text)}
-    units = {f"{m.group(1)} {m.group(2).lower()}" for m in _DIGIT_UNIT_RE.finditer(text) if m.group(2)}
+    units: set[str] = set()
+    for m in _DIGIT_UNIT_RE.finditer(text):
+        if m.group(2) and m.group(2).lower() in _RANGE_WORDS:
+            units |= {f"{m.group(1)} {u}" for u in _units(text).get(m.group(1), ()) if u}
+        elif m.group(2):
+            units.add(f"{m.group(1)} {m.group(2).lower()}")
     return ({w for w in words(text, stop=True) if len(w) >= 3 and not w[0].isdigit()},
             {n for n in numbers if len(n) >= 2 and not _YEAR_RE.fullmatch(n)} | units)
 
@@ -404,10 +414,18 @@ _NUMBER_UNIT_RE = re.compile(r"(?<![\w,./:])(\d[\d,.]*\d(?::\d\d)*|\d)(?:\s?([^\
 
 
 def _units(text: str) -> dict[str, set[str | None]]:
-    """Each number of *text* (in figures, :func:`_as_figures`) with the units it is written with (None: none)."""
+    """Each number of *text* (in figures, :func:`_as_figures`) with the units it is written with (None: none);
+    the first end of a range with the unit of its second (:data:`_RANGE_WORDS`)."""
     out: dict[str, set[str | None]] = {}
+    ends: list[str] = []  # the first ends of a range, waiting for the unit of its last
     for m in _NUMBER_UNIT_RE.finditer(text):
-        out.setdefault(m.group(1).rstrip(".,"), set()).add(m.group(2).lower() if m.group(2) else None)
+        unit = m.group(2).lower() if m.group(2) else None
+        if unit in _RANGE_WORDS and _RANGE_END_RE.match(text, m.end()):
+            ends.append(m.group(1).rstrip(".,"))
+            continue
+        for n in (*ends, m.group(1).rstrip(".,")):
+            out.setdefault(n, set()).add(unit)
+        ends = []
     return out
 
 
@@ -432,18 +450,62 @@ _CHANGE_VERB_RE = re.compile(r"(?i:extended|postponed|changed|reduced|increased|
 #: A condition open before a change verb in its sentence: "approved … provided that the top client's contract is
 #: extended to at least December 2027" sets a condition, it changes nothing said before (it had marked the CEO's
 #: proposal and the approval of the last minutes "corrected by" the resolution, on the words they shared).
-_CONDITION_BEFORE_RE = re.compile(
-    r"\b(?i:provided(?:,\s*however,)?\s+that|if|unless|subject\s+to|on\s+(?:the\s+)?condition\s+that"
-    r"|conditional\s+(?:up)?on|as\s+long\s+as|only\s+when|until|in\s+case)\b[^.;:!?,\n]*$")
+_CONDITIONS = (r"\b(?i:provided(?:,\s*however,)?\s+that|if|unless|subject\s+to|on\s+(?:the\s+)?condition\s+that"
+               r"|conditional\s+(?:up)?on|as\s+long\s+as|only\s+when|until|in\s+case)\b")
+_CONDITION_BEFORE_RE = re.compile(_CONDITIONS + r"[^.;:!?,\n]*$")
+#: A condition opening the sentence of a user's change in a conversation: "If flights are over €600, make it 3
+#: nights" changes nothing yet.
+_CONDITION_OPENS_RE = re.compile(_CONDITIONS + r"[^.;:!?\n]*$")
 
 
-def _cues(text: str) -> list[re.Match[str]]:
-    """The matches of :data:`CORRECTION_RE` in *text* that say it corrects something: not a "replaced by"
-    on a line that says what it replaces was stopped (:data:`_STOPPED_RE`), nor a change verb inside a
-    condition of its sentence (:data:`_CONDITION_BEFORE_RE`)."""
-    return [m for m in CORRECTION_RE.finditer(text)
-            if not (m.group(0).lower() == "replaced by" and _STOPPED_RE.search(line_at(text, m.start())))
-            and not (_CHANGE_VERB_RE.match(m.group(0)) and _CONDITION_BEFORE_RE.search(text, 0, m.start()))]
+#: A user's change of a value in a conversation with an agent, the new value right after it: "Make it under €2,000
+#: total", "change the dates to 15 June", "switch it to 3 nights", "Actually, we'll be 4 people". Said by a user to an
+#: agent, "actually" and "make it" change what the user asked for before; in prose they are everywhere ("it actually
+#: took 3 weeks", "to make it 5 times faster"), and there they are no cue.
+_CHAT_CHANGE_RE = re.compile(
+    r"\b(?i:(?:make|change|move|switch|update|bump|push|cut|lower|raise|reduce|increase)\s+(?:it|that|this|them"
+    r"|the\s+[^\W\d_]+(?:\s+[^\W\d_]+)?)(?:\s+(?:to|into))?|actually\b[^.;!?\d]{0,40}?)\s*,?\s*"
+    r"(?i:(?:under|below|over|above|at\s+most|at\s+least|max(?:imum)?|about|around|only|just|no\s+more\s+than)\s+)?"
+    r"[€$£¥]?\d")
+
+
+def _cues(text: str, *, chat: bool = False) -> list[re.Match[str]]:
+    """The matches of :data:`CORRECTION_RE` in *text* that say it corrects something, and with *chat* (a user's
+    turn in a conversation with an agent, :func:`_user_turns`) those of :data:`_CHAT_CHANGE_RE`: not a "replaced
+    by" on a line that says what it replaces was stopped (:data:`_STOPPED_RE`), nor a change inside a condition of
+    its sentence (:data:`_CONDITION_BEFORE_RE`, :data:`_CONDITION_OPENS_RE`)."""
+    found = [m for m in CORRECTION_RE.finditer(text)
+             if not (m.group(0).lower() == "replaced by" and _STOPPED_RE.search(line_at(text, m.start())))
+             and not (_CHANGE_VERB_RE.match(m.group(0)) and _CONDITION_BEFORE_RE.search(text, 0, m.start()))]
+    if chat:
+        found += [m for m in _CHAT_CHANGE_RE.finditer(text) if not _CONDITION_OPENS_RE.search(text, 0, m.start())]
+    return found
+
+
+#: Where a sentence or a clause of a change ends: "Make it €2,000 total; flights are 3 hours" gives €2,000 total.
+_SENTENCE_END_RE = re.compile(r"[.;!?](?!\d)|\n")
+#: A currency sign before a number ("€2,000"): the kind of value it is, as a unit after it is.
+_CURRENCY_RE = re.compile(r"([€$£¥])\s?\d")
+
+
+def _value_kinds(text: str) -> set[str]:
+    """What the values of *text* (in figures, :func:`_as_figures`) are counted in: their currency signs and the
+    words or "%" after them, not a stop word ("€3,500 total" -> €, total; "15 to 18 June" -> june)."""
+    kinds = {m.group(1) for m in _CURRENCY_RE.finditer(text)}
+    return kinds | {u for us in _units(text).values() for u in us
+                    if u and (u == "%" or (len(u) >= 2 and u not in STOPWORDS))}
+
+
+def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], kinds: Sequence[set[str]]) -> list[str]:
+    """What a user's change in a conversation (segment *k*, :data:`_CHAT_CHANGE_RE`) changes: the last segment of
+    *window* in the same user's turns that gives a value of the same kind (:func:`_value_kinds`), of those sharing the
+    most kinds with it. "Make it under €2,000 total" changes the "Budget is €3,500 total" said before it, though the
+    two share no number and one rare word."""
+    seg = segments[k]
+    shared = {j: len(kinds[j] & kinds[k]) for j in window if segments[j].source_id == seg.source_id
+              and segments[j].meta.get("speaker") == seg.meta.get("speaker")}
+    best = max(shared.values(), default=0)
+    return [segments[max(j for j, n in shared.items() if n == best)].id] if best else []
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
@@ -465,13 +527,19 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """
     # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
     # and read as one it took the RFP's "Issued by … Issue date" block for stale
-    cues = {k: _cues(seg.text) for k, seg in enumerate(segments) if seg.kind != "heading"}
+    users = _user_turns(segments)
+    cues = {k: _cues(seg.text, chat=seg.id in users) for k, seg in enumerate(segments) if seg.kind != "heading"}
     fixes = [k for k, found in cues.items() if found]
     if not fixes:
         return {}
     figures = [_as_figures(seg.text) for seg in segments]
     keys = [_keys(t) for t in figures]
     units = [_units(t) for t in figures]
+    changes = {k for k in fixes if any(m.re is _CHAT_CHANGE_RE for m in cues[k])}
+    kinds = [_value_kinds(t) for t in figures] if changes else []
+    for k in changes:  # a change's own: those of the value it gives, not of the rest of its sentence
+        kinds[k] = set().union(*(_value_kinds(_as_figures(_SENTENCE_END_RE.split(segments[k].text[m.start():], 1)[0]))
+                                 for m in cues[k] if m.re is _CHAT_CHANGE_RE))
     df = Counter(key for ws, ns in keys for key in ws | ns)
     fixing = set(fixes)
     # a Chinese amendment's replaced values and words, and each segment's article and values, read once (none in
@@ -491,6 +559,8 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         window = [j for j in range(max(0, k - CORRECTION_WINDOW), k) if j not in fixing and segments[j].kind != "heading"]
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
+        if not found and k in changes:
+            found = _changed_value(segments, k, window, kinds)
         if not found:
             found = _zh_amended(segments, k, window, *zh, *replaced[k]) if zh else []
         if not found:
@@ -692,13 +762,43 @@ USER_CONSTRAINT_RE = re.compile(
     r"|\bI\s+(?:want|need|expect)\b[^.;!?]*?,\s*not\b|\bI\s+(?:expect|ask|insist)\b[^.;!?]{0,20}\bnot\s+to\b"
     r"|\bI\s+(?:cannot|can['’]t|am\s+unable\s+to)\b[^.;!?]{0,30}\b(?:before|after|until)\s+\d"
     r"|\bI(?:\s+(?:would|['’]d)\s+(?:rather|prefer)|\s+prefer|\s+insist\s+on)\s+(?!to\b)(?:a|an|the|my|it|that|this|email|e-mail|phone)\b"
-    r"|\b(?:I\s+am|I['’]m|I\s+have|I\s+had)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic))"
+    r"|\b(?:I\s+am|I['’]m|I\s+have|I\s+had|we\s+are|we['’]re)\s+(?:\w+\s+)?(?:allergic|an?\s+allergy|intolerant|pregnant|diabetic"
+    r"|(?:vegetarian|vegan|pescatarian|coeliac|celiac|lactose[- ]intolerant|gluten[- ]free)(?![\w-])))"
     r"|请(?:不要|勿|别)[^。；！？]{0,8}(?:我|本人)|(?:只|仅)(?:接受|通过(?:电子)?(?:邮件|短信|微信|电话|书面))|我(?:不(?:要|想|需要|接受)|对\S{1,8}过敏)"
     r"|(?:不要|别|勿)再?(?:(?:给|向|跟|和)我(?:打|发|寄|致电|联系)|(?:打|找|联系|打扰)我)")
+#: What a user says to an agent that sets a condition on what the agent does for them, said without "me" or
+#: "I do not want": "Please also avoid anything before 10am", "the hotel must have air conditioning", "step-free
+#: access is essential", "no hostels", "under €2,000 total", "we can't walk far", "we'd prefer a quiet street",
+#: "direct flights only", "my partner uses a wheelchair". Only in a user's turn of a conversation with an agent
+#: (:func:`_user_turns`), and not in a question: a meeting's "We must finish by Friday", a manual's "avoid
+#: direct sunlight" and the user's "Must we pay a deposit?" set none.
+CHAT_CONSTRAINT_RE = re.compile(
+    r"(?i:\bavoid\b|\bmust\b|\bmustn['’]t\b"
+    r"|\b(?:has|have|need|needs)\s+to\s+(?:be|have|stay|fit|include|arrive|leave|end|start|finish)\b"
+    r"|\b(?:is|are)\s+(?:essential|required|mandatory|a\s+must|non-negotiable|a\s+requirement)\b"
+    r"|\bno\s+(?!(?:problems?|worries|worry|thanks|idea|rush|hurry|doubt|need|way|matter|one|longer|pressure|wonder"
+    r"|preferences?|particular|clue|reason)\b)[^\W\d_]{3,}"
+    r"|\b(?:no\s+more\s+than|at\s+most|at\s+the\s+latest|max(?:imum)?|under|below|less\s+than)\s+[€$£¥]?\d"
+    r"|\b(?:I|we)\s+(?:cannot|can['’]t|can\s+not|won['’]t|will\s+not|do\s+not|don['’]t|never)\s+(?!(?:know|think"
+    r"|remember|believe|see|understand|mind|care|worry|get|recall|need|have\s+(?:a|any)\s+preference)\b)\w+"
+    r"|\b(?:I|we)(?:\s+would|['’]d)?\s+(?:prefer|rather)\b|\bplease\s+(?:also\s+)?(?:do\s+not|don['’]t|never|no)\b"
+    r"|\b[^\W\d_]{3,}\s+only\b(?=\s*(?:[.,;!]|please\b|$))|\bwheelchair|\bstep-free\b"
+    r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",
                           re.IGNORECASE)
+
+
+def _user_turns(segments: Sequence[Segment]) -> set[str]:
+    """The ids of the segments said by a user in a conversation with an agent: in a source where a system, an
+    assistant or a tool speaks (:data:`_NOT_USER_RE`), those of every other speaker. A meeting's speakers are
+    none of them: "We must finish by Friday" there is no user's condition."""
+    agents = {seg.source_id for seg in segments if seg.meta.get("speaker") and _NOT_USER_RE.match(str(seg.meta["speaker"]))}
+    return {seg.id for seg in segments if seg.source_id in agents and seg.meta.get("speaker")
+            and not _NOT_USER_RE.match(str(seg.meta["speaker"]))}
+
+
 #: A user constraint ranks right after this many of the best other segments of its source: the
 #: question's clear answers keep their place, and the constraint comes before the rest. (Raised to the
 #: best score, two constraints and the sentences they go with took the room of the delivery address asked
@@ -708,8 +808,9 @@ CONSTRAINT_AFTER = 2
 
 
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
-    """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`; in a
-    transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
+    """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
+    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`; in a transcript, not a system's, agent's or
+    tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
     best score among the other segments of its source, headings aside (never lowered); returns the scores
     and how many were raised.
 
@@ -720,8 +821,11 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
     >>> lift_constraints(segs, {"s0": 0.9, "s1": 0.2, "s2": 0.3, "s3": 0.5})
     ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
     """
-    constraint = {seg.id for seg in segments if seg.id in scores and USER_CONSTRAINT_RE.search(seg.text)
-                  and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))}
+    users = _user_turns(segments)
+    constraint = {seg.id for seg in segments if seg.id in scores
+                  and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
+                  and (USER_CONSTRAINT_RE.search(seg.text) or seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
+                       and not seg.text.rstrip().endswith("?"))}
     others: dict[str, list[float]] = {}
     for seg in segments:  # headings are not answers: "# Ticket 48213: replacement" led for "where is the replacement sent?"
         if seg.id in scores and seg.id not in constraint and seg.kind != "heading":

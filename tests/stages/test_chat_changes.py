@@ -1,0 +1,139 @@
+"""A user's later change of what they asked for, in a conversation with an agent: linked to what it changes,
+so that the stale value never goes out as current."""
+import pytest
+
+from odcf.compressor import Compressor
+from odcf.document import Segment
+from odcf.stages.rank import correction_links
+
+
+def _turns(*lines):
+    """Segments of a transcript, one a line: "speaker: text" gives the speaker; a line without one continues
+    the turn before it."""
+    out, speaker = [], None
+    for i, line in enumerate(lines):
+        head, _, rest = line.partition(": ")
+        if rest and " " not in head:
+            speaker = head + ":"
+        out.append(Segment(id=f"s{i}", source_id="a", index=i, text=line, original=line, kind="sentence",
+                           meta={"speaker": speaker} if speaker else {}))
+    return out
+
+
+CHAT = ("user: Hello, I'd like a weekend in Porto for 3 people, 9 to 11 May. Our budget is €1,200 total including the train.\n"
+        "assistant: Happy to help. Trains from Lisbon take about 3 hours and cost €25–€35 per person. "
+        "Would you like a hotel or an apartment?\n"
+        "user: An apartment near Ribeira, please.\n"
+        "assistant: Casa da Ribeira has a 3-bedroom flat at €180/night; Douro Loft is €150/night with a river view.\n"
+        "user: Sorry, our plans moved. Make it under €900 total, train included. And we arrive on 10 May, not 9 May, so two nights.\n"
+        "assistant: Understood. I'll look for flats that fit.\n")
+
+
+def test_a_date_changed_in_a_chat_corrects_the_range_that_held_it():
+    # QA: "we'll fly on 15 June, not 14 June" did not correct "14 to 18 June": the range's "14" was read in the
+    # unit "to", not "June", and the old dates went out as current
+    segs = _turns("user: A trip for me and my partner, 14 to 18 June.", "assistant: Noted, five days.",
+                  "user: We fly on 15 June, not 14 June.")
+    assert correction_links(segs) == {"s2": ["s0"]}
+    # a range in another unit is not the date
+    segs = _turns("user: We need 14 to 18 rooms.", "assistant: Noted.", "user: We fly on 15 June, not 14 June.")
+    assert correction_links(segs) == {}
+
+
+def test_a_users_make_it_changes_the_value_of_the_same_kind_they_gave_before():
+    # QA: "Make it under €2,000 total, flights included." did not correct "Budget is €3,500 total including
+    # flights" (no number shared, one rare word), and the old budget went out as current
+    segs = _turns("user: Hi! A trip to Lisbon, 14 to 18 June.", "Budget is €3,500 total including flights.",
+                  "assistant: Flights run €250–€400 per person; the hotel is €210/night.",
+                  "user: Actually, our budget got cut.", "Make it under €2,000 total, flights included.")
+    assert correction_links(segs) == {"s4": ["s1"]}
+    for change in ("Change the budget to €2,000 total.", "Actually, we can spend €2,000 total at most."):
+        assert correction_links(_turns(*[s.text for s in segs[:4]], change)) == {"s4": ["s1"]}, change
+    # not the agent's values, nor what the agent says; not a change inside a condition
+    said = _turns("user: Budget is €3,500 total.", "assistant: Make it €2,000 total and you save a lot.")
+    assert correction_links(said) == {}
+    said = _turns("user: Budget is €3,500 total.", "assistant: Noted.",
+                  "user: If flights are over €600, make it 3 nights.")
+    assert correction_links(said) == {}
+
+
+def test_make_it_and_actually_in_prose_or_a_meeting_are_no_change():
+    segs = _turns("The mixer draws 1,200 W at full speed.", "To make it 5 times faster, use the turbo blade.",
+                  "It actually took 3 weeks to ship, at 1,200 W.")
+    assert correction_links(segs) == {}
+    segs = _turns("Lena: Budget is €3,500 total for the offsite.", "Tom: Make it €4,000 total, I'd say.")
+    assert correction_links(segs) == {}
+
+
+@pytest.mark.parametrize("stale, fresh", [("9 to 11 May", "not 9 May"), ("€1,200 total", "under €900 total")])
+def test_a_value_a_user_changed_is_never_delivered_without_the_change(stale, fresh):
+    compressor = Compressor.from_ontology("general")
+    query = "What budget and dates did the user give for the Porto weekend?"
+    delivered = 0
+    for budget in range(20, 150, 6):
+        r = compressor.compress(CHAT, query=query, budget=budget, annotate=False)
+        delivered += fresh in r.text
+        if stale in r.text:
+            assert fresh in r.text, (budget, r.text)
+    assert delivered
+
+
+@pytest.mark.parametrize("said, raised", [
+    ("Yes — no hostels, and the hotel must have air conditioning.", True),
+    ("My partner uses a wheelchair, so step-free access is essential.", True),
+    ("Please also avoid anything before 10am, my partner needs mornings to rest.", True),
+    ("Also we are vegetarian, please suggest restaurants.", True),
+    ("Make it under €2,000 total, flights included.", True),
+    ("We can't walk more than a kilometre a day.", True),
+    ("We'd prefer a quiet street over a view.", True),
+    ("Direct flights only, please.", True),
+    ("We need to be back in Amsterdam by 6pm on Sunday.", True),
+    ("What about day trips?", False),
+    ("Must we pay a deposit?", False),
+    ("No worries, I have no preference for the area.", False),
+    ("I don't know the neighbourhoods yet.", False),
+    ("Great, thanks for the list.", False),
+])
+def test_what_a_user_asks_of_an_agent_is_a_constraint(said, raised):
+    # QA: "no hostels … must have air conditioning", "step-free access is essential", "avoid anything before
+    # 10am" and "we are vegetarian" were not raised and were left out at 40% of the chat, while the agent's "Do
+    # you have any preferences for the hotel?" was delivered
+    from odcf.stages.rank import lift_constraints
+
+    segs = _turns("user: Hi, a trip to Lisbon for two.", "assistant: Lisbon is lovely in June.", "The city is hilly.",
+                  "Do you have any preferences for the hotel?", f"user: {said}")
+    scores = {"s0": 0.9, "s1": 0.8, "s2": 0.5, "s3": 0.4, "s4": 0.1}
+    assert lift_constraints(segs, scores)[1] == raised
+    # the agent's own words and its questions are no constraint of the user's
+    agent = _turns("user: Hi, a trip to Lisbon for two.", "assistant: Lisbon is lovely in June.", "The city is hilly.",
+                   "Do you have any preferences for the hotel?", f"assistant: {said}")
+    assert lift_constraints(agent, scores)[1] == 0
+
+
+def test_without_an_agent_what_people_say_must_be_done_is_no_users_constraint():
+    from odcf.stages.rank import USER_CONSTRAINT_RE, lift_constraints
+
+    scores = {"s0": 0.9, "s1": 0.8, "s2": 0.1}
+    meeting = _turns("Lena: The migration starts on Monday.", "Tom: The vendor confirmed the window.",
+                     "Lena: We must finish by Friday and avoid the month-end close.")
+    assert lift_constraints(meeting, scores)[1] == 0
+    manual = _turns("The drill has two speeds.", "Charge it for 3 hours.", "Avoid direct sunlight; it must stay dry.")
+    assert lift_constraints(manual, scores)[1] == 0
+    # a diet is the writer's own condition in any text, as an allergy is; a menu's is not
+    assert USER_CONSTRAINT_RE.search("We are vegetarian, so no meat dishes please.")
+    assert not USER_CONSTRAINT_RE.search("We are vegan-friendly and open late.")
+    assert not USER_CONSTRAINT_RE.search("We have vegetarian options every day.")
+
+
+def test_a_users_constraints_in_a_chat_are_delivered_before_the_agents_small_talk():
+    chat = ("user: Hi! We're planning 4 nights in Seville for two adults in October.\n"
+            "assistant: Wonderful! October is a great month, around 25°C. Have you been before? "
+            "Do you have any preferences for the hotel?\n"
+            "user: Yes, the room must have a walk-in shower, and no hotels above a bar. My husband uses a wheelchair, "
+            "so step-free access is essential.\n"
+            "assistant: Good to know. Hotel Alcazar and Casa Triana both have step-free entrances and walk-in showers.\n"
+            "user: Also we are vegan. Please avoid tours that start before 9am.\n"
+            "assistant: Noted. I'll draft a plan with Hotel Alcazar and a late-morning Alcazar tour.\n")
+    r = Compressor.from_ontology("general").compress(chat, query="Draft the Seville plan.", budget=110, annotate=False)
+    for constraint in ("walk-in shower", "step-free access is essential", "we are vegan", "avoid tours"):
+        assert constraint in r.text, (constraint, r.text)
