@@ -48,9 +48,14 @@ its corrections: taking it takes them (all must fit), leaving a correction out l
 when the corrections cannot be delivered it is dropped saying so. Delivered alone, "shall not
 exceed 3.50:1" is a stale value presented as current; the ratio left out is the lesser harm.
 
+A numbered provision goes only with the sentences elsewhere in its source that state an exception to it
+by its number, as with its corrections: "(d) has an annual turnover below AUD 10 million …" delivered
+without "2.3 Paragraph 2.1(d) does not apply to a consortium member that is not the prime contractor."
+would exclude those members (:func:`_cross_limits`).
+
 A markdown section's segments go only with its heading (and a sub-heading with the heading above
 it; a plain-text contract's "ARTICLE 10 — INDEMNITY" is a heading too, with the level the segmenter
-gave it), and the rows, items or lines of a block go only with the sentence that introduces it (one
+gave it, and so is a numbered title on a line of its own, "3.4 Service credits", over "3.4.1 …"), and the rows, items or lines of a block go only with the sentence that introduces it (one
 ending in ":" right before the block): a heading or such a lead-in is never delivered on its own,
 and leaves when the last of what it heads leaves. Delivered without them, "Do not drive for two
 weeks" under the heading of another section, or an empty "## Allergies", would mislead.
@@ -86,7 +91,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
-from odcf.stages.segment.headings import TITLE_VERBS
+from odcf.stages.segment.headings import TITLE_VERBS, heading_level
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.stages.segment.qa import QAPair, qa_pairs
@@ -127,9 +132,11 @@ class Budgeter(Stage):
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         limited_by = {k: v for k, v in _item_limits(doc).items() if k in tiers}
-        # what a segment goes only with, later in its source: its corrections, the limits of its list item
-        needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()))))
-                 for k in corrected_by.keys() | limited_by.keys()}
+        excepted_by = {k: v for k, v in _cross_limits(doc).items() if k in tiers}
+        # what a segment goes only with elsewhere in its source: its corrections, the limits of its list
+        # item, the exceptions to it that name it by its number
+        needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()), *excepted_by.get(k, ()))))
+                 for k in corrected_by.keys() | limited_by.keys() | excepted_by.keys()}
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=needs,
                          titles={s.id for s in live if s.id in heads and _section_heading(s)})
@@ -180,7 +187,8 @@ class Budgeter(Stage):
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
                                                     whole=groups.whole, corrected_by=corrected_by, room=room,
-                                                    rules=lone_rules, limited_by=limited_by, pairs=pairs)
+                                                    rules=lone_rules, limited_by=limited_by, pairs=pairs,
+                                                    excepted_by=excepted_by)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
@@ -442,7 +450,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             corrected_by: dict[str, tuple[str, ...]] | None = None,
             room: _Room | None = None, rules: set[str] | frozenset[str] = frozenset(),
             limited_by: Mapping[str, tuple[str, ...]] | None = None,
-            pairs: Sequence[QAPair] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            pairs: Sequence[QAPair] | None = None,
+            excepted_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -472,7 +481,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 why = ("a horizontal rule is delivered only between two delivered parts of its source, once: "
                        "this one had none on one side, or another rule before it")
             elif seg.id in heads:
-                what = ("a heading" if seg.kind == "heading" else "a bold title" if _section_heading(seg)
+                what = ("a heading" if seg.kind == "heading" else "a numbered title" if _numbered_title(seg)
+                        else "a bold title" if _section_heading(seg)
                         else "a speaker's label" if seg.meta.get("label_only")
                         else "an email's header line" if seg.meta.get("mail_field")
                         else "a quote's attribution line" if seg.meta.get("quote_head")
@@ -517,6 +527,11 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 why = (f"is the first piece of a list item and goes only with the later sentences of the item that "
                        f"limit it ({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} tokens), which were "
                        f"not delivered: {why}")
+            elif excepted_by and (rest := [f for f in excepted_by.get(seg.id, ())
+                                           if f not in kept and by_id[f].status != "merged"]):
+                why = (f"is a part of a numbered provision that {', '.join(rest)}, elsewhere in its source, names by its "
+                       f"number to state an exception to it or a limit of it, and goes only with that "
+                       f"({sum(cost[f] for f in rest if f in cost)} tokens), which was not delivered: {why}")
             elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
                 fix = next(by_id[f] for f in corrected_by[seg.id] if f not in kept and by_id[f].status != "merged")
                 link = (f"is corrected by {fix.id}, a later segment that changes what it says, and goes only with it "
@@ -565,6 +580,8 @@ _CLAUSE_TITLE_RE = re.compile(
 #: heading or horizontal rule.
 _BOLD_TITLE_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,200}(?<=\S)\1[:.]?$")
 _BOLD_LEVEL = 7
+#: The dotted number opening a numbered title: "3.4" of "3.4 Service credits".
+_TITLE_NUMBER_RE = re.compile(r"(\d{1,2}(?:\.\d{1,2})+)\.?\s")
 #: Bold text that says something rather than names a section: a sentence ending in its own full stop,
 #: or a prohibition ("**Never exceed 4 g of paracetamol in any 24-hour period.**"): delivered on its own.
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
@@ -580,9 +597,12 @@ _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
 
 def _heading_level(seg: Segment) -> int:
     """1–6 for a markdown heading (its ``#``), the level the segmenter gave a plain-text one
-    ("ARTICLE 10 — INDEMNITY": 2, see :mod:`odcf.stages.segment.headings`), 7 for a bold title."""
+    ("ARTICLE 10 — INDEMNITY": 2, see :mod:`odcf.stages.segment.headings`), 7 for a bold title, and for a
+    numbered title in a paragraph of its own 7 and one more for each part of its number after the second
+    ("3.4 Service credits": 7, "3.4.1 Tier 1 sites": 8)."""
     if seg.kind != "heading":
-        return _BOLD_LEVEL
+        number = _numbered_title(seg)
+        return _BOLD_LEVEL + (number.count(".") - 1 if number else 0)
     if "heading_level" in seg.meta:
         return int(seg.meta["heading_level"])
     return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
@@ -592,13 +612,29 @@ def _section_heading(seg: Segment) -> bool:
     """A markdown heading that names a section: short, no link, no second ``#`` (a line of hashtags
     written "# corvette # auction 2017 …" is a post, not a heading); or a bold title on a line of
     its own (:data:`_BOLD_TITLE_RE`) that is not a statement (one that is, over a list, introduces
-    that list: see :func:`_antecedents`)."""
+    that list: see :func:`_antecedents`); or a numbered title on a line of its own
+    (:func:`_numbered_title`)."""
+    if _numbered_title(seg):
+        return True
     if seg.kind == "sentence" and "\n" not in seg.original.strip() and _BOLD_TITLE_RE.match(seg.original.strip()):
         return len(seg.original.split()) <= 16 and "mail_field" not in seg.meta and not _BOLD_STATEMENT_RE.search(seg.original)
     if seg.kind != "heading":
         return False
     body = seg.original.lstrip().lstrip("#")
     return len(body.split()) <= 16 and "://" not in body and " # " not in body
+
+
+def _numbered_title(seg: Segment) -> str | None:
+    """The number of *seg* when it is a dotted number and a title in ordinary case on a line of its own,
+    with no verb and no closing stop ("3.4 Service credits" over "3.4.1 If monthly availability …"; see
+    :func:`~odcf.stages.segment.headings.heading_level`), else None. The segmenter makes such a line a
+    heading only in a plain-text document; in a markdown one it heads what follows it all the same, up to
+    the next heading or a paragraph whose number is not one of its parts ("3.5 …")."""
+    line = seg.original.strip()
+    if seg.kind != "sentence" or "\n" in line or "speaker" in seg.meta or "mail_field" in seg.meta:
+        return None
+    m = _TITLE_NUMBER_RE.match(line)
+    return m.group(1) if m and heading_level(line) == (4, True) else None
 
 
 def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[dict[str, str], set[str]]:
@@ -668,6 +704,11 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         by_index[seg.index] = seg
         heading = _section_heading(seg)
         nxt = doc.segments[k + 1] if k + 1 < len(doc.segments) else None
+        if (seg.kind in ("sentence", "list") and (prev is None or prev.paragraph != seg.paragraph)
+                and (opens := _TITLE_NUMBER_RE.match(seg.original.lstrip()))):
+            # "3.5 …" (or "4.1 …") ends the section of "3.4 Service credits"; "3.4.1 …" is a part of it
+            while stack and (number := _numbered_title(by_id[stack[-1][1]])) and not opens.group(1).startswith(number + "."):
+                stack.pop()
         if (not heading and seg.kind == "sentence" and _LABEL_RUN_IN_RE.match(seg.original)
                 and (prev is None or prev.paragraph != seg.paragraph)):
             # a paragraph opening with a bold label ("**Agent:** Staging is healthy.") is the next turn
@@ -1073,6 +1114,104 @@ def _item_limits(doc: Document) -> dict[str, tuple[str, ...]]:
         if (first is not None and not first.dropped and not seg.dropped and first.paragraph == seg.paragraph
                 and _PROHIBITION_OPENER_RE.match(seg.original.lstrip())):
             out.setdefault(first.id, []).append(seg.id)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+#: A numbered part of the document named in a sentence: a clause word and its number ("Paragraph
+#: 2.1(d)", "clause 4.2", "Section 7", "Art. 10", "§ 5"); group 1 the number, maybe with its sub-parts.
+_REF_NUMBER = r"\d+(?:\.\d+)*(?:\([a-z0-9]{1,4}\))*"
+_REF = (r"(?<![\w§])(?i:(?:sub-?)?(?:paragraphs?|paras?\.|clauses?|cl\.|sections?|secs?\.|articles?|arts?\.|rules?)"
+        r"|§§?)\s*(" + _REF_NUMBER + r")(?![\w.]\d|\w)")
+#: More numbers after a reference: "Paragraphs 2.1(c) and 2.1(d)", "clauses 4.2, 4.3 or 4.5".
+_MORE_REF = r"(?:\s*(?:,|\band\b|\bor\b)\s*" + _REF_NUMBER + r"(?![\w.]\d|\w))*"
+#: A note in brackets after a reference: "Paragraph 2.1(d) (turnover)".
+_REF_NOTE = r"(?:\s*\([^()\n]{1,40}\))?"
+#: A sentence that states an exception to, or a limit of, a numbered part it names: "Paragraph 2.1(d)
+#: does not apply to …", "Clause 4.2 shall apply only …", "Section 7 is subject to …", "Notwithstanding
+#: clause 4.2, …", "By way of exception to Article 10, …". Not "Subject to Section 7, the Supplier may …"
+#: nor "… except as provided in clause 3.1": those say, where they stand, that a limit exists.
+_EXCEPTION_RE = re.compile(
+    r"(?i:\b(?:notwithstanding|by way of (?:an )?exception to|as an exception to|in derogation (?:of|from))"
+    r"\s+(?:(?:the provisions of|anything (?:contained )?in)\s+)?)(?P<a>" + _REF + _MORE_REF + r")"
+    r"|(?P<b>" + _REF + _MORE_REF + r")" + _REF_NOTE +
+    r"\s+(?i:(?:does|do|shall|will|must|is|are)\s+not\s+(?:apply|be\s+applicable|applicable|extend)"
+    r"|(?:is|are|shall\s+be)\s+(?:disapplied|subject\s+to)|(?:shall\s+)?(?:applies|apply)\s+only|only\s+applies)\b")
+#: The number a provision opens with: a heading ("## 2. Eligibility", "ARTICLE 10 — INDEMNITY", "3.4 Service
+#: credits") or a paragraph's first sentence with a dotted number or a clause word ("2.1 A tenderer …", "Clause
+#: 4.2 The Buyer …"; not "2. …", which is any list's item).
+_OPENS_NUMBER_RE = re.compile(
+    r"[ \t>#*_]*(?:(?i:paragraph|para\.|clause|section|sec\.|article|art\.|rule|§)\s*(\d+(?:\.\d+)*)"
+    r"|(\d+(?:\.\d+)+))\.?(?=[\s:)—–-]|$)")
+#: A heading's plain number: "## 2. Eligibility".
+_HEADING_NUMBER_RE = re.compile(r"[ \t#*_]*(\d+(?:\.\d+)*)[.:)]?(?=\s|$)")
+#: A sub-part's label opening a line of a list: "(d) has an annual turnover …", "d) …", "(iv) …".
+_SUB_LABEL_RE = re.compile(r"^[ \t>*_-]*\(?([a-z]{1,2}|[ivx]{1,5}|\d{1,2})[).](?=\s)", re.MULTILINE)
+
+
+def _cross_limits(doc: Document) -> dict[str, tuple[str, ...]]:
+    """What a numbered provision goes only with elsewhere in its source: the sentences that state an
+    exception to it or a limit of it by its number (:data:`_EXCEPTION_RE`: "2.3 Paragraph 2.1(d) does not
+    apply to a consortium member that is not the prime contractor."), by the id of every segment of the
+    provision. Delivered without them, "(d) has an annual turnover below AUD 10 million …" excluded the
+    consortium members that 2.3 exempts (QA). The number must open exactly one provision of the source,
+    a heading or a paragraph ("2.1 A tenderer …", "## 2. Eligibility"; "2.1" is not "2.10" nor "12.1"),
+    and a sub-part ("(d)") an item of that provision's list; a provision runs to the next one or the next
+    heading (a section holds its numbered parts: "Section 2" is all of "## 2. Eligibility"). A part of
+    another document ("notwithstanding section 7 of the Act") is none; exceptions an earlier stage
+    dropped are not waited for."""
+    opens: dict[tuple[str, str], int] = {}  # (source, number) -> how many segments open it
+    parts: dict[tuple[str, str], list[str]] = {}  # (source, "2.1" or "2.1(d)") -> its segments
+    refs: list[tuple[Segment, list[str]]] = []  # (exception, the numbers it names)
+    prev: Segment | None = None
+    current: str | None = None  # the number of the innermost provision open
+    sub: str | None = None  # the label of the item of its list being read ("d")
+    for seg in doc.segments:
+        first = prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph
+        if prev is None or prev.source_id != seg.source_id:
+            current, sub = None, None
+        number = None
+        if seg.kind == "heading":
+            m = _OPENS_NUMBER_RE.match(seg.original)
+            h = _HEADING_NUMBER_RE.match(seg.original)
+            number = (m.group(1) or m.group(2)) if m else h.group(1) if h else None
+            current, sub = number, None  # a heading without a number ends the numbered part above it
+        elif seg.kind == "sentence" and first and (m := _OPENS_NUMBER_RE.match(seg.original)):
+            number = m.group(1) or m.group(2)
+            current, sub = number, None
+        if number is not None:
+            opens[(seg.source_id, number)] = opens.get((seg.source_id, number), 0) + 1
+        if current is not None:
+            if seg.kind == "list" or (first and seg.kind == "sentence"):
+                # an item's label opening a line ("(d) has an annual turnover …"), else the item being read goes on
+                labels = _SUB_LABEL_RE.findall(seg.original) or ([sub] if seg.kind == "list" and sub else [])
+            else:
+                labels = [sub] if sub and seg.kind == "sentence" else []
+            sub = labels[-1] if labels else None
+            for k in range(len(current) + 1):
+                if k == len(current) or current[k] == ".":  # "3.4.1" is a part of "3.4" and of "3"
+                    parts.setdefault((seg.source_id, current[:k]), []).append(seg.id)
+            for label in labels:
+                parts.setdefault((seg.source_id, f"{current}({label})"), []).append(seg.id)
+        if seg.kind in ("sentence", "list") and seg.status != "dropped":
+            named = []
+            for m in _EXCEPTION_RE.finditer(seg.original):
+                cited = m.group("a") or m.group("b")
+                if m.group("a") and re.match(r"\s+of\s+(?!this\b|these\b)", seg.original[m.end("a"):], re.IGNORECASE):
+                    continue  # "notwithstanding section 7 of the Act": another document's part
+                named += re.findall(_REF_NUMBER, cited)
+            if named:
+                refs.append((seg, named))
+        prev = seg
+    out: dict[str, list[str]] = {}
+    for seg, numbers in refs:
+        for number in dict.fromkeys(numbers):
+            base, _, rest = number.partition("(")
+            if opens.get((seg.source_id, base)) != 1:
+                continue  # no such provision here, or more than one: not one of this document's
+            key = f"{base}({rest.split(')', 1)[0]})" if rest else base  # "(d)" of "2.1(d)(ii)": its item
+            for sid in parts.get((seg.source_id, key), ()):
+                if sid != seg.id and seg.id not in out.setdefault(sid, []):
+                    out[sid].append(seg.id)
     return {k: tuple(v) for k, v in out.items()}
 
 

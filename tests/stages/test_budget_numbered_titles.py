@@ -1,0 +1,55 @@
+"""A numbered title on a line of its own in a markdown document ("3.4 Service credits" over "3.4.1 …")
+heads the paragraphs numbered under it, as a heading does: never delivered without one of them."""
+from odcf.compressor import Compressor
+from odcf.document import Document, Source
+from odcf.plan.model import Plan
+from odcf.stages.budget import _antecedents
+from odcf.stages.segment import Segmenter
+
+CORE = {"rules": False, "fold": False}
+
+SPEC = ("# Managed network services: requirements\n\n"
+        "## 3. Technical Requirements\n\n"
+        "3.3 Security\n\n"
+        "3.3.1 All traffic between sites must be encrypted with AES-256 or stronger.\n\n"
+        "3.3.2 The supplier must report a security incident within 4 hours.\n\n"
+        "3.4 Service credits\n\n"
+        "3.4.1 If monthly availability at a hospital site falls below 99.95%, the supplier pays a service credit "
+        "of 5% of that site's monthly charge for each 0.05% below the target, capped at 30% of that charge.\n\n"
+        "3.4.2 Service credits are not the Authority's sole remedy.\n\n"
+        "3.5 Round-trip latency between any two sites must not exceed 35 ms.\n\n"
+        "## 4. Evaluation\n\n"
+        "4.1 Tenders are evaluated on technical merit (40%), price (35%) and transition (25%).\n")
+TITLE = "3.4 Service credits"
+
+
+def test_a_numbered_title_is_never_delivered_without_a_paragraph_it_heads(plan):
+    # QA: "3.4 Service credits" was delivered alone, with 3.4.1 and 3.4.2 left out
+    parts = ("3.4.1 If monthly availability", "3.4.2 Service credits are not")
+    outcomes = set()
+    for budget in range(30, 200, 6):
+        r = Compressor(plan, stages=CORE).compress(
+            SPEC, query="What service credits, latency limit and security incident rules apply?", budget=budget)
+        assert r.tokens_out <= budget
+        if TITLE in r.text:
+            assert any(p in r.text for p in parts), (budget, r.text)
+        else:
+            seg = next(s for s in r.document.segments if s.text == TITLE)
+            assert seg.status == "dropped"
+            if not any(p in r.text for p in parts):
+                assert "a numbered title is delivered only with a part of what it heads" in seg.reasons[-1]
+        outcomes.add(TITLE in r.text)
+    assert outcomes == {True, False}
+
+
+def test_a_numbered_title_heads_the_paragraphs_numbered_under_it_up_to_the_next_number():
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=SPEC)]), Plan(domain="t"))
+    before, heads = _antecedents(doc)
+    text = {s.id: s.text for s in doc.segments}
+    under = {text[k]: text[v] for k, v in before.items()}
+    assert under[TITLE] == "## 3. Technical Requirements"
+    assert under["3.4.2 Service credits are not the Authority's sole remedy."] == TITLE
+    assert under["3.3.2 The supplier must report a security incident within 4 hours."] == "3.3 Security"
+    # "3.5 …" is no part of 3.4, and says something: a clause, not a title
+    assert under["3.5 Round-trip latency between any two sites must not exceed 35 ms."] == "## 3. Technical Requirements"
+    assert {TITLE, "3.3 Security"} <= {text[h] for h in heads}
