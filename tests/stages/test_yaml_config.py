@@ -214,3 +214,21 @@ def test_kubectl_describe_is_read_as_a_tree_of_keys_and_scored_with_its_path():
         budget=150)  # of 317
     assert "Reason:       OOMKilled" in r.text and "memory:  512Mi" in r.text, r.text
     assert "    Last State:     Terminated\n      Reason:       OOMKilled" in r.text
+
+
+def test_a_transcript_of_name_and_sentence_lines_over_a_list_is_no_config():
+    # found writing a meeting test: "Priya Nair: … by 28 March." lines over "Action items:" and its
+    # "- Luis Ortega: remove …" items nest and were read as a YAML config (nodes under "# [YAML_KEYS: 7]")
+    text = ("Priya Nair: First item is the settlement failure last Tuesday. Tom, can you summarise?\n"
+            "Tom Becker: Batch 88412 failed at 02:14 because the ledger database ran out of connections.\n"
+            "Luis Ortega: We raised the pool size from 20 to 40 on Wednesday.\n"
+            "Priya Nair: Luis, you own removing write access from the ETL role, by 28 March.\n"
+            "Tom Becker: Also, the FX cache warning: the TTL is 900 seconds but we saw age 1834.\n"
+            "\n"
+            "Action items:\n"
+            "- Luis Ortega: remove write access from the ETL role (due 28 March)\n"
+            "- Tom Becker: add an alert on connection pool saturation (due 4 April)\n")
+    r = Compressor.from_ontology("general").compress(text, query="who owns what, by when?", budget=70,
+                                                     annotate=False, timings=False)
+    assert "YAML_" not in r.text and not any("yaml_block" in s.meta for s in r.document.segments), r.text
+    assert any(s.meta.get("speaker") == "Tom Becker:" for s in r.document.segments)

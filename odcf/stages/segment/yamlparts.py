@@ -34,6 +34,10 @@ _MIN_NODES = 3
 _LOOSE_MIN_NODES = 8
 
 
+#: A value that is a sentence: four words or more ending in ".", "?" or "!" ("Batch 88412 failed at 02:14.").
+_SENTENCE_VALUE_RE = re.compile(r"\S+(?:[ \t]+\S+){3,}[.?!][\"')\]]?[ \t]*$")
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -116,6 +120,11 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
         end = j + 1
         j += 1
     if nodes < _MIN_NODES or not nested:
+        return i, max(j, k + 1)
+    top = [line for _, _, line in lines[k:end] if _indent(line) == base and KEY_RE.match(line)]
+    if 2 * sum(bool(_SENTENCE_VALUE_RE.match(line[KEY_RE.match(line).end():])) for line in top) > len(top):
+        # most keys hold a sentence: a transcript's "Priya Nair: Luis, you own … by 28 March." lines over an
+        # "Action items:" list, not a config
         return i, max(j, k + 1)
     start = i if comments_before else k
     if _parses(lines[start:end], base) or (nodes >= _LOOSE_MIN_NODES and not comments_before):
