@@ -518,6 +518,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "only with the sentence that holds it"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
                         and _opens_with_label(prior)
+                        else "is a short remark later in a speaker's line and goes only with the sentence before it"
+                        if prior.paragraph == seg.paragraph and "speaker" in seg.meta
+                        and _REPLY_RE.fullmatch(seg.original.strip())
                         else "speaks of what the paragraph before it names and goes "
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
@@ -587,6 +590,9 @@ _TITLE_NUMBER_RE = re.compile(r"(\d{1,2}(?:\.\d{1,2})+)\.?\s")
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
 #: A paragraph opening with a bold run-in title: "**Water & Utilities.** Revenue rose …", "**Note:** …".
 _RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\S")
+#: A remark of three words or fewer, no figure in it, ending in "." or "!": "Not urgent.", "Agreed.",
+#: "Yes, do it." (a later sentence of a transcript's line goes only with the one before it).
+_REPLY_RE = re.compile(r"[^\W\d_][^\s\d]*(?:[ \t]+[^\s\d]+){0,2}[.!]")
 #: A paragraph opening with a bold label that ends in a colon ("**Agent:** …", "**User (dana@ops):** …").
 _LABEL_RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?::\1|\1:)[ \t]+\S")
 #: A Chinese section's numbered title on a line of its own: "一、检查范围", "三、工作要求".
@@ -763,6 +769,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             out[seg.id] = prev.id
             if title is not None and title[1] == prev.id:
                 heads.add(prev.id)  # "18.6 Pari passu ranking. Its payment obligations …": still only a title
+        elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
+                and prev.kind == "sentence" and prev.paragraph == seg.paragraph and "speaker" in seg.meta
+                and not seg.meta.get("opens_line") and _REPLY_RE.fullmatch(seg.original.strip())):
+            # "Tom Becker: … the TTL is 900 seconds but we saw age 1834. Not urgent.": a short remark later in
+            # a speaker's line says something of the sentence before it, never of what is delivered above it
+            out[seg.id] = prev.id
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and above is not None and above[1] is not None and above[0] == seg.paragraph - 1
                 and prev.paragraph == above[0]
