@@ -89,3 +89,23 @@ def test_a_python_traceback_under_its_log_line_and_a_long_run_of_log_lines():
     assert [s.text for s in seg(log)] == log.split("\n")
     # one line of prose that opens with a date and time is no log
     assert [s.kind for s in seg("2025-03-11 10:00 The board met. It approved the budget.")] == ["sentence"] * 2
+
+
+def test_a_part_of_a_stack_trace_goes_only_with_its_log_line_and_the_part_before_it():
+    # a lone "\tat java.base/java.lang.Thread.run(…)" was delivered as filler at 132 tokens, with the
+    # trace's earlier lines left out: a frame means nothing without its exception
+    trace = TRACE.split("\n")
+    reasons = set()
+    for budget in range(40, 400, 12):
+        r = Compressor(PLAN).compress(LOG, query="why did settlement batch 88412 fail?", budget=budget,
+                                      annotate=False, timings=False)
+        out = r.text.split("\n")
+        frames = [k for k, line in enumerate(trace) if line in out]
+        if frames:
+            assert ERROR in out, (budget, r.text)
+        for k in frames:  # a frame delivered: the line above it too, unless it opens a cause
+            assert trace[k].startswith(("org.", "Caused by")) or trace[k - 1] in out or not trace[k].startswith("\t"), \
+                (budget, trace[k], r.text)
+        reasons |= {g["reason"].split(" (")[0] for g in r.record["sources"][0]["segments"] if g["reason"]
+                    and "stack trace" in g["reason"]}
+    assert reasons == {"budget: is a part of a stack trace and goes only with its log entry's line"}, reasons

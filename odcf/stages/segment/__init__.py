@@ -691,6 +691,7 @@ class Segmenter(Stage):
         its message nor at "... 14 more".
         """
         out: list[Piece] = []
+        back: list[int] = []  # for each part of a trace, how many pieces before it its entry's line is
         for a, b in entries:
             entry = lines[a:b]
             if b - a == 1:
@@ -699,8 +700,19 @@ class Segmenter(Stage):
                 out.append(_line_piece(entry, "code", paragraph, indent=True))
             else:
                 out.append(_line_piece(entry[:1], "list", paragraph, indent=True))
-                out.extend(self._block(entry[1:], "code", paragraph, counter, limit=self.max_code_tokens))
-        return _code_parts(out, lines[entries[0][0]:entries[-1][1]])
+                back.append(0)
+                trace = self._block(entry[1:], "code", paragraph, counter, limit=self.max_code_tokens)
+                out.extend(trace)
+                # its first part and each cause ("Caused by: …") go with the line, any other with the part before
+                opens = {line[0]: line[2] for line in entry}
+                back.extend(j if j == 1 or _CAUSE_LINE_RE.match(opens.get(p.start, "")) else 1
+                            for j, p in enumerate(trace, 1))
+                continue
+            back.append(0)
+        # a part of a trace goes only with its entry's line, or the part before it (odcf.stages.budget):
+        # "\tat java.base/…Thread.run" alone says nothing
+        return [Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), "trace_of": k}) if k else p
+                for p, k in zip(_code_parts(out, lines[entries[0][0]:entries[-1][1]]), back)]
 
     def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
                     at: int = 0) -> list[Piece]:
