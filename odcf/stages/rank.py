@@ -892,10 +892,7 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
     (a YAML or ``kubectl describe`` node's path, odcf.stages.segment.yamlparts). "memory: 512Mi"
     alone is as much a request as a limit; scored as "Containers payments-api Limits memory: 512Mi"
     it answers "what is its memory limit?". A sentence that points back to the sentence before it
-    (:func:`_pointed_back`) is scored after that sentence's text (and its chain's first). A part of a
-    table after the first is scored after the table's header, as the first part (which holds it) is:
-    "| Offshore Services | 1,122 | … |" answers "Offshore Services revenue and EBIT" as well as the
-    first part's header words ("Segment", "Revenue", "EBIT") do for its row."""
+    (:func:`_pointed_back`) is scored after that sentence's text (and its chain's first)."""
     by_index = {(s.source_id, s.index): s for s in doc.segments if s.meta.get("yaml_children") is not None}
     before = _pointed_back(doc)
     out = []
@@ -905,8 +902,6 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
                 for i in path or () if (seg.source_id, i) in by_index]
         if seg.id in before:
             keys = [before[seg.id]]
-        elif seg.meta.get("table_part") and seg.meta.get("table_header"):
-            keys = [seg.meta["table_header"]]  # a later part of a table: its rows under the header
         out.append(" ".join([*keys, seg.text]) if keys else seg.text)
     return out
 

@@ -1855,22 +1855,3 @@ def test_a_prohibition_points_back_only_to_what_the_sentence_before_names():
     for alone in ("Do not restart the pods.", "Do not increase the dose of insulin.", "Do not give the Supplier notice.",
                   "Increase the service level."):
         assert not points_back(alone, "Restart the service at the new dose level."), alone
-
-
-def test_a_later_part_of_a_table_is_scored_under_the_header_the_first_part_holds(plan):
-    # QA: "| Offshore Services | … |" (0.74) lost to the first part, header plus "Energy Systems" (0.85),
-    # for "Offshore Services segment revenue and EBIT": the header's words scored the first part alone
-    rows = [("Energy Systems", 1904, 241), ("Offshore Services", 1122, -468), ("Industrial Services", 988, 61),
-            ("Digital Solutions", 611, 38), ("Marine Logistics", 540, 22), ("Group functions", 187, -14)]
-    table = ("| Segment | Revenue Q4 2024 | Revenue Q4 2023 | Change | EBIT Q4 2024 | EBIT Q4 2023 |\n"
-             "|---|---|---|---|---|---|\n"
-             + "\n".join(f"| {name} | {rev:,} | {rev - 37:,} | 1.2% | {ebit} | {ebit + 5} |" for name, rev, ebit in rows))
-    text = ("Revenue rose in the quarter. The order intake was strong in every region.\n\n" + table
-            + "\n\nThe board proposes a dividend of NOK 2.10 per share.\n")
-    r = Compressor(plan).compress(text, query="Offshore Services segment revenue and EBIT", budget=1000,
-                                  annotate=False)
-    parts = [s for s in r.document.segments if s.meta.get("table_rows")]
-    assert len(parts) >= 3 and "Energy Systems" in parts[0].text
-    offshore = next(s for s in parts if "Offshore Services" in s.text)
-    assert offshore is not parts[0] and all(offshore.score > s.score for s in parts if s is not offshore), \
-        [(s.text[:30], s.score) for s in parts]

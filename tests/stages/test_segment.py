@@ -1350,3 +1350,20 @@ def test_a_chinese_sentence_that_limits_the_article_before_it_is_part_of_its_seg
     assert "双方应友好协商解决。前款规定的期限不包括法定节假日。" in texts
     # a sentence with its own subject stays apart
     assert "本合同自签字之日起生效。" in texts
+
+
+def test_a_later_part_of_a_table_delivered_alone_follows_what_is_before_the_table_as_the_table_does():
+    # "$ kubectl get pods" then a blank line, then the repeated header: the parts before it were left
+    # out, and the gap was written as one between paragraphs
+    rows = [f"payments-api-5c4b7a9d2-{k:05d}   1/1     Running   {k}          {k + 60}s" for k in range(12)]
+    text = ("user: is payments-api up?\n\ntool (bash): $ kubectl -n prod get pods -l app=payments-api\n"
+            "NAME                           READY   STATUS    RESTARTS   AGE\n" + "\n".join(rows) + "\n")
+    doc = Document.from_sources([Source(id="a", text=text, kind="text", layer="fact")])
+    segs = Segmenter()(doc, Plan(domain="t")).segments
+    parts = [s for s in segs if s.meta.get("table_rows")]
+    command = next(s for s in segs if "$ kubectl" in s.text)
+    assert len(parts) >= 3 and parts[0].index == command.index + 1
+    for part in parts[1:]:
+        out = join_segments([command, part])
+        assert out.startswith(command.text + "\nNAME ") and "\n\n" not in out, out
+        assert f"[DATA_ROWS: {part.meta['table_rows'][0]}]" in out
