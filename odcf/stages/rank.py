@@ -464,7 +464,7 @@ _CONDITION_OPENS_RE = re.compile(_CONDITIONS + r"[^.;:!?\n]*$")
 #: took 3 weeks", "to make it 5 times faster"), and there they are no cue.
 _CHAT_CHANGE_RE = re.compile(
     r"\b(?i:(?:make|change|move|switch|update|bump|push|cut|lower|raise|reduce|increase)\s+(?:it|that|this|them"
-    r"|the\s+[^\W\d_]+(?:\s+[^\W\d_]+)?)(?:\s+(?:to|into))?|actually\b[^.;!?\d]{0,40}?)\s*,?\s*"
+    r"|the\s+(?P<thing>[^\W\d_]+(?:\s+[^\W\d_]+)?))(?:\s+(?:to|into))?|actually\b[^.;!?\d]{0,40}?)\s*,?\s*"
     r"(?i:(?:under|below|over|above|at\s+most|at\s+least|max(?:imum)?|about|around|only|just|no\s+more\s+than)\s+)?"
     r"[€$£¥]?\d")
 
@@ -496,14 +496,35 @@ def _value_kinds(text: str) -> set[str]:
                     if u and (u == "%" or (len(u) >= 2 and u not in STOPWORDS))}
 
 
-def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], kinds: Sequence[set[str]]) -> list[str]:
+#: The words after "make the"/"change the" in a change that name no thing: "Make the flight under €120" names
+#: the flight.
+_NOT_THING = frozenset({"under", "below", "over", "above", "most", "least", "max", "maximum", "about", "around",
+                        "only", "just", "more", "than", "to", "into"})
+
+
+def _stem(word: str) -> str:
+    """*word* without a plural's "s": "flights" and "flight" name one thing."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _things(cues: Sequence[re.Match[str]]) -> set[str]:
+    """What the changes of *cues* (:data:`_CHAT_CHANGE_RE`) name as changed, stemmed: "Make the flight under
+    €120" -> {flight}; "make it 15 June" and "Actually, we'll be 4 people" name nothing."""
+    return {_stem(w) for m in cues if m.re is _CHAT_CHANGE_RE and m.group("thing")
+            for w in words(m.group("thing"), stop=True) if w not in _NOT_THING}
+
+
+def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], kinds: Sequence[set[str]],
+                   things: set[str] = frozenset()) -> list[str]:
     """What a user's change in a conversation (segment *k*, :data:`_CHAT_CHANGE_RE`) changes: the last segment of
     *window* in the same user's turns that gives a value of the same kind (:func:`_value_kinds`), of those sharing the
-    most kinds with it. "Make it under €2,000 total" changes the "Budget is €3,500 total" said before it, though the
-    two share no number and one rare word."""
+    most kinds with it, and where the change names what it changes (*things*, :func:`_things`), only one that names
+    it too. "Make it under €2,000 total" changes the "Budget is €3,500 total" said before it, though the two share
+    no number and one rare word; "Make the flight under €120" changes no "hotel … max €150 a night"."""
     seg = segments[k]
     shared = {j: len(kinds[j] & kinds[k]) for j in window if segments[j].source_id == seg.source_id
-              and segments[j].meta.get("speaker") == seg.meta.get("speaker")}
+              and segments[j].meta.get("speaker") == seg.meta.get("speaker")
+              and (not things or things & {_stem(w) for w in words(segments[j].text)})}
     best = max(shared.values(), default=0)
     return [segments[max(j for j, n in shared.items() if n == best)].id] if best else []
 
@@ -560,7 +581,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found and k in changes:
-            found = _changed_value(segments, k, window, kinds)
+            found = _changed_value(segments, k, window, kinds, _things(cues[k]))
         if not found:
             found = _zh_amended(segments, k, window, *zh, *replaced[k]) if zh else []
         if not found:
@@ -790,11 +811,24 @@ _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|deve
                           re.IGNORECASE)
 
 
+#: A speaker that makes a transcript a conversation with an agent (an AI assistant, an agent, a tool, a system
+#: prompt): the whole label is the role ("assistant:", "AI:", "Bot:", "Assistant (gpt-4o):", "[system]",
+#: "[assistant -> get_order]", "[tool get_order]"). Not an earnings call's "Operator:", a webinar's "Host:" or a
+#: person named "Ai Tanaka": read as a chat, the CFO's "Make it $110 million for the year" had corrected the
+#: quarter's free cash flow and an analyst's "You must be near capacity there." was raised as a user's constraint.
+_AGENT_SPEAKER_RE = re.compile(
+    r"^(?:\[\s*(?:system|(?:ai\s+)?assistant|(?:ai\s+)?agent|tool|(?:chat)?bot|ai|model|function|developer)\b[^\]]*\]"
+    r"|(?:system|(?:ai\s+)?assistant|(?:ai\s+)?agent|tool|(?:chat)?bot|ai|model|function|developer)"
+    r"(?:\s*\([^()]*\))?:)$", re.IGNORECASE)
+
+
 def _user_turns(segments: Sequence[Segment]) -> set[str]:
     """The ids of the segments said by a user in a conversation with an agent: in a source where a system, an
-    assistant or a tool speaks (:data:`_NOT_USER_RE`), those of every other speaker. A meeting's speakers are
-    none of them: "We must finish by Friday" there is no user's condition."""
-    agents = {seg.source_id for seg in segments if seg.meta.get("speaker") and _NOT_USER_RE.match(str(seg.meta["speaker"]))}
+    assistant or a tool speaks (:data:`_AGENT_SPEAKER_RE`), those of every speaker but them (:data:`_NOT_USER_RE`).
+    A meeting's or an earnings call's speakers are none of them: "We must finish by Friday" there is no user's
+    condition, nor is an operator an agent."""
+    agents = {seg.source_id for seg in segments
+              if seg.meta.get("speaker") and _AGENT_SPEAKER_RE.match(str(seg.meta["speaker"]).strip())}
     return {seg.id for seg in segments if seg.source_id in agents and seg.meta.get("speaker")
             and not _NOT_USER_RE.match(str(seg.meta["speaker"]))}
 

@@ -137,3 +137,53 @@ def test_a_users_constraints_in_a_chat_are_delivered_before_the_agents_small_tal
     r = Compressor.from_ontology("general").compress(chat, query="Draft the Seville plan.", budget=110, annotate=False)
     for constraint in ("walk-in shower", "step-free access is essential", "we are vegan", "avoid tours"):
         assert constraint in r.text, (constraint, r.text)
+
+
+EARNINGS_CALL = (
+    "Operator: Good morning and welcome to the Q3 earnings call of Northwind Logistics.\n"
+    "Maria Chen (CFO): Revenue for the quarter was $412 million, up 9% year over year.\n"
+    "Maria Chen (CFO): Adjusted EBITDA margin was 14.2%, and we generated $58 million of free cash flow.\n"
+    "Operator: Our first question comes from Tom Reyes of Baird.\n"
+    "Tom Reyes (Baird): What does guidance assume for fuel surcharges?\n"
+    "Maria Chen (CFO): Diesel at $3.80 a gallon. Actually, 60% of the surcharge is passed through.\n"
+    "Tom Reyes (Baird): And capex? Last quarter you said $95 million.\n"
+    "Maria Chen (CFO): Make it $110 million for the year; we pulled forward two projects.\n"
+    "Ana Silva (Jefferies): Can you talk about the Memphis hub? You must be near capacity there.\n"
+    "Operator: That concludes today's call.\n")
+
+
+def test_a_call_with_an_operator_is_no_conversation_with_an_agent():
+    # QA: "Operator:" made the earnings call a chat with an agent: the CFO's "Actually, 60% …" and "Make it $110
+    # million …" corrected "Adjusted EBITDA margin was 14.2% … $58 million of free cash flow", which went out only
+    # with them and was left out, and the analyst's "You must be near capacity there." was raised as a constraint
+    from odcf.stages.rank import lift_constraints
+
+    segs = _turns("Operator: Welcome to the call.", "CFO: Adjusted EBITDA margin was 14.2%, free cash flow $58 million.",
+                  "Operator: Our first question comes from Baird.", "Analyst: You must be near capacity there.",
+                  "CFO: Actually, 60% of the surcharge is passed through.", "CFO: Make it $110 million for the year.")
+    assert correction_links(segs) == {}
+    assert lift_constraints(segs, {f"s{i}": 0.9 - i / 10 for i in range(6)})[1] == 0
+    # an agent's role, however labelled, still makes one
+    for agent in ("assistant:", "AI:", "Assistant (gpt-4o):", "[tool get_order]", "[assistant -> get_order]"):
+        chat = _turns("user: Budget is €3,500 total.", "x: Noted.", "user: Make it €2,000 total.")
+        chat[1] = chat[1].replace(meta={"speaker": agent})
+        assert correction_links(chat) == {"s2": ["s0"]}, agent
+    r = Compressor.from_ontology("general").compress(
+        EARNINGS_CALL, query="What was free cash flow and adjusted EBITDA margin in the quarter?", budget=60,
+        annotate=False)
+    assert "$58 million of free cash flow" in r.text, r.text
+    assert not any("corrected by" in (g.get("reason") or "") for s in r.record["sources"] for g in s["segments"])
+
+
+def test_a_change_that_names_what_it_changes_corrects_only_a_value_of_that_thing():
+    # QA: "Make the flight under €120 please." corrected "I need a hotel in Porto for 3 nights, max €150 a night"
+    # on the euro sign alone, and the hotel's cap was left out as stale
+    segs = _turns("user: I need a hotel in Porto for 3 nights, max €150 a night.", "assistant: Do you need flights?",
+                  "user: Yes, from London on 3 May, returning 6 May.",
+                  "assistant: I found BA 482 at €210 return and easyJet 8751 at €95 return.",
+                  "user: Make the flight under €120 please.", "assistant: Shall I hold it?",
+                  "user: Yes. Also switch the hotel to 4 nights.")
+    assert correction_links(segs) == {"s6": ["s0"]}
+    # the thing named, in the singular or the plural, next to the old value: linked
+    segs = _turns("user: Flights must be under €300 each.", "assistant: Noted.", "user: Make the flight under €120.")
+    assert correction_links(segs) == {"s2": ["s0"]}
