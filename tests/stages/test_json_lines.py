@@ -202,3 +202,36 @@ def test_compressed_json_lines_verify(tmp_path):
     assert "[DATA_ROWS: 5]" in r.text
     report = verify_report(r.record, r.text, plan=PLAN)
     assert report.ok, [str(p) for p in report.problems]
+
+
+#: 30 events, an ERROR every seventh, and a record cut off (no JSON) after the twelfth (QA: the records
+#: after it were read as a comma-delimited table, its header the line cut off, and at 150 tokens
+#: eighteen of them left out with no mark)
+CUT = json.dumps(EVENTS[12])[:70]
+BROKEN = "\n".join([json.dumps(e) for e in EVENTS[:12]] + [CUT] + [json.dumps(e) for e in EVENTS[13:31]]) + "\n"
+
+
+def test_a_line_that_is_no_json_between_records_leaves_the_records_after_it_records():
+    _, segs = _segments(BROKEN)
+    assert not any(s.meta.get("table_header") for s in segs)
+    rows = [s for s in segs if "table_rows" in s.meta]
+    assert {s.meta["table_total"] for s in rows} == {31} and len({s.meta["table_rows"][0] for s in rows}) == 31
+    assert [s.text for s in rows if s.meta["table_rows"][0] == 12] == [CUT]  # a line of its own, as it is
+    c = Compressor(PLAN)
+    for budget in (100, 150, 300, 600):
+        once = c.compress([Source(id="tool.jsonl", text=BROKEN, kind="json")], query=QUERY, budget=budget,
+                          annotate=False, timings=False)
+        assert COUNTER.count(once.text) <= budget
+        lines = once.text.splitlines()
+        cut = lines.count(CUT)
+        found, marked = _records("\n".join(ln for ln in lines if ln != CUT), EVENTS[:12] + EVENTS[13:31])
+        # every line is delivered or counted: the records on both sides of the line cut off, and that line
+        assert found and len(found) + cut + marked == 31, once.text
+        if budget >= 300:
+            assert any(k >= 12 for k in found), once.text  # the ERROR records after it (at 10:14, 10:21, 10:28)
+        again = c.compress([Source(id="tool.jsonl", text=once.text, kind="json")], query=QUERY, budget=budget,
+                           annotate=False, timings=False)
+        assert again.text == once.text
+    # a line cut off after the last record is no record: text, as before
+    _, segs = _segments(BROKEN + CUT)
+    assert segs[-1].kind == "sentence" and segs[-1].text == CUT and "table_rows" not in segs[-1].meta
