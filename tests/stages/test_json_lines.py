@@ -202,3 +202,70 @@ def test_compressed_json_lines_verify(tmp_path):
     assert "[DATA_ROWS: 5]" in r.text
     report = verify_report(r.record, r.text, plan=PLAN)
     assert report.ok, [str(p) for p in report.problems]
+
+
+#: 30 events, an ERROR every seventh, and a record cut off (no JSON) after the twelfth (QA: the records
+#: after it were read as a comma-delimited table, its header the line cut off, and at 150 tokens
+#: eighteen of them left out with no mark)
+CUT = json.dumps(EVENTS[12])[:70]
+BROKEN = "\n".join([json.dumps(e) for e in EVENTS[:12]] + [CUT] + [json.dumps(e) for e in EVENTS[13:31]]) + "\n"
+
+
+def test_a_line_that_is_no_json_between_records_leaves_the_records_after_it_records():
+    _, segs = _segments(BROKEN)
+    assert not any(s.meta.get("table_header") for s in segs)
+    rows = [s for s in segs if "table_rows" in s.meta]
+    assert {s.meta["table_total"] for s in rows} == {31} and len({s.meta["table_rows"][0] for s in rows}) == 31
+    assert [s.text for s in rows if s.meta["table_rows"][0] == 12] == [CUT]  # a line of its own, as it is
+    c = Compressor(PLAN)
+    for budget in (100, 150, 300, 600):
+        once = c.compress([Source(id="tool.jsonl", text=BROKEN, kind="json")], query=QUERY, budget=budget,
+                          annotate=False, timings=False)
+        assert COUNTER.count(once.text) <= budget
+        lines = once.text.splitlines()
+        cut = lines.count(CUT)
+        found, marked = _records("\n".join(ln for ln in lines if ln != CUT), EVENTS[:12] + EVENTS[13:31])
+        # every line is delivered or counted: the records on both sides of the line cut off, and that line
+        assert found and len(found) + cut + marked == 31, once.text
+        if budget >= 300:
+            assert any(k >= 12 for k in found), once.text  # the ERROR records after it (at 10:14, 10:21, 10:28)
+        again = c.compress([Source(id="tool.jsonl", text=once.text, kind="json")], query=QUERY, budget=budget,
+                           annotate=False, timings=False)
+        assert again.text == once.text
+    # a line cut off after the last record is no record: text, as before
+    _, segs = _segments(BROKEN + CUT)
+    assert segs[-1].kind == "sentence" and segs[-1].text == CUT and "table_rows" not in segs[-1].meta
+
+
+def _small_event(i: int) -> dict:
+    failed = i % 12 == 7
+    return {"ts": f"2026-11-30T10:{i:02d}:00Z", "level": "ERROR" if failed else "INFO",
+            "service": ["orders", "auth", "search", "billing-api"][i % 4],
+            "msg": f"charge ch_{4400 + i} failed: card_declined (insufficient_funds) for customer cus_{77 + i}"
+            if failed else f"request {1000 + i} handled in {(i * 37) % 900} ms"}
+
+
+SMALL = [_small_event(i) for i in range(20)]
+INCIDENT = ("# Incident 5521 notes\n\nThe billing API failed several charges overnight. Events below.\n\n```jsonl\n"
+            + "\n".join(json.dumps(e) for e in SMALL)
+            + "\n```\n\nNext step: refund the failed charges within 5 business days.\n")
+
+
+@pytest.mark.parametrize("info", ["jsonl", "ndjson", "json"])
+@pytest.mark.parametrize("budget", [80, 110])
+def test_a_fenced_block_delivered_with_one_record_compresses_again_to_itself(info, budget):
+    # QA: "[DATA_ROWS: 7]" / one record / "[DATA_ROWS: 12]" in the fences, compressed again, was read as
+    # code: "[CODE_LINES: 1]" in place of "[DATA_ROWS: 7]", the count of the records left out lost
+    text = INCIDENT.replace("```jsonl", "```" + info)
+    c = Compressor(PLAN)
+    once = c.compress([Source(id="log.md", text=text, kind="markdown")], query=QUERY, budget=budget,
+                      annotate=False, timings=False)
+    body = once.text.split(f"```{info}\n", 1)[1].split("\n```", 1)[0]
+    found, marked = _records(body, SMALL)
+    assert found in ([7], [19]) and marked == 19, once.text  # an ERROR record; those left out counted
+    again = c.compress([Source(id="log.md", text=once.text, kind="markdown")], query=QUERY, budget=budget,
+                       annotate=False, timings=False)
+    assert again.text == once.text
+    _, segs = _segments(once.text, kind="markdown")
+    rows = [s.meta["table_rows"] for s in segs if "table_rows" in s.meta]
+    assert rows == [[0, 0], [0, 1], [1, 0]] or rows == [[0, 0], [0, 1]], once.text  # records, not code lines

@@ -255,7 +255,8 @@ class Segmenter(Stage):
     def _fenced_json_lines(self, text: str, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
                            block: int, base: int, budget: int | None = None) -> tuple[list[Piece], int] | None:
         """A fenced block of JSON Lines (``json_lines_fence``: "```jsonl", "```ndjson", "```json" or
-        unlabelled; two lines or more, each one JSON object or array), cut into its records as JSON
+        unlabelled; two lines or more, each one JSON object or array, or one with odcf's marks of
+        records left out, :data:`ROWS_MARK_RE`), cut into its records as JSON
         Lines outside fences are (:meth:`_json_lines`), each told the fences (``jsonl_fence``:
         opening line, closing line, indentation), so that assembly writes the records delivered
         inside them. None for any other block (or one not closed)."""
@@ -266,7 +267,10 @@ class Segmenter(Stage):
             return None
         body = lines[1:-1]
         records = [line for line in body if line[2].strip() and not ROWS_MARK_RE.match(line[2])]
-        if len(records) < 2 or not all(json_record(line[2]) for line in records):
+        # one record is JSON Lines with a mark of those left out that odcf wrote (delivered in part and
+        # compressed again: "[DATA_ROWS: 7]" stays that, not a code line)
+        marked = any(ROWS_MARK_RE.match(line[2]) for line in body)
+        if len(records) < (1 if marked else 2) or not all(json_record(line[2]) for line in records):
             return None
         indent = opening[:len(opening) - len(opening.lstrip())]
         return self._json_lines(text, body, paragraph, counter, base=base, block=block, budget=budget,

@@ -37,25 +37,31 @@ def json_lines_run(lines: list[tuple[int, int, str]], i: int, *, most: int | Non
     """End (exclusive) of the JSON Lines that start at line *i*: two lines or more, each one JSON
     object or array (:func:`json_record`), blank lines and odcf's marks of records left out
     (:data:`ROWS_MARK_RE`) between them allowed (not after the last); *i* when there are none.
-    *most*: stop after that many records (enough to know a run starts).
+    A line between two records that opens as one but is no JSON (a record cut off, "{"ts": "10:12",
+    "msg": "trunc") is a line of the run, so that the records after it stay records; one after the
+    last record is not. *most*: stop after that many records (enough to know a run starts).
 
     >>> lines = [(0, 0, '{"a": 1}'), (0, 0, ""), (0, 0, "[DATA_ROWS: 4]"), (0, 0, '{"a": 2}'), (0, 0, "done"),
-    ...          (0, 0, '{"a": 3}')]
-    >>> json_lines_run(lines, 0), json_lines_run(lines, 3), json_lines_run(lines, 4)
-    (4, 3, 4)
+    ...          (0, 0, '{"a": 3}'), (0, 0, '{"a": 4, "b": "cut'), (0, 0, '{"a": 5}'), (0, 0, '{"a": 6')]
+    >>> json_lines_run(lines, 0), json_lines_run(lines, 3), json_lines_run(lines, 4), json_lines_run(lines, 5)
+    (4, 3, 4, 8)
     """
     if not json_record(lines[i][2]):
         return i
     end, records = i + 1, 1
+    broken = False  # the line before was a record cut off: the next one must be a record
     for k in range(i + 1, len(lines)):
         if most is not None and records >= most:
             break
         line = lines[k][2]
         if not line.strip() or ROWS_MARK_RE.match(line):
             continue
-        if not json_record(line):
+        if json_record(line):
+            end, records, broken = k + 1, records + 1, False
+        elif not broken and line.lstrip()[:1] in ("{", "["):
+            broken = True
+        else:
             break
-        end, records = k + 1, records + 1
     return end if records >= 2 else i
 
 
