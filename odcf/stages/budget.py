@@ -1152,6 +1152,20 @@ _EXCEPTION_RE = re.compile(
     r"|(?P<b>" + _REF + _MORE_REF + r")" + _REF_NOTE +
     r"\s+(?i:(?:does|do|shall|will|must|is|are)\s+not\s+(?:apply|be\s+applicable|applicable|extend)"
     r"|(?:is|are|shall\s+be)\s+(?:disapplied|subject\s+to)|(?:shall\s+)?(?:applies|apply)\s+only|only\s+applies)\b")
+#: Another instrument named in a sentence, so that a number it cites may be that instrument's: a name after
+#: "in", "under", "of", "to", "pursuant to", "for the purposes of" … ("under the MSA", "in the Master Services
+#: Agreement", "of Schedule 2", "to the Act"; never "this Agreement" nor "these Terms"), or one owning the
+#: number ("the MSA's clause 4.1"). An acronym is one only when it ends in "A" (MSA, SLA, DPA: an agreement
+#: or an act) or is SOW, GDPR, UCC: "report to the CFO" names none.
+_INSTRUMENT = (r"(?:(?:[A-Z][\w&'’-]*|of|and|for|on)\s+){0,6}(?:Agreements?|Acts?|Regulations?|Rules|Code|Directive"
+               r"|Treaty|Convention|Contract|Deed|Schedules?|Annex(?:es)?|Appendix|Appendices|Exhibit|Terms|Policy"
+               r"|Statute|Ordinance|Charter|Protocol|Framework)\b(?:\s+(?:[A-Z]|\d+)\b)?"
+               r"|\b(?:[A-Z]{1,4}A|SOW|GDPR|UCC)s?\b")
+_OTHER_INSTRUMENT_RE = re.compile(
+    r"(?<![\w-])(?i:in|under|of|to|within|from|by|pursuant\s+to|for\s+the\s+purposes?\s+of|according\s+to)\s+"
+    r"(?:(?i:the)\s+)?(?:" + _INSTRUMENT + r")")
+#: A possessive right before a reference: "the MSA's clause 4.1", "the Master Agreement's section 3".
+_POSSESSIVE_RE = re.compile(r"\w(?:['’]s|s['’])\s*$")
 #: The number a provision opens with: a heading ("## 2. Eligibility", "ARTICLE 10 — INDEMNITY", "3.4 Service
 #: credits") or a paragraph's first sentence with a dotted number or a clause word ("2.1 A tenderer …", "Clause
 #: 4.2 The Buyer …"; not "2. …", which is any list's item).
@@ -1173,8 +1187,9 @@ def _cross_limits(doc: Document) -> dict[str, tuple[str, ...]]:
     a heading or a paragraph ("2.1 A tenderer …", "## 2. Eligibility"; "2.1" is not "2.10" nor "12.1"),
     and a sub-part ("(d)") an item of that provision's list; a provision runs to the next one or the next
     heading (a section holds its numbered parts: "Section 2" is all of "## 2. Eligibility"). A part of
-    another document ("notwithstanding section 7 of the Act") is none; exceptions an earlier stage
-    dropped are not waited for."""
+    another document ("notwithstanding section 7 of the Act", "the MSA's clause 4.1") is none, nor is any
+    number in a sentence that names another instrument (:data:`_OTHER_INSTRUMENT_RE`: "Under the MSA,
+    clause 4.1 does not apply …"); exceptions an earlier stage dropped are not waited for."""
     opens: dict[tuple[str, str], int] = {}  # (source, number) -> how many segments open it
     parts: dict[tuple[str, str], list[str]] = {}  # (source, "2.1" or "2.1(d)") -> its segments
     refs: list[tuple[Segment, list[str]]] = []  # (exception, the numbers it names)
@@ -1210,11 +1225,15 @@ def _cross_limits(doc: Document) -> dict[str, tuple[str, ...]]:
                 parts.setdefault((seg.source_id, f"{current}({label})"), []).append(seg.id)
         if seg.kind in ("sentence", "list") and seg.status != "dropped":
             named = []
-            for m in _EXCEPTION_RE.finditer(seg.original):
-                cited = m.group("a") or m.group("b")
-                if m.group("a") and re.match(r"\s+of\s+(?!this\b|these\b)", seg.original[m.end("a"):], re.IGNORECASE):
-                    continue  # "notwithstanding section 7 of the Act": another document's part
-                named += re.findall(_REF_NUMBER, cited)
+            # a sentence naming another instrument may cite its parts: "Under the MSA, clause 4.1 does not apply
+            # …" linked this schedule's own 4.1 (QA); when in doubt no link, for a false one costs the provision
+            other = _OTHER_INSTRUMENT_RE.search(seg.original) is not None
+            for m in _EXCEPTION_RE.finditer(seg.original) if not other else ():
+                group = "a" if m.group("a") else "b"
+                if (re.match(r"\s+of\s+(?!this\b|these\b)", seg.original[m.end(group):], re.IGNORECASE)
+                        or _POSSESSIVE_RE.search(seg.original[:m.start(group)])):
+                    continue  # "notwithstanding section 7 of the Act", "the MSA's clause 4.1": another document's part
+                named += re.findall(_REF_NUMBER, m.group(group))
             if named:
                 refs.append((seg, named))
         prev = seg
