@@ -109,3 +109,31 @@ def test_a_part_of_a_stack_trace_goes_only_with_its_log_line_and_the_part_before
         reasons |= {g["reason"].split(" (")[0] for g in r.record["sources"][0]["segments"] if g["reason"]
                     and "stack trace" in g["reason"]}
     assert reasons == {"budget: is a part of a stack trace and goes only with its log entry's line"}, reasons
+
+
+def test_a_message_on_lines_of_its_own_is_its_entrys_and_every_line_left_out_is_counted():
+    # QA: "slow query took 4210 ms:" then its SQL at the margin ended the log there: the SQL was prose and the
+    # rest a second log, and at 59 tokens only "[CODE_LINES: 5]" and one line were delivered, the first 12
+    # lines (the ERROR among them) gone with no mark
+    sql = ("SELECT * FROM charges WHERE customer_id = 'cus_9921' AND status = 'failed'\n"
+           "ORDER BY created_at DESC LIMIT 50")
+    log = "\n".join(INFO[:2] + [ERROR, "java.lang.IllegalStateException: pool exhausted; giving up",
+                                "\tat c.a.Pool.acquire(Pool.java:88)",
+                                "2025-03-11 10:00:34,002 WARN  [http-8080-3] c.a.Api: slow query took 4210 ms:", sql]
+                    + INFO[2:4] + [""] + INFO[4:])  # a blank line between two entries: still the log
+    lines = log.split("\n")
+    out = seg(log)
+    assert [s.text for s in out if "slow query" in s.text or "SELECT" in s.text][-1].endswith("LIMIT 50")
+    assert {s.paragraph for s in out} == {out[0].paragraph}  # one log, the SQL and the blank line in it
+    for budget in range(30, 420, 9):
+        r = Compressor(PLAN).compress(log, query="why did batch 88412 fail and which query was slow?",
+                                      budget=budget, annotate=False, timings=False)
+        at = 0  # read the delivery against the log: each line in its place, each mark the lines left out there
+        for line in r.text.split("\n") if r.text else lines:
+            mark = re.fullmatch(r"\[CODE_LINES: (\d+)\]", line)
+            if mark:
+                at += int(mark.group(1))
+            else:
+                assert at < len(lines) and line == lines[at], (budget, line, r.text)
+                at += 1
+        assert at == len(lines), (budget, r.text)
