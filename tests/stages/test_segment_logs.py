@@ -137,3 +137,22 @@ def test_a_message_on_lines_of_its_own_is_its_entrys_and_every_line_left_out_is_
                 assert at < len(lines) and line == lines[at], (budget, line, r.text)
                 at += 1
         assert at == len(lines), (budget, r.text)
+
+
+def test_notes_whose_lines_open_with_a_date_and_a_time_are_no_log():
+    # QA: site-visit minutes ("2025-03-11 09:40 Inspection of pier 3 …") were cut as a log, with [CODE_LINES]
+    # marks, and "Decision: do not load pier 3 …" held with the rebar line above it was left out at 150 tokens
+    minutes = ("# Site visit — Bridge 14\n\n"
+               "2025-03-11 09:00 Arrival on site. Weather dry, 6 C.\n"
+               "  Attendees: R. Osei (client), M. Novak (contractor), J. Park (engineer).\n"
+               "2025-03-11 09:40 Inspection of pier 3. Spalling found on the north face, about 0.8 m2.\n"
+               "  Rebar exposed at two locations; section loss estimated under 10%.\n"
+               "  Decision: do not load pier 3 above 60% of design load until repairs are done.\n"
+               "2025-03-11 15:00 Departure.\n")
+    out = seg(minutes)
+    assert not any("code_lines" in s.meta for s in out)
+    assert "  Decision: do not load pier 3 above 60% of design load until repairs are done." in [s.text for s in out]
+    # a machine's stamp (seconds, or a level after the minute) still opens a log's entry
+    for log in ("2025-03-11 09:00:01 Arrival\n2025-03-11 09:40:12 Inspection",
+                "2025-03-11 09:00 INFO boot\n2025-03-11 09:40 WARN [main] slow"):
+        assert [s.kind for s in seg(log)] == ["list", "list"] and all("code_lines" in s.meta for s in seg(log)), log

@@ -19,14 +19,16 @@ from odcf.stages.segment.mail import LOG_LEVELS, STAMPED_SPEAKER_RE
 _DATE = r"\d{4}-\d{2}-\d{2}"
 _CLOCK = r"\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
 _LEVEL = r"(?:" + LOG_LEVELS + r")\b"
-#: A line that opens a log entry: an ISO date and time ("2025-03-11 10:00:33,561 …",
-#: "[2025-03-11T10:00:33Z] …"), or a date and a level ("2024-05-15 INFO …"); a time with seconds then
+#: A line that opens a log entry: an ISO date and time with seconds ("2025-03-11 10:00:33,561 …") or a
+#: "T" ("[2025-03-11T10:00Z] …"), or a date (and a time) and a level ("2024-05-15 INFO …",
+#: "2025-03-11 10:00 WARN …"), not notes' "2025-03-11 09:40 Inspection of pier 3 …"; a time with seconds then
 #: a level, maybe after a thread in brackets ("10:00:33.561 [main] INFO …"); syslog's
 #: "Mar 11 10:00:33 "; glog's "E0311 10:00:33.561 "; a level in brackets before a date
 #: ("[ERROR] 2025-03-11 …"); Python's default "ERROR:root:…". Not a chat line with a time stamp
 #: ("[2024-05-03 14:02] priya: …", :data:`STAMPED_SPEAKER_RE`).
 LOG_LINE_RE = re.compile(
-    r"^\[?" + _DATE + r"(?:[T ]\d{2}:\d{2}|[ \t]+\[?" + _LEVEL + r")"
+    r"^\[?" + _DATE + r"(?:T\d{2}:\d{2}| \d{2}:\d{2}(?::\d{2}|[ \t]+(?:\[[^\]\n]{1,60}\][ \t]+)?\[?" + _LEVEL
+    + r")|[ \t]+\[?" + _LEVEL + r")"
     + r"|^\[?" + _CLOCK + r"\]?[ \t]+(?:\[[^\]\n]{1,60}\][ \t]+)?\[?" + _LEVEL
     + r"|^(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:\d{2}:\d{2} "
     + r"|^[IWEF]\d{4} " + _CLOCK + r" "
