@@ -249,14 +249,14 @@ class _ItemMarks:
 class _DiffMarks:
     """The file and hunk of a unified diff (odcf.stages.segment.diffparts) open while a source is
     joined: lines of a hunk left out are said where they are (``[DIFF_LINES: n]``), a file's hunks
-    left out after its last delivered one (``[DIFF_HUNKS: n]``), files left out at the diff's end
-    (``[DIFF_FILES: n]``), so that a hunk delivered is never read as all the file's changes."""
+    left out after its last delivered one (``[DIFF_HUNKS: n]``), files left out where they are, before,
+    between or after those delivered (``[DIFF_FILES: n]``), so that a hunk delivered is never read as all the file's changes."""
 
     def __init__(self, out: list[str], nl: str) -> None:
         self.out = out
         self.nl = nl
         self.block: object = None
-        self.files: set[int] = set()  # files of the open diff with something delivered
+        self.last = -1  # the last file of the open diff with something delivered
         self.file: tuple[int, int, set[int]] | None = None  # (file, its hunks, hunks delivered)
         self.hunk: tuple[int, int, int] | None = None  # (hunk, its lines, lines up to the last delivered)
         self.total_files = 0
@@ -283,10 +283,10 @@ class _DiffMarks:
         block = seg.meta.get("diff_block") if seg is not None else None
         if self.block is not None and block != self.block:
             self._close_file()
-            self._mark("FILES", self.total_files - len(self.files))
+            self._mark("FILES", self.total_files - 1 - self.last)
             if self.fence is not None:
                 self.out.append(self.nl + self.fence[1])  # the block's closing fence, after the marks
-            self.block, self.files, self.fence = None, set(), None
+            self.block, self.last, self.fence = None, -1, None
         if seg is None or block is None:
             return
         if self.block is None:
@@ -296,8 +296,13 @@ class _DiffMarks:
         f = int(seg.meta["diff_file"])
         if self.file is None or self.file[0] != f:
             self._close_file()
+            if f > self.last + 1:  # files left out before this one: after the opening fence, or the file before
+                if self.last < 0:
+                    self.due += f"[DIFF_FILES: {f}]{self.nl}"
+                else:
+                    self._mark("FILES", f - self.last - 1)
             self.file = (f, int(seg.meta.get("diff_hunks", 0)), set())
-            self.files.add(f)
+            self.last = f
         h = seg.meta.get("diff_hunk")
         if h is None:
             return

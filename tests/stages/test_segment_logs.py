@@ -109,3 +109,50 @@ def test_a_part_of_a_stack_trace_goes_only_with_its_log_line_and_the_part_before
         reasons |= {g["reason"].split(" (")[0] for g in r.record["sources"][0]["segments"] if g["reason"]
                     and "stack trace" in g["reason"]}
     assert reasons == {"budget: is a part of a stack trace and goes only with its log entry's line"}, reasons
+
+
+def test_a_message_on_lines_of_its_own_is_its_entrys_and_every_line_left_out_is_counted():
+    # QA: "slow query took 4210 ms:" then its SQL at the margin ended the log there: the SQL was prose and the
+    # rest a second log, and at 59 tokens only "[CODE_LINES: 5]" and one line were delivered, the first 12
+    # lines (the ERROR among them) gone with no mark
+    sql = ("SELECT * FROM charges WHERE customer_id = 'cus_9921' AND status = 'failed'\n"
+           "ORDER BY created_at DESC LIMIT 50")
+    log = "\n".join(INFO[:2] + [ERROR, "java.lang.IllegalStateException: pool exhausted; giving up",
+                                "\tat c.a.Pool.acquire(Pool.java:88)",
+                                "2025-03-11 10:00:34,002 WARN  [http-8080-3] c.a.Api: slow query took 4210 ms:", sql]
+                    + INFO[2:4] + [""] + INFO[4:])  # a blank line between two entries: still the log
+    lines = log.split("\n")
+    out = seg(log)
+    assert [s.text for s in out if "slow query" in s.text or "SELECT" in s.text][-1].endswith("LIMIT 50")
+    assert {s.paragraph for s in out} == {out[0].paragraph}  # one log, the SQL and the blank line in it
+    for budget in range(30, 420, 9):
+        r = Compressor(PLAN).compress(log, query="why did batch 88412 fail and which query was slow?",
+                                      budget=budget, annotate=False, timings=False)
+        at = 0  # read the delivery against the log: each line in its place, each mark the lines left out there
+        for line in r.text.split("\n") if r.text else lines:
+            mark = re.fullmatch(r"\[CODE_LINES: (\d+)\]", line)
+            if mark:
+                at += int(mark.group(1))
+            else:
+                assert at < len(lines) and line == lines[at], (budget, line, r.text)
+                at += 1
+        assert at == len(lines), (budget, r.text)
+
+
+def test_notes_whose_lines_open_with_a_date_and_a_time_are_no_log():
+    # QA: site-visit minutes ("2025-03-11 09:40 Inspection of pier 3 …") were cut as a log, with [CODE_LINES]
+    # marks, and "Decision: do not load pier 3 …" held with the rebar line above it was left out at 150 tokens
+    minutes = ("# Site visit — Bridge 14\n\n"
+               "2025-03-11 09:00 Arrival on site. Weather dry, 6 C.\n"
+               "  Attendees: R. Osei (client), M. Novak (contractor), J. Park (engineer).\n"
+               "2025-03-11 09:40 Inspection of pier 3. Spalling found on the north face, about 0.8 m2.\n"
+               "  Rebar exposed at two locations; section loss estimated under 10%.\n"
+               "  Decision: do not load pier 3 above 60% of design load until repairs are done.\n"
+               "2025-03-11 15:00 Departure.\n")
+    out = seg(minutes)
+    assert not any("code_lines" in s.meta for s in out)
+    assert "  Decision: do not load pier 3 above 60% of design load until repairs are done." in [s.text for s in out]
+    # a machine's stamp (seconds, or a level after the minute) still opens a log's entry
+    for log in ("2025-03-11 09:00:01 Arrival\n2025-03-11 09:40:12 Inspection",
+                "2025-03-11 09:00 INFO boot\n2025-03-11 09:40 WARN [main] slow"):
+        assert [s.kind for s in seg(log)] == ["list", "list"] and all("code_lines" in s.meta for s in seg(log)), log

@@ -170,7 +170,7 @@ def test_a_fenced_diff_is_cut_per_file_and_hunk_and_delivered_inside_its_fences(
         assert r.text.count("```diff\n") == 1 and r.text.count("```") == 2, r.text
         inside = r.text.split("```diff\n", 1)[1].split("```", 1)[0]
         check(inside)  # each hunk line under its own file's header and @@ line
-        assert inside.startswith("diff --git a/") and "[CODE_LINES" not in inside
+        assert re.sub(r"^\[DIFF_FILES: \d+\]\n", "", inside).startswith("diff --git a/") and "[CODE_LINES" not in inside
 
 
 def test_a_hand_written_diff_with_wrong_hunk_counts_stays_a_diff():
@@ -187,3 +187,15 @@ def test_a_hand_written_diff_with_wrong_hunk_counts_stays_a_diff():
             annotate=False, timings=False)
         check(r.text, wrong)
         assert "+RATE_LIMIT_PER_MINUTE = 60" in r.text and "item" not in r.text, (budget, r.text)
+
+
+def test_files_left_out_are_marked_where_they_are_and_a_blank_context_line_keeps_its_space():
+    # QA: "[DIFF_FILES: 1]" for a file before the one delivered was written at the block's end, and a hunk's
+    # last context line " " was delivered as an empty line (a whitespace-damaged patch)
+    client = ("diff --git a/payments/client.py b/payments/client.py\n--- a/payments/client.py\n"
+              "+++ b/payments/client.py\n@@ -5,5 +5,5 @@\n import requests\n \n-TIMEOUT_S = 30\n+TIMEOUT_S = 10\n \n")
+    text = fenced(handler(0) + client + handler(1))
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+    assert join_segments(segs) == text.rstrip()
+    pick = [s for s in segs if s.meta.get("diff_file") == 1]
+    assert join_segments(pick) == "```diff\n[DIFF_FILES: 1]\n" + client + "[DIFF_FILES: 1]\n```"

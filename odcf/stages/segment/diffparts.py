@@ -93,6 +93,13 @@ def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[lis
     its source. A hunk over *limit* tokens (each line costing ``cost(line)``) is its ``@@`` line,
     then parts of whole lines of about half *limit* tokens under it (small: a part comes with its
     file's header and its @@ line, so that the line a query asks for fits a small budget)."""
+    def whole(chunk: list[tuple[int, int, str]], meta: dict[str, Any]) -> Piece:
+        # a piece's lines as they are: its last, a blank line's context " ", keeps its space (trimmed, the
+        # patch delivered is damaged)
+        p = line_piece(chunk, "code", paragraph, meta, indent=True)
+        last = chunk[-1]
+        return Piece(p.start, last[0] + 1, p.kind, p.paragraph, p.meta) if last[2][:1] == " " and p.end <= last[0] else p
+
     out: list[Piece] = []
     for f, (head, hunks) in enumerate(files):
         base = {"diff_block": block, "diff_file": f, "diff_files": len(files)}
@@ -103,7 +110,7 @@ def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[lis
             body = lines[at + 1:end]
             meta: dict[str, Any] = {**base, "diff_hunk": h, "diff_hunks": len(hunks), "under": head_at}
             if sum(cost(ln[2]) for ln in lines[at:end]) <= limit or not body:
-                out.append(line_piece(lines[at:end], "code", paragraph, {**meta, "diff": "hunk"}, indent=True))
+                out.append(whole(lines[at:end], {**meta, "diff": "hunk"}))
                 continue
             hunk_at = offset + len(out)
             out.append(line_piece([lines[at]], "code", paragraph, {**meta, "diff": "hunk", "diff_total": len(body)},
@@ -113,13 +120,11 @@ def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[lis
             for k, ln in enumerate(body):
                 t = cost(ln[2])
                 if chunk and tokens + t > limit // 2:
-                    out.append(line_piece(chunk, "code", paragraph, {**meta, "diff": "lines", "under": hunk_at,
-                                                                     "diff_lines": [first, len(chunk)],
-                                                                     "diff_total": len(body)}, indent=True))
+                    out.append(whole(chunk, {**meta, "diff": "lines", "under": hunk_at,
+                                             "diff_lines": [first, len(chunk)], "diff_total": len(body)}))
                     chunk, first, tokens = [], k, 0
                 chunk.append(ln)
                 tokens += t
-            out.append(line_piece(chunk, "code", paragraph, {**meta, "diff": "lines", "under": hunk_at,
-                                                             "diff_lines": [first, len(chunk)],
-                                                             "diff_total": len(body)}, indent=True))
+            out.append(whole(chunk, {**meta, "diff": "lines", "under": hunk_at,
+                                     "diff_lines": [first, len(chunk)], "diff_total": len(body)}))
     return out
