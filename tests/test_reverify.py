@@ -404,7 +404,10 @@ def test_a_transcript_cut_between_turns_names_each_turns_speaker_and_verifies(pl
         assert verify_report(result.record, result.text, plan=plan, stages=SWITCHES).ok, result.text
         lines = result.text.split("\n")
         for k, line in enumerate(lines):
-            if not line or line == "…" or re.match(r"(Priya|Tom|Ana|Luis): ", line):
+            if not line or re.match(r"(Priya|Tom|Ana|Luis): ", line):
+                continue
+            if line.startswith("… "):  # a later line of the speaker of the line above, lines left out between
+                seen.add("…")
                 continue
             at = next(i for i, src in enumerate(source_lines) if line[:20] in src)
             if ": " not in source_lines[at]:
@@ -413,6 +416,4 @@ def test_a_transcript_cut_between_turns_names_each_turns_speaker_and_verifies(pl
             above = next(i for i, src in enumerate(source_lines) if lines[k - 1][-20:] in src)
             assert at == above + 1 and source_lines[at].split(":")[0] == source_lines[above].split(":")[0], result.text
         seen.update(line for line in lines if line.startswith("Priya: Luis, you own"))
-        if "…" in lines:
-            seen.add("…")
     assert seen == {"Priya: Luis, you own removing write access from the reporting role, by 28 March.", "…"}
