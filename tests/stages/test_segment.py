@@ -208,11 +208,14 @@ def test_a_transcript_keeps_each_line_and_its_speaker_when_sentences_are_dropped
 def test_a_transcript_line_delivered_after_turns_left_out_says_whose_it_is_and_marks_them():
     # QA: "What about day trips?", the second sentence of the user's third message, was written as the
     # rest of the user's first message (the lines between left out, the same speaker's line above: no
-    # label, no mark); "Luis, you own …" under "Priya Nair: First item …", ten turns cut between
-    same = seg("Bob: The audit is due. It starts Monday.\nAlice: Fine.\nBob: Weather is nice. We ship after it.")
-    assert _delivered(same, {0, 4}) == "Bob: The audit is due.\n…\nBob: We ship after it."
-    assert _delivered(same, {0, 3}) == "Bob: The audit is due.\n…\nBob: Weather is nice."
-    assert _delivered(same, {2, 4}) == "Alice: Fine.\nBob: We ship after it."  # the next line: nothing left out
+    # label, no mark). In a chat with an agent a line "… " says it is a later message; not in a meeting,
+    # where a label or a mark on every such line cost QMSum evidence words (0.616 -> 0.587 at 4x)
+    same = seg("user: The audit is due. It starts Monday.\nassistant: Fine.\nuser: Weather is nice. We ship after it.")
+    assert _delivered(same, {0, 4}) == "user: The audit is due.\n… We ship after it."
+    assert _delivered(same, {0, 3}) == "user: The audit is due.\nuser: Weather is nice."
+    assert _delivered(same, {2, 4}) == "assistant: Fine.\nuser: We ship after it."  # the next line: nothing left out
+    human = seg("Bob: The audit is due. It starts Monday.\nAlice: Fine.\nBob: Weather is nice. We ship after it.")
+    assert _delivered(human, {0, 4}) == "Bob: The audit is due.\nWe ship after it."
     # lines of other speakers too, and a meeting's lines after a blank line under its title
     meeting = seg("Sync, 18 March 2025.\n\nPriya: OK, let us start now. First item is the outage last Tuesday.\n"
                   "Tom: Sure, I can summarise it. The batch failed at 10:00 UTC.\nAna: Did any merchant notice it?\n"
@@ -220,10 +223,10 @@ def test_a_transcript_line_delivered_after_turns_left_out_says_whose_it_is_and_m
     texts = [s.text for s in meeting]
     keep = {texts.index("First item is the outage last Tuesday."), texts.index("Luis, you own the fix, by 28 March."),
             texts.index("Luis: OK, 28 March works for me.")}
-    assert _delivered(meeting, keep) == ("Priya: First item is the outage last Tuesday.\n…\n"
-                                         "Priya: Luis, you own the fix, by 28 March.\nLuis: OK, 28 March works for me.")
+    assert _delivered(meeting, keep) == ("Priya: First item is the outage last Tuesday.\n"
+                                         "Luis, you own the fix, by 28 March.\nLuis: OK, 28 March works for me.")
     keep = {texts.index("Tom: Sure, I can summarise it."), texts.index("Luis: OK, 28 March works for me.")}
-    assert _delivered(meeting, keep) == "Tom: Sure, I can summarise it.\n…\nLuis: OK, 28 March works for me."
+    assert _delivered(meeting, keep) == "Tom: Sure, I can summarise it.\nLuis: OK, 28 March works for me."
     # a chat log of turns over paragraphs: turns left out between two delivered ones, the same
     chat = seg("user: Book me a flight to SEA on May 20. Direct flights only, please.\n\n"
                "assistant: Here are the direct flights:\n\n1. HAT100, $250\n2. HAT101, $270\n3. HAT102, $290\n\n"
@@ -233,7 +236,7 @@ def test_a_transcript_line_delivered_after_turns_left_out_says_whose_it_is_and_m
     texts = [s.text for s in chat]
     keep = {texts.index("user: Book me a flight to SEA on May 20."), texts.index("Your reference is ZFA04Y."),
             texts.index("Also add one checked bag.")}
-    assert _delivered(chat, keep) == ("user: Book me a flight to SEA on May 20.\n…\nassistant: Your reference is ZFA04Y.\n"
+    assert _delivered(chat, keep) == ("user: Book me a flight to SEA on May 20.\nassistant: Your reference is ZFA04Y.\n"
                                       "user: Also add one checked bag.")
 
 
