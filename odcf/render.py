@@ -379,9 +379,9 @@ def _turn(seg: Segment) -> object:
 
 def _same_turn(prev: Segment, seg: Segment) -> bool:
     """Whether *seg*, delivered right after *prev*, goes on *prev*'s turn: the same chat turn, else (a
-    transcript of one line a turn) the same speaker on the same or the next line, so that consecutive
-    lines of one speaker are not labelled again (with lines left out between, the reader would take
-    the later line for the rest of the earlier one)."""
+    transcript of one line a turn) the same speaker on the same or the next line. A later message of the
+    same speaker, lines left out between, opens with "… " in a chat with an agent (join_segments): the
+    reader would take it for the rest of the earlier one."""
     if "turn" in prev.meta and "turn" in seg.meta:
         return bool(prev.meta["turn"] == seg.meta["turn"])
     return bool(prev.meta.get("speaker") == seg.meta.get("speaker") and seg.paragraph - prev.paragraph <= 1)
