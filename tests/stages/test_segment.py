@@ -1370,3 +1370,23 @@ def test_a_later_part_of_a_table_delivered_alone_follows_what_is_before_the_tabl
         out = join_segments([command, part])
         assert out.startswith(command.text + "\nNAME ") and "\n\n" not in out, out
         assert f"[DATA_ROWS: {part.meta['table_rows'][0]}]" in out
+
+
+def test_minutes_whose_lines_share_a_date_are_cut_a_line_a_paragraph_not_one_block():
+    # QA: five "2025-03-11 10:MM Topic. …" lines were one list block of 132 tokens (a shared prefix, as log
+    # lines): at a budget of 80 only the title was delivered, the vendor contract line the query asks for not
+    text = ("Project Falcon weekly sync, minutes\n\n"
+            "2025-03-11 10:00 Opening. Priya chaired; eight people attended.\n"
+            "2025-03-11 10:05 Budget. The team agreed to cap cloud spend at $18,000 per month. Finance will not "
+            "approve overruns without a ticket.\n"
+            "2025-03-11 10:20 Hiring. Two backend roles remain open. The offer to candidate C-207 was declined.\n"
+            "2025-03-11 10:40 Risks. The vendor contract expires on 30 April; legal has not reviewed the renewal.\n"
+            "2025-03-11 10:55 Close. Next meeting on 18 March.\n")
+    out = seg(text)
+    assert all("\n" not in s.text for s in out) and len({s.paragraph for s in out}) == 6
+    from odcf.compressor import Compressor
+    r = Compressor.from_ontology("general").compress(text, query="vendor contract risk", budget=80, timings=False)
+    assert "The vendor contract expires on 30 April; legal has not reviewed the renewal." in r.text, r.text
+    # log lines sharing a prefix are still one block (a line of a log is no sentence)
+    log = "".join(f"2025-03-11 10:0{k} GET /api/orders/{k} 200 {k}ms\n" for k in range(6))
+    assert len(seg(log)) == 1

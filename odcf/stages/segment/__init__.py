@@ -565,7 +565,8 @@ class Segmenter(Stage):
                 continue
             marked_end, prefix_end = _list_run(lines, i), _prefix_run(lines, i)
             list_end = max(marked_end, prefix_end)
-            if list_end - i >= 3 and _short_lines(lines[i:list_end]):
+            if list_end - i >= 3 and _short_lines(lines[i:list_end]) and not (
+                    prefix_end > marked_end and _prose_lines(lines[i:list_end])):
                 # a list is cut in whole items; log lines that share a prefix in larger runs of lines,
                 # which the fold stage writes once ([PREFIX: …])
                 # (a marked list whose items open alike, "- Operators must not …", is a list: a shared
@@ -1238,6 +1239,17 @@ class _CodeRuns:
 _PREFIX_MIN = 10
 #: Runs of lines longer than this on average (passages, long bullets) are not folded into one block.
 _BLOCK_LINE_CHARS = 200
+
+
+#: A line that reads as prose: six words or more, ending a sentence.
+_PROSE_LINE_RE = re.compile(r"^\s*\S+(?:\s+\S+){5,}[.!?][\"')\]]?\s*$")
+
+
+def _prose_lines(lines: list[tuple[int, int, str]]) -> bool:
+    """Whether most of *lines* (a run sharing a prefix) are prose: minutes' "2025-03-11 10:05 Budget. The team
+    agreed to cap cloud spend at $18,000 per month." lines, each a paragraph of its own (its sentences cut
+    as any), not a block of 130 tokens that a budget of 80 left out whole."""
+    return 2 * sum(bool(_PROSE_LINE_RE.match(line[2])) for line in lines) > len(lines)
 
 
 def _short_lines(lines: list[tuple[int, int, str]]) -> bool:
