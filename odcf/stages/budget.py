@@ -192,7 +192,7 @@ class Budgeter(Stage):
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
-            warnings += _best_left_out(live, kept, tiers, cost, groups, room, counter)
+            warnings += _best_left_out(live, kept, tiers, cost, groups, room, counter, exact)
         if decided and not live:
             layers = sorted({s.layer for s in decided.values()})
             warnings.append(f"nothing delivered: role {contract.name} takes no segment of layer(s) "
@@ -354,10 +354,12 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
 
 
 def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]], cost: dict[str, int],
-                   groups: _Groups, room: _Room, counter: Any) -> list[str]:
+                   groups: _Groups, room: _Room, counter: Any, used: int) -> list[str]:
     """A warning when the segment ranked first for the query is not delivered: the text then answers
     from what ranked below it (QA: a 212-token clause that answered the query did not fit in 120
-    tokens, two unrelated clauses went out, and the record did not say so)."""
+    tokens, two unrelated clauses went out, and the record did not say so). *used*: the tokens of the text
+    delivered, so that the warning says how much room was left ("needs 22 tokens, more than the room left in
+    the budget of 35" read as a contradiction)."""
     best = min((s for s in live if tiers[s.id][0] > 1 and s.id not in groups.titles and s.score is not None),
                key=lambda s: tiers[s.id], default=None)
     if best is None or best.id in kept:
@@ -368,7 +370,8 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
     need = sum(cost[i] for i in groups.to_add(part or best.id, kept) or {part or best.id})
     return [(f"the segment ranked first for the query, {best.id} (score {best.score:.2f}), was left out: with what "
              f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
-             f"{room.budget}{room.held}; raise the budget to deliver it")]
+             f"{room.budget}{room.held} ({max(0, room.budget - used)} left after the {used} tokens delivered, source "
+             f"header lines included); raise the budget to deliver it")]
 
 
 def _smallest_alone(probe: Document, segs: list[Segment], cost: dict[str, int], counter: Any, annotate: bool,

@@ -1476,6 +1476,8 @@ def test_a_warning_says_when_the_best_match_for_the_query_did_not_fit(plan):
     r = make(plan).compress(text, query=query, budget=40)
     (warning,) = [w for w in r.record["warnings"] if "ranked first for the query" in w]
     assert "#0 (score 1.00), was left out" in warning and "budget of 40" in warning
+    # and how much room was left: "needs 22 tokens, more than the room left in the budget of 35" read as a contradiction
+    assert f"({40 - r.tokens_out} left after the {r.tokens_out} tokens delivered" in warning, warning
     assert "management fees above 3%" not in r.text
     wide = make(plan).compress(text, query=query, budget=400)
     assert "management fees above 3%" in wide.text
