@@ -132,7 +132,7 @@ def minify_json(text: str) -> tuple[str, dict[str, Any]]:
 
 def json_fence(opening: str, body: str) -> bool:
     """Whether a fenced block opened by the line *opening* ("```json", "```") holds in *body* one
-    JSON object or array, which the segmenter cuts as it cuts a JSON source.
+    JSON object or array (:func:`json_record`), which the segmenter cuts as it cuts a JSON source.
 
     >>> json_fence("```json", '{"a": [1, 2]}'), json_fence("```", "[1]"), json_fence("```python", "[1]")
     (True, True, False)
@@ -140,10 +140,17 @@ def json_fence(opening: str, body: str) -> bool:
     False
     """
     m = _FENCE_OPEN_RE.match(opening)
-    if m is None or not _JSON_INFO_RE.match(m.group(3).strip()):
-        return False
-    stripped = body.strip()
-    if stripped[:1] not in ("{", "["):
+    return m is not None and _JSON_INFO_RE.match(m.group(3).strip()) is not None and json_record(body)
+
+
+def json_record(line: str) -> bool:
+    """Whether *line* is one JSON object or array (a record of JSON Lines).
+
+    >>> json_record('{"level": "ERROR", "id": 7}'), json_record("[1, 2]"), json_record('{"a": 1},')
+    (True, True, False)
+    """
+    stripped = line.strip()
+    if stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return False
     try:
         loads_json(stripped)

@@ -70,7 +70,7 @@ from odcf.stages.segment.mail import (
     speaker_meta,
     speaker_run,
 )
-from odcf.stages.segment.diffparts import diff_files, diff_pieces
+from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
 from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
@@ -135,17 +135,15 @@ class Segmenter(Stage):
             pieces = self._pieces(source, counter, sentence_chars, budget)
             crlf = "\r\n" in source.text  # assembly writes CRLF where it adds a line break (odcf.render)
             prev_end = 0
-            table_lead: list[Any] = [0, ""]  # the first part of the table being read: its index, what is before it
             for i, p in enumerate(pieces):
                 text = source.text[p.start:p.end]
                 meta = p.meta or {}
-                if meta.get("table_part") == 0 and (i == 0 or (pieces[i - 1].meta or {}).get("table_part") != 0
-                                                    or pieces[i - 1].paragraph != p.paragraph):
-                    table_lead = [i, source.text[prev_end:p.start]]
-                elif meta.get("table_part") and p.kind == "table":
+                if meta.get("table_part") and p.kind == "table":
                     # a later part delivered without the parts before it follows what is before them as
                     # the table does (odcf.render._gap): "$ kubectl get pods" then its header, no blank line
-                    meta = {**meta, "table_lead": table_lead}
+                    first = i - meta["table_part"]  # a table's parts are pieces in a row
+                    before = pieces[first - 1].end if first else 0
+                    meta = {**meta, "table_lead": [first, source.text[before:pieces[first].start]]}
                 seg = Segment(
                     id=f"{source.id}#{i}",
                     source_id=source.id,
@@ -413,7 +411,7 @@ class Segmenter(Stage):
                 pieces.extend(diff_pieces(lines, i, files, paragraph, len(pieces), diffs, _line_piece,
                                           lambda s: counter.count(s) + 1, self.max_hunk_tokens))
                 paragraph += 1
-                i = max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
+                i = diff_end(files)
                 continue
             yaml_end = i
             if not pieces and COMMENT_RE.match(line):
@@ -1036,8 +1034,7 @@ def _fenced_diff(lines: list[tuple[int, int, str]], i: int, j: int) -> list[tupl
     files = diff_files(lines, i + 1) if line.startswith(("diff --git ", "--- ")) else []
     if not files:
         return []
-    end = max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
-    return files if all(not lines[k][2].strip() for k in range(end, j)) else []
+    return files if all(not lines[k][2].strip() for k in range(diff_end(files), j)) else []
 
 
 def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,

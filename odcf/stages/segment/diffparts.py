@@ -86,6 +86,12 @@ def diff_files(lines: list[tuple[int, int, str]], i: int) -> list[tuple[list[int
     return out
 
 
+def diff_end(files: list[tuple[list[int], list[tuple[int, int]]]]) -> int:
+    """The line after the diff read as *files* (:func:`diff_files`): after its last hunk, or its last
+    file's header when that file has none."""
+    return max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
+
+
 def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[list[int], list[tuple[int, int]]]],
                 paragraph: int, offset: int, block: int, line_piece: Callable[..., Piece],
                 cost: Callable[[str], int], limit: int) -> list[Piece]:

@@ -5,27 +5,11 @@ from __future__ import annotations
 import json
 import re
 
+from odcf.rules.jsonmin import json_record
 from odcf.stages.segment.lines import rstrip
-from odcf.textutil import loads_json
 
 #: The key of an object's id member (searched): "id", "order_id", "user-id", "orderId", "ID"; not "paid".
 ID_KEY_RE = re.compile(r"^(?:id|Id|ID)$|[_-](?:id|ID)$|[a-z0-9](?:Id|ID)$")
-
-
-def json_record(line: str) -> bool:
-    """Whether *line* is one JSON object or array (a record of JSON Lines).
-
-    >>> json_record('{"level": "ERROR", "id": 7}'), json_record("[1, 2]"), json_record('{"a": 1},')
-    (True, True, False)
-    """
-    stripped = line.strip()
-    if stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
-        return False
-    try:
-        loads_json(stripped)
-    except ValueError:
-        return False
-    return True
 
 
 #: The line odcf writes where records of JSON Lines are left out (odcf.render): delivered JSON Lines
