@@ -590,6 +590,10 @@ _BOLD_TITLE_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,200}(?<=\S)\1[:.]?$")
 _BOLD_LEVEL = 7
 #: The dotted number opening a numbered title: "3.4" of "3.4 Service credits".
 _TITLE_NUMBER_RE = re.compile(r"(\d{1,2}(?:\.\d{1,2})+)\.?\s")
+#: A whole number before a title in ordinary case on a line of its own, no verb and no closing stop:
+#: "2 Troubleshooting", "3. Support". No part of "1.7 Run" above it, it ends that title's section.
+_WHOLE_TITLE_RE = re.compile(r"(\d{1,2})\.?[ \t]+(?![^\n]*\b(?:" + TITLE_VERBS + r")\b)"
+                             r"[A-Z][\w'’()&/-]*(?:[ \t]+[\w'’()&/,-]+){0,7}")
 #: Bold text that says something rather than names a section: a sentence ending in its own full stop,
 #: or a prohibition ("**Never exceed 4 g of paracetamol in any 24-hour period.**"): delivered on its own.
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
@@ -716,8 +720,11 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         heading = _section_heading(seg)
         nxt = doc.segments[k + 1] if k + 1 < len(doc.segments) else None
         if (seg.kind in ("sentence", "list") and (prev is None or prev.paragraph != seg.paragraph)
-                and (opens := _TITLE_NUMBER_RE.match(seg.original.lstrip()))):
-            # "3.5 …" (or "4.1 …") ends the section of "3.4 Service credits"; "3.4.1 …" is a part of it
+                and (opens := _TITLE_NUMBER_RE.match(seg.original.lstrip()) or (
+                    (nxt is None or nxt.paragraph != seg.paragraph or nxt.source_id != seg.source_id)
+                    and _WHOLE_TITLE_RE.fullmatch(seg.original.strip())))):
+            # "3.5 …" (or "4.1 …", or the title "2 Troubleshooting") ends the section of "3.4 Service
+            # credits"; "3.4.1 …" is a part of it
             while stack and (number := _numbered_title(by_id[stack[-1][1]])) and not opens.group(1).startswith(number + "."):
                 stack.pop()
         if (not heading and seg.kind == "sentence" and _LABEL_RUN_IN_RE.match(seg.original)

@@ -53,3 +53,39 @@ def test_a_numbered_title_heads_the_paragraphs_numbered_under_it_up_to_the_next_
     # "3.5 …" is no part of 3.4, and says something: a clause, not a title
     assert under["3.5 Round-trip latency between any two sites must not exceed 35 ms."] == "## 3. Technical Requirements"
     assert {TITLE, "3.3 Security"} <= {text[h] for h in heads}
+
+
+README_DOC = ("# Fluxgate\n\n"
+              "Fluxgate is a small reverse proxy for internal services.\n\n"
+              "1.6 Configure\n\n"
+              "Create /etc/fluxgate.toml with at least one upstream. The port defaults to 8443.\n\n"
+              "1.7 Run\n\n"
+              "Start the service with systemctl start fluxgate. Logs go to journald.\n\n"
+              "2 Troubleshooting\n\n"
+              "Most problems are caused by a wrong upstream address. Restart after every change.\n")
+
+
+def test_a_whole_number_title_ends_the_section_of_a_dotted_one():
+    # QA round 3: "2 Troubleshooting" (fewer dots than "1.7 Run") did not end 1.7's section, so "1.7 Run" was
+    # delivered with nothing of its own under it, heading "Restart after every change."
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=README_DOC)]), Plan(domain="t"))
+    before, heads = _antecedents(doc)
+    text = {s.id: s.text for s in doc.segments}
+    under = {text[k]: text[v] for k, v in before.items()}
+    assert under["Logs go to journald."] == "1.7 Run"
+    assert under["2 Troubleshooting"] == "# Fluxgate"
+    assert under["Restart after every change."] == "# Fluxgate"
+    # a number opening a sentence is no title: it stays in the section
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=README_DOC.replace(
+        "2 Troubleshooting", "3 of the 5 pumps failed after the upgrade."))]), Plan(domain="t"))
+    before, _ = _antecedents(doc)
+    text = {s.id: s.text for s in doc.segments}
+    assert text[before[next(s.id for s in doc.segments if s.text.startswith("3 of the 5"))]] == "1.7 Run"
+
+
+def test_a_numbered_title_is_not_delivered_with_only_the_next_section(plan):
+    for budget in range(20, 90, 3):
+        r = Compressor(plan, stages=CORE).compress(README_DOC, query="how do I configure the port", budget=budget)
+        assert r.tokens_out <= budget
+        if "1.7 Run" in r.text:
+            assert "Start the service" in r.text or "Logs go to journald." in r.text, (budget, r.text)
