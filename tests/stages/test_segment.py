@@ -783,6 +783,21 @@ def test_a_bare_negation_ending_a_paragraph_goes_with_the_sentence_before_it():
         "The next paragraph starts here.", "Ok."]
 
 
+def test_a_prohibition_of_only_what_the_sentence_before_names_ending_a_paragraph_goes_with_it():
+    # QA round 3: "Do not reuse the old unit." (six words, so not "very short") was left out while
+    # "Sensor T-103 was replaced after the second alarm." was delivered
+    out = seg("Sensor T-103 was replaced after the second alarm. Do not reuse the old unit.\n\n"
+              "The pump was serviced in March. Never restart it.\n\n"
+              "Add 2 mL of reagent R4 to the flask. Do not exceed 2 mL in any one batch.\n\n"
+              "The old unit was stored in bay 4. Do not reuse the old unit. It is labelled.")
+    assert [s.text for s in out] == [
+        "Sensor T-103 was replaced after the second alarm. Do not reuse the old unit.",
+        "The pump was serviced in March. Never restart it.",
+        # a prohibition with its own object says what it forbids, and one inside a paragraph ends nothing
+        "Add 2 mL of reagent R4 to the flask.", "Do not exceed 2 mL in any one batch.",
+        "The old unit was stored in bay 4.", "Do not reuse the old unit.", "It is labelled."]
+
+
 def test_a_closing_quote_or_bracket_after_the_full_stop_stays_with_its_sentence():
     # 'the pump "simply stopped running.' was delivered with an unbalanced quote: the closing mark
     # went to the space before the next sentence

@@ -925,6 +925,10 @@ def _word_count(sentence: str) -> int:
 #: A very short sentence that only negates or forbids ("Do not rechallenge.", "Never.", "Not
 #: permitted."): what it forbids is in the sentence before it.
 _BARE_NEGATION_RE = re.compile(r"(?i:do not|don't|never|not|no)\b")
+#: A prohibition whose only object is a thing the sentence before it speaks of, "Do not reuse the old
+#: unit." after "Sensor T-103 was replaced …", "Never restart it.": as bare, whatever its length.
+_BARE_PROHIBITION_RE = re.compile(r"(?i:do not|don't|never)[ \t]+[a-z]+[ \t]+"
+                                  r"(?:it|them|(?:the|this|that|these|those)(?:[ \t]+[a-z]+){1,2})[.!]")
 #: A sentence that limits the one before it, naming it: "That permission does not extend to Personal Data",
 #: "This does not apply to …", "Such right shall not …", "The foregoing applies only to …", "Provided that …",
 #: "Notwithstanding the foregoing, …" (not "Unless …" or "Except where …": those govern their own sentence's
@@ -966,7 +970,7 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
     """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
     number or a lead-in is never kept without the sentence it introduces (or dropped from it); a
     very short last sentence ("… permanently discontinue. Do not rechallenge.") to the one before
-    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`), and any sentence that limits the one
+    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`, :data:`_BARE_PROHIBITION_RE`), and any sentence that limits the one
     before it on its line (:data:`_RESTRICTS_RE`) to it (with *backward*, not in a transcript's line, where a
     sentence is delivered after its speaker's label)."""
     if min_words <= 0 or len(spans) < 2:
@@ -984,8 +988,9 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
             pending = start
             continue
         if backward and pending is None and out and (
-                (k + 1 == len(spans) and _word_count(text[a:b]) < min_words and _BARE_NEGATION_RE.match(text, a)
-                 and "\n\n" not in text[out[-1][1]:a])
+                (k + 1 == len(spans) and "\n\n" not in text[out[-1][1]:a]
+                 and ((_word_count(text[a:b]) < min_words and _BARE_NEGATION_RE.match(text, a))
+                      or _BARE_PROHIBITION_RE.fullmatch(text[a:b].rstrip())))
                 or (_RESTRICTS_RE.match(text, a) and "\n" not in text[out[-1][1]:a]
                     and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)):
             out[-1] = (out[-1][0], b)
