@@ -465,6 +465,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     keeper_of = {m: s.id for s in doc.segments for m in s.merged_from}
     asks = {sid: pair for pair in (qa_pairs(doc.segments) if pairs is None else pairs)
             for sid in pair.question}  # a question's segments
+    after = {s.id: n for s, n in zip(doc.segments, doc.segments[1:])}  # the segment after each
     for seg in doc.segments:
         if seg.id in decided:
             final.append(decided[seg.id])
@@ -490,6 +491,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "an email's header line" if seg.meta.get("mail_field")
                         else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
+                        else "a title line over the later lines of its paragraph" if _title_alone(seg, after.get(seg.id))
                         else "a YAML key line" if "yaml_block" in seg.meta
                         else "a JSON object's id member" if seg.meta.get("json_id")
                         else "a diff's file header" if seg.meta.get("diff") == "file"
@@ -521,6 +523,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "only with the sentence that holds it"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
                         and _opens_with_label(prior)
+                        else "is a later sentence of a paragraph that opens with a title line and goes only with the "
+                        "sentence that holds it"
+                        if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
+                        and _opens_with_label(prior, title=True)
                         else "is a part of a stack trace and goes only with its log entry's line"
                         if seg.meta.get("trace_of")
                         else "is a short remark later in a speaker's line and goes only with the sentence before it"
@@ -847,9 +853,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
                 and (prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph)):
             m = _CLAUSE_TITLE_RE.match(seg.original.strip())
             # a clause title alone as the first sentence ("Section 9.3 Force majeure.") heads its paragraph
-            title = (seg.paragraph, seg.id) if m and m.end() == len(seg.original.strip()) else None
+            # and so does a title line over the later lines of its paragraph ("2025-03-11 10:00 Release 4.2.0")
+            title = (seg.paragraph, seg.id) if (m and m.end() == len(seg.original.strip())) or _title_alone(seg, nxt) else None
             runin = (seg.paragraph, seg.id) if title is None and (
-                _RUN_IN_RE.match(seg.original) or _opens_with_label(seg)) else None
+                _RUN_IN_RE.match(seg.original) or _opens_with_label(seg) or _opens_with_label(seg, title=True)) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
@@ -933,6 +940,10 @@ def _link_questions(out: dict[str, str], heads: set[str], pairs: list[QAPair]) -
 #: label, "tool (bash): $ kubectl …"): what follows it is its output. A command starts with a letter
 #: or a path, not a digit ("Amount due: $ 1,250.00" is an amount).
 _COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+[A-Za-z_./~][^\n]*$")
+#: The most words of a title line that heads the later lines of its paragraph (:func:`_title_line`).
+_TITLE_WORDS = 8
+#: What ends a sentence, or a line that goes on in the next (a title line ends in none of these).
+_SENTENCE_ENDS = (".", "!", "?", ";", ":", ",", "。", "！", "？", "；", "：", "，", "*", "_", ")", "]", "-", "–", "—")
 
 
 def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str]:
@@ -981,15 +992,35 @@ def _label_line(text: str) -> bool:
             and re.search(r"[.!?。！？]\s", line) is None)
 
 
-def _opens_with_label(seg: Segment) -> bool:
+def _title_line(text: str) -> bool:
+    """Whether *text* is a short title on a line of its own that ends no sentence ("2025-03-11 10:00
+    Release 4.2.0" over the release's notes): at most :data:`_TITLE_WORDS` words, opening with a
+    capital or a digit, not a shell command."""
+    line = text.strip()
+    return ("\n" not in line and 0 < len(line.split()) <= _TITLE_WORDS and line[:1].isalnum()
+            and not line[:1].islower() and not line.endswith(_SENTENCE_ENDS)
+            and re.search(r"[^\W\d_]", line) is not None and _COMMAND_RE.search(line) is None)
+
+
+def _title_alone(seg: Segment, nxt: Segment | None) -> bool:
+    """Whether *seg*, a paragraph's first segment, is a title line (:func:`_title_line`) over the later
+    lines of its paragraph, which start at *nxt*: it heads them like a clause title."""
+    return (seg.kind == "sentence" and nxt is not None and nxt.source_id == seg.source_id
+            and nxt.paragraph == seg.paragraph and nxt.kind == "sentence" and "\n" in nxt.sep
+            and not nxt.original.lstrip()[:1].islower()
+            and "speaker" not in seg.meta and "mail_field" not in seg.meta and _title_line(seg.original))
+
+
+def _opens_with_label(seg: Segment, title: bool = False) -> bool:
     """Whether *seg*, a paragraph's first sentence, opens with a label line over the lines after it
     ("Internal note (not visible to customer) — Priya, 15 April 2025 09:10:" / "Refund approved …"):
     the paragraph's later sentences go with it, as with a bold run-in title. (A line going on in lower
-    case is hard-wrapped prose: "We agreed on two points:" / "first, …".)"""
+    case is hard-wrapped prose: "We agreed on two points:" / "first, …".) With *title*, a title line
+    (:func:`_title_line`) instead: "2025-02-20 14:15 Release 4.1.2" / "Minor translation updates."."""
     first, nl, rest = seg.original.strip().partition("\n")
     return (seg.kind == "sentence" and bool(nl) and not rest.lstrip()[:1].islower() and bool(rest.strip())
             and "speaker" not in seg.meta
-            and "mail_field" not in seg.meta and _label_line(first))
+            and "mail_field" not in seg.meta and (_title_line(first) if title else _label_line(first)))
 
 
 def _ends_in_colon(text: str) -> bool:
