@@ -1160,7 +1160,9 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
 
 #: A line of source code: a numbered listing line ("18:print(x)"), a statement or a block opener.
 _CODE_LINE_RE = re.compile(
-    r"^\s*\d{1,6}:"  # SWE-agent style numbered listing
+    # SWE-agent style numbered listing ("18:print(x)"), not a clock time and words: a lab notebook's
+    # "10:45 Added 2 mL of reagent R4." is a note, not line 10 holding "45 Added …"
+    r"^\s*\d{1,6}:(?!\d\d(?::\d\d)?\s+[^\W\d_])"
     r"|^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|return\b|raise \w|elif |else:|try:|except\b"
     r"|finally:|with .+:$|for .+ in .+:$|while .+:$|if .+:$|@\w+|#include|const |let |var |function\b|public |private )"
     r"|^\s*[\w.\[\]'\"]+\s*(?:[-+*/%|&]?=)\s*\S(?:.*[^.!?])?$"  # an assignment
