@@ -72,7 +72,7 @@ from odcf.stages.segment.mail import (
 )
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
-from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, yaml_pieces, yaml_run
+from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, front_matter, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
@@ -412,6 +412,18 @@ class Segmenter(Stage):
                                           lambda s: counter.count(s) + 1, self.max_hunk_tokens))
                 paragraph += 1
                 i = diff_end(files)
+                continue
+            fence_end = front_matter(lines) if i == 0 else 0
+            if fence_end:
+                # a markdown page's YAML front-matter: a config between its "---" fences, which assembly
+                # writes around what it delivers of it (both or neither; odcf.render)
+                yaml_blocks += 1
+                fence = {"yaml_fence": [line.rstrip(), lines[fence_end][2].rstrip()]}
+                pieces.extend(Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), **fence})
+                              for p in yaml_pieces(lines[1:fence_end], paragraph, len(pieces), yaml_blocks,
+                                                   _line_piece))
+                paragraph += 1
+                i = fence_end + 1
                 continue
             yaml_end = i
             if not pieces and COMMENT_RE.match(line):

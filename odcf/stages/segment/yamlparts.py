@@ -1,5 +1,6 @@
 """YAML in the segmenter: a config (a Helm ``values.yaml``, a compose file, a block of YAML in a
-tool's output) cut into one node a piece, each knowing the key lines above it.
+tool's output, a markdown page's front-matter) cut into one node a piece, each knowing the key lines
+above it.
 
 A YAML line means nothing without its path: ``enabled: true`` delivered under ``autoscaling:``
 when it is ``ingress.enabled`` says the opposite of the config. So every node (a key line or a
@@ -130,6 +131,20 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
     if _parses(lines[start:end], base) or (nodes >= _LOOSE_MIN_NODES and not comments_before):
         return end, max(j, k + 1)
     return i, max(j, k + 1)
+
+
+def front_matter(lines: list[tuple[int, int, str]]) -> int:
+    """The line of the closing fence of a text's YAML front-matter (a markdown page's "---" line at
+    its top, ``title: …`` and ``date: …`` lines, then "---" or "..."), or 0 when the text opens with
+    none: the lines between the fences must parse as a YAML mapping. Its keys are a config's (a node a
+    piece), and assembly writes its fences around what it delivers of it: cut as prose, its opening
+    "---" was left out and its closing one kept, which turns the keys above it into a setext heading."""
+    if not lines or lines[0][2].rstrip() != "---":
+        return 0
+    end = next((k for k in range(1, len(lines)) if lines[k][2].rstrip() in ("---", "...")), 0)
+    if end < 2 or not any(line.strip() and not COMMENT_RE.match(line) for _, _, line in lines[1:end]):
+        return 0
+    return end if _parses(lines[1:end], 0) else 0
 
 
 def _parses(lines: list[tuple[int, int, str]], base: int) -> bool:
