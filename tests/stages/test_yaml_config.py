@@ -289,3 +289,37 @@ def test_front_matter_is_a_config_delivered_between_both_fences_or_not_at_all():
             marks = sum(int(line.split(": ")[1].rstrip("]")) for line in lines[1:close] if line.startswith("# [YAML_KEYS"))
             assert len(front) + marks == 4, (query, budget, r.text)
     assert seen_keys
+
+
+JOB = """\
+name: nightly-export
+description: Runs the nightly job.
+owner: Exports the ledger to the warehouse.
+notes: Do not run during month-end close.
+schedule: "0 2 * * *"
+timeout: 3600
+"""
+
+
+def test_a_source_declared_yaml_is_a_config_whatever_its_values(tmp_path, capsys):
+    # QA: a .yaml file whose keys mostly hold a sentence (and do not nest) was cut as prose: at a budget of 40
+    # owner, notes ("Do not run during month-end close.") and schedule were left out with no [YAML_KEYS] mark
+    c = Compressor.from_ontology("general")
+    query = "what does the cleanup job do and its timeout"
+    for source in (Source(id="job.yaml", text=JOB), {"id": "jobs/export.YML", "text": JOB},
+                   Source(id="s1", origin="/etc/jobs/export.yaml", text=JOB)):
+        r = c.compress([source], query=query, budget=40, annotate=False, timings=False)
+        assert all(s.kind == "code" and "yaml_block" in s.meta for s in r.document.segments), r.document.segments
+        got = yaml.safe_load(r.text)  # the mark is a comment: still YAML
+        marks = [int(line.split(": ")[1].rstrip("]")) for line in r.text.splitlines() if line.startswith("# [YAML_KEYS: ")]
+        assert marks and len(got) + sum(marks) == 6, r.text
+    # `odcf compress FILE` names the source after the file
+    from odcf.cli.main import main
+    path = tmp_path / "export.yaml"
+    path.write_text(JOB, encoding="utf-8")
+    assert main(["compress", str(path), "--query", query, "--budget", "40", "--no-annotate"]) == 0
+    out = capsys.readouterr().out
+    assert "# [YAML_KEYS: " in out, out
+    # not declared: lines whose keys mostly hold a sentence stay prose (a transcript's "Name: sentence" lines)
+    r = c.compress([Source(id="notes.txt", text=JOB)], query=query, budget=40, annotate=False, timings=False)
+    assert "YAML_" not in r.text and not any("yaml_block" in s.meta for s in r.document.segments)

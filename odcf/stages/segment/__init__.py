@@ -72,7 +72,7 @@ from odcf.stages.segment.mail import (
 )
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
-from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, front_matter, yaml_pieces, yaml_run
+from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, declared_yaml, front_matter, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
@@ -198,7 +198,8 @@ class Segmenter(Stage):
             return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat",
                                  sentence_chars=sentence_chars or self.max_sentence_chars,
-                                 list_marks=source.meta.get("list_marks", True), budget=budget)
+                                 list_marks=source.meta.get("list_marks", True), budget=budget,
+                                 yaml_file=declared_yaml(source))
 
     def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
                      base: int = 0, budget: int | None = None) -> list[Piece] | None:
@@ -371,7 +372,9 @@ class Segmenter(Stage):
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
     def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
-                     list_marks: bool = True, budget: int | None = None) -> list[Piece]:
+                     list_marks: bool = True, budget: int | None = None, yaml_file: bool = False) -> list[Piece]:
+        """*yaml_file*: the source is declared a YAML file (``….yaml``), whose keys are a config's
+        whatever their values (:func:`.yamlparts.yaml_run`)."""
         pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
@@ -429,11 +432,11 @@ class Segmenter(Stage):
             if not pieces and COMMENT_RE.match(line):
                 # a YAML file opening with comments ("# Helm values for payments-api"): comments,
                 # not markdown headings, when all the text is YAML
-                yaml_end, _ = yaml_run(lines, i, comments_before=True)
+                yaml_end, _ = yaml_run(lines, i, comments_before=True, declared=yaml_file)
                 if any(lines[k][2].strip() for k in range(yaml_end, n)):
                     yaml_end = i
             elif i >= yaml_read and KEY_RE.match(line):
-                yaml_end, yaml_read = yaml_run(lines, i)
+                yaml_end, yaml_read = yaml_run(lines, i, declared=yaml_file)
             if yaml_end > i:
                 # a config: a node a piece, each delivered only under its path (odcf.stages.segment.yamlparts)
                 yaml_blocks += 1

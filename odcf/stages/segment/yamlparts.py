@@ -61,13 +61,22 @@ def _depth(line: str) -> float:
     return _indent(line) + (0.5 if ITEM_RE.match(line) else 0.0)
 
 
-def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool = False) -> tuple[int, int]:
+def declared_yaml(source: Any) -> bool:
+    """Whether a source's file name (its origin, else its id: ``odcf compress FILE`` gives both the
+    path) declares YAML: ``.yaml`` or ``.yml``."""
+    return (source.origin or source.id or "").lower().endswith((".yaml", ".yml"))
+
+
+def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool = False,
+             declared: bool = False) -> tuple[int, int]:
     """End (exclusive) of a block of YAML that starts at line *i* (a key line), or *i* when the
     lines there are not one: nodes at its indentation or deeper, comment and blank lines between
     them, at least :data:`_MIN_NODES` nodes with a key holding another key, and the whole parses
     as a YAML mapping. With *comments_before*, line *i* may be a comment over the first key.
     Second: where the lines read stop, so that a caller need not ask again for the lines before
-    it (a transcript of "name: text" lines would be read again from each line)."""
+    it (a transcript of "name: text" lines would be read again from each line). In a source
+    *declared* a YAML file (:func:`declared_yaml`) the lines need only parse: flat keys, and keys
+    that mostly hold a sentence ("notes: Do not run during month-end close."), are a config there."""
     n = len(lines)
     k = i
     if comments_before:
@@ -78,7 +87,7 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
     first = lines[k][2]
     if not KEY_RE.match(first) or ITEM_RE.match(first) or _CODE_KEY_RE.match(first):
         return i, k + 1
-    if _prose_key(first):
+    if _prose_key(first) and not declared:
         return i, k + 1
     base = _indent(first)
     end = k
@@ -102,7 +111,7 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
             break
         if _node_line(line):
             if nodes == 1 and prev_key is not None and prev_key.rstrip().endswith(":") \
-                    and _depth(line) <= _depth(prev_key):
+                    and _depth(line) <= _depth(prev_key) and not declared:
                 return i, k + 1  # "Current config:" over the config: a lead-in, not a key holding nothing
             nodes += 1
             if prev_key is not None and _depth(line) > _depth(prev_key) and prev_key.rstrip().endswith(":") \
@@ -120,10 +129,11 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
             break
         end = j + 1
         j += 1
-    if nodes < _MIN_NODES or not nested:
+    if (nodes < _MIN_NODES or not nested) and not declared:
         return i, max(j, k + 1)
     top = [line for _, _, line in lines[k:end] if _indent(line) == base and KEY_RE.match(line)]
-    if 2 * sum(bool(_SENTENCE_VALUE_RE.match(line[KEY_RE.match(line).end():])) for line in top) > len(top):
+    if not declared and 2 * sum(bool(_SENTENCE_VALUE_RE.match(line[KEY_RE.match(line).end():])) for line in top) \
+            > len(top):
         # most keys hold a sentence: a transcript's "Priya Nair: Luis, you own … by 28 March." lines over an
         # "Action items:" list, not a config
         return i, max(j, k + 1)
