@@ -89,6 +89,9 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if diff.due:
             out.append(diff.due)  # a fenced diff's opening fence, before the first piece delivered of it
             diff.due = ""
+        if yaml.due:
+            out.append(yaml.due)  # a front-matter's opening "---", before its first key delivered
+            yaml.due = ""
         speaker = seg.meta.get("speaker")
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
                 and (prev is None or _turn(prev) != _turn(seg))):
@@ -331,13 +334,17 @@ class _YamlMarks:
     when one closes (the next segment delivered is not under it), a comment at its children's
     indentation says how many of them were left out (``  # [YAML_KEYS: 3]``, ``# [YAML_ITEMS: 2]``
     for items): the text stays valid YAML, and a reader does not take the keys delivered for all
-    of them. The block itself counts as a node: its top-level keys left out are said at its end."""
+    of them. The block itself counts as a node: its top-level keys left out are said at its end.
+    A markdown page's front-matter (``yaml_fence``) is written between its fences, after the marks,
+    when any of it is delivered: both "---" lines or neither."""
 
     def __init__(self, out: list[str], nl: str) -> None:
         self.out = out
         self.nl = nl
         self.block: object = None
         self.stack: list[tuple[int | None, list[object], set[int]]] = []  # (node index, children, seen)
+        self.fence: list[str] | None = None  # the open block's fences (a front-matter)
+        self.due = ""  # its opening fence, to be written before its first delivered node
 
     def enter(self, seg: Segment | None) -> None:
         """Close what *seg* (None: the end) is not under; count it as seen by its parent."""
@@ -346,11 +353,16 @@ class _YamlMarks:
         while self.stack and (block != self.block or (self.stack[-1][0] is not None
                                                        and self.stack[-1][0] not in path)):
             self._close()
+        if not self.stack and self.fence is not None:
+            self.out.append(self.nl + self.fence[1])  # the front-matter's closing fence, after the marks
+            self.fence = None
         if seg is None or block is None:
             return
         if not self.stack:
             self.block = block
             self.stack.append((None, list(seg.meta.get("yaml_root", [0, "", False])), set()))
+            self.fence = seg.meta.get("yaml_fence")
+            self.due = self.fence[0] + self.nl if self.fence is not None else ""
         self.stack[-1][2].add(seg.index)
 
     def opened(self, seg: Segment) -> None:
@@ -453,6 +465,11 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
         # which assembly writes with the opening fence: what is before it
         cut = sep.rfind(fence[0])
         sep = sep[:cut] if cut >= 0 else ""
+    yaml_fence = seg.meta.get("yaml_fence")
+    if yaml_fence is not None and prev.meta.get("yaml_block") != seg.meta.get("yaml_block"):
+        # the first key delivered of a front-matter, which assembly writes under the opening fence
+        cut = sep.rfind(yaml_fence[0])
+        sep = sep[:cut] if cut >= 0 else ""
     diff_fence = seg.meta.get("diff_fence")
     if diff_fence is not None and prev.meta.get("diff_block") != seg.meta.get("diff_block"):
         # the first piece of a fenced diff, which assembly writes under the opening fence: what is before it
@@ -460,7 +477,8 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
         sep = sep[:cut] if cut >= 0 else ""
     if ("json_fence" in prev.meta or ("jsonl_fence" in prev.meta and not _same_records(prev, seg))
             or (seg.index != prev.index + 1 and ("```" in sep or "~~~" in sep))
-            or ("diff_fence" in prev.meta and prev.meta.get("diff_block") != seg.meta.get("diff_block"))):
+            or ("diff_fence" in prev.meta and prev.meta.get("diff_block") != seg.meta.get("diff_block"))
+            or ("yaml_fence" in prev.meta and prev.meta.get("yaml_block") != seg.meta.get("yaml_block"))):
         # a fenced JSON block ends in the sep of the segment after it ("]}\n```\n\n"; the only fence
         # outside a segment), and assembly closed it: the whitespace after it
         sep = sep[len(sep.rstrip()):]

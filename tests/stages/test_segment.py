@@ -1387,6 +1387,25 @@ def test_a_later_part_of_a_table_delivered_alone_follows_what_is_before_the_tabl
         assert f"[DATA_ROWS: {part.meta['table_rows'][0]}]" in out
 
 
+def test_notebook_lines_opening_with_a_clock_time_are_notes_not_a_numbered_listing():
+    # QA: "10:45 Added 2 mL …" read as line 10 of a listing ("18:print(x)"): the day's three lines were one
+    # code block of 57 tokens, left out whole at a budget of 60 with the negation "Do not exceed 2 mL"
+    text = ("# Lab notebook\n\n## 2025-03-11\n\n"
+            "10:00 Started culture batch B-12 at 37 °C.\n"
+            "10:45 Added 2 mL of reagent R4. Do not exceed 2 mL: higher volumes kill the culture.\n"
+            "13:10 Sample S-3 looked contaminated. Discarded it.\n")
+    out = seg(text)
+    assert not any(s.kind == "code" for s in out), [(s.kind, s.text) for s in out]
+    assert "10:45 Added 2 mL of reagent R4." in [s.text for s in out]
+    assert all("\n" not in s.text for s in out)
+    from odcf.compressor import Compressor
+    r = Compressor.from_ontology("general").compress(text, query="reagent volume limit", budget=70, timings=False)
+    assert "10:45 Added 2 mL of reagent R4. Do not exceed 2 mL: higher volumes kill the culture." in r.text, r.text
+    # a numbered listing is still code, its line 12 holding "00 …" too
+    listing = "10:def run(x):\n11:    y = x + 1\n12:00 = y\n13:    return y\n"
+    assert {s.kind for s in seg(listing)} == {"code"}
+
+
 def test_minutes_whose_lines_share_a_date_are_cut_a_line_a_paragraph_not_one_block():
     # QA: five "2025-03-11 10:MM Topic. …" lines were one list block of 132 tokens (a shared prefix, as log
     # lines): at a budget of 80 only the title was delivered, the vendor contract line the query asks for not

@@ -232,3 +232,94 @@ def test_a_transcript_of_name_and_sentence_lines_over_a_list_is_no_config():
                                                      annotate=False, timings=False)
     assert "YAML_" not in r.text and not any("yaml_block" in s.meta for s in r.document.segments), r.text
     assert any(s.meta.get("speaker") == "Tom Becker:" for s in r.document.segments)
+
+
+FRONT = """\
+---
+title: Quarterly migration plan
+author: Dana Kim
+date: 2025-03-11
+tags: [infra, migration]
+---
+
+# Quarterly migration plan
+
+We will move the billing database from cluster A to cluster C in April. The cutover window is 02:00–04:00 UTC on April 12.
+
+Rollback must be possible for 48 hours after cutover. Do not delete the old replicas before April 14.
+
+## Risks
+
+The replication lag on cluster C has exceeded 30 seconds twice this month. If lag exceeds 60 seconds during cutover, abort.
+"""
+
+
+def test_front_matter_is_a_config_delivered_between_both_fences_or_not_at_all():
+    # QA: front-matter cut as prose: its opening "---" left out, its closing one kept ("tags: […]\n---" read as a
+    # setext heading), author and date dropped with no mark
+    segs = Segmenter()(Document.from_sources([Source(id="plan.md", text=FRONT)]), Plan(domain="t")).segments
+    keys = [s for s in segs if s.meta.get("yaml_fence")]
+    assert [s.text for s in keys] == ["title: Quarterly migration plan", "author: Dana Kim", "date: 2025-03-11",
+                                      "tags: [infra, migration]"]
+    assert "---" not in [s.text.strip() for s in segs]  # the fences are no segments
+    assert join_segments(segs) == FRONT.rstrip()  # all delivered: as in the source
+    # keys left out counted at the block's end, inside the fences; what follows after the closing one
+    assert join_segments([keys[0], keys[3], segs[4]]) == (
+        "---\ntitle: Quarterly migration plan\ntags: [infra, migration]\n# [YAML_KEYS: 2]\n---\n\n"
+        "# Quarterly migration plan")
+    assert join_segments([keys[1], segs[5]]) == (
+        "---\nauthor: Dana Kim\n# [YAML_KEYS: 3]\n---\n\n"
+        "We will move the billing database from cluster A to cluster C in April.")
+    c = Compressor.from_ontology("general")
+    seen_keys = False
+    for query in ("cutover rollback", "who is the author and what is the date"):
+        for budget in range(20, 130, 6):
+            r = c.compress([Source(id="plan.md", text=FRONT)], query=query, budget=budget, annotate=False,
+                           timings=False)
+            lines = r.text.split("\n")
+            fm = [k for k, line in enumerate(lines) if line in ("title: Quarterly migration plan", "author: Dana Kim",
+                                                               "date: 2025-03-11", "tags: [infra, migration]")]
+            if not fm:
+                assert "---" not in lines, (query, budget, r.text)
+                continue
+            seen_keys = True
+            assert lines[0] == "---" and lines.count("---") == 2, (query, budget, r.text)
+            close = lines.index("---", 1)
+            front = yaml.safe_load("\n".join(lines[1:close]))
+            marks = sum(int(line.split(": ")[1].rstrip("]")) for line in lines[1:close] if line.startswith("# [YAML_KEYS"))
+            assert len(front) + marks == 4, (query, budget, r.text)
+    assert seen_keys
+
+
+JOB = """\
+name: nightly-export
+description: Runs the nightly job.
+owner: Exports the ledger to the warehouse.
+notes: Do not run during month-end close.
+schedule: "0 2 * * *"
+timeout: 3600
+"""
+
+
+def test_a_source_declared_yaml_is_a_config_whatever_its_values(tmp_path, capsys):
+    # QA: a .yaml file whose keys mostly hold a sentence (and do not nest) was cut as prose: at a budget of 40
+    # owner, notes ("Do not run during month-end close.") and schedule were left out with no [YAML_KEYS] mark
+    c = Compressor.from_ontology("general")
+    query = "what does the cleanup job do and its timeout"
+    for source in (Source(id="job.yaml", text=JOB), {"id": "jobs/export.YML", "text": JOB},
+                   Source(id="s1", origin="/etc/jobs/export.yaml", text=JOB)):
+        r = c.compress([source], query=query, budget=40, annotate=False, timings=False)
+        assert all(s.kind == "code" and "yaml_block" in s.meta for s in r.document.segments), r.document.segments
+        got = yaml.safe_load(r.text)  # the mark is a comment: still YAML
+        marks = [int(line.split(": ")[1].rstrip("]")) for line in r.text.splitlines() if line.startswith("# [YAML_KEYS: ")]
+        assert marks and len(got) + sum(marks) == 6, r.text
+    # `odcf compress FILE` names the source after the file
+    from odcf.cli.main import main
+    path = tmp_path / "export.yaml"
+    path.write_text(JOB, encoding="utf-8")
+    assert main(["compress", str(path), "--query", query, "--budget", "40", "--no-annotate"]) == 0
+    out = capsys.readouterr().out
+    assert "# [YAML_KEYS: " in out, out
+    # not declared: lines whose keys mostly hold a sentence stay prose (a transcript's "Name: sentence" lines)
+    r = c.compress([Source(id="notes.txt", text=JOB)], query=query, budget=40, annotate=False, timings=False)
+    assert "YAML_" not in r.text and not any("yaml_block" in s.meta for s in r.document.segments)

@@ -72,7 +72,7 @@ from odcf.stages.segment.mail import (
 )
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
-from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, yaml_pieces, yaml_run
+from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, declared_yaml, front_matter, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
@@ -198,7 +198,8 @@ class Segmenter(Stage):
             return self._records_parts(records, "table", 0, counter, head_n=1)
         return self._text_pieces(text, counter, turn=source.kind == "chat",
                                  sentence_chars=sentence_chars or self.max_sentence_chars,
-                                 list_marks=source.meta.get("list_marks", True), budget=budget)
+                                 list_marks=source.meta.get("list_marks", True), budget=budget,
+                                 yaml_file=declared_yaml(source))
 
     def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
                      base: int = 0, budget: int | None = None) -> list[Piece] | None:
@@ -371,7 +372,9 @@ class Segmenter(Stage):
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
     def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
-                     list_marks: bool = True, budget: int | None = None) -> list[Piece]:
+                     list_marks: bool = True, budget: int | None = None, yaml_file: bool = False) -> list[Piece]:
+        """*yaml_file*: the source is declared a YAML file (``….yaml``), whose keys are a config's
+        whatever their values (:func:`.yamlparts.yaml_run`)."""
         pieces: list[Piece] = []
         paragraph = 0
         lines = list(iter_lines_with_offsets(text))
@@ -413,15 +416,27 @@ class Segmenter(Stage):
                 paragraph += 1
                 i = diff_end(files)
                 continue
+            fence_end = front_matter(lines) if i == 0 else 0
+            if fence_end:
+                # a markdown page's YAML front-matter: a config between its "---" fences, which assembly
+                # writes around what it delivers of it (both or neither; odcf.render)
+                yaml_blocks += 1
+                fence = {"yaml_fence": [line.rstrip(), lines[fence_end][2].rstrip()]}
+                pieces.extend(Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), **fence})
+                              for p in yaml_pieces(lines[1:fence_end], paragraph, len(pieces), yaml_blocks,
+                                                   _line_piece))
+                paragraph += 1
+                i = fence_end + 1
+                continue
             yaml_end = i
             if not pieces and COMMENT_RE.match(line):
                 # a YAML file opening with comments ("# Helm values for payments-api"): comments,
                 # not markdown headings, when all the text is YAML
-                yaml_end, _ = yaml_run(lines, i, comments_before=True)
+                yaml_end, _ = yaml_run(lines, i, comments_before=True, declared=yaml_file)
                 if any(lines[k][2].strip() for k in range(yaml_end, n)):
                     yaml_end = i
             elif i >= yaml_read and KEY_RE.match(line):
-                yaml_end, yaml_read = yaml_run(lines, i)
+                yaml_end, yaml_read = yaml_run(lines, i, declared=yaml_file)
             if yaml_end > i:
                 # a config: a node a piece, each delivered only under its path (odcf.stages.segment.yamlparts)
                 yaml_blocks += 1
@@ -1165,7 +1180,9 @@ def _structural(lines: list[tuple[int, int, str]], j: int) -> bool:
 
 #: A line of source code: a numbered listing line ("18:print(x)"), a statement or a block opener.
 _CODE_LINE_RE = re.compile(
-    r"^\s*\d{1,6}:"  # SWE-agent style numbered listing
+    # SWE-agent style numbered listing ("18:print(x)"), not a clock time and words: a lab notebook's
+    # "10:45 Added 2 mL of reagent R4." is a note, not line 10 holding "45 Added …"
+    r"^\s*\d{1,6}:(?!\d\d(?::\d\d)?\s+[^\W\d_])"
     r"|^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|return\b|raise \w|elif |else:|try:|except\b"
     r"|finally:|with .+:$|for .+ in .+:$|while .+:$|if .+:$|@\w+|#include|const |let |var |function\b|public |private )"
     r"|^\s*[\w.\[\]'\"]+\s*(?:[-+*/%|&]?=)\s*\S(?:.*[^.!?])?$"  # an assignment

@@ -1,5 +1,6 @@
 """YAML in the segmenter: a config (a Helm ``values.yaml``, a compose file, a block of YAML in a
-tool's output) cut into one node a piece, each knowing the key lines above it.
+tool's output, a markdown page's front-matter) cut into one node a piece, each knowing the key lines
+above it.
 
 A YAML line means nothing without its path: ``enabled: true`` delivered under ``autoscaling:``
 when it is ``ingress.enabled`` says the opposite of the config. So every node (a key line or a
@@ -60,13 +61,22 @@ def _depth(line: str) -> float:
     return _indent(line) + (0.5 if ITEM_RE.match(line) else 0.0)
 
 
-def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool = False) -> tuple[int, int]:
+def declared_yaml(source: Any) -> bool:
+    """Whether a source's file name (its origin, else its id: ``odcf compress FILE`` gives both the
+    path) declares YAML: ``.yaml`` or ``.yml``."""
+    return (source.origin or source.id or "").lower().endswith((".yaml", ".yml"))
+
+
+def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool = False,
+             declared: bool = False) -> tuple[int, int]:
     """End (exclusive) of a block of YAML that starts at line *i* (a key line), or *i* when the
     lines there are not one: nodes at its indentation or deeper, comment and blank lines between
     them, at least :data:`_MIN_NODES` nodes with a key holding another key, and the whole parses
     as a YAML mapping. With *comments_before*, line *i* may be a comment over the first key.
     Second: where the lines read stop, so that a caller need not ask again for the lines before
-    it (a transcript of "name: text" lines would be read again from each line)."""
+    it (a transcript of "name: text" lines would be read again from each line). In a source
+    *declared* a YAML file (:func:`declared_yaml`) the lines need only parse: flat keys, and keys
+    that mostly hold a sentence ("notes: Do not run during month-end close."), are a config there."""
     n = len(lines)
     k = i
     if comments_before:
@@ -77,7 +87,7 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
     first = lines[k][2]
     if not KEY_RE.match(first) or ITEM_RE.match(first) or _CODE_KEY_RE.match(first):
         return i, k + 1
-    if _prose_key(first):
+    if _prose_key(first) and not declared:
         return i, k + 1
     base = _indent(first)
     end = k
@@ -101,7 +111,7 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
             break
         if _node_line(line):
             if nodes == 1 and prev_key is not None and prev_key.rstrip().endswith(":") \
-                    and _depth(line) <= _depth(prev_key):
+                    and _depth(line) <= _depth(prev_key) and not declared:
                 return i, k + 1  # "Current config:" over the config: a lead-in, not a key holding nothing
             nodes += 1
             if prev_key is not None and _depth(line) > _depth(prev_key) and prev_key.rstrip().endswith(":") \
@@ -119,10 +129,11 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
             break
         end = j + 1
         j += 1
-    if nodes < _MIN_NODES or not nested:
+    if (nodes < _MIN_NODES or not nested) and not declared:
         return i, max(j, k + 1)
     top = [line for _, _, line in lines[k:end] if _indent(line) == base and KEY_RE.match(line)]
-    if 2 * sum(bool(_SENTENCE_VALUE_RE.match(line[KEY_RE.match(line).end():])) for line in top) > len(top):
+    if not declared and 2 * sum(bool(_SENTENCE_VALUE_RE.match(line[KEY_RE.match(line).end():])) for line in top) \
+            > len(top):
         # most keys hold a sentence: a transcript's "Priya Nair: Luis, you own … by 28 March." lines over an
         # "Action items:" list, not a config
         return i, max(j, k + 1)
@@ -130,6 +141,20 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
     if _parses(lines[start:end], base) or (nodes >= _LOOSE_MIN_NODES and not comments_before):
         return end, max(j, k + 1)
     return i, max(j, k + 1)
+
+
+def front_matter(lines: list[tuple[int, int, str]]) -> int:
+    """The line of the closing fence of a text's YAML front-matter (a markdown page's "---" line at
+    its top, ``title: …`` and ``date: …`` lines, then "---" or "..."), or 0 when the text opens with
+    none: the lines between the fences must parse as a YAML mapping. Its keys are a config's (a node a
+    piece), and assembly writes its fences around what it delivers of it: cut as prose, its opening
+    "---" was left out and its closing one kept, which turns the keys above it into a setext heading."""
+    if not lines or lines[0][2].rstrip() != "---":
+        return 0
+    end = next((k for k in range(1, len(lines)) if lines[k][2].rstrip() in ("---", "...")), 0)
+    if end < 2 or not any(line.strip() and not COMMENT_RE.match(line) for _, _, line in lines[1:end]):
+        return 0
+    return end if _parses(lines[1:end], 0) else 0
 
 
 def _parses(lines: list[tuple[int, int, str]], base: int) -> bool:
