@@ -866,8 +866,7 @@ def _courtesy(segments: Sequence[Segment], users: set[str]) -> set[str]:
     for seg in segments:
         speaker = str(seg.meta.get("speaker") or "")
         if seg.source_id in served and speaker and seg.id not in users:
-            text = seg.text.strip()
-            text = text[len(speaker.strip()):] if text.startswith(speaker.strip()) else text
+            text = seg.text.strip().removeprefix(speaker.strip())
             if text.strip() and _COURTESY_RE.fullmatch(text):
                 out.add(seg.id)
     return out
