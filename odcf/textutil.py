@@ -436,10 +436,25 @@ def restricts_back(sentence: str, before: str) -> str | None:
     return None
 
 
+#: "He" or "She" as the subject opening a sentence ("He promised to keep it until Friday." after "I left it with
+#: Señor Ortiz, at number 14."): who it is is named only before it. Only in its own paragraph: in a story the next
+#: paragraph's "He looked at her …" is often someone else, and across paragraphs the chains ran long.
+_PERSON_OPENER_RE = re.compile(r"^[\"'\u201c\u2018(\[]*(?:He|She|HE|SHE)(?=\s+[a-z])")
+
+
 def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> str | None:
     """What in *sentence* speaks of something named only in *before*, the sentence in front of it:
     :func:`refers_back` (a definite noun only in *same_paragraph*), or in *same_paragraph* a prohibition
-    of :func:`restricts_back`."""
+    of :func:`restricts_back` or a "He"/"She" opening it (:data:`_PERSON_OPENER_RE`).
+
+    >>> points_back("He promised to keep it until Friday.", "I left it with Señor Ortiz, at number 14.")
+    'He'
+    >>> [points_back(s, "I left it with Señor Ortiz.", same_paragraph=p) for s, p in (
+    ...  ("He promised to keep it.", False), ("Helen kept it.", True), ("Shelley kept it.", True))]
+    [None, None, None]
+    """
+    if same_paragraph and (m := _PERSON_OPENER_RE.match(sentence.lstrip())):
+        return m.group(0).lstrip("\"'\u201c\u2018([")
     return refers_back(sentence, before, definite=same_paragraph) or (
         restricts_back(sentence, before) if same_paragraph else None)
 

@@ -790,7 +790,7 @@ USER_CONSTRAINT_RE = re.compile(
 #: What a user says to an agent that sets a condition on what the agent does for them, said without "me" or
 #: "I do not want": "Please also avoid anything before 10am", "the hotel must have air conditioning", "step-free
 #: access is essential", "no hostels", "under €2,000 total", "we can't walk far", "we'd prefer a quiet street",
-#: "direct flights only", "my partner uses a wheelchair". Only in a user's turn of a conversation with an agent
+#: "direct flights only", "my partner uses a wheelchair", "I need it before March 20". Only in a user's turn of a conversation with an agent
 #: (:func:`_user_turns`), and not in a question: a meeting's "We must finish by Friday", a manual's "avoid
 #: direct sunlight" and the user's "Must we pay a deposit?" set none.
 CHAT_CONSTRAINT_RE = re.compile(
@@ -803,34 +803,73 @@ CHAT_CONSTRAINT_RE = re.compile(
     r"|\b(?:I|we)\s+(?:cannot|can['’]t|can\s+not|won['’]t|will\s+not|do\s+not|don['’]t|never)\s+(?!(?:know|think"
     r"|remember|believe|see|understand|mind|care|worry|get|recall|need|have\s+(?:a|any)\s+preference)\b)\w+"
     r"|\b(?:I|we)(?:\s+would|['’]d)?\s+(?:prefer|rather)\b|\bplease\s+(?:also\s+)?(?:do\s+not|don['’]t|never|no)\b"
+    r"|\b(?:need|needs|want|wants)\s+(?:it|this|that|them|(?:the|my|our)\s+[^\W\d_]+)\s+(?:by|before|no\s+later\s+than)\s"
     r"|\b[^\W\d_]{3,}\s+only\b(?=\s*(?:[.,;!]|please\b|$))|\bwheelchair|\bstep-free\b"
     r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
-_NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator)\b",
+_NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator|rep"
+                          r"|representative|csr|help\s*desk|service\s+desk|customer\s+(?:service|support|care))\b",
                           re.IGNORECASE)
 
 
+#: The roles of an agent's speaker label (:data:`_AGENT_SPEAKER_RE`).
+_AGENT_ROLES = (r"system|(?:ai\s+|support\s+|service\s+)?(?:assistant|agent)|tool|(?:chat)?bot|ai|model|function"
+                r"|developer|support|(?:support\s+|service\s+|sales\s+)?rep(?:resentative)?|csr|help\s*desk|service\s+desk"
+                r"|customer\s+(?:service|support|care)")
 #: A speaker that makes a transcript a conversation with an agent (an AI assistant, an agent, a tool, a system
-#: prompt): the whole label is the role ("assistant:", "AI:", "Bot:", "Assistant (gpt-4o):", "[system]",
-#: "[assistant -> get_order]", "[tool get_order]"). Not an earnings call's "Operator:", a webinar's "Host:" or a
-#: person named "Ai Tanaka": read as a chat, the CFO's "Make it $110 million for the year" had corrected the
-#: quarter's free cash flow and an analyst's "You must be near capacity there." was raised as a user's constraint.
-_AGENT_SPEAKER_RE = re.compile(
-    r"^(?:\[\s*(?:system|(?:ai\s+)?assistant|(?:ai\s+)?agent|tool|(?:chat)?bot|ai|model|function|developer)\b[^\]]*\]"
-    r"|(?:system|(?:ai\s+)?assistant|(?:ai\s+)?agent|tool|(?:chat)?bot|ai|model|function|developer)"
-    r"(?:\s*\([^()]*\))?:)$", re.IGNORECASE)
+#: prompt, a support desk): the whole label is the role ("assistant:", "AI:", "Bot:", "Assistant (gpt-4o):",
+#: "[system]", "[assistant -> get_order]", "[tool get_order]", "Support:", "Rep (Dana):"). Not an earnings call's
+#: "Operator:", a webinar's "Host:" or a person named "Ai Tanaka": read as a chat, the CFO's "Make it $110 million
+#: for the year" had corrected the quarter's free cash flow and an analyst's "You must be near capacity there."
+#: was raised as a user's constraint.
+_AGENT_SPEAKER_RE = re.compile(rf"^(?:\[\s*(?:{_AGENT_ROLES})\b[^\]]*\]|(?:{_AGENT_ROLES})(?:\s*\([^()]*\))?:)$",
+                               re.IGNORECASE)
+#: A speaker whose label is the role of the one served, whoever answers: "Customer:", "Client:", "Caller:",
+#: "User:", "Patient:", "Guest:", "[customer]", "Customer (Maria):". What they say is said by the user.
+_CLIENT_SPEAKER_RE = re.compile(r"^(?:\[\s*(?:customer|client|caller|user|patient|guest)\b[^\]]*\]"
+                                r"|(?:customer|client|caller|user|patient|guest)(?:\s*\([^()]*\))?:)$", re.IGNORECASE)
 
 
 def _user_turns(segments: Sequence[Segment]) -> set[str]:
     """The ids of the segments said by a user in a conversation with an agent: in a source where a system, an
-    assistant or a tool speaks (:data:`_AGENT_SPEAKER_RE`), those of every speaker but them (:data:`_NOT_USER_RE`).
-    A meeting's or an earnings call's speakers are none of them: "We must finish by Friday" there is no user's
-    condition, nor is an operator an agent."""
+    assistant, a tool or a support desk speaks (:data:`_AGENT_SPEAKER_RE`), those of every speaker but them
+    (:data:`_NOT_USER_RE`); anywhere, those of a speaker labelled as the one served (:data:`_CLIENT_SPEAKER_RE`,
+    "Customer:"). A meeting's or an earnings call's speakers are none of them: "We must finish by Friday" there is
+    no user's condition, nor is an operator an agent."""
     agents = {seg.source_id for seg in segments
               if seg.meta.get("speaker") and _AGENT_SPEAKER_RE.match(str(seg.meta["speaker"]).strip())}
-    return {seg.id for seg in segments if seg.source_id in agents and seg.meta.get("speaker")
-            and not _NOT_USER_RE.match(str(seg.meta["speaker"]))}
+    return {seg.id for seg in segments if seg.meta.get("speaker")
+            and (seg.source_id in agents and not _NOT_USER_RE.match(str(seg.meta["speaker"]))
+                 or _CLIENT_SPEAKER_RE.match(str(seg.meta["speaker"]).strip()))}
+
+
+#: A sentence of nothing but courtesy: "I'm sorry to hear that.", "Thanks.", "Noted.", "Understood.", "Happy to
+#: help!", "Have a nice day." Said by an agent, it tells the reader nothing a user's constraint has to make room for.
+_COURTESY_RE = re.compile(
+    r"(?:\s*(?i:(?:(?:I|we)(?:['’]m|['’]re|\s+am|\s+are)\s+)?(?:(?:so|very|really|truly)\s+)?sorry"
+    r"(?:\s+(?:to\s+hear\s+(?:that|this|about\s+(?:that|this|it))|about\s+(?:that|this|the\s+(?:trouble|inconvenience|delay|wait))"
+    r"|for\s+the\s+(?:trouble|inconvenience|delay|wait)))?"
+    r"|(?:many\s+)?thanks?(?:\s+you)?(?:\s+(?:so|very)\s+much)?(?:\s+for\s+(?:your\s+)?(?:patience|waiting|reaching\s+out"
+    r"|contacting\s+us|letting\s+(?:me|us)\s+know|the\s+information))?"
+    r"|noted|understood|got\s+it|great|perfect|sure|of\s+course|certainly|absolutely|no\s+problem|you['’]re\s+welcome"
+    r"|(?:I['’]m\s+|I\s+am\s+)?(?:happy|glad)\s+to\s+help|ok(?:ay)?|alright|all\s+right|hello|hi|hey"
+    r"|good\s+(?:morning|afternoon|evening)|have\s+a\s+(?:great|good|nice|lovely)\s+day)[\s,]*[.!]*)+\s*")
+
+
+def _courtesy(segments: Sequence[Segment], users: set[str]) -> set[str]:
+    """The ids of the sentences said by the other side of a conversation with a user (*users*, its user's
+    turns: :func:`_user_turns`) that hold nothing but courtesy (:data:`_COURTESY_RE`, the speaker's label
+    aside): "Agent: I'm sorry to hear that."."""
+    served = {seg.source_id for seg in segments if seg.id in users}
+    out = set()
+    for seg in segments:
+        speaker = str(seg.meta.get("speaker") or "")
+        if seg.source_id in served and speaker and seg.id not in users:
+            text = seg.text.strip().removeprefix(speaker.strip())
+            if text.strip() and _COURTESY_RE.fullmatch(text):
+                out.add(seg.id)
+    return out
 
 
 #: A user constraint ranks right after this many of the best other segments of its source: the
@@ -845,8 +884,9 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
     """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
     turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`; in a transcript, not a system's, agent's or
     tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
-    best score among the other segments of its source, headings aside (never lowered); returns the scores
-    and how many were raised.
+    best score among the other segments of its source, headings and the courtesy of the user's other side
+    (:func:`_courtesy`, an agent's "I'm sorry to hear that.") aside (never lowered), and that courtesy, where it scored as high, put below the
+    lowest of them; returns the scores and how many constraints were raised.
 
     >>> from odcf.document import Segment
     >>> texts = ["The serial is BX-9920-114.", "Please do not call me; email only.", "Don't get me wrong, it works.",
@@ -860,9 +900,10 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
                   and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
                   and (USER_CONSTRAINT_RE.search(seg.text) or seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
                        and not seg.text.rstrip().endswith("?"))}
+    courtesy = _courtesy(segments, users) if constraint else set()
     others: dict[str, list[float]] = {}
     for seg in segments:  # headings are not answers: "# Ticket 48213: replacement" led for "where is the replacement sent?"
-        if seg.id in scores and seg.id not in constraint and seg.kind != "heading":
+        if seg.id in scores and seg.id not in constraint and seg.id not in courtesy and seg.kind != "heading":
             others.setdefault(seg.source_id, []).append(scores[seg.id])
     floors = {src: round(sorted(v, reverse=True)[min(CONSTRAINT_AFTER, len(v)) - 1] - 1e-6, 6)
               for src, v in others.items()}
@@ -872,6 +913,13 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
         if seg.id in constraint and floors.get(seg.source_id, 0.0) > out[seg.id]:
             out[seg.id] = floors[seg.source_id]
             raised += 1
+    lowest: dict[str, float] = {}  # the lowest constraint of each source: an agent's courtesy ranks below it
+    for seg in segments:
+        if seg.id in constraint:
+            lowest[seg.source_id] = min(lowest.get(seg.source_id, out[seg.id]), out[seg.id])
+    for seg in segments:
+        if seg.id in courtesy and seg.source_id in lowest and out[seg.id] >= lowest[seg.source_id]:
+            out[seg.id] = round(max(lowest[seg.source_id] - 1e-6, 0.0) * 0.5, 6)
     return out, raised
 
 

@@ -187,3 +187,54 @@ def test_a_change_that_names_what_it_changes_corrects_only_a_value_of_that_thing
     # the thing named, in the singular or the plural, next to the old value: linked
     segs = _turns("user: Flights must be under €300 each.", "assistant: Noted.", "user: Make the flight under €120.")
     assert correction_links(segs) == {"s2": ["s0"]}
+
+
+SUPPORT = ("Customer: Hi, my order 55-8812 arrived damaged. The box was crushed.\n"
+           "Agent: I'm sorry to hear that. Can you confirm the shipping address is 12 Elm Street?\n"
+           "Customer: Yes. Not urgent. But I need it before March 20.\n"
+           "Agent: Thanks. I can offer a replacement or a refund of $149.99.\n"
+           "Customer: Replacement please. Actually, make it a refund instead.\n"
+           "Agent: Understood. The refund of $149.99 will be issued within 5 business days.\n"
+           "Customer: Great. Please don't call me, email only.\n"
+           "Agent: Noted. You will receive an email at the address on file.\n")
+
+
+def test_a_customers_deadline_in_a_support_chat_is_delivered_before_the_agents_courtesy():
+    # QA round 3: "Customer: Yes. Not urgent. But I need it before March 20." was not raised and was left out at
+    # 110 tokens while "Agent: I'm sorry to hear that." went out
+    r = Compressor.from_ontology("customer_service").compress(
+        SUPPORT, query="refund amount and contact preference", budget=110, annotate=False)
+    assert "But I need it before March 20." in r.text, r.text
+    assert "Please don't call me, email only." in r.text, r.text
+
+
+@pytest.mark.parametrize("agent, customer", [
+    ("Agent:", "Customer:"), ("Support:", "Client:"), ("Rep (Dana):", "Caller:"), ("Customer service:", "Maria:"),
+    ("Bot:", "User:"), ("Nurse:", "Patient:"), ("Support agent:", "Guest:")])
+def test_the_served_side_of_a_support_chat_sets_constraints_and_the_agents_courtesy_ranks_below_them(agent, customer):
+    from odcf.stages.rank import lift_constraints
+
+    said = [(customer, "My order 55-8812 arrived damaged."), (agent, "I'm sorry to hear that."),
+            (agent, "A refund of $149.99 is issued within 5 days."), (customer, "I need it before March 20.")]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=f"{who} {t}", original=f"{who} {t}", kind="sentence",
+                    meta={"speaker": who}) for i, (who, t) in enumerate(said)]
+    scores, raised = lift_constraints(segs, {"s0": 0.9, "s1": 0.6, "s2": 0.5, "s3": 0.1})
+    assert raised == 1, (agent, customer)
+    # the customer's deadline ranks above the agent's "I'm sorry to hear that.", which had been the floor
+    assert scores["s3"] > scores["s1"], scores
+    # said by the agent, it is no user's constraint
+    agent_says = [s.replace(meta={"speaker": agent}) if s.id == "s3" else s for s in segs]
+    assert lift_constraints(agent_says, {"s0": 0.9, "s1": 0.6, "s2": 0.5, "s3": 0.1})[1] == 0
+
+
+@pytest.mark.parametrize("said, raised", [
+    ("But I need it before March 20.", True), ("We need the car by 6pm.", True),
+    ("I want my refund no later than Friday.", True),
+    ("I need it for the party.", False), ("Do you need it before March 20?", False),
+    ("It arrived before March 20.", False)])
+def test_a_users_deadline_is_a_constraint(said, raised):
+    from odcf.stages.rank import lift_constraints
+
+    segs = _turns("user: Hi, my blender broke.", "assistant: Sorry about that.", "Shall I send a new one?",
+                  f"user: {said}")
+    assert lift_constraints(segs, {"s0": 0.9, "s1": 0.8, "s2": 0.5, "s3": 0.1})[1] == raised
