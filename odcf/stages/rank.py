@@ -514,17 +514,38 @@ def _things(cues: Sequence[re.Match[str]]) -> set[str]:
             for w in words(m.group("thing"), stop=True) if w not in _NOT_THING}
 
 
+_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?"
+           r"|nov(?:ember)?|dec(?:ember)?")
+#: The values of a kind a change may name instead of the thing it changes ("change the dates to 15 June", "move the
+#: time to 11:15", "make the amount €500"): a date (a day and a month, either way round, or in figures: "14 to 18
+#: June", "June 14", "2025-06-14", "14/06"), a time of day ("07:40", "10am"), a sum of money ("€3,500", "300 EUR").
+_DATE_VALUE_RE = re.compile(rf"(?i:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}\b"
+                            r"|\b\d{4}-\d\d-\d\d\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b)")
+_TIME_VALUE_RE = re.compile(r"(?i:\b\d{1,2}:\d\d\b|\b\d{1,2}(?:[:.]\d\d)?\s?(?:[ap]\.?m\b\.?))")
+_MONEY_VALUE_RE = re.compile(r"(?i:[€$£¥]\s?\d|\b\d[\d,.]*\s?(?:eur|usd|gbp|euros?|dollars?|pounds?)\b"
+                             r"|\b(?:eur|usd|gbp)\s?\d)")
+#: The words of a change that name a kind of value rather than a thing (stemmed, :func:`_stem`), and that kind.
+_KIND_WORDS = {"date": _DATE_VALUE_RE, "time": _TIME_VALUE_RE, "amount": _MONEY_VALUE_RE,
+               "budget": _MONEY_VALUE_RE, "price": _MONEY_VALUE_RE, "cost": _MONEY_VALUE_RE}
+
+
 def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], kinds: Sequence[set[str]],
                    things: set[str] = frozenset()) -> list[str]:
     """What a user's change in a conversation (segment *k*, :data:`_CHAT_CHANGE_RE`) changes: the last segment of
     *window* in the same user's turns that gives a value of the same kind (:func:`_value_kinds`), of those sharing the
     most kinds with it, and where the change names what it changes (*things*, :func:`_things`), only one that names
     it too. "Make it under €2,000 total" changes the "Budget is €3,500 total" said before it, though the two share
-    no number and one rare word; "Make the flight under €120" changes no "hotel … max €150 a night"."""
+    no number and one rare word; "Make the flight under €120" changes no "hotel … max €150 a night". Where the
+    change names a kind of value (:data:`_KIND_WORDS`: "Change the dates to 15 June") and gives one of that kind, a
+    segment that gives a value of that kind counts as naming it ("from 14 June to 18 June" says no "dates"), that
+    kind shared."""
     seg = segments[k]
-    shared = {j: len(kinds[j] & kinds[k]) for j in window if segments[j].source_id == seg.source_id
+    named = [_KIND_WORDS[t] for t in sorted(things) if t in _KIND_WORDS and _KIND_WORDS[t].search(seg.text)]
+    shared = {j: len(kinds[j] & kinds[k]) + any(r.search(segments[j].text) for r in named) for j in window
+              if segments[j].source_id == seg.source_id
               and segments[j].meta.get("speaker") == seg.meta.get("speaker")
-              and (not things or things & {_stem(w) for w in words(segments[j].text)})}
+              and (not things or things & {_stem(w) for w in words(segments[j].text)}
+                   or any(r.search(segments[j].text) for r in named))}
     best = max(shared.values(), default=0)
     return [segments[max(j for j, n in shared.items() if n == best)].id] if best else []
 
@@ -880,10 +901,24 @@ def _courtesy(segments: Sequence[Segment], users: set[str]) -> set[str]:
 CONSTRAINT_AFTER = 2
 
 
-def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+#: A name in a sentence: a capitalised word after a lower-case one or a comma ("a trip to Lisbon", "Hi, Anna").
+_NAME_RE = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{2,}")
+
+
+def _says_more(stale: str, change: str) -> bool:
+    """Whether *stale*, which *change* corrects, says more than the value changed: a value of a kind the change
+    gives none of (:func:`_value_kinds`: "2 people" beside "14 June" for "make it 15 June"), or a name it does not
+    hold ("Lisbon"); "Budget is €3,500 total" says nothing "make it under €2,000 total" does not replace."""
+    return bool(_value_kinds(_as_figures(stale)) - _value_kinds(_as_figures(change))
+                or set(_NAME_RE.findall(stale)) - set(_NAME_RE.findall(change)))
+
+
+def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
+                     links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
-    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`; in a transcript, not a system's, agent's or
-    tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
+    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`, or a correction there of what the user said
+    before, with what it corrects in the same user's turns: *links*, by default :func:`correction_links`; in a
+    transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
     best score among the other segments of its source, headings and the courtesy of the user's other side
     (:func:`_courtesy`, an agent's "I'm sorry to hear that.") aside (never lowered), and that courtesy, where it scored as high, put below the
     lowest of them; returns the scores and how many constraints were raised.
@@ -900,6 +935,18 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float]) -> t
                   and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
                   and (USER_CONSTRAINT_RE.search(seg.text) or seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
                        and not seg.text.rstrip().endswith("?"))}
+    if users:
+        # a user's change of what they asked for ("Actually, make it 15 June, not 14 June.") is what they ask now,
+        # and what it changes still says the rest of what they asked ("a trip to Lisbon for 2 people from 14 June to
+        # 18 June"): left at their own scores, the stale request went out only with the change, both were left out,
+        # and with them where the trip goes and for how many
+        by_id = {seg.id: seg for seg in segments if seg.id in users}
+        for fix, stale in (correction_links(segments) if links is None else links).items():
+            if fix in by_id and fix in scores:
+                constraint.add(fix)
+                constraint.update(s for s in stale if s in scores and s in by_id
+                                  and by_id[s].meta.get("speaker") == by_id[fix].meta.get("speaker")
+                                  and _says_more(by_id[s].text, by_id[fix].text))
     courtesy = _courtesy(segments, users) if constraint else set()
     others: dict[str, list[float]] = {}
     for seg in segments:  # headings are not answers: "# Ticket 48213: replacement" led for "where is the replacement sent?"
@@ -1075,7 +1122,7 @@ class LexicalRanker(Stage):
         scores, answers = lift_answers(doc.segments, scores)
         links = correction_links(live)
         scores, corrected = lift_corrections(live, scores, links)
-        scores, constraints = lift_constraints(live, scores)
+        scores, constraints = lift_constraints(live, scores, links)
         corrected_by: dict[str, list[str]] = {}
         for fix, stale in links.items():
             for sid in stale:

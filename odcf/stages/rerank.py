@@ -327,7 +327,7 @@ class EmbeddingReranker(Stage):
             new_scores, corrected = lift_corrections(english, new_scores, links)
             if corrected:
                 data["corrections_raised"] = corrected
-            new_scores, constraints = lift_constraints(english, new_scores)
+            new_scores, constraints = lift_constraints(english, new_scores, links)
             if constraints:
                 data["constraints_raised"] = constraints
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)

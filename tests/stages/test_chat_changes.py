@@ -238,3 +238,71 @@ def test_a_users_deadline_is_a_constraint(said, raised):
     segs = _turns("user: Hi, my blender broke.", "assistant: Sorry about that.", "Shall I send a new one?",
                   f"user: {said}")
     assert lift_constraints(segs, {"s0": 0.9, "s1": 0.8, "s2": 0.5, "s3": 0.1})[1] == raised
+
+
+TRIP = ("User: Hi, I need a trip to Lisbon for 2 people from 14 June to 18 June.\n"
+        "Assistant: Sure. What's your budget and any preferences?\n"
+        "User: Budget is €3,500 total. We'd like a hotel in Alfama with breakfast.\n"
+        "Assistant: Got it. I found Hotel Convento do Salvador at €180 a night and Memmo Alfama at €260 a night.\n"
+        "User: My partner uses a wheelchair, so step-free access is essential.\n"
+        "Assistant: Memmo Alfama has step-free access and an elevator. Flights TAP TP1351 leave at 07:40.\n"
+        "User: Please avoid anything before 10am.\n"
+        "Assistant: Then TP1357 at 11:15 works, €240 per person.\n"
+        "User: Actually, make it 15 June, not 14 June. And make it under €2,000 total.\n"
+        "Assistant: Understood, I will search again for 15 June to 18 June under €2,000.\n"
+        "User: We are vegetarian, by the way.\n"
+        "Assistant: Noted, I will include vegetarian restaurant suggestions.\n")
+
+
+def test_a_users_change_ranks_with_their_constraints_and_keeps_the_rest_of_what_it_changes():
+    # QA round 2, finding 7: "Actually, make it 15 June, not 14 June." kept its own score (0.69), below the
+    # constraints, and "I need a trip to Lisbon for 2 people from 14 June to 18 June", which goes only with it,
+    # was left out as corrected: at 90 tokens the output never said Lisbon or 2 people
+    compressor = Compressor.from_ontology("general")
+    r = compressor.compress([{"id": "chat.txt", "text": TRIP}], query="Book the flight and hotel", budget=90)
+    assert "trip to Lisbon for 2 people from 14 June to 18 June" in r.text, r.text
+    assert "Actually, make it 15 June, not 14 June." in r.text, r.text
+    # the old dates still never go out without the change
+    for budget in range(40, 200, 10):
+        r = compressor.compress([{"id": "chat.txt", "text": TRIP}], query="Book the flight and hotel", budget=budget)
+        assert "14 June to 18 June" not in r.text or "make it 15 June" in r.text, (budget, r.text)
+
+
+def test_what_a_users_change_changes_is_raised_with_it_only_where_it_says_more():
+    from odcf.stages.rank import lift_constraints
+
+    segs = _turns("user: A trip to Lisbon for 2 people from 14 June to 18 June.", "assistant: Lisbon is lovely.",
+                  "user: Budget is €3,500 total.", "assistant: Flights TAP TP1351 leave at 07:40.",
+                  "The hotel has a pool.", "user: Actually, make it 15 June, not 14 June.",
+                  "user: And make it under €2,000 total.")
+    assert correction_links(segs) == {"s5": ["s0"], "s6": ["s2"]}
+    scores, _ = lift_constraints(segs, {"s0": 0.3, "s1": 0.9, "s2": 0.2, "s3": 0.8, "s4": 0.7, "s5": 0.3, "s6": 0.4})
+    # the change, and the request it changes, which still says where and for how many, rank with the constraints
+    assert scores["s5"] == scores["s0"] == scores["s6"] == 0.799999, scores
+    # "Budget is €3,500 total" says nothing "under €2,000 total" does not replace: it keeps its own score
+    assert scores["s2"] == 0.2
+    # said by the agent, a change is no user's
+    agent = [s.replace(meta={"speaker": "assistant:"}) if s.id == "s5" else s for s in segs]
+    scores, _ = lift_constraints(agent, {"s0": 0.3, "s1": 0.9, "s2": 0.2, "s3": 0.8, "s4": 0.7, "s5": 0.3, "s6": 0.4})
+    assert scores["s0"] == 0.3 and scores["s5"] == 0.3
+
+
+_BOOKING = ("user: Hi, I need a trip to Lisbon for 2 people from 14 June to 18 June.",
+            "assistant: Sure. What's your budget?", "user: Budget is €3,500 total. Please book the 07:40 flight.",
+            "assistant: Memmo Alfama is €260 a night. Flights TAP TP1351 leave at 07:40.",
+            "user: We are vegetarian.", "assistant: Then TP1357 at 11:15 works, €240 per person.")
+
+
+@pytest.mark.parametrize("change, changed", [
+    ("Change the dates to 15 June.", "s0"), ("Change the dates to 15 to 19 July.", "s0"),
+    ("Move the time to 11:15.", "s2"), ("Change the amount to €2,000.", "s2"), ("Change the budget to €2,000.", "s2"),
+    ("Change the dates to 3 people.", None), ("Change the time to 15 June.", None)])
+def test_a_change_that_names_the_kind_of_value_changes_the_users_last_value_of_that_kind(change, changed):
+    # QA: "Change the dates to 15 June" did not correct "from 14 June to 18 June", which says no "dates", and
+    # the old dates could go out as current
+    links = correction_links(_turns(*_BOOKING, f"user: {change}"))
+    assert links == ({"s6": [changed]} if changed else {}), links
+    # only a user's change in a chat with an agent: not in a meeting
+    meeting = [s.replace(meta={"speaker": "Tom:" if s.meta["speaker"] == "assistant:" else "Lena:"})
+               for s in _turns(*_BOOKING, f"user: {change}")]
+    assert correction_links(meeting) == {}
