@@ -91,6 +91,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
+from odcf.stages.rank import pleasantries
 from odcf.stages.segment.headings import TITLE_VERBS, heading_level
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
@@ -137,9 +138,10 @@ class Budgeter(Stage):
         # item, the exceptions to it that name it by its number
         needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()), *excepted_by.get(k, ()))))
                  for k in corrected_by.keys() | limited_by.keys() | excepted_by.keys()}
+        courtesy = _pleasantry_messages(doc, live, required_ids)
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=needs,
-                         titles={s.id for s in live if s.id in heads and _section_heading(s)})
+                         titles={s.id for s in live if s.id in heads and _section_heading(s)}, courtesy=courtesy)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
 
         rules = {s.id for s in live if _RULE_RE.match(s.original.strip())} - required_ids
@@ -159,6 +161,13 @@ class Budgeter(Stage):
             if lone:
                 kept -= lone
                 lone_rules.update(lone)
+            # the trim may have taken the content of a message whose greeting or sign-off is kept: it goes
+            # too, and so does the From line it brought
+            bare = {sid for sid, content in courtesy.items() if sid in kept and not content & kept}
+            if bare:
+                kept -= bare
+                groups.prune(bare, kept, required_ids)
+            if lone or bare:
                 exact = counter.count(render(probe, lambda s: s.id in kept, annotate=annotate)[0])
             return kept, required_tokens, exact, rounds, refilled
 
@@ -187,7 +196,9 @@ class Budgeter(Stage):
             warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
                                                     whole=groups.whole, corrected_by=corrected_by, room=room,
-                                                    rules=lone_rules, limited_by=limited_by, pairs=pairs,
+                                                    rules=lone_rules,
+                                                    courtesy={sid for sid, c in courtesy.items() if not c & kept},
+                                                    limited_by=limited_by, pairs=pairs,
                                                     excepted_by=excepted_by)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
@@ -452,6 +463,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             whole: dict[str, tuple[str, ...]] | None = None,
             corrected_by: dict[str, tuple[str, ...]] | None = None,
             room: _Room | None = None, rules: set[str] | frozenset[str] = frozenset(),
+            courtesy: set[str] | frozenset[str] = frozenset(),
             limited_by: Mapping[str, tuple[str, ...]] | None = None,
             pairs: Sequence[QAPair] | None = None,
             excepted_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
@@ -484,6 +496,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             if seg.id in rules:  # left out for separating nothing, not for room
                 why = ("a horizontal rule is delivered only between two delivered parts of its source, once: "
                        "this one had none on one side, or another rule before it")
+            elif seg.id in courtesy:  # left out for want of its message's content (not delivered), not for room
+                why = ("a greeting or sign-off is delivered only with a part of its message's content, and none "
+                       "was delivered")
             elif seg.id in heads:
                 what = ("a heading" if seg.kind == "heading" else "a numbered title" if _numbered_title(seg)
                         else "a bold title" if _section_heading(seg)
@@ -979,6 +994,33 @@ def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str
     return lone
 
 
+def _pleasantry_messages(doc: Document, live: list[Segment], required: set[str]) -> dict[str, set[str]]:
+    r"""Each optional greeting and sign-off of *live* (:func:`~odcf.stages.rank.pleasantries`: "Hi Daniel,",
+    "Regards,\nMarta") -> the ids of the content of its message: the other segments of the email it ends
+    (after its header, up to the next; the quoted reply under it aside), or of the quoted message it is in
+    (same quote block and depth), or of its source; header lines, attributions and headings are no content.
+    It goes only with one of those: "From: Marta … / Hi Daniel, / Regards, Marta" said nothing at all."""
+    noise = pleasantries(live) - required
+    if not noise:
+        return {}
+    ids = {s.id for s in live}
+    keys: dict[str, tuple[Any, ...]] = {}
+    mail: dict[str, Any] = {}  # each source's email being read
+    for seg in doc.segments:
+        if seg.meta.get("mail_field"):
+            mail[seg.source_id] = seg.meta.get("mail")
+            continue
+        if seg.id not in ids or seg.kind == "heading" or seg.meta.get("quote_head"):
+            continue
+        keys[seg.id] = ((seg.source_id, "quote", seg.meta.get("quote_block"), seg.meta["quote"])
+                        if seg.meta.get("quote") else (seg.source_id, "mail", mail.get(seg.source_id)))
+    content: dict[tuple[Any, ...], set[str]] = {}
+    for sid, key in keys.items():
+        if sid not in noise:
+            content.setdefault(key, set()).add(sid)
+    return {sid: content.get(keys[sid], set()) for sid in noise if sid in keys}
+
+
 #: The most words of a label line: "Customer reply:", "Internal note (not visible to customer) — Priya, 15 April
 #: 2025 09:10:" (a longer line ending in ":" is a sentence that introduces what follows).
 _LABEL_WORDS = 12
@@ -1080,16 +1122,18 @@ class _Mail:
 
     def body(self, seg: Segment) -> None:
         if not seg.dropped and seg.status != "merged":
-            self.body_ids.append((-(seg.score or 0.0), seg.id))
+            # its own lines first: a reply quoted under it is another message ("Subject: RE: …" of Marta's
+            # went only with Daniel's quoted text, 97 tokens with its attribution, not with her own)
+            self.body_ids.append((bool(seg.meta.get("quote")), -(seg.score or 0.0), seg.id))
 
     def close(self, number: Any = None) -> None:
         """End the message (its other header lines get what they go with) and start message *number*."""
         # heads (a lead-in, an attribution) are known once the message is read; min: the first of the best
-        best = min((key for key in self.body_ids if key[1] not in self.heads), default=None,
-                   key=lambda key: key[0])
+        best = min((key for key in self.body_ids if key[2] not in self.heads), default=None,
+                   key=lambda key: key[:2])
         for sid in self.others:
             if best is not None:
-                self.out[sid] = best[1]
+                self.out[sid] = best[2]
             else:
                 self.heads.add(sid)
         self.number, self.chain, self.others, self.body_ids = number, [], [], []
@@ -1320,8 +1364,10 @@ class _Groups:
                  merged: set[str] | None = None, heads: set[str] | None = None,
                  whole: dict[str, tuple[str, ...]] | None = None,
                  corrected_by: dict[str, tuple[str, ...]] | None = None,
-                 titles: set[str] | None = None) -> None:
+                 titles: set[str] | None = None, courtesy: Mapping[str, set[str]] | None = None) -> None:
         self.before = before
+        # a greeting or sign-off -> the content of its message, one of which must be delivered for it to be
+        self.courtesy = courtesy or {}
         self.titles = titles or set()  # the heads that are headings or bold titles: they lend no score
         self.tiers = tiers
         self.merged = merged or set()
@@ -1344,8 +1390,11 @@ class _Groups:
     def to_add(self, sid: str, kept: set[str]) -> list[str]:
         """What taking *sid* takes: it and the sentences it needs (every part of a sentence that
         goes whole), and what corrects any of them with what that needs, or [] when one of those
-        cannot be delivered (dropped earlier, or a layer the role does not take). A sentence merged
+        cannot be delivered (dropped earlier, or a layer the role does not take), or when *sid* is a
+        greeting or sign-off none of whose message's content is in *kept*. A sentence merged
         into its duplicate elsewhere (dedup) counts as delivered: its words are there to read."""
+        if sid in self.courtesy and not self.courtesy[sid] & kept:
+            return []
         out: list[str] = []
         taken: set[str] = set()  # the ids in *out*
         todo, seen = deque([sid]), {sid}

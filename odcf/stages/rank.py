@@ -20,6 +20,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
+from odcf.stages.segment.mail import pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import STOPWORDS, detect_language, phrase_regex, points_back, words
 
@@ -1003,6 +1004,45 @@ def demote_boilerplate(segments: Sequence[Segment], scores: dict[str, float]) ->
     return out, n
 
 
+#: What a greeting's or sign-off's score is multiplied by, after it is put at the lowest score of the
+#: other segments (:func:`demote_pleasantries`).
+PLEASANTRY_WEIGHT = 0.5
+
+
+def pleasantries(segments: Sequence[Segment]) -> set[str]:
+    r"""The ids of the sentences of *segments* that hold nothing but a message's greeting, sign-off or
+    mobile signature (:func:`~odcf.stages.segment.mail.pleasantry`: "Hi Daniel,", "Regards,\nMarta", "Sent
+    from my iPhone"); a speaker's turn of a chat is not one of them (a user's courtesy there is
+    :func:`_courtesy`'s)."""
+    return {seg.id for seg in segments if seg.kind == "sentence" and "speaker" not in seg.meta
+            and "mail_field" not in seg.meta and pleasantry(seg.text)}
+
+
+def demote_pleasantries(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+    r"""*scores* with each greeting and sign-off (:func:`pleasantries`) put below every other scored segment
+    of *segments*: at :data:`PLEASANTRY_WEIGHT` times the lowest of their scores (or its own, if lower). It
+    carries nothing a reader needs, and is delivered only with room left after the content (a segment the
+    query names exactly keeps its place: see :func:`lift_hits`, applied after). Scored on its words, "Regards,
+    Marta" (0.39) ranked above the message's own "Thanks, the tracking number works." and took its room at
+    a small budget. Returns the scores and how many were demoted.
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=i, source_id="s", index=k, text=t, original=t, kind="sentence")
+    ...         for k, (i, t) in enumerate([("a", "Hi Daniel,"), ("b", "Ship it to Gävle."), ("c", "Regards,\nMarta")])]
+    >>> demote_pleasantries(segs, {"a": 0.4, "b": 0.3, "c": 0.1})
+    ({'a': 0.15, 'b': 0.3, 'c': 0.05}, 2)
+    """
+    noise = pleasantries([seg for seg in segments if seg.id in scores])
+    if not noise:
+        return dict(scores), 0
+    rest = [v for sid, v in scores.items() if sid not in noise]
+    floor = min(rest) if rest else 1.0
+    out = dict(scores)
+    for sid in noise:
+        out[sid] = round(min(out[sid], floor) * PLEASANTRY_WEIGHT, 6)
+    return out, len(noise)
+
+
 def unlift(score: float, hit: bool) -> float:
     """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
     segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
@@ -1117,6 +1157,7 @@ class LexicalRanker(Stage):
         names, hits = exact_hits(live, doc.query)
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
+        scores, courtesies = demote_pleasantries(live, scores)
         scores = lift_hits(scores, hits)
         # before the corrections: one that corrects an answer still ranks just above it
         scores, answers = lift_answers(doc.segments, scores)
@@ -1152,5 +1193,6 @@ class LexicalRanker(Stage):
             **({"constraints_raised": constraints} if constraints else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
+            **({"pleasantries_demoted": courtesies} if courtesies else {}),
         })
         return doc.with_event(event, segments=segments, meta=meta)

@@ -47,6 +47,7 @@ from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.stages.rank import (
     demote_boilerplate,
+    demote_pleasantries,
     exact_hits,
     lift_answers,
     lift_constraints,
@@ -308,6 +309,12 @@ class EmbeddingReranker(Stage):
             new_scores, boilerplate = demote_boilerplate(english, new_scores)
             if boilerplate:
                 data["boilerplate_demoted"] = boilerplate
+            # below every other segment, whatever language each was scored in ("Hi Daniel," may not read as English)
+            mixed = {s.id: new_scores.get(s.id, s.score or 0.0) for s in live}
+            demoted, courtesies = demote_pleasantries(live, mixed)
+            new_scores.update((sid, v) for sid, v in demoted.items() if v != mixed[sid])
+            if courtesies:
+                data["pleasantries_demoted"] = courtesies
         if names:
             # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
             # first; among those, the rest of the query orders them

@@ -82,6 +82,42 @@ MAIL_HEAD_FIELDS = frozenset({"from"})
 QUOTE_RE = re.compile(r"^[ \t]{0,3}>(?:[ \t]?>)*[ \t]?")
 #: A quote's attribution: "On 2024-05-31 Raj Menon wrote:", "Am 3. Juni schrieb Lina Park:".
 ATTRIBUTION_RE = re.compile(r"^.{0,300}\b(?:wrote|writes|schrieb|a écrit|escribió)[ \t]?:\s*$", re.DOTALL)
+#: A message's greeting on its own: "Hi Daniel,", "Dear all,", "Hello,", "Dear Sir or Madam,", "Good morning
+#: team!" (after it only names: capitalised words, or "all", "team", "everyone" …).
+_NAME = r"(?:[A-Z\u00C0-\u00D6\u00D8-\u00DE][\w'’.\-]*|(?i:all|team|everyone|everybody|folks|guys|there|both|colleagues|sir|madam|or|and|&))"
+_GREETING = (r"(?i:hi|hello|hey|hiya|dear|greetings|good[ \t]+(?:morning|afternoon|evening)|morning)"
+             r"(?:[ \t]+" + _NAME + r"){0,4}[ \t]*[,!:]?")
+#: A message's sign-off on its own: "Regards,", "Best,", "Kind regards", "Thanks,", "Thank you!", "Cheers",
+#: "Yours sincerely," (maybe followed by up to two lines of a name: "Regards,\nMarta").
+_SIGN_OFF = (r"(?i:(?:(?:best|kind|warm|warmest|many|with[ \t]+(?:best|kind|warm))[ \t]+)?(?:regards|wishes|thanks)"
+             r"|thanks?[ \t]+you(?:[ \t]+(?:so|very)[ \t]+much)?|thanks[ \t]+(?:again|in[ \t]+advance)|cheers|best"
+             r"|all[ \t]+the[ \t]+best|sincerely|yours(?:[ \t]+(?:sincerely|faithfully|truly))?|respectfully"
+             r"|take[ \t]+care|rgds|br|talk[ \t]+soon|speak[ \t]+soon)[ \t]*[,.!]?")
+_NAME_LINE = r"(?:--?[ \t]*)?" + _NAME + r"(?:[ \t]+" + _NAME + r"){0,3}[ \t]*"
+#: A mobile mail program's signature: "Sent from my iPhone", "Get Outlook for Android".
+_SENT_FROM = r"(?i:sent[ \t]+from[ \t]+my[ \t]+[\w .\-]{1,40}|get[ \t]+outlook[ \t]+for[ \t]+(?:ios|android))[ \t]*\.?"
+#: A segment that holds nothing but a greeting, a sign-off (with the name under it) or a mobile signature,
+#: its quote markers aside: nothing a reader needs (odcf.stages.rank ranks it below every other segment,
+#: odcf.stages.budget delivers it only with a part of its message's content).
+PLEASANTRY_RE = re.compile(
+    r"[ \t]*(?:" + _GREETING + "|" + _SENT_FROM + "|" + _SIGN_OFF
+    + r"(?:[ \t]*\n[ \t]*" + _NAME_LINE + r"){0,2}(?:\s*\n[ \t]*" + _SENT_FROM + r")?)\s*")
+
+
+def pleasantry(text: str) -> bool:
+    r"""Whether *text* (a segment's) holds nothing but a greeting, a sign-off or a mobile signature
+    (:data:`PLEASANTRY_RE`), each line's quote markers aside.
+
+    >>> [pleasantry(t) for t in ("Hi Daniel,", "> Best,\n> Daniel", "Regards,\nMarta", "Sent from my iPhone")]
+    [True, True, True, True]
+    >>> [pleasantry(t) for t in ("Thanks, the tracking number works.", "Hey can you check this", "Best price: EUR 40.")]
+    [False, False, False]
+    """
+    if not text.strip() or len(text) > 200:
+        return False
+    return PLEASANTRY_RE.fullmatch("\n".join(QUOTE_RE.sub("", line, count=1) for line in text.split("\n"))) is not None
+
+
 #: The most characters a piece of quoted lines holds when its lines end no sentence (a hard-wrapped
 #: quote without full stops would otherwise become pieces of 1,200 characters, all or nothing).
 QUOTE_PIECE_CHARS = 400
