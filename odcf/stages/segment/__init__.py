@@ -72,7 +72,7 @@ from odcf.stages.segment.mail import (
 )
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
-from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, declared_yaml, front_matter, yaml_pieces, yaml_run
+from odcf.stages.segment.yamlparts import COMMENT_RE, declared_yaml, front_matter, key_line, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
@@ -435,12 +435,13 @@ class Segmenter(Stage):
                 yaml_end, _ = yaml_run(lines, i, comments_before=True, declared=yaml_file)
                 if any(lines[k][2].strip() for k in range(yaml_end, n)):
                     yaml_end = i
-            elif i >= yaml_read and KEY_RE.match(line):
+            elif i >= yaml_read and key_line(line, yaml_file):
                 yaml_end, yaml_read = yaml_run(lines, i, declared=yaml_file)
             if yaml_end > i:
                 # a config: a node a piece, each delivered only under its path (odcf.stages.segment.yamlparts)
                 yaml_blocks += 1
-                pieces.extend(yaml_pieces(lines[i:yaml_end], paragraph, len(pieces), yaml_blocks, _line_piece))
+                pieces.extend(yaml_pieces(lines[i:yaml_end], paragraph, len(pieces), yaml_blocks, _line_piece,
+                                          declared=yaml_file))
                 paragraph += 1
                 i = yaml_end
                 continue
