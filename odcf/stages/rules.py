@@ -43,6 +43,7 @@ from odcf.rules.html import html_to_text, looks_like_html
 from odcf.rules.jsonmin import minify_fenced_json, minify_json
 from odcf.rules.noise import INVISIBLE, remove_noise
 from odcf.stages.base import Stage
+from odcf.stages.segment.codefiles import declared_code
 from odcf.stages.segment.tables import declared_delimiter
 from odcf.textutil import has_visible_text
 
@@ -98,7 +99,10 @@ class RuleStage(Stage):
         if source.layer == "instruction":
             return source, report
         parsed_json = False
-        if self.html and (kind == "html" or (kind in ("text", "markdown", "tool") and looks_like_html(text))):
+        # a source file (".py", ".tsx": odcf.stages.segment.codefiles) is delivered line for line: its JSX is
+        # no HTML page, its "# TODO" lines and blank lines are the file's, a fenced block in a docstring stays
+        code = declared_code(source)
+        if self.html and not code and (kind == "html" or (kind in ("text", "markdown", "tool") and looks_like_html(text))):
             text, report["html"] = html_to_text(text)
             kind = "markdown"
         elif self.json_minify and kind in ("json", "tool"):
@@ -113,9 +117,10 @@ class RuleStage(Stage):
                 rep = {}
             if rep:
                 report["json_minify"] = rep
-        if self.noise and declared_delimiter(source):
+        if self.noise and (declared_delimiter(source) or code):
             # a .csv/.tsv file: its lines are records, and a blank line, trailing spaces or a row
-            # that looks like OCR garbage can be a cell's value; only invisible characters go
+            # that looks like OCR garbage can be a cell's value; only invisible characters go (so too
+            # in a source file)
             cleaned, n = INVISIBLE.subn("", text)
             if n:
                 text = cleaned
@@ -127,7 +132,7 @@ class RuleStage(Stage):
                 report["noise"] = rep
             elif rep.get("kept_protected"):
                 report["noise"] = rep
-        if self.json_minify and not parsed_json and kind != "json" and not declared_delimiter(source):
+        if self.json_minify and not parsed_json and kind != "json" and not declared_delimiter(source) and not code:
             # a document's fenced JSON (a tool's answer in an agent's log) is minified as a JSON source is
             # (after the noise rule, which leaves fenced blocks alone but for invisible characters)
             text, rep = minify_fenced_json(text)

@@ -323,3 +323,91 @@ def test_a_source_declared_yaml_is_a_config_whatever_its_values(tmp_path, capsys
     # not declared: lines whose keys mostly hold a sentence stay prose (a transcript's "Name: sentence" lines)
     r = c.compress([Source(id="notes.txt", text=JOB)], query=query, budget=40, annotate=False, timings=False)
     assert "YAML_" not in r.text and not any("yaml_block" in s.meta for s in r.document.segments)
+
+
+SPEC = """\
+openapi: 3.0.3
+info:
+  title: Parcel API
+  version: 2.4.1
+paths:
+  /parcels/{trackingId}:
+    get:
+      summary: Get a parcel
+      responses:
+        '200':
+          description: The parcel
+        '404':
+          description: No such parcel
+  /parcels/{trackingId}/redirect:
+    post:
+      summary: Redirect a parcel
+      description: Only while status is IN_TRANSIT.
+      parameters:
+        - name: limit
+          in: query
+          schema:
+            type: integer
+            default: 20
+      responses:
+        '202':
+          description: Redirect accepted
+        '409':
+          description: Parcel is not IN_TRANSIT
+  GET /legacy (v1):
+    deprecated: true
+    description: Removed on 2025-01-31.
+  "GET /x (v2)":
+    deprecated: false
+"""
+
+
+def _marked(text, loaded, original):
+    """Each "# [YAML_KEYS: n]" mark of *text* checked against the keys left out of its mapping."""
+    stack = []
+    for line in text.splitlines():
+        ind = len(line) - len(line.lstrip())
+        if line.lstrip().startswith("# [YAML_KEYS: "):
+            while stack and stack[-1][0] >= ind:
+                stack.pop()
+            o, d = original, loaded
+            for _, key in stack:
+                o, d = o[key], d[key]
+            assert len(o) - len(d) == int(line.split(": ")[1].rstrip("]")), (line, text)
+        elif line.strip() and not line.lstrip().startswith(("#", "- ")) and ind < 8:
+            while stack and stack[-1][0] >= ind:
+                stack.pop()
+            stack.append((ind, next(iter(yaml.safe_load(line.strip() + " 1" if line.rstrip().endswith(":")
+                                                         else line.strip())))))
+
+
+def test_keys_with_braces_and_parentheses_are_a_declared_specs_paths():
+    # QA: "/parcels/{trackingId}/redirect:" was no key line (braces kept code out), so from the second
+    # path on an OpenAPI spec was prose: "'202':" lost its indentation and "responses:", "[…5 items]"
+    # marks, and the output was no YAML
+    c = Compressor.from_ontology("general")
+    original = yaml.safe_load(SPEC)
+    query = "when can a parcel be redirected and what errors can redirect return"
+    for budget in (40, 80, 120, 200):
+        r = c.compress([Source(id="api/openapi.yaml", text=SPEC)], query=query, budget=budget, annotate=False,
+                       timings=False)
+        assert all(s.kind == "code" and "yaml_block" in s.meta for s in r.document.segments), r.document.segments
+        loaded = yaml.safe_load(r.text)
+        assert "[…" not in r.text, r.text
+        _marked(r.text, loaded, original)
+        if "'409':" in r.text:
+            assert loaded["paths"]["/parcels/{trackingId}/redirect"]["post"]["responses"]["409"], r.text
+    segs = Segmenter()(Document.from_sources([Source(id="openapi.yml", text=SPEC)]), Plan(domain="t")).segments
+    by_text = {s.text.strip(): s for s in segs}
+    path = by_text["/parcels/{trackingId}/redirect:"]
+    assert by_text["'409':"].meta["yaml_path"][:2] == [by_text["paths:"].index, path.index]
+    assert by_text["default: 20"].meta["under"] == by_text["schema:"].index  # a key, not a "default:" statement
+    assert by_text["deprecated: true"].meta["under"] == by_text["GET /legacy (v1):"].index
+    assert by_text['deprecated: false'].meta["under"] == by_text['"GET /x (v2)":'].index
+    # in text not declared YAML (a tool's output), a path's "{id}" is a key too; code is still no YAML
+    tool = "\n".join(SPEC.splitlines()[:18]) + "\n"
+    segs = Segmenter()(Document.from_sources([Source(id="t", text=tool)]), Plan(domain="t")).segments
+    assert all("yaml_block" in s.meta for s in segs), segs
+    for text in ("if (x):\n    y = 1\n    z = 2\nelse:\n    y = 3\n", "a = b:\n  c: 1\n  d: 2\n  e: 3\n"):
+        segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+        assert not any("yaml_block" in s.meta for s in segs), text

@@ -72,7 +72,8 @@ from odcf.stages.segment.mail import (
 )
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
-from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, declared_yaml, front_matter, yaml_pieces, yaml_run
+from odcf.stages.segment.codefiles import code_chunks, declared_code
+from odcf.stages.segment.yamlparts import COMMENT_RE, declared_yaml, front_matter, key_line, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
@@ -189,6 +190,8 @@ class Segmenter(Stage):
             pieces = self._json_pieces(text, counter, budget=budget)
             if pieces is not None:
                 return pieces
+        if declared_code(source):
+            return self._code_file(text, counter)
         delim = declared_delimiter(source)
         records = csv_records(list(iter_lines_with_offsets(text)), delim) if delim else None
         if records:
@@ -200,6 +203,20 @@ class Segmenter(Stage):
                                  sentence_chars=sentence_chars or self.max_sentence_chars,
                                  list_marks=source.meta.get("list_marks", True), budget=budget,
                                  yaml_file=declared_yaml(source))
+
+    def _code_file(self, text: str, counter: Any) -> list[Piece]:
+        """A source file (:func:`.codefiles.declared_code`) as code throughout: parts of whole lines of
+        about ``max_code_tokens``, ending at blank lines where they can (:func:`.codefiles.code_chunks`),
+        each told the lines it holds, so that assembly says how many are left out around it
+        (``[CODE_LINES: n]``) as for a long fenced block's parts, and every line delivered is the file's."""
+        lines = list(iter_lines_with_offsets(text))
+        while lines and not lines[-1][2].strip():
+            lines.pop()
+        while lines and not lines[0][2].strip():
+            lines.pop(0)
+        chunks = code_chunks(lines, lambda s: counter.count(s) + 1, self.max_code_tokens)
+        parts = [_line_piece(chunk, "code", 0, indent=True) for chunk in chunks]
+        return _code_parts(parts, lines) if len(parts) > 1 else parts
 
     def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
                      base: int = 0, budget: int | None = None) -> list[Piece] | None:
@@ -435,12 +452,13 @@ class Segmenter(Stage):
                 yaml_end, _ = yaml_run(lines, i, comments_before=True, declared=yaml_file)
                 if any(lines[k][2].strip() for k in range(yaml_end, n)):
                     yaml_end = i
-            elif i >= yaml_read and KEY_RE.match(line):
+            elif i >= yaml_read and key_line(line, yaml_file):
                 yaml_end, yaml_read = yaml_run(lines, i, declared=yaml_file)
             if yaml_end > i:
                 # a config: a node a piece, each delivered only under its path (odcf.stages.segment.yamlparts)
                 yaml_blocks += 1
-                pieces.extend(yaml_pieces(lines[i:yaml_end], paragraph, len(pieces), yaml_blocks, _line_piece))
+                pieces.extend(yaml_pieces(lines[i:yaml_end], paragraph, len(pieces), yaml_blocks, _line_piece,
+                                          declared=yaml_file))
                 paragraph += 1
                 i = yaml_end
                 continue

@@ -18,8 +18,17 @@ from typing import Any
 from odcf.stages.segment.lines import Piece
 from odcf.stages.segment.tables import aligned_run
 
-#: A key line: optional "- " item marks, a plain or quoted key, ":" and a space or the end.
-KEY_RE = re.compile(r"""^(\s*)(?:-\s+)*(?:"[^"\n]*"|'[^'\n]*'|[^\s#'"\-?:,\[\]{}()=;<>|&*!%@`][^#:()=;<>{}]*?)\s*:(?:\s|$)""")
+#: A key line: optional "- " item marks, a plain or quoted key, ":" and a space or the end. Parentheses,
+#: "=", ";", "<" and ">" keep code out ("if (x):", "a = b:" parse as YAML too); braces only around a
+#: word, a path's parameter ("/parcels/{trackingId}/redirect:" in an OpenAPI spec), never a block's "{".
+KEY_RE = re.compile(r"""^(\s*)(?:-\s+)*(?:"[^"\n]*"|'[^'\n]*'|[^\s#'"\-?:,\[\]{}()=;<>|&*!%@`]"""
+                    r"""(?:[^#:()=;<>{}]|\{[\w.\-]+\})*?)\s*:(?:\s|$)""")
+#: A key line in a source declared a YAML file (:func:`declared_yaml`), where no code is to be kept
+#: out: any plain key YAML reads ("GET /x (v2):", "a=b:", "/items/{id}:"), which may hold ":" not
+#: followed by a space and "#" not after a space; it does not open with an indicator ("{", "[", "&" …).
+DECLARED_KEY_RE = re.compile(r"""^(\s*)(?:-\s+)*(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|'')*'|"""
+                             r"""(?:[^\s#'"\-?:,\[\]{}|>&*!%@`]|[-?:](?=\S))"""
+                             r"""(?:[^\s:#]|[ \t](?!#)|:(?=\S)|(?<=\S)#)*?)[ \t]*:(?:\s|$)""")
 #: A sequence item: "- value" or a lone "-".
 ITEM_RE = re.compile(r"^(\s*)-(?:\s|$)")
 COMMENT_RE = re.compile(r"^\s*#")
@@ -43,7 +52,17 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _node_line(line: str) -> bool:
+def key_line(line: str, declared: bool = False) -> re.Match[str] | None:
+    """The key of a key line (:data:`KEY_RE`; in a source *declared* a YAML file, :data:`DECLARED_KEY_RE`),
+    or None."""
+    return (DECLARED_KEY_RE if declared else KEY_RE).match(line)
+
+
+def _node_line(line: str, declared: bool = False) -> bool:
+    """A key line or an item. In a declared YAML file "default:", "if:" and "with:" are keys (an OpenAPI
+    schema's default, a workflow step's "with:"), not statements of code."""
+    if declared:
+        return bool(DECLARED_KEY_RE.match(line) or ITEM_RE.match(line))
     return bool((KEY_RE.match(line) and not _CODE_KEY_RE.match(line)) or ITEM_RE.match(line))
 
 
@@ -85,7 +104,7 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
         if k == n:
             return i, k
     first = lines[k][2]
-    if not KEY_RE.match(first) or ITEM_RE.match(first) or _CODE_KEY_RE.match(first):
+    if not key_line(first, declared) or ITEM_RE.match(first) or (_CODE_KEY_RE.match(first) and not declared):
         return i, k + 1
     if _prose_key(first) and not declared:
         return i, k + 1
@@ -107,15 +126,15 @@ def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool
             j += 1
             continue
         scalar = None
-        if ind < base or (ind == base and not _node_line(line)):
+        if ind < base or (ind == base and not _node_line(line, declared)):
             break
-        if _node_line(line):
+        if _node_line(line, declared):
             if nodes == 1 and prev_key is not None and prev_key.rstrip().endswith(":") \
                     and _depth(line) <= _depth(prev_key) and not declared:
                 return i, k + 1  # "Current config:" over the config: a lead-in, not a key holding nothing
             nodes += 1
             if prev_key is not None and _depth(line) > _depth(prev_key) and prev_key.rstrip().endswith(":") \
-                    and KEY_RE.match(line):
+                    and key_line(line, declared):
                 nested = True  # a key under a key: "Rules:" over "- …" items alone is a lead-in and its list
             prev_key = line
             if BLOCK_SCALAR_RE.search(line):
@@ -171,11 +190,12 @@ def _parses(lines: list[tuple[int, int, str]], base: int) -> bool:
 
 
 def yaml_pieces(lines: list[tuple[int, int, str]], paragraph: int, offset: int, block: int,
-                line_piece: Any) -> list[Piece]:
+                line_piece: Any, *, declared: bool = False) -> list[Piece]:
     """The nodes of the YAML block *lines* as pieces, the first to be piece number *offset* of its
     source (``under`` and ``yaml_path`` name pieces by number). Comment lines go with the node below
     them (at the end of the block: with the node above); the lines of a block scalar, or of a value
-    running over lines, with their key."""
+    running over lines, with their key. *declared*: the source is declared a YAML file (its keys are
+    read by :data:`DECLARED_KEY_RE`)."""
     groups: list[list[tuple[int, int, str]]] = []  # each node's lines
     node_lines: list[str] = []  # each node's own line
     pending: list[tuple[int, int, str]] = []  # comment lines waiting for the node below them
@@ -193,7 +213,7 @@ def yaml_pieces(lines: list[tuple[int, int, str]], paragraph: int, offset: int, 
         if COMMENT_RE.match(text):
             pending.append(ln)
             continue
-        if groups and not _node_line(text):
+        if groups and not _node_line(text, declared):
             groups[-1].extend(pending + [ln])  # a plain value running on over lines
             pending = []
             continue
