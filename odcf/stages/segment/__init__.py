@@ -4,7 +4,8 @@ Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole,
 capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "第三章 违约责任":
 :mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
 tables, fenced code and runs of list lines become block segments (split when very long), an
-application log a segment an entry (its line and the stack trace under it: :mod:`.logs`),
+application log a segment an entry (its line and the stack trace under it: :mod:`.logs`), a
+subtitle's cue (SRT, WebVTT) a segment (:mod:`.subtitles`),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
 answer in an agent's log); JSON Lines (two lines or more, each one JSON object or array, fenced or
@@ -16,7 +17,8 @@ trailing whitespace.
 
 Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
 transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
-members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.lines` (what they share).
+members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.subtitles` (subtitles' cues),
+:mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ from odcf.stages.segment.mail import (
 )
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.logs import log_entries
+from odcf.stages.segment.subtitles import cue_end
 from odcf.stages.segment.yamlparts import COMMENT_RE, KEY_RE, declared_yaml, front_matter, yaml_pieces, yaml_run
 from odcf.stages.segment.tables import (
     aligned_run,
@@ -395,6 +398,14 @@ class Segmenter(Stage):
             ls, le, line = lines[i]
             if not line.strip():
                 i += 1
+                continue
+            end = cue_end(lines, i)
+            if end > i:
+                # a subtitle's cue (its number, time line and text): one piece, so that no line of it
+                # goes without its time or the line it goes on from (odcf.stages.segment.subtitles)
+                pieces.append(_line_piece(lines[i:end], "sentence", paragraph))
+                paragraph += 1
+                i = end
                 continue
             records_end = json_lines_run(lines, i)
             if records_end > i:
