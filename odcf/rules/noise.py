@@ -18,10 +18,23 @@ Each rule is counted separately in the report:
   (emoji and flags are content), under 30% digits,
   at least half punctuation with two different marks, and not shaped like code (``}``/``)`` first,
   ``{``/``;``/``,`` last); a line number opening the line (``237:``) is not counted.
+- ``page_numbers`` (``pages=True``; the rules stage uses it for documents, as ``ocr``): the page
+  numbers of text extracted from a PDF, on a line of their own: "Page 4 of 14", "Seite 4 von 14",
+  "Página 4 de 14" anywhere; "Page 4", "- 4 -", "4 / 14" alone in their paragraph (blank lines or a
+  form feed around); a bare number alone in its paragraph only beside a running line (below) or a
+  form feed;
+- ``running_lines`` (``pages=True``): a running header or footer: a line of 2 to 15 words, alone in
+  its paragraph, repeated verbatim three times or more with other text between, that ends no sentence
+  (no ``.``, ``!``, ``?``, ``:``, ``;``, ``,``), is no markdown heading, list item, quote, table row or
+  ``key: value`` field and holds no code marks (``{}=<>`|``), and holds a number ("Journal of Applied
+  Battery Research 14 (2023) 211–224") or stands in a paged text (page numbers or form feeds): its
+  first occurrence is kept, the others go.
 
 Fenced code blocks (``` or ~~~) and the lines of a unified diff's hunks (after ``@@ -a,b +c,d @@``) are
 left as they are, but for invisible characters. Nothing that holds a protected
-anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected``.
+anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected`` (but
+for a page's number, which only a term or marker keeps, and a later copy of a running line, whose first
+copy keeps what it holds).
 
 >>> text, rep = remove_noise("Intro [DRAFT]\\nTODO: fix\\n\\n\\n\\nBody.  ")
 >>> text
@@ -58,6 +71,18 @@ _DECOR = re.compile(r"^[ \t]*(?:[=\-*_~#+.][ \t]*){3,}$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _VOWELS = set("aeiouyAEIOUY")
 
+#: A page's number with the count of pages, a footer wherever it stands on a line of its own.
+_PAGE_OF_RE = re.compile(r"(?i:page|seite|p[aá]gina)[ \t]+(\d{1,4})[ \t]*(?i:of|von|de|di|sur|/)[ \t]*(\d{1,4})")
+#: A page's number in a shorter form, a footer only alone in its paragraph: "Page 4", "- 4 -", "4 / 14".
+_PAGE_SHORT_RE = re.compile(r"(?i:page|seite|p[aá]gina)[ \t]+(\d{1,4})|[-–—][ \t]*(\d{1,4})[ \t]*[-–—]"
+                            r"|(\d{1,4})[ \t]+/[ \t]+(\d{1,4})")
+_BARE_NUMBER_RE = re.compile(r"\d{1,4}")
+_DIGITS_RE = re.compile(r"\d+")
+#: What a running header or footer does not look like: a markdown heading, a list item, a quote, a table
+#: row, a field or label ("User: …", "kind: Service"), code.
+_NOT_RUNNING_RE = re.compile(r"^(?:[#>*+\-\u2022]|\d{1,3}[.)][ \t]|\(?[A-Za-z0-9]{1,3}\)[ \t]|[^\s:]+:(?:[ \t]|$))|[{}=<>`|]")
+_SENTENCE_END = (".", "!", "?", ":", ";", ",", "。", "！", "？", "：", "；", "，")
+
 
 #: A unified diff's hunk header, and the first characters of the lines of a hunk: inside one, a
 #: context line of a single space is an empty line of the file, and "- TODO: x" a removed line;
@@ -89,16 +114,41 @@ def _is_garbage(line: str) -> bool:
     return len(punct) >= 0.5 * len(visible) and len(set(punct)) >= 2
 
 
+def _key(line: str) -> str:
+    return line.strip(" \t\f")
+
+
+def _page_number(line: str, alone: bool) -> bool:
+    """Whether *line* is a page's number (:data:`_PAGE_OF_RE` anywhere, :data:`_PAGE_SHORT_RE` *alone*
+    in its paragraph); a page's number is never above the count of pages ("Page 15 of 14" is no footer)."""
+    s = _key(line)
+    m = _PAGE_OF_RE.fullmatch(s) or (_PAGE_SHORT_RE.fullmatch(s) if alone else None)
+    if m is None:
+        return False
+    numbers = [int(g) for g in m.groups() if g is not None]
+    return len(numbers) < 2 or 0 < numbers[0] <= numbers[1]
+
+
+def _running_shape(line: str) -> bool:
+    """Whether *line* can be a running header or footer: 2 to 15 words at the margin, no end of a sentence,
+    no mark of structure or code (:data:`_NOT_RUNNING_RE`), a letter in it."""
+    s = _key(line)
+    return (line.lstrip("\f")[:1] not in (" ", "\t") and 2 <= len(s.split()) <= 15
+            and not s.endswith(_SENTENCE_END) and _NOT_RUNNING_RE.search(s) is None
+            and any(c.isalpha() for c in s))
+
+
 class _Cleaner:
-    def __init__(self, guard: ProtectionGuard, ocr: bool) -> None:
+    def __init__(self, guard: ProtectionGuard, ocr: bool, pages: bool = False) -> None:
         self.guard = guard
         self.ocr = ocr
+        self.pages = pages
         self.counts: Counter[str] = Counter()
         self.examples: list[str] = []
 
     def _example(self, text: str) -> None:
         text = text.strip()
-        if text and len(self.examples) < 3:
+        if text and len(self.examples) < 3 and text[:80] not in self.examples:
             self.examples.append(text[:80])
 
     def _sub(self, rx: re.Pattern[str], name: str, text: str, repl: Any = "") -> str:
@@ -130,6 +180,73 @@ class _Cleaner:
         if not self.counts["zero_width"]:
             del self.counts["zero_width"]
         return text
+
+    def _drop(self, rule: str, line: str, guarded: str | None = None) -> bool:
+        """Count *line* as removed by *rule*, unless *guarded* (the line by default) holds protected text."""
+        if self.guard.holds(line if guarded is None else guarded):
+            self.counts["kept_protected"] += 1
+            return False
+        self.counts[rule] += 1
+        self._example(line)
+        return True
+
+    def page_lines(self, runs: list[tuple[bool, list[str]]]) -> list[tuple[bool, list[str]]]:
+        """*runs* without the page numbers and running lines of a paged text (module doc), code left as it is."""
+        flat: list[str | None] = []  # every line; None for a line of code, which is never blank
+        for is_code, lines in runs:
+            flat.extend([None] * len(lines) if is_code else lines)
+        n = len(flat)
+        blank = [line is not None and not _key(line) for line in flat]
+        prev = [-1] * n  # the nearest line before that is not blank, -1 for none
+        nxt = [n] * n
+        for k in range(1, n):
+            prev[k] = k - 1 if not blank[k - 1] else prev[k - 1]
+        for k in range(n - 2, -1, -1):
+            nxt[k] = k + 1 if not blank[k + 1] else nxt[k + 1]
+
+        def alone(k: int) -> bool:
+            return (k == 0 or blank[k - 1]) and (k == n - 1 or blank[k + 1])
+
+        def beside_break(k: int) -> bool:
+            return any("\f" in (flat[j] or "") for j in range(max(prev[k], 0), min(nxt[k], n - 1) + 1))
+
+        drop: set[int] = set()
+        for k, line in enumerate(flat):
+            # a page's number is no figure of the text (an anchor of numbers does not keep it); a term does
+            if line is not None and not blank[k] and _page_number(line, alone(k) or beside_break(k)) \
+                    and self._drop("page_numbers", line, _DIGITS_RE.sub("", line)):
+                drop.add(k)
+        paged = bool(drop) or any("\f" in (line or "") for line in flat)
+        seen: dict[str, list[int]] = {}
+        for k, line in enumerate(flat):
+            if line is not None and k not in drop and alone(k) and _running_shape(line):
+                seen.setdefault(_key(line), []).append(k)
+        running: set[int] = set()
+        for key, where in seen.items():
+            if len(where) < 3 or not (paged or any(c.isdigit() for c in key)):
+                continue
+            if any(nxt[a] == b or all(j in drop for j in range(nxt[a], b) if not blank[j])
+                   for a, b in zip(where, where[1:])):
+                continue  # nothing else between two of them: a repeated line, not a page's
+            running.update(where)
+            # whatever it holds, its first copy keeps it
+            drop.update(k for k in where[1:] if self._drop("running_lines", flat[k] or "", ""))
+            if key not in self.examples:
+                # what repeats says more than its page numbers: it leads the examples
+                self.examples = [key[:80], *self.examples][:3]
+        for k, line in enumerate(flat):
+            if (line is not None and k not in drop and alone(k) and _BARE_NUMBER_RE.fullmatch(_key(line))
+                    and (prev[k] in running or nxt[k] in running or beside_break(k))
+                    and self._drop("page_numbers", line, "")):
+                drop.add(k)
+        if not drop:
+            return runs
+        out: list[tuple[bool, list[str]]] = []
+        k = 0
+        for is_code, lines in runs:
+            out.append((is_code, lines if is_code else [line for j, line in enumerate(lines, k) if j not in drop]))
+            k += len(lines)
+        return out
 
     def inline(self, text: str) -> str:
         text = self._sub(_COMMENT, "html_comments", text)
@@ -219,7 +336,10 @@ def _split_fences(text: str) -> list[tuple[bool, list[str]]]:
 def _clean_once(text: str, cleaner: _Cleaner) -> str:
     out: list[str] = []
     # Invisible characters go first, everywhere: one hidden before ``` would hide the fence.
-    for is_code, lines in _split_fences(cleaner.invisible(text)):
+    runs = _split_fences(cleaner.invisible(text))
+    if cleaner.pages:
+        runs = cleaner.page_lines(runs)  # a running line is judged over the whole text, not one run
+    for is_code, lines in runs:
         if is_code:
             out.extend(lines)
             continue
@@ -232,13 +352,14 @@ def _clean_once(text: str, cleaner: _Cleaner) -> str:
     return "\n".join(out)
 
 
-def remove_noise(text: str, guard: ProtectionGuard | None = None, *, ocr: bool = True) -> tuple[str, dict[str, Any]]:
+def remove_noise(text: str, guard: ProtectionGuard | None = None, *, ocr: bool = True,
+                 pages: bool = True) -> tuple[str, dict[str, Any]]:
     """Remove editor marks and noise lines. Returns ``(text, report)``.
 
     The report has one count per rule that fired, ``removed_lines``, ``chars_removed`` and the
     first three ``examples`` of removed text. Leading and trailing blank lines are dropped.
     """
-    cleaner = _Cleaner(guard or ProtectionGuard(), ocr)
+    cleaner = _Cleaner(guard or ProtectionGuard(), ocr, pages)
     result = text
     # A removal can uncover more noise (a comment hiding a fence, a mark hiding a TODO): repeat
     # until nothing changes, so that a second call never finds anything (bounded: text only shrinks).

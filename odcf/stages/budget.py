@@ -673,6 +673,23 @@ def _numbered_title(seg: Segment) -> str | None:
     return m.group(1) if m and heading_level(line) == (4, True) else None
 
 
+def _numbered_heading(seg: Segment) -> str | None:
+    """The dotted number of a plain-text heading that is a numbered title ("3.2 Lithium plating"), else None."""
+    line = seg.original.strip()
+    m = _TITLE_NUMBER_RE.match(line) if seg.kind == "heading" and "\n" not in line else None
+    return m.group(1) if m and heading_level(line) == (4, True) else None
+
+
+def _titled_paragraph(seg: Segment) -> re.Match[str] | None:
+    """The whole number's title (:data:`_WHOLE_TITLE_RE`) on the first line of *seg*, a paragraph whose
+    next line goes on in prose ("4. Conclusions" / "Charging LFP cells at 0 °C is safe only if …"), else None."""
+    first, _, rest = seg.original.strip().partition("\n")
+    rest = rest.lstrip()
+    if not rest[:1].isupper() or _TITLE_NUMBER_RE.match(rest) or "speaker" in seg.meta or "mail_field" in seg.meta:
+        return None
+    return _WHOLE_TITLE_RE.fullmatch(first.strip())
+
+
 def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[dict[str, str], set[str]]:
     """What each segment goes only with (id -> id), and the ids of the heads (headings and lead-ins).
     *pairs*: the question-and-answer pairs of *doc* (:func:`~odcf.stages.segment.qa.qa_pairs`, read
@@ -740,13 +757,17 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         by_index[seg.index] = seg
         heading = _section_heading(seg)
         nxt = doc.segments[k + 1] if k + 1 < len(doc.segments) else None
+        whole = None
         if (seg.kind in ("sentence", "list") and (prev is None or prev.paragraph != seg.paragraph)
-                and (opens := _TITLE_NUMBER_RE.match(seg.original.lstrip()) or (
+                and (opens := _TITLE_NUMBER_RE.match(seg.original.lstrip()) or (whole := (
                     (nxt is None or nxt.paragraph != seg.paragraph or nxt.source_id != seg.source_id)
-                    and _WHOLE_TITLE_RE.fullmatch(seg.original.strip())))):
-            # "3.5 …" (or "4.1 …", or the title "2 Troubleshooting") ends the section of "3.4 Service
-            # credits"; "3.4.1 …" is a part of it
-            while stack and (number := _numbered_title(by_id[stack[-1][1]])) and not opens.group(1).startswith(number + "."):
+                    and _WHOLE_TITLE_RE.fullmatch(seg.original.strip()) or _titled_paragraph(seg))))):
+            # "3.5 …" (or "4.1 …", or the title "2 Troubleshooting", or "4. Conclusions" over its paragraph)
+            # ends the section of "3.4 Service credits"; "3.4.1 …" is a part of it. A whole number's title
+            # ends a plain-text heading's section too ("3.2 Lithium plating", which the segmenter made a heading)
+            while stack and (number := _numbered_title(by_id[stack[-1][1]])
+                             or (whole and _numbered_heading(by_id[stack[-1][1]]))) \
+                    and not opens.group(1).startswith(number + "."):
                 stack.pop()
         if (not heading and seg.kind == "sentence" and _LABEL_RUN_IN_RE.match(seg.original)
                 and (prev is None or prev.paragraph != seg.paragraph)):

@@ -12,7 +12,8 @@ Three rules, each switchable (constructor keyword, or the ontology's
   block whose body is one JSON object or array (```json, or an unlabelled fence) is minified
   inside its fences.
 - ``noise``: editor marks, invisible characters, decorative/blank-line runs, trailing spaces
-  and (in documents, not tool output) OCR-garbage lines (:mod:`odcf.rules.noise`). Text that
+  and (in documents, not tool output) OCR-garbage lines, page numbers and running headers or footers
+  (:mod:`odcf.rules.noise`). Text that
   holds a protected anchor, term or marker of the plan is never removed. JSON sources that
   parsed are not touched by it.
 
@@ -49,7 +50,7 @@ from odcf.textutil import has_visible_text
 
 logger = logging.getLogger(__name__)
 
-#: Kinds scanned for OCR garbage lines (documents, not machine output).
+#: Kinds scanned for OCR garbage lines, page numbers and running headers (documents, not machine output).
 _OCR_KINDS = frozenset({"text", "markdown", "html"})
 
 
@@ -126,7 +127,8 @@ class RuleStage(Stage):
                 text = cleaned
                 report["noise"] = {"zero_width": n, "chars_removed": len(source.text) - len(cleaned)}
         elif self.noise and not parsed_json and not (kind == "json"):
-            cleaned, rep = remove_noise(text, guard, ocr=source.kind in _OCR_KINDS)
+            document = source.kind in _OCR_KINDS
+            cleaned, rep = remove_noise(text, guard, ocr=document, pages=document)
             if cleaned != text:
                 text = cleaned
                 report["noise"] = rep

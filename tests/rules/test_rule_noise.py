@@ -135,3 +135,85 @@ def test_an_anchor_that_backtracks_on_a_noise_line_is_a_stage_error_naming_it():
     assert guard.holds("TODO: check #W2611340") and not guard.holds("TODO: tidy up")
     with pytest.raises(StageError, match=r"anchor 'ident' ran past 0.2 s on a line of 45 characters"):
         guard.holds("TODO: check ID-" + "1" * 28 + " x")  # about 8 s without the limit
+
+
+HEADER = "Journal of Applied Battery Research 14 (2023) 211–224"
+PAGES = [
+    "Capacity fade of LFP cells at low temperature.",
+    "1. Introduction\nLFP cells are widely used in stationary storage.",
+    "2. Methods\nAll cells were from a single production lot.",
+    "3. Results\nGroup B retained 91.2% after 1,500 cycles.",
+]
+
+
+def _paged(footer):
+    return "\n\n".join(f"{HEADER}\n\n{body}\n\n{footer(k)}" for k, body in enumerate(PAGES, 1))
+
+
+def test_running_header_and_page_numbers_of_a_pdf_text_are_removed_and_counted():
+    # QA: the header at every page break was delivered 3-4 times ahead of the results, "Page 4 of 14" too
+    out, report = remove_noise(_paged(lambda k: f"Page {k} of 14"))
+    assert out == HEADER + "\n\n" + "\n\n".join(PAGES)
+    assert report["running_lines"] == 3 and report["page_numbers"] == 4
+    assert report["examples"][0] == HEADER
+    assert remove_noise(out)[0] == out  # nothing more the second time
+
+
+@pytest.mark.parametrize("footer", [lambda k: f"Seite {k} von 14", lambda k: f"- {k} -", lambda k: f"{k} / 14",
+                                    lambda k: f"— {k} —", lambda k: f"Page {k}", lambda k: str(k)])
+def test_page_number_forms(footer):
+    out, report = remove_noise(_paged(footer))
+    bare = footer(4) == "4"  # a bare number goes only beside a running line: the last page's stays
+    assert out == HEADER + "\n\n" + "\n\n".join(PAGES) + ("\n\n4" if bare else ""), out
+    assert report["page_numbers"] == (3 if bare else 4)
+
+
+def test_a_page_of_form_is_removed_anywhere_but_not_when_the_number_passes_the_count():
+    assert remove_noise("Text of the page.\nPage 4 of 14\nNext page.")[0] == "Text of the page.\nNext page."
+    for text in ("See the table.\n\nPage 15 of 14\n\nEnd.", "The price rose.\n4 / 14\nThen fell.",
+                 "Scores:\n\n4\n\nDone."):
+        assert remove_noise(text)[0] == text
+
+
+@pytest.mark.parametrize("text", [
+    # a repeated heading of plain text, in no paged text and with no number
+    "Expected output\n\n42\n\nExpected output\n\n43\n\nExpected output\n\n44",
+    # sentences, labels, fields, list items, markdown headings, table rows, quotes, code: what repeats means
+    "Do not restart the pump 4.\n\nStep one.\n\nDo not restart the pump 4.\n\nStep two.\n\nDo not restart the pump 4.",
+    "Response:\n\nOK 1\n\nResponse:\n\nOK 2\n\nResponse:\n\nOK 3",
+    "User: hi 1\n\nAgent: hello\n\nUser: hi 1\n\nAgent: again\n\nUser: hi 1",
+    "kind: Service 1\n\nname: a\n\nkind: Service 1\n\nname: b\n\nkind: Service 1",
+    "- item 2 here\n\ntext\n\n- item 2 here\n\ntext\n\n- item 2 here",
+    "## Example 1\n\nx\n\n## Example 1\n\ny\n\n## Example 1\n\nz",
+    "| a | 1 |\n\nx\n\n| a | 1 |\n\ny\n\n| a | 1 |",
+    "> quoted 1 line\n\nx\n\n> quoted 1 line\n\ny\n\n> quoted 1 line",
+    "total = compute(1) + 2\n\nnext\n\ntotal = compute(1) + 2\n\nnext\n\ntotal = compute(1) + 2",
+    "    return value 1\n\nnext\n\n    return value 1\n\nnext\n\n    return value 1",
+    # on lines next to others: a table's or a log's rows, not a page's header
+    "Group 1 total\nA 1\n\nGroup 1 total\nB 2\n\nGroup 1 total\nC 3",
+    # nothing else between them
+    "Version 2 notes\n\nVersion 2 notes\n\nVersion 2 notes",
+    # in fenced code
+    "```\nProcessing batch 7 now\n\nok\n\nProcessing batch 7 now\n\nok\n\nProcessing batch 7 now\n```",
+])
+def test_repeated_lines_that_are_no_running_header_are_kept(text):
+    out, report = remove_noise(text)
+    assert out == text and "running_lines" not in report and "page_numbers" not in report
+
+
+def test_a_running_line_without_a_number_goes_in_a_paged_text_only():
+    text = _paged(lambda k: f"Page {k} of 14").replace(HEADER, "Capacity Fade in LFP Cells")
+    out, report = remove_noise(text)
+    assert out.count("Capacity Fade in LFP Cells") == 1 and report["running_lines"] == 3
+
+
+def test_page_rules_can_be_switched_off_and_what_protection_keeps():
+    text = _paged(lambda k: f"Page {k} of 14")
+    assert remove_noise(text, pages=False)[0] == text
+    # every number protected (the general ontology's anchor): a page's number and a running line's later
+    # copies go all the same (the first copy keeps the header's numbers); a protected term keeps a page line
+    numbers = ProtectionGuard.from_plan(Plan(domain="t", protection=ProtectionRules(
+        anchors=(Anchor("number", r"\d+"),), terms=("page",))))
+    out, report = remove_noise(text, numbers)
+    assert out.count(HEADER) == 1 and out.count("Page ") == 4
+    assert report["running_lines"] == 3 and report["kept_protected"] == 4 and "page_numbers" not in report

@@ -89,3 +89,29 @@ def test_a_numbered_title_is_not_delivered_with_only_the_next_section(plan):
         assert r.tokens_out <= budget
         if "1.7 Run" in r.text:
             assert "Start the service" in r.text or "Logs go to journald." in r.text, (budget, r.text)
+
+
+PAPER = ("3. Results\n"
+         "3.1 Capacity retention\n"
+         "Group D lost capacity fastest: 28.6% after 1,500 cycles.\n\n"
+         "3.2 Lithium plating\n"
+         "Plating was confirmed post mortem in 11 of 16 cells of group C. No plating was found in group B.\n\n"
+         "4. Conclusions\n"
+         "Charging LFP cells at 0 °C is safe only if the rate is limited to 0.3C or below. Operators should not "
+         "rely on the cell temperature sensor alone.\n")
+
+
+def test_a_whole_number_title_over_its_paragraph_ends_the_section_of_a_plain_text_heading():
+    # QA s26/qa4: "4. Conclusions" with its text on the next line was read as a list item under "3.2 Lithium
+    # plating", which was delivered alone right above it
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=PAPER)]), Plan(domain="t"))
+    before, _ = _antecedents(doc)
+    text = {s.id: s.text for s in doc.segments}
+    under = {text[k]: text[v] for k, v in before.items()}
+    assert [k for k, v in under.items() if v == "3.2 Lithium plating"] == [
+        next(t for t in text.values() if t.startswith("Plating was confirmed"))]  # not "4. Conclusions" …
+    for budget in range(20, 70, 4):
+        r = Compressor(Plan(domain="t"), stages=CORE).compress(PAPER, query="at what rate is charging at 0 °C safe",
+                                                             budget=budget)
+        if "3.2 Lithium plating" in r.text:
+            assert "Plating was confirmed" in r.text, (budget, r.text)

@@ -153,3 +153,25 @@ def test_fenced_json_of_a_document_is_minified_and_the_trace_says_so(plan):
     assert rep["format"] == "fenced json" and rep["blocks"] == 1
     off = RuleStage(json_minify=False)(doc, plan)
     assert "```json\n{\n  \"order_id\"" in off.sources[0].text
+
+
+def test_a_pdf_texts_running_header_is_delivered_once_and_the_record_says_what_went():
+    # QA: "Journal of Applied Battery Research 14 (2023) 211–224" was delivered 3-4 times ahead of the results
+    from odcf.compressor import Compressor
+    header = "Journal of Applied Battery Research 14 (2023) 211–224"
+    pages = ["Abstract\nLithium plating was not observed at 0 °C when the charge rate was limited to 0.3C.",
+             "2. Methods\nAll cells were from a single production lot (lot no. 2209-K4).",
+             "3. Results\nGroup B, by contrast, retained 91.2% after 1,500 cycles at 0 °C and 0.3C.",
+             "4. Conclusions\nCharging LFP cells at 0 °C is safe only if the rate is limited to 0.3C or below."]
+    text = "\n\n".join(f"{header}\n\n{body}\n\nPage {k} of 14" for k, body in enumerate(pages, 1))
+    r = Compressor.from_ontology("general").compress([{"id": "paper.txt", "text": text}],
+                                                     query="at what charge rate is charging at 0 °C safe",
+                                                     budget=160, timings=False)  # under the 203 tokens in
+    assert r.text.count(header) <= 1 and "Page 3 of 14" not in r.text
+    assert all(body in r.text for body in pages)
+    noise = next(s for s in r.record["stages"] if s["stage"] == "rules")["data"]["sources"]["paper.txt"]["noise"]
+    assert noise["running_lines"] == 3 and noise["page_numbers"] == 4 and noise["examples"][0] == header
+    # tool output and a chat are no paged documents: left as they are
+    for kind in ("tool", "chat"):
+        out = RuleStage()(_doc(Source(id="t", text=text, kind=kind)), Plan(domain="t"))
+        assert out.sources[0].text == text

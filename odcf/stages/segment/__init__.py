@@ -4,7 +4,8 @@ Prose becomes sentences (CJK-aware: 。！？；), markdown headings stay whole,
 capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "第三章 违约责任":
 :mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
 tables, fenced code and runs of list lines become block segments (split when very long), an
-application log a segment an entry (its line and the stack trace under it: :mod:`.logs`),
+application log a segment an entry (its line and the stack trace under it: :mod:`.logs`), a
+subtitle's cue (SRT, WebVTT) a segment (:mod:`.subtitles`),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
 answer in an agent's log); JSON Lines (two lines or more, each one JSON object or array, fenced or
@@ -16,7 +17,8 @@ trailing whitespace.
 
 Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
 transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
-members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.lines` (what they share).
+members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.subtitles` (subtitles' cues),
+:mod:`.lines` (what they share).
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ from odcf.plan.model import Plan
 from odcf.rules.jsonmin import json_fence, json_lines_fence
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
+from odcf.stages.segment.codefiles import code_chunks, declared_code
+from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.headings import plain_heading
 from odcf.stages.segment.items import mark_items
 from odcf.stages.segment.jsonparts import (
@@ -52,6 +56,7 @@ from odcf.stages.segment.lines import (
     Piece,
     rstrip,
 )
+from odcf.stages.segment.logs import log_entries
 from odcf.stages.segment.mail import (
     ATTRIBUTION_RE,
     FIELD_OPEN_RE,
@@ -70,16 +75,21 @@ from odcf.stages.segment.mail import (
     speaker_meta,
     speaker_run,
 )
-from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
-from odcf.stages.segment.logs import log_entries
-from odcf.stages.segment.codefiles import code_chunks, declared_code
-from odcf.stages.segment.yamlparts import COMMENT_RE, declared_yaml, front_matter, key_line, yaml_pieces, yaml_run
+from odcf.stages.segment.subtitles import cue_end
 from odcf.stages.segment.tables import (
     aligned_run,
     csv_records,
     declared_delimiter,
     one_record_a_line,
     table_run,
+)
+from odcf.stages.segment.yamlparts import (
+    COMMENT_RE,
+    declared_yaml,
+    front_matter,
+    key_line,
+    yaml_pieces,
+    yaml_run,
 )
 from odcf.textutil import HAN_RE, iter_lines_with_offsets, loads_json, split_sentences
 from odcf.tokens import get_counter
@@ -412,6 +422,14 @@ class Segmenter(Stage):
             ls, le, line = lines[i]
             if not line.strip():
                 i += 1
+                continue
+            end = cue_end(lines, i)
+            if end > i:
+                # a subtitle's cue (its number, time line and text): one piece, so that no line of it
+                # goes without its time or the line it goes on from (odcf.stages.segment.subtitles)
+                pieces.append(_line_piece(lines[i:end], "sentence", paragraph))
+                paragraph += 1
+                i = end
                 continue
             records_end = json_lines_run(lines, i)
             if records_end > i:
