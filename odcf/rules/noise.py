@@ -47,6 +47,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 from odcf.rules.guard import ProtectionGuard
@@ -226,7 +227,7 @@ class _Cleaner:
             if len(where) < 3 or not (paged or any(c.isdigit() for c in key)):
                 continue
             if any(nxt[a] == b or all(j in drop for j in range(nxt[a], b) if not blank[j])
-                   for a, b in zip(where, where[1:])):
+                   for a, b in pairwise(where)):
                 continue  # nothing else between two of them: a repeated line, not a page's
             running.update(where)
             # whatever it holds, its first copy keeps it

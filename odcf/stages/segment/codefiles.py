@@ -9,7 +9,8 @@ speaks of).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: File names that declare source code (lower case).
 CODE_SUFFIXES = (
