@@ -178,6 +178,11 @@ def words(text: str, *, stop: bool = False) -> list[str]:
     return out
 
 
+#: How a sentence piece ends when its sentence goes on after it (a clause cut at "；"; not ",", which ends
+#: many a transcript line: "So, um,"): odcf.stages.segment marks such a piece that its paragraph goes on
+#: after, odcf.render writes " …" after it when what follows is not delivered.
+CLAUSE_GOES_ON = ("；", ";", "，")
+
 _ABBREV = frozenset(
     """e.g i.e etc vs mr mrs ms dr prof sr jr st no nos fig figs sec art para cf al inc ltd co corp
     jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k approx dept est

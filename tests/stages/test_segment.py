@@ -1424,3 +1424,18 @@ def test_minutes_whose_lines_share_a_date_are_cut_a_line_a_paragraph_not_one_blo
     # log lines sharing a prefix are still one block (a line of a log is no sentence)
     log = "".join(f"2025-03-11 10:0{k} GET /api/orders/{k} 200 {k}ms\n" for k in range(6))
     assert len(seg(log)) == 1
+
+
+def test_a_paragraph_ending_in_a_semicolon_is_not_marked_as_going_on():
+    # QA round 4, finding 2: "Payment must be made within 30 days; …" with every segment delivered, and a SQL
+    # migration delivered whole came back "BEGIN; …" … "COMMIT; …": " …" said that something was left out
+    text = "Payment must be made within 30 days;\n\nLate payments incur interest at 8% per year."
+    out = seg(text)
+    assert _delivered(out, {s.index for s in out}) == text
+    assert _delivered(out, {0}) == "Payment must be made within 30 days;"  # nothing of its paragraph left out
+    sql = "BEGIN;\n\nALTER TABLE users DROP COLUMN billing_line1;\n\nCOMMIT;"
+    out = seg(sql)
+    assert _delivered(out, {s.index for s in out}) == sql
+    # a clause whose paragraph goes on after it, left out: still marked
+    zh = seg("第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；拒不改正的，处1万元以上10万元以下罚款。")
+    assert _delivered(zh, {0}) == "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；…"
