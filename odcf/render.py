@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from odcf.document import Document, Segment, Source
 from odcf.stages.segment.mail import QUOTE_RE
+from odcf.textutil import CLAUSE_GOES_ON
 
 #: A character after or before which sentences join without a space: Han, kana, CJK and
 #: full-width punctuation (not hangul: Korean puts spaces between words).
@@ -179,9 +180,10 @@ def join_segments(segments: Sequence[Segment]) -> str:
         if cut_open:
             out.append(" …")  # a sentence cut for length goes on in a part not delivered (between two: _gap)
         elif (seg.kind == "sentence" and (nxt is None or nxt.paragraph != seg.paragraph)
-              and seg.text.endswith(_CLAUSE_GOES_ON)):
-            # a clause that ends in "；", ";" or "，" goes on in one not delivered: "给予警告；" read as the whole
-            # penalty, "拒不改正的，处1万元以上10万元以下罚款。" left out unsaid
+              and seg.meta.get("clause_goes_on") and seg.text.endswith(CLAUSE_GOES_ON)):
+            # a clause that ends in "；", ";" or "，" goes on in one of its paragraph not delivered: "给予警告；"
+            # read as the whole penalty, "拒不改正的，处1万元以上10万元以下罚款。" left out unsaid (not the last
+            # piece of its paragraph, "BEGIN;": nothing of it is left out)
             out.append(_elided(seg.text[-1], ""))
         if rows and (nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("table_rows")):
             rest = seg.meta.get("table_total", 0) - sum(rows)  # rows after the last part delivered
@@ -510,11 +512,6 @@ def _gap(prev: Segment, seg: Segment, cut_open: bool = False) -> str:
     # sentences of one line left out between the two (in Chinese too: "；" then a clause that is not
     # the next one would read as going on from it)
     return " " if cut_open else _elided(prev.text[-1:], seg.text[:1])
-
-
-#: How a sentence piece ends when the sentence goes on after it (a clause cut at "；"; not ",", which ends
-#: many a transcript line: "So, um,").
-_CLAUSE_GOES_ON = ("；", ";", "，")
 
 
 def _elided(before: str, after: str) -> str:

@@ -178,14 +178,36 @@ def words(text: str, *, stop: bool = False) -> list[str]:
     return out
 
 
+#: How a sentence piece ends when its sentence goes on after it (a clause cut at "；"; not ",", which ends
+#: many a transcript line: "So, um,"): odcf.stages.segment marks such a piece that its paragraph goes on
+#: after, odcf.render writes " …" after it when what follows is not delivered.
+CLAUSE_GOES_ON = ("；", ";", "，")
+
 _ABBREV = frozenset(
     """e.g i.e etc vs mr mrs ms dr prof sr jr st no nos fig figs sec art para cf al inc ltd co corp
     jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k approx dept est
     ins assn bros cos mfg intl div govt rm apt ste bldg fl ave blvd rd hwy mt
-    vol vols ch chap pt pts pp ex exh ref nr tel ext gen col capt lt sgt rev hon eq ca""".split()
+    vol vols ch chap pt pts pp ex exh ref nr tel ext gen col capt lt sgt rev hon eq ca incl excl""".split()
 )
 # Units ("12 ft.", "30 min.") are not listed: before a lower-case word there is no cut anyway, and
 # before a capital ("for 30 min. Then …") they usually end the sentence.
+#: Qualifiers and references that stand before a number ("max. 3,000 rpm", "min. 800", "(pos. 5)",
+#: "Tab. 2", "Art. 5 Abs. 2", "incl. 19% VAT"): before a digit they do not end a sentence; before a
+#: capital they may ("… at the max. Then …"). After a number, "min." is a unit, which may end one
+#: ("for 30 min. 3 runs followed.").
+_ABBREV_BEFORE_NUMBER = frozenset(
+    """max min pos tab tbl abs incl excl avg abb ziff kap bd rn rz nr no nos p pp ca approx
+    fig figs sec art para vol ref eq ch chap pt""".split()
+)
+_UNITS_BEFORE_NUMBER = frozenset({"min"})
+#: Words of a journal's abbreviated title in a reference ("Electrochim. Acta 300 (2019)", "J. Electrochem.
+#: Soc. 167"), written with a capital: such a word never ends a sentence.
+_TITLE_ABBREV = frozenset(
+    """Electrochim Electrochem Soc Chem Phys Lett Mater Sci Appl Eng Commun Proc Trans Res Technol Biol
+    Biochem Biophys Geophys Astrophys Natl Acad Int Environ Nucl Opt Mech Comput Mol Anal Inorg Polym Catal
+    Annu Bull Jpn Eur Clin Exp Pharmacol Physiol Neurosci Psychol Ecol Microbiol Immunol Genet Struct
+    Dyn Electron Photonics Ind Adv Rep Syst Sens Surf Interfaces Nanotechnol Energ Spectrosc""".split()
+)
 
 # A sentence ends at . ! ? followed by space and a likely sentence start (a capital, a digit, or a
 # CJK character: "Done. 下一步。"), or right after a CJK full stop, exclamation, question mark or
@@ -215,7 +237,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         mark = m.start()  # right after the final . ! ? 。 …
         if mark <= start:
             continue
-        if _ends_with_abbreviation(text[start:mark]) or _in_inline_code(text, start, mark):
+        if _ends_with_abbreviation(text[start:mark], text[m.end():m.end() + 1]) or _in_inline_code(text, start, mark):
             continue
         spaced = m.group("close") is not None
         closers = m.group("close") if spaced else m.group("cjk")
@@ -227,7 +249,25 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         end = _rstrip_end(text, start, n)
         if end > start:
             spans.append((start, end))
-    return [(s, e) for s, e in spans if e > s]
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if e <= s:
+            continue
+        if out and _bare_tail(text[s:e]) and "\n" not in text[out[-1][1]:s]:
+            out[-1] = (out[-1][0], e)  # "5)." after "(pos." is the end of that sentence, not one of its own
+        else:
+            out.append((s, e))
+    return out
+
+
+#: A piece with no word in it, of one or two tokens, that is not a number opening what follows ("2.", "(3)",
+#: "iv."): "5).", "2, 3).", the tail of a sentence cut after an abbreviation the list does not know.
+_LABEL_RE = re.compile(r"[(\[]?\d+(?:\.\d+)*[.)\]]?")
+
+
+def _bare_tail(piece: str) -> bool:
+    return (len(piece.split()) <= 2 and not any(ch.isalpha() for ch in piece)
+            and _LABEL_RE.fullmatch(piece) is None)
 
 
 #: The farthest a sentence mark may be from the backticks around it to count as inside inline code.
@@ -266,13 +306,21 @@ def _rstrip_end(text: str, start: int, end: int) -> int:
     return end
 
 
-def _ends_with_abbreviation(sentence: str) -> bool:
+def _ends_with_abbreviation(sentence: str, after: str = "") -> bool:
+    """Whether *sentence* ends in an abbreviation's "." rather than its own, *after* being the first
+    character of what follows."""
     tail = sentence.rstrip()
     if not tail.endswith("."):
         return False
-    word = tail[:-1].rsplit(None, 1)[-1] if tail[:-1].split() else ""
-    word = word.lstrip("(\"'[").lower()
+    words = tail[:-1].split()
+    word = words[-1].lstrip("(\"'[") if words else ""
+    if word in _TITLE_ABBREV:
+        return True
+    word = word.lower()
     if word in _ABBREV:
+        return True
+    if (after[:1].isdigit() and word in _ABBREV_BEFORE_NUMBER
+            and not (word in _UNITS_BEFORE_NUMBER and len(words) > 1 and words[-2][:1].isdigit())):
         return True
     # single initials ("J. Smith") and dotted acronyms ("U.S.")
     return len(word) == 1 and word.isalpha() or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", word))

@@ -91,7 +91,13 @@ from odcf.stages.segment.yamlparts import (
     yaml_pieces,
     yaml_run,
 )
-from odcf.textutil import HAN_RE, iter_lines_with_offsets, loads_json, split_sentences
+from odcf.textutil import (
+    CLAUSE_GOES_ON,
+    HAN_RE,
+    iter_lines_with_offsets,
+    loads_json,
+    split_sentences,
+)
 from odcf.tokens import get_counter
 
 
@@ -155,6 +161,11 @@ class Segmenter(Stage):
                     first = i - meta["table_part"]  # a table's parts are pieces in a row
                     before = pieces[first - 1].end if first else 0
                     meta = {**meta, "table_lead": [first, source.text[before:pieces[first].start]]}
+                if (p.kind == "sentence" and text.endswith(CLAUSE_GOES_ON) and i + 1 < len(pieces)
+                        and pieces[i + 1].paragraph == p.paragraph):
+                    # its sentence goes on in the next piece: delivered without it, it ends " …" (odcf.render);
+                    # the last piece of a paragraph ending in ";" ("BEGIN;", "… within 30 days;") does not
+                    meta = {**meta, "clause_goes_on": True}
                 seg = Segment(
                     id=f"{source.id}#{i}",
                     source_id=source.id,
