@@ -52,7 +52,7 @@ from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
 from odcf.handoff.layout import EARLIER_ID, HEADER_TOKENS, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
 from odcf.handoff.notes import notes_cap, render_notes
-from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, truncate_reasoning
+from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, is_constraint, truncate_reasoning
 from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
 from odcf.handoff.trust import cap_confidence
@@ -477,7 +477,7 @@ class _CoreRun:
     draft_dropped: int              # tokens of draft segments the budget dropped
     layers: dict[str, str]          # the layer of each segment in dropped_other
     notes_room: int                 # the tokens the notes may take (their share, or what required material left)
-    constraints_left: dict[str, int]  # a user's constraint turn the budget left out entirely -> its tokens and header's
+    constraints_left: dict[str, int]  # the constraint sentences of users' turns the budget dropped -> tokens needed
 
 
 def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, budget: int, query: str | None,
@@ -506,11 +506,27 @@ def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, 
     seg_layers = {seg.id: layers.get(seg.source_id, "") for seg in out.segments if seg.id in dropped}
     draft_dropped = sum(counter.count(seg.original) for seg in out.segments
                         if seg.dropped and layers.get(seg.source_id) == "reasoning") if "reasoning" in prep.allowed else 0
-    delivered_from = {seg.source_id for seg in out.segments if not seg.dropped}
-    constraints_left = {src.id: counter.count(src.text) + HEADER_TOKENS for src in out.sources
-                        if src.meta.get("handoff_constraint") and src.id not in delivered_from}
+    constraints_left = _constraints_left(out, counter)
     return _CoreRun(out, notes, shown, core_budget, tokens, dropped, draft_dropped, seg_layers, notes_room,
                     constraints_left)
+
+
+def _constraints_left(out: Document, counter: Any) -> dict[str, int]:
+    """The constraint sentences of users' constraint turns (all of a turn's segments when none reads as
+    one) that the budget dropped, each with its tokens, and a source header's for the first of a turn
+    delivered in nothing."""
+    left: dict[str, int] = {}
+    for src in out.sources:
+        if not src.meta.get("handoff_constraint"):
+            continue
+        segs = [seg for seg in out.segments if seg.source_id == src.id]
+        parts = [seg for seg in segs if is_constraint(seg.original)] or segs
+        header = 0 if any(not seg.dropped for seg in segs) else HEADER_TOKENS
+        for seg in parts:
+            if seg.dropped and any(r.startswith("budget:") for r in seg.reasons):
+                left[seg.id] = counter.count(seg.original) + header
+                header = 0
+    return left
 
 
 def _core(comp: Any, prep: _Prepared, notes: str, counter: Any, budget: int, query: str | None, role: str,
