@@ -28,6 +28,7 @@ the material is the core pipeline's (:class:`odcf.compressor.Compressor`), with 
    notes take, and being over it (``strict``: an error) is judged on the final text; when drafts were cut and the run left room unused (or the
    budget had to cut a draft itself), the drafts are re-cut to fit and the core run again
    (at most ``DRAFT_PASSES`` more runs, each taken only when it loses nothing the run before had);
+   a user's constraint turn the run left out makes the drafts give way to it the same way;
 7. make the record tell the handoff's own cuts: ``sources`` entries of cut drafts, condensed turns
    and bullets are ``compressed`` with ``tokens_in`` of the items as given, and ``handoff.history``
    gives each turn's mode after the budget.
@@ -48,10 +49,10 @@ from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
 from odcf.handoff.history import bullet_groups, layer_history
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
-from odcf.handoff.layout import EARLIER_ID, build_sources, fit_history
+from odcf.handoff.layout import EARLIER_ID, HEADER_TOKENS, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
 from odcf.handoff.notes import notes_cap, render_notes
-from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, truncate_reasoning
+from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, is_constraint, truncate_reasoning
 from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
 from odcf.handoff.trust import cap_confidence
@@ -179,11 +180,17 @@ def handoff(
     # cut again here to that size, keeping their constraint sentences (the budget stage would cut
     # by position). A pass is taken only when it stays within the budget (or gets closer to it),
     # drops no more of the drafts, and drops nothing outside the drafts that the run before
-    # delivered — except history turns while the drafts stay within their floor share.
+    # delivered — except history turns while the drafts stay within their floor share. A user's
+    # constraint turn is not such a turn: when a run leaves one out, the drafts give way to it (they
+    # are cut by what it needs, below their floor share if need be), and no pass may leave it out
+    # again (QA: at 700 tokens the drafts' floor share took the room of "make sure owners of
+    # unaffected bikes are not alarmed" once the budget's fill measured its room exactly).
     extra, slack = 0, budget - run.tokens
     for _ in range(DRAFT_PASSES):
         if run.draft_dropped:
             step = -max(run.draft_dropped, MIN_SLACK)
+        elif run.constraints_left and prep.reasoning_cuts:
+            step = -max(sum(run.constraints_left.values()), MIN_SLACK)
         elif slack >= MIN_SLACK and any(c.truncated for c in prep.reasoning_cuts.values()):
             step = slack
         else:
@@ -196,6 +203,10 @@ def handoff(
         # within the drafts' floor share they may displace history turns (the share is theirs)
         lost = {sid for sid in trial.dropped_other - run.dropped_other
                 if not (extra + step <= 0 and trial.layers.get(sid) == "history")}
+        lost |= trial.constraints_left.keys() - run.constraints_left.keys()
+        if run.constraints_left and not run.draft_dropped and step < 0 and \
+                len(trial.constraints_left) >= len(run.constraints_left):
+            break  # cutting the drafts did not bring the constraint turn in: the run before stands
         if trial.tokens <= max(budget, run.tokens) and not lost and trial.draft_dropped <= run.draft_dropped:
             extra += step
             prep, run = trial_prep, trial
@@ -466,6 +477,7 @@ class _CoreRun:
     draft_dropped: int              # tokens of draft segments the budget dropped
     layers: dict[str, str]          # the layer of each segment in dropped_other
     notes_room: int                 # the tokens the notes may take (their share, or what required material left)
+    constraints_left: dict[str, int]  # the constraint sentences of users' turns the budget dropped -> tokens needed
 
 
 def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, budget: int, query: str | None,
@@ -494,7 +506,27 @@ def _run_core(comp: Any, prep: _Prepared, contract: RoleContract, counter: Any, 
     seg_layers = {seg.id: layers.get(seg.source_id, "") for seg in out.segments if seg.id in dropped}
     draft_dropped = sum(counter.count(seg.original) for seg in out.segments
                         if seg.dropped and layers.get(seg.source_id) == "reasoning") if "reasoning" in prep.allowed else 0
-    return _CoreRun(out, notes, shown, core_budget, tokens, dropped, draft_dropped, seg_layers, notes_room)
+    constraints_left = _constraints_left(out, counter)
+    return _CoreRun(out, notes, shown, core_budget, tokens, dropped, draft_dropped, seg_layers, notes_room,
+                    constraints_left)
+
+
+def _constraints_left(out: Document, counter: Any) -> dict[str, int]:
+    """The constraint sentences of users' constraint turns (all of a turn's segments when none reads as
+    one) that the budget dropped, each with its tokens, and a source header's for the first of a turn
+    delivered in nothing."""
+    left: dict[str, int] = {}
+    for src in out.sources:
+        if not src.meta.get("handoff_constraint"):
+            continue
+        segs = [seg for seg in out.segments if seg.source_id == src.id]
+        parts = [seg for seg in segs if is_constraint(seg.original)] or segs
+        header = 0 if any(not seg.dropped for seg in segs) else HEADER_TOKENS
+        for seg in parts:
+            if seg.dropped and any(r.startswith("budget:") for r in seg.reasons):
+                left[seg.id] = counter.count(seg.original) + header
+                header = 0
+    return left
 
 
 def _core(comp: Any, prep: _Prepared, notes: str, counter: Any, budget: int, query: str | None, role: str,
