@@ -593,6 +593,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "sentence that holds it"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
                         and _opens_with_label(prior, title=True)
+                        else "is a part of a commit's message and goes only with its entry's first piece (its "
+                        "commit, Author and Date lines and its subject)"
+                        if seg.meta.get("commit_part")
                         else "is a part of a stack trace and goes only with its log entry's line"
                         if seg.meta.get("trace_of")
                         else "is a short remark later in a speaker's line and goes only with the sentence before it"
@@ -853,7 +856,9 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         elif seg.meta.get("cut_part") and first_cut is not None:
             out[seg.id] = first_cut
         elif seg.meta.get("trace_of") and (line := by_index.get(seg.index - seg.meta["trace_of"])) is not None:
-            out[seg.id] = line.id  # a part of a stack trace goes only with its log line (odcf.stages.segment)
+            # a part of a stack trace goes only with its log line, a part of a commit's message with its
+            # commit's header and subject (odcf.stages.segment)
+            out[seg.id] = line.id
         elif seg.meta.get("under") is not None:
             # a node of a YAML config under its key line, a diff's hunk under its file's header lines
             # (odcf.stages.segment.yamlparts, .diffparts), a member of a JSON object under the object's id

@@ -5,7 +5,7 @@ capitalised title lines of a plain-text contract ("ARTICLE 10 — INDEMNITY", "�
 :mod:`.headings`; each with its ``heading_level`` in meta) in a source without markdown headings;
 tables, fenced code and runs of list lines become block segments (split when very long), an
 application log a segment an entry (its line and the stack trace under it: :mod:`.logs`), a
-subtitle's cue (SRT, WebVTT) a segment (:mod:`.subtitles`),
+subtitle's cue (SRT, WebVTT) a segment (:mod:`.subtitles`), a git log's commit (:mod:`.gitlog`),
 and large JSON containers become one segment per top-level member so that dropping
 members still yields valid JSON (a JSON source, and a fenced block of JSON in a document: a tool's
 answer in an agent's log); JSON Lines (two lines or more, each one JSON object or array, fenced or
@@ -17,7 +17,7 @@ trailing whitespace.
 
 Parts: :mod:`.headings` (plain-text headings), :mod:`.mail` (email headers, quoted replies,
 transcripts and chat exports), :mod:`.tables` (pipe and delimited tables), :mod:`.jsonparts` (JSON
-members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.subtitles` (subtitles' cues),
+members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.subtitles` (subtitles' cues), :mod:`.gitlog` (git logs' commits),
 :mod:`.lines` (what they share).
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.codefiles import code_chunks, declared_code
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
+from odcf.stages.segment.gitlog import WHOLE_ENTRY_TOKENS, commit_entries
 from odcf.stages.segment.headings import plain_heading
 from odcf.stages.segment.items import mark_items
 from odcf.stages.segment.jsonparts import (
@@ -434,6 +435,14 @@ class Segmenter(Stage):
             if not line.strip():
                 i += 1
                 continue
+            entries = commit_entries(lines, i) if line.startswith("commit ") else []
+            if entries:
+                # a git log: a piece an entry, a long one cut with each part under its header (odcf.stages.segment.gitlog)
+                pieces.extend(self._commit_parts(lines, entries, paragraph, counter))
+                blocks.add(paragraph)
+                paragraph += 1
+                i = entries[-1][2]
+                continue
             end = cue_end(lines, i)
             if end > i:
                 # a subtitle's cue (its number, time line and text): one piece, so that no line of it
@@ -507,6 +516,14 @@ class Segmenter(Stage):
                                   for p in diff_pieces(lines, i + 1, fenced_diff, paragraph, len(pieces), diffs,
                                                        _line_piece, lambda s: counter.count(s) + 1,
                                                        self.max_hunk_tokens))
+                    blocks.add(paragraph)
+                    paragraph += 1
+                    i = j + 1
+                    continue
+                entries = commit_entries(lines, i + 1) if i + 1 < j else []
+                if entries and all(not lines[k][2].strip() for k in range(entries[-1][2], j)):
+                    # a git log inside fences: cut as one outside them, its fences with its first and last pieces
+                    pieces.extend(self._commit_parts(lines, entries, paragraph, counter, fence=(i, j + 1)))
                     blocks.add(paragraph)
                     paragraph += 1
                     i = j + 1
@@ -778,6 +795,47 @@ class Segmenter(Stage):
         # "\tat java.base/…Thread.run" alone says nothing
         return [Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), "trace_of": k}) if k else p
                 for p, k in zip(_code_parts(out, lines[entries[0][0]:entries[-1][1]]), back)]
+
+    def _commit_parts(self, lines: list[tuple[int, int, str]], entries: list[tuple[int, int, int]], paragraph: int,
+                      counter: Any, fence: tuple[int, int] | None = None) -> list[Piece]:
+        """A git log's *entries* (first line, end of its header and subject, end: :func:`.gitlog.commit_entries`):
+        an entry of up to :data:`.gitlog.WHOLE_ENTRY_TOKENS` is one ``code`` piece; a longer one is its header
+        lines with its message's first line, then whole lines of each paragraph of the rest (at most that
+        many tokens a part), each part delivered only with its entry's first piece (``trace_of``,
+        odcf.stages.budget), so that a message never goes under another commit's header, nor a header
+        without its subject. Every piece says which lines of the log it holds (``[CODE_LINES: n]`` for
+        the lines left out, odcf.render). *fence*: the lines of the fences around the log, which its
+        first and last pieces hold.
+        """
+        spans: list[tuple[int, int]] = []
+        back: list[int] = []  # for each piece, how many pieces before it its entry's first piece is
+        for a, h, e in entries:
+            if sum(counter.count(line[2]) + 1 for line in lines[a:e]) <= WHOLE_ENTRY_TOKENS or h >= e:
+                spans.append((a, e))
+                back.append(0)
+                continue
+            spans.append((a, h))
+            back.append(0)
+            first = len(spans) - 1
+            k = h
+            while k < e:
+                while k < e and not lines[k][2].strip():
+                    k += 1  # a paragraph of the message (or --stat's lines): whole lines, up to a blank line
+                start, tokens = k, 0
+                while k < e and lines[k][2].strip():
+                    t = counter.count(lines[k][2]) + 1
+                    if k > start and tokens + t > WHOLE_ENTRY_TOKENS:
+                        break
+                    tokens += t
+                    k += 1
+                spans.append((start, k))
+                back.append(len(spans) - 1 - first)
+        if fence is not None:
+            spans[0] = (fence[0], spans[0][1])
+            spans[-1] = (spans[-1][0], fence[1])
+        out = [_line_piece(lines[a:b], "code", paragraph, indent=True) for a, b in spans]
+        return [Piece(p.start, p.end, p.kind, p.paragraph, {**(p.meta or {}), "trace_of": k, "commit_part": True})
+                if k else p for p, k in zip(_code_parts(out, lines[spans[0][0]:spans[-1][1]]), back)]
 
     def _list_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any,
                     at: int = 0) -> list[Piece]:
