@@ -56,7 +56,7 @@ from odcf.stages.rank import (
     scoring_texts,
     unlift,
 )
-from odcf.textutil import detect_language
+from odcf.textutil import detect_language, words
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -135,6 +135,46 @@ def lead_with_each_question(segs: Sequence[Segment], sims: np.ndarray, scores: n
         if np.isfinite(col[best]):
             out[best] = max(out[best], round(top - 1e-6 * (j + 1), 6))
     return out
+
+
+def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query: str) -> tuple[dict[str, float], int]:
+    """*scores* with the parts of each table (rows, see odcf.stages.segment) reordered by how many of
+    *query*'s distinct words (stopwords left out) their cells hold, then by their own score: the table's
+    scores are handed out again in that order, so that the table keeps its share against the rest. A
+    row's cells embed as noise (MiniLM put "SUP-10236,…,P3,closed,Question about pricing tiers" closest
+    to "which P1 tickets are open", and the one row holding ``P1``, ``open`` and "Workaround:" last); the
+    header's column names count for no row. Returns the scores and how many segments changed score.
+
+    >>> from odcf.document import Segment
+    >>> rows = ["id,prio,state\\nA-1,P3,closed", "A-2,P1,open", "A-3,P1,pending"]
+    >>> segs = [Segment(id=f"s{i}", source_id="t", index=i, text=t, original=t, kind="table",
+    ...                 meta={"table_header": "id,prio,state", "table_part": i}) for i, t in enumerate(rows)]
+    >>> rows_by_query_words(segs, {"s0": 0.9, "s1": 0.4, "s2": 0.6}, "which P1 tickets are open")
+    ({'s0': 0.4, 's1': 0.9, 's2': 0.6}, 2)
+    """
+    asked = set(words(query, stop=True))
+    tables: dict[tuple[str, int], list[Segment]] = {}
+    for seg in segs:
+        part = seg.meta.get("table_part")
+        if asked and seg.kind == "table" and isinstance(part, int) and seg.id in scores:
+            tables.setdefault((seg.source_id, seg.index - part), []).append(seg)
+    out = dict(scores)
+    moved = 0
+    for parts in tables.values():
+        held: dict[str, int] = {}
+        for seg in parts:
+            header = seg.meta.get("table_header") or ""
+            cells = seg.text[len(header):] if header and seg.text.startswith(header) else seg.text
+            held[seg.id] = len(asked & set(words(cells, stop=True)))
+        if len(set(held.values())) < 2:
+            continue
+        values = sorted((scores[s.id] for s in parts), reverse=True)
+        ranked = sorted(parts, key=lambda s: (-held[s.id], -scores[s.id], s.index))
+        for seg, v in zip(ranked, values):
+            if out[seg.id] != v:
+                out[seg.id] = v
+                moved += 1
+    return out, moved
 
 
 class EmbeddingReranker(Stage):
@@ -303,6 +343,9 @@ class EmbeddingReranker(Stage):
                 floor = min(new_scores[s.id] for s in chosen)
                 for pos, seg in enumerate(rest):
                     new_scores[seg.id] = round(0.99 * floor * (1.0 - pos / len(rest)), 6)
+            new_scores, reordered = rows_by_query_words(english, new_scores, task)
+            if reordered:
+                data["table_rows_reordered"] = reordered
         elif english:
             data["note"] = "no query: lexical scores kept"
         if new_scores:

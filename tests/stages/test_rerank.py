@@ -271,3 +271,50 @@ def test_query_parts(query, parts):
     from odcf.stages.rerank import query_parts
 
     assert len(query_parts(query)) == parts
+
+
+TICKETS = r'''ticket_id,created,customer,priority,status,description,resolution
+SUP-10231,2024-05-02 09:14,Helix Foods,P2,closed,"Export to CSV fails for reports
+with more than 65,535 rows.
+Error: ""row limit exceeded""","Fixed in 5.12.3; limit raised to 1,048,576 rows."
+SUP-10232,2024-05-02 11:40,Brightline Ltd,P1,open,"SSO login loop after IdP certificate rotation on 1 May.
+Affects all 340 users.","Workaround: disable ""Force re-auth""; do NOT delete the IdP config."
+SUP-10233,2024-05-03 08:05,Helix Foods,P3,closed,"Typo in invoice template (""Recieved"").",Fixed.
+SUP-10234,2024-05-03 15:22,Orbis Maritime,P1,pending,"Data sync stopped at 2024-05-03 14:58 UTC.
+Last successful job: sync-88412.
+Customer says: ""we cannot lose the 14:00 batch"".",Awaiting logs from customer; not reproducible on eu-west-1.
+SUP-10235,2024-05-04 10:00,Kestrel Bank,P2,open,"Request to extend API rate limit from 120 to 600 req/min, for the migration weekend only.",Approved by J. Park until 2024-05-12 23:59; must revert afterwards.
+SUP-10236,2024-05-05 12:31,Brightline Ltd,P3,closed,"Question about pricing tiers, ""Growth"" vs ""Scale"".",Answered by sales.
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["which P1 tickets are open and what is the workaround",
+                                   "open P1 tickets workaround"])
+def test_the_table_row_holding_most_of_the_query_words_ranks_first(tmp_path, query):
+    # QA: SUP-10232, the one row with P1, open and "Workaround:", scored 0.557 (MiniLM embeds a row's
+    # cells as noise; "which P1 tickets are open" had SUP-10236, a P3 pricing question, as its best
+    # match and raised it) and was left out even at 80% of the input
+    from odcf.compressor import Compressor
+
+    path = tmp_path / "tickets.csv"
+    path.write_text(TICKETS, encoding="utf-8")
+    r = Compressor.from_ontology("general").compress(
+        [{"id": str(path), "text": TICKETS}], query=query, budget=200, timings=False)
+    assert "Workaround: disable" in r.text and "SUP-10232" in r.text
+    assert "Question about pricing tiers" not in r.text
+    rows = {s.text.split(",", 1)[0]: s.score for s in r.document.segments if s.kind == "table" and s.index}
+    assert rows["SUP-10232"] == max(rows.values())
+    (event,) = [e for e in r.document.trace if e.stage == "rerank"]
+    assert event.data["table_rows_reordered"] > 0
+
+
+def test_table_rows_are_ordered_by_the_query_words_their_cells_hold():
+    table = "id,prio,state\nA-1,P3,closed\nA-2,P1,open\nA-3,P1,pending\nA-4,P2,open\n"
+    doc = Document.from_sources([Source(id="t.csv", text=table)], query="which P1 tickets are open")
+    stages = [Segmenter(max_table_tokens=1), Protector(), LexicalRanker(),
+              EmbeddingReranker(embedder="hash", first_pass="lexical")]
+    out = Pipeline(stages).run(doc, PLAN)
+    rows = {s.text.splitlines()[-1].split(",", 1)[0]: s.score for s in out.segments if s.kind == "table"}
+    assert len(rows) == 4 and max(rows, key=rows.get) == "A-2"  # P1 and open; the header's words count for no row
+    assert rows["A-2"] > rows["A-3"] > rows["A-1"] and rows["A-4"] > rows["A-1"]
