@@ -1043,6 +1043,25 @@ def demote_pleasantries(segments: Sequence[Segment], scores: dict[str, float]) -
     return out, len(noise)
 
 
+def lift_cell_outputs(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+    """A notebook code cell's ``outputs`` member scores at least as its ``source`` (the best of its
+    pieces, ``cell_source``: odcf.stages.segment): "ROC AUC: 0.8734" is the answer to the
+    ``print(f'ROC AUC: …')`` that names what the query asks, and scored alone it ranked below it, so
+    the code was delivered without the number. Returns the scores and how many were raised."""
+    by_index = {(s.source_id, s.index): s.id for s in segments}
+    out = dict(scores)
+    raised = 0
+    for seg in segments:
+        if seg.id not in out or not seg.meta.get("cell_source"):
+            continue
+        best = max((scores.get(by_index.get((seg.source_id, i), ""), 0.0) for i in seg.meta["cell_source"]),
+                   default=0.0)
+        if best > out[seg.id]:
+            out[seg.id] = best
+            raised += 1
+    return out, raised
+
+
 def unlift(score: float, hit: bool) -> float:
     """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
     segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
@@ -1073,6 +1092,7 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
             keys = [before[seg.id]]
         out.append(" ".join([*keys, seg.text]) if keys else seg.text)
     return out
+
 
 
 def _pointed_back(doc: Document) -> dict[str, str]:
@@ -1164,6 +1184,7 @@ class LexicalRanker(Stage):
         links = correction_links(live)
         scores, corrected = lift_corrections(live, scores, links)
         scores, constraints = lift_constraints(live, scores, links)
+        scores, outputs = lift_cell_outputs(live, scores)
         corrected_by: dict[str, list[str]] = {}
         for fix, stale in links.items():
             for sid in stale:
@@ -1191,6 +1212,7 @@ class LexicalRanker(Stage):
             **({"answers_raised": answers} if answers else {}),
             **({"corrections_raised": corrected} if corrected else {}),
             **({"constraints_raised": constraints} if constraints else {}),
+            **({"cell_outputs_raised": outputs} if outputs else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
             **({"pleasantries_demoted": courtesies} if courtesies else {}),

@@ -50,6 +50,7 @@ from odcf.stages.rank import (
     demote_pleasantries,
     exact_hits,
     lift_answers,
+    lift_cell_outputs,
     lift_constraints,
     lift_corrections,
     lift_hits,
@@ -380,6 +381,9 @@ class EmbeddingReranker(Stage):
             new_scores, constraints = lift_constraints(english, new_scores, links)
             if constraints:
                 data["constraints_raised"] = constraints
+            new_scores, outputs = lift_cell_outputs(english, new_scores)
+            if outputs:
+                data["cell_outputs_raised"] = outputs
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)
         counts = Counter(langs.values())
         scorers: dict[str, str] = {}

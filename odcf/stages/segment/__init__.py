@@ -382,6 +382,8 @@ class Segmenter(Stage):
                       and value_container(text, ms, me) is None and ID_KEY_RE.search(member_key(text, ms, me) or "")),
                      None)
         id_piece: int | None = None  # the index of the id member's piece, once it is made
+        keys = [member_key(text, ms, me) for ms, me in members] if text[start] == "{" else []
+        made: dict[int, list[int]] = {}  # each member's pieces (their indexes in the source)
         for j, (ms, me) in enumerate(members):
             inner = None
             opens = value_container(text, ms, me)
@@ -397,8 +399,10 @@ class Segmenter(Stage):
                 inner = self._json_members(text, opens, me, counter, levels + (level,), sizes,
                                            base + len(out), goes_with, part)
             if inner:
+                made[j] = list(range(base + len(out), base + len(out) + len(inner)))
                 out.extend(inner)
                 continue
+            made[j] = [base + len(out)]
             meta: dict[str, Any] = {
                 "json_container": levels[0][1] + levels[0][2], "json_member": j, "json_members": len(members),
                 "json_levels": [list(lv) for lv in levels], "json_sizes": list(sizes)}
@@ -408,6 +412,12 @@ class Segmenter(Stage):
                 meta["json_id"] = True
                 id_piece = base + len(out)
             out.append(Piece(ms, me, "json", 0, meta))
+        if {"cell_type", "source", "outputs"} <= set(keys) and len(out) > 1:
+            # a notebook's code cell (nbformat): what it printed ("ROC AUC: 0.8734") is the answer to what
+            # its source computes ("print(f'ROC AUC: {roc_auc_score(y_test, p):.4f}')"); the ranks score
+            # its outputs at least as its source (``cell_source``: the source's pieces)
+            for k in made[keys.index("outputs")]:
+                out[k - base].meta["cell_source"] = made[keys.index("source")]  # type: ignore[index]
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
     def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
