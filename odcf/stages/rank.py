@@ -11,6 +11,7 @@ before its own (:func:`scoring_texts`).
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -1080,7 +1081,8 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
     (a YAML or ``kubectl describe`` node's path, odcf.stages.segment.yamlparts). "memory: 512Mi"
     alone is as much a request as a limit; scored as "Containers payments-api Limits memory: 512Mi"
     it answers "what is its memory limit?". A sentence that points back to the sentence before it
-    (:func:`_pointed_back`) is scored after that sentence's text (and its chain's first)."""
+    (:func:`_pointed_back`) is scored after that sentence's text (and its chain's first); a notebook's
+    markdown cell, by its JSON and its prose (:func:`_markdown_cell`)."""
     by_index = {(s.source_id, s.index): s for s in doc.segments if s.meta.get("yaml_children") is not None}
     before = _pointed_back(doc)
     out = []
@@ -1090,9 +1092,35 @@ def scoring_texts(doc: Document, segs: Sequence[Segment]) -> list[str]:
                 for i in path or () if (seg.source_id, i) in by_index]
         if seg.id in before:
             keys = [before[seg.id]]
-        out.append(" ".join([*keys, seg.text]) if keys else seg.text)
+        prose = _markdown_cell(seg.text) if seg.kind == "json" else None
+        out.append(" ".join([*keys, seg.text]) if keys else prose if prose is not None else seg.text)
     return out
 
+
+def _markdown_cell(text: str) -> str | None:
+    r"""A whole markdown cell of a notebook (nbformat: a JSON object with ``"cell_type": "markdown"``)
+    followed by its source as the notebook shows it, the text it is scored by; None for any other
+    text. Its prose is what it says: scored by its JSON alone (``"source":["## Notes\n","AUC
+    improved from 0.8611 …"]``), the Notes cell that answers "what ROC AUC did the model reach" ranked
+    below a cell that failed with a KeyError.
+
+    >>> _markdown_cell('{"cell_type":"markdown","source":["## Notes\\n","AUC is 0.87."]}')
+    '{"cell_type":"markdown","source":["## Notes\\n","AUC is 0.87."]}\n## Notes\nAUC is 0.87.'
+    >>> _markdown_cell('{"cell_type":"code","source":["print(1)"]}') is None
+    True
+    """
+    if not text.startswith("{") or '"cell_type"' not in text:
+        return None
+    try:
+        cell = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+        return None
+    source = cell.get("source")
+    if isinstance(source, list):
+        source = "".join(line for line in source if isinstance(line, str))
+    return f"{text}\n{source}" if isinstance(source, str) and source.strip() else None
 
 
 def _pointed_back(doc: Document) -> dict[str, str]:

@@ -86,3 +86,15 @@ def test_a_notebook_within_any_budget_is_valid_json_and_a_part_of_it(share):
     assert r.tokens_out <= budget
     dropped = [s for s in r.record["sources"][0]["segments"] if s["status"] == "dropped"]
     assert all(s["reason"] for s in dropped)
+
+
+def test_a_markdown_cell_is_scored_by_its_prose_too():
+    # at half the notebook, the Notes cell that says what the AUC reached and the cell that says which
+    # column must not be used are delivered (the Notes cell, scored by its JSON alone, ranked below the
+    # cell that failed with a KeyError and was left out)
+    r = _compress(_total() // 2)
+    value = json.loads(r.text)
+    assert _part_of(value, NOTEBOOK), r.text
+    assert "AUC improved from 0.8611 (exp 6) to 0.8734." in r.text, r.text
+    assert "Do **not** use `last_contact_reason`" in r.text, r.text
+    assert "ROC AUC: 0.8734" in r.text, r.text
