@@ -140,7 +140,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
             if omitted > 0:
                 out.append(indent + items_mark(omitted) + nl)
         code = seg.meta.get("code_lines")
-        if code and seg.meta.get("code_part") and (prev is None or prev.index != seg.index - 1):
+        if code and (seg.meta.get("code_part") or code[0]) and (prev is None or prev.index != seg.index - 1):
+            # (a first part with lines before it: a source file compressed before, "[CODE_LINES: 33]" above it)
             # a part of a long code block delivered without the part before it: inside the fences
             if prev is None or prev.paragraph != seg.paragraph or not prev.meta.get("code_lines"):
                 if seg.meta["code_open"]:
@@ -191,7 +192,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
                 out.append(f"{nl}[DATA_ROWS: {rest}]")
         if lines_fence and (nxt is None or not _same_records(last, nxt)):
             out.append(f"{nl}{lines_fence[2]}{lines_fence[1]}")  # the last record delivered of a fenced block
-        if code and seg.meta["code_part"] < seg.meta["code_parts"] - 1 and (
+        if code and (seg.meta["code_part"] < seg.meta["code_parts"] - 1
+                     or sum(code) + seg.meta["code_closed"] < seg.meta["code_total"]) and (
                 nxt is None or nxt.index != seg.index + 1):
             # the part after this one was not delivered: say how many lines, and close the fence
             if nxt is None or nxt.paragraph != seg.paragraph or not nxt.meta.get("code_lines"):

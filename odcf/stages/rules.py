@@ -44,7 +44,7 @@ from odcf.rules.html import html_to_text, looks_like_html
 from odcf.rules.jsonmin import minify_fenced_json, minify_json
 from odcf.rules.noise import INVISIBLE, remove_noise
 from odcf.stages.base import Stage
-from odcf.stages.segment.codefiles import declared_code
+from odcf.stages.segment.codefiles import declared_code, odcf_headers
 from odcf.stages.segment.tables import declared_delimiter
 from odcf.textutil import has_visible_text
 
@@ -123,9 +123,13 @@ class RuleStage(Stage):
             # that looks like OCR garbage can be a cell's value; only invisible characters go (so too
             # in a source file)
             cleaned, n = INVISIBLE.subn("", text)
-            if n:
+            # a source file's output compressed again: the "[source 1/1] … | fact" lines odcf wrote above it
+            # are no lines of the file (a new one is written), never read as code
+            cleaned, headers = odcf_headers(cleaned) if code else (cleaned, [])
+            if n or headers:
                 text = cleaned
-                report["noise"] = {"zero_width": n, "chars_removed": len(source.text) - len(cleaned)}
+                report["noise"] = {**({"zero_width": n} if n else {}), "chars_removed": len(source.text) - len(cleaned),
+                                   **({"odcf_headers": len(headers), "examples": headers[:1]} if headers else {})}
         elif self.noise and not parsed_json and not (kind == "json"):
             document = source.kind in _OCR_KINDS
             cleaned, rep = remove_noise(text, guard, ocr=document, pages=document)

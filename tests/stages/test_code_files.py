@@ -109,3 +109,33 @@ def test_a_source_file_is_cut_in_whole_lines_and_delivered_line_for_line(name):
 def test_a_text_not_named_as_code_is_read_as_before():
     segs = Segmenter()(Document.from_sources([Source(id="notes.txt", text=LIMITER)]), Plan(domain="t")).segments
     assert {s.kind for s in segs} != {"code"}
+
+
+@pytest.mark.parametrize("annotate", [False, True])
+def test_a_source_files_output_compressed_again_stays_as_it_is(annotate):
+    # QA: compressed again (the output saved as a .py file), the "[source 1/1] … | fact" header line was
+    # read as a line of code, the last part was left out and its [CODE_LINES: n] changed (166 tokens at
+    # budget 169); a mark kept as a line counted 1, so at a smaller budget the marks miscounted the lines
+    c = Compressor.from_ontology("general")
+    query = "what does allow() return when cost exceeds burst"
+    for budget in (60, 100, 130, 169, 220, 300):
+        first = c.compress([Source(id="limiter.py", text=LIMITER)], query=query, budget=budget, annotate=annotate,
+                           timings=False)
+        again = c.compress([Source(id="limiter.py", text=first.text)], query=query, budget=budget,
+                           annotate=annotate, timings=False)
+        if annotate:  # its header line anew (the relevance is the new run's), the body as it was
+            assert again.text.count("[source ") == 1 and again.text.startswith("[source 1/1] limiter.py"), again.text
+            assert again.text.split("\n", 1)[1] == first.text.split("\n", 1)[1], (budget, first.text, again.text)
+            noise = next(s for s in again.record["stages"] if s["stage"] == "rules")["data"]["sources"]
+            assert noise["limiter.py"]["noise"]["odcf_headers"] == 1, noise  # recorded, not cut silently
+        else:
+            assert again.text == first.text, (budget, first.text, again.text)
+    wide = c.compress([Source(id="limiter.py", text=LIMITER)], query=query, budget=220, annotate=False,
+                      timings=False).text
+    for budget in (60, 100, 130):  # a smaller budget the second time: its marks count the file's lines
+        again = c.compress([Source(id="limiter.py", text=wide)], query=query, budget=budget, annotate=False,
+                           timings=False).text
+        _follows(again, LIMITER)  # "[CODE_LINES: 33]" over allow(), not the 12 lines of the output above it
+        assert "[CODE_LINES: " in again and again != wide, again
+        if budget >= 100:
+            assert "        if cost > self.burst:\n            return False" in again, again

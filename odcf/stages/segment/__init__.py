@@ -23,6 +23,7 @@ members, JSON Lines), :mod:`.logs` (application logs' entries), :mod:`.subtitles
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,7 +33,7 @@ from odcf.plan.model import Plan
 from odcf.rules.jsonmin import json_fence, json_lines_fence
 from odcf.rules.tables import TABLE_SEP_RE
 from odcf.stages.base import Stage, call_budget
-from odcf.stages.segment.codefiles import code_chunks, declared_code
+from odcf.stages.segment.codefiles import code_chunks, declared_code, is_mark
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.gitlog import WHOLE_ENTRY_TOKENS, commit_entries
 from odcf.stages.segment.headings import plain_heading
@@ -236,9 +237,21 @@ class Segmenter(Stage):
             lines.pop()
         while lines and not lines[0][2].strip():
             lines.pop(0)
-        chunks = code_chunks(lines, lambda s: counter.count(s) + 1, self.max_code_tokens)
+        chunks = code_chunks(lines, lambda s: counter.count(s) + 1, self.max_code_tokens) or [lines]
         parts = [_line_piece(chunk, "code", 0, indent=True) for chunk in chunks]
-        return _code_parts(parts, lines) if len(parts) > 1 else parts
+        marks = [is_mark(line[2]) for line in lines]
+        if not any(marks):
+            return _code_parts(parts, lines) if len(parts) > 1 else parts
+        # the file compressed before: its marks of lines left out are in no part (codefiles.code_chunks), and
+        # count as the lines they stand for, so that the marks written around the parts delivered count them
+        # ("[CODE_LINES: 33]" over the part delivered, its part left out: "[CODE_LINES: 44]", not 12)
+        at = list(itertools.accumulate((m or 1 for m in marks), initial=0))
+        out = []
+        for p in _code_parts(parts, lines):
+            first, n = p.meta["code_lines"]
+            meta = {**p.meta, "code_lines": [at[first], at[first + n] - at[first]], "code_total": at[-1]}
+            out.append(Piece(p.start, p.end, p.kind, p.paragraph, meta))
+        return out
 
     def _json_pieces(self, text: str, counter: Any, start: int = 0, end: int | None = None,
                      base: int = 0, budget: int | None = None) -> list[Piece] | None:

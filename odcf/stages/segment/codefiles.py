@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from odcf.document import LAYERS
+
 #: File names that declare source code (lower case).
 CODE_SUFFIXES = (
     ".py", ".pyi", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".java", ".kt", ".kts", ".scala", ".go",
@@ -21,6 +23,10 @@ CODE_SUFFIXES = (
 _COMMENT_OPENS = ("#", "//", "--", "/*", "*", "%")
 #: odcf's own mark of lines left out (a file compressed before).
 _MARK_RE = re.compile(r"^\[CODE_LINES: \d+\]$")
+#: the line odcf writes above a source's block (annotate, odcf.render.header): "[source 1/1]
+#: d/ratelimit.py | fact | relevance 99%" (a file compressed before, with its header)
+HEADER_RE = re.compile(r"^\[source \d+/\d+\] .+ \| (?:" + "|".join(LAYERS) + r")(?: \| relevance \d+%)?[ \t]*(?:\n|$)",
+                       re.MULTILINE)
 
 
 def declared_code(source: Any) -> bool:
@@ -28,25 +34,55 @@ def declared_code(source: Any) -> bool:
     return (source.origin or source.id or "").lower().endswith(CODE_SUFFIXES)
 
 
+def odcf_headers(text: str) -> tuple[str, list[str]]:
+    """*text* without the header lines odcf wrote above a source's block (:data:`HEADER_RE`, the
+    first line or one under a blank line: a source file's output compressed again, annotated), and
+    those lines: they are odcf's, no line of the file, and a new one is written above the output."""
+    found = [m for m in HEADER_RE.finditer(text) if m.start() == 0 or text[:m.start()].endswith("\n\n")]
+    if not found:
+        return text, []
+    out, at = [], 0
+    for m in found:
+        out.append(text[at:m.start()])
+        at = m.end()
+    out.append(text[at:])
+    return "".join(out), [m.group(0).rstrip() for m in found]
+
+
+def is_mark(line: str) -> int:
+    """The lines a mark of lines left out that odcf wrote counts (``[CODE_LINES: 4]``: 4), else 0."""
+    return int(line.strip()[12:-1]) if _MARK_RE.match(line.strip()) else 0
+
+
 def code_chunks(lines: list[tuple[int, int, str]], count: Callable[[str], int],
                 limit: int) -> list[list[tuple[int, int, str]]]:
     """*lines* (a source file's, none blank at either end) in parts of whole lines: runs between
     blank lines joined while the part stays within *limit* tokens (*count*: a line's tokens); a run
-    over *limit* in parts of its own, cut between lines at about *limit*, not after a comment line."""
+    over *limit* in parts of its own, cut between lines at about *limit*, not after a comment line. A
+    mark of lines left out that odcf wrote (:func:`is_mark`: a file compressed before) is in no part,
+    and a part ends at it: the lines it counts are counted again in the marks written around the parts
+    delivered, so that compressing the output again changes nothing and loses no count."""
     runs: list[list[tuple[int, int, str]]] = []
     run: list[tuple[int, int, str]] = []
+    ends: set[int] = set()  # runs after which a part ends: at a mark of lines left out
     for line in lines:
-        if line[2].strip():
+        mark = is_mark(line[2])
+        if line[2].strip() and not mark:
             run.append(line)
         elif run:
             runs.append(run)
             run = []
+        if mark and runs:
+            ends.add(len(runs) - 1)
     if run:
         runs.append(run)
     out: list[list[tuple[int, int, str]]] = []
     chunk: list[tuple[int, int, str]] = []
     tokens = 0
-    for run in runs:
+    for r, run in enumerate(runs):
+        if r - 1 in ends and chunk:
+            out.append(chunk)
+            chunk, tokens = [], 0
         sizes = [count(line[2]) for line in run]
         if chunk and tokens + sum(sizes) > limit:
             out.append(chunk)
@@ -69,13 +105,4 @@ def code_chunks(lines: list[tuple[int, int, str]], count: Callable[[str], int],
         chunk, tokens = [], 0
     if chunk:
         out.append(chunk)
-    # a mark of lines left out that odcf wrote (a file compressed before) is no part alone: it goes with
-    # the part above it (the first part: below), so that compressing the output again changes nothing
-    merged: list[list[tuple[int, int, str]]] = []
-    for chunk in out:
-        if merged and (all(_MARK_RE.match(line[2].strip()) for line in chunk)
-                       or all(_MARK_RE.match(line[2].strip()) for line in merged[-1]) and len(merged) == 1):
-            merged[-1] = merged[-1] + chunk
-        else:
-            merged.append(chunk)
-    return merged
+    return out
