@@ -490,6 +490,16 @@ def restricts_back(sentence: str, before: str) -> str | None:
 _PERSON_OPENER_RE = re.compile(r"^[\"'\u201c\u2018(\[]*(?:He|She|HE|SHE)(?=\s+[a-z])")
 
 
+def person_opener(sentence: str) -> str | None:
+    """The "He" or "She" opening *sentence* as its subject (:data:`_PERSON_OPENER_RE`), else None.
+
+    >>> person_opener("She moved to Lyon in 1931."), person_opener("Shelley moved."), person_opener("He")
+    ('She', None, None)
+    """
+    m = _PERSON_OPENER_RE.match(sentence.lstrip())
+    return m.group(0).lstrip("\"'\u201c\u2018([") if m else None
+
+
 def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> str | None:
     """What in *sentence* speaks of something named only in *before*, the sentence in front of it:
     :func:`refers_back` (a definite noun only in *same_paragraph*), or in *same_paragraph* a prohibition
@@ -501,8 +511,8 @@ def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> s
     ...  ("He promised to keep it.", False), ("Helen kept it.", True), ("Shelley kept it.", True))]
     [None, None, None]
     """
-    if same_paragraph and (m := _PERSON_OPENER_RE.match(sentence.lstrip())):
-        return m.group(0).lstrip("\"'\u201c\u2018([")
+    if same_paragraph and (person := person_opener(sentence)):
+        return person
     return refers_back(sentence, before, definite=same_paragraph) or (
         restricts_back(sentence, before) if same_paragraph else None)
 

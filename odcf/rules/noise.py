@@ -26,9 +26,10 @@ Each rule is counted separately in the report:
 - ``running_lines`` (``pages=True``): a running header or footer: a line of 2 to 15 words, alone in
   its paragraph, repeated verbatim three times or more with other text between, that ends no sentence
   (no ``.``, ``!``, ``?``, ``:``, ``;``, ``,``), is no markdown heading, list item, quote, table row or
-  ``key: value`` field and holds no code marks (``{}=<>`|``), and holds a number ("Journal of Applied
-  Battery Research 14 (2023) 211–224") or stands in a paged text (page numbers or form feeds): its
-  first occurrence is kept, the others go.
+  ``key: value`` field and holds no code marks (``{}=<>`|``), and stands in a paged text (page numbers or
+  form feeds), or holds a number and stands twice or more beside a page's bare number ("Journal of Applied Battery Research 14
+  (2023) 211–224" over a "4" alone): its first occurrence is kept, the others go. A line that recurs in a
+  text without pages ("Build 42 passed" in a CI summary) is the text's own and stays.
 
 Fenced code blocks (``` or ~~~) and the lines of a unified diff's hunks (after ``@@ -a,b +c,d @@``) are
 left as they are, but for invisible characters. Nothing that holds a protected
@@ -211,20 +212,29 @@ class _Cleaner:
         def beside_break(k: int) -> bool:
             return any("\f" in (flat[j] or "") for j in range(max(prev[k], 0), min(nxt[k], n - 1) + 1))
 
+        def beside_number(k: int) -> bool:
+            return any(0 <= j < n and flat[j] is not None and alone(j) and _BARE_NUMBER_RE.fullmatch(_key(flat[j] or ""))
+                       is not None for j in (prev[k], nxt[k]))
+
         drop: set[int] = set()
+        pages = 0
         for k, line in enumerate(flat):
             # a page's number is no figure of the text (an anchor of numbers does not keep it); a term does
-            if line is not None and not blank[k] and _page_number(line, alone(k) or beside_break(k)) \
-                    and self._drop("page_numbers", line, _DIGITS_RE.sub("", line)):
-                drop.add(k)
-        paged = bool(drop) or any("\f" in (line or "") for line in flat)
+            if line is not None and not blank[k] and _page_number(line, alone(k) or beside_break(k)):
+                pages += 1  # a page's number, even one a protected term keeps, makes the text paged
+                if self._drop("page_numbers", line, _DIGITS_RE.sub("", line)):
+                    drop.add(k)
+        paged = pages > 0 or any("\f" in (line or "") for line in flat)
         seen: dict[str, list[int]] = {}
         for k, line in enumerate(flat):
             if line is not None and k not in drop and alone(k) and _running_shape(line):
                 seen.setdefault(_key(line), []).append(k)
         running: set[int] = set()
         for key, where in seen.items():
-            if len(where) < 3 or not (paged or any(c.isdigit() for c in key)):
+            # in a text with no page numbers or form feeds, only a line beside a page's bare number: a
+            # status line that recurs with a number in it ("Build 42 passed") is the text's, not a page's
+            if len(where) < 3 or not (paged or any(c.isdigit() for c in key)
+                                      and sum(beside_number(k) for k in where) >= 2):
                 continue
             if any(nxt[a] == b or all(j in drop for j in range(nxt[a], b) if not blank[j])
                    for a, b in pairwise(where)):

@@ -98,7 +98,7 @@ from odcf.stages.segment.headings import TITLE_VERBS, heading_level
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.stages.segment.qa import QAPair, qa_pairs
-from odcf.textutil import NO_OTHER_RE, points_back, refers_back
+from odcf.textutil import NO_OTHER_RE, person_opener, points_back, refers_back
 from odcf.tokens import get_counter
 
 #: The fill measures what a segment adds after the one before it with this many characters of that one
@@ -106,6 +106,8 @@ from odcf.tokens import get_counter
 _JOIN_TAIL = 64
 #: The fill measures a segment as assembled when the estimate puts it over the budget by at most this many.
 _FILL_NEAR = 8
+#: What "He …" / "She …" opening a sentence return from :func:`~odcf.textutil.points_back`.
+_PERSONS = frozenset({"He", "She", "HE", "SHE"})
 #: The refill stops after this many segments in a row that did not fit when measured.
 _REFILL_MISSES = 64
 
@@ -877,8 +879,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
                 or (seg.kind == "list" and prev.kind == "list" and seg.paragraph == prev.paragraph))
                 and ("speaker" not in seg.meta or "turn" in seg.meta)
                 and "mail_field" not in prev.meta
-                and points_back(seg.original, said, same_paragraph=seg.paragraph == prev.paragraph)):
+                and (back := points_back(seg.original, said, same_paragraph=seg.paragraph == prev.paragraph))):
             out[seg.id] = prev.id
+            if back in _PERSONS and prev.id in out and person_opener(prev.original) == back:
+                # "She …" after "She …": both speak of whom the sentence before them names, so it goes with
+                # that one, not with every "She …" between (a biography's answer needed its whole paragraph)
+                out[seg.id] = out[prev.id]
             if title is not None and title[1] == prev.id:
                 heads.add(prev.id)  # "18.6 Pari passu ranking. Its payment obligations …": still only a title
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"

@@ -193,6 +193,9 @@ def test_a_page_of_form_is_removed_anywhere_but_not_when_the_number_passes_the_c
     "Group 1 total\nA 1\n\nGroup 1 total\nB 2\n\nGroup 1 total\nC 3",
     # nothing else between them
     "Version 2 notes\n\nVersion 2 notes\n\nVersion 2 notes",
+    # a status that recurs, with a number, in a text with no pages (QA: two of three results were removed)
+    "CI summary, week 11.\n\nBuild 42 passed\n\nMonday's run covered refunds.\n\nBuild 42 passed\n\n"
+    "Tuesday's run re-ran the export.\n\nBuild 43 failed\n\nA test failed.\n\nBuild 42 passed\n\nWednesday was a rerun.",
     # in fenced code
     "```\nProcessing batch 7 now\n\nok\n\nProcessing batch 7 now\n\nok\n\nProcessing batch 7 now\n```",
 ])
