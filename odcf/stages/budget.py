@@ -93,7 +93,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
-from odcf.stages.rank import pleasantries
+from odcf.stages.rank import _user_turns, pleasantries
 from odcf.stages.segment.headings import TITLE_VERBS, heading_level
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
@@ -576,6 +576,11 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         if asked is not None and prior.id == asked.answer[0]
                         else "is a later part of a question and goes only with its first part, which goes only with "
                         "its answer" if asked is not None and prior.id == asked.question[0]
+                        else "is a short reply and goes only with the question it answers"
+                        if prior.index < seg.index and "speaker" in seg.meta and _asks(prior)
+                        and _SHORT_REPLY_RE.fullmatch(_speech(seg))
+                        else "is a question of the other side and goes only with its answer"
+                        if prior.index > seg.index and "speaker" in seg.meta and _asks(seg)
                         else f"opens with {opener!r} and goes only with the sentence before it"
                         if opener and seg.original.lstrip("\"'\u201c\u2018([ ").startswith(opener)
                         else f"speaks of the sentence before it ({opener!r}) and goes only with it" if opener
@@ -679,12 +684,53 @@ _RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\
 #: A remark of three words or fewer, no figure in it, ending in "." or "!": "Not urgent.", "Agreed.",
 #: "Yes, do it." (a later sentence of a transcript's line goes only with the one before it).
 _REPLY_RE = re.compile(r"[^\W\d_][^\s\d]*(?:[ \t]+[^\s\d]+){0,2}[.!]")
+#: A turn of a transcript that is only a short reply, up to three words of these, the first a yes or a no
+#: ("OK", "No.", "Sure!", "Yes please", "No thanks", "Please do", "Go ahead", "That's fine"): it says what it
+#: answers only with the question before it (:func:`_short_reply`).
+_SHORT_REPLY_RE = re.compile(
+    r"(?i:(?:yes|yeah|yep|yup|no|nope|nah|ok|okay|k|sure|fine|agreed|agree|correct|right|alright|absolutely|definitely"
+    r"|certainly|exactly|please|go|that['’]s|sounds|of|not|deal|done)"
+    r"(?:[ \t]*,?[ \t]+(?:yes|no|ok|okay|sure|fine|please|do|thanks|thank|you|ahead|good|great|right|correct|fine"
+    r"|course|really|that['’]s|that|is|it|go|deal|sir|ma['’]am)){0,2})[ \t]*[.!]*")
+#: The most words of a question that is a whole turn of the other side of a conversation with the one
+#: served, delivered only with the answer after it (:func:`_antecedents`): "Doctor: Any fever?".
+_ASK_WORDS = 10
 #: A paragraph opening with a bold label that ends in a colon ("**Agent:** …", "**User (dana@ops):** …").
 _LABEL_RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?::\1|\1:)[ \t]+\S")
 #: A Chinese section's numbered title on a line of its own: "一、检查范围", "三、工作要求".
 _ZH_SECTION_RE = re.compile(r"^[一二三四五六七八九十]{1,3}、[^\s。；;，,]{1,20}$")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
+
+
+def _speech(seg: Segment) -> str:
+    """What *seg* says, its speaker's label (and a time stamp before it) left out."""
+    text, speaker = seg.original.strip(), str(seg.meta.get("speaker") or "")
+    at = text.find(speaker) if speaker and seg.meta.get("opens_line") else -1
+    return text[at + len(speaker):].strip() if at >= 0 else text
+
+
+def _whole_turn(seg: Segment, nxt: Segment | None) -> bool:
+    """Whether transcript line *seg*, which holds its speaker's label, is its whole turn: *nxt*, the
+    segment after it, opens another (or is no line of a transcript)."""
+    return bool(seg.meta.get("opens_line")) and (
+        nxt is None or nxt.source_id != seg.source_id or "speaker" not in nxt.meta or bool(nxt.meta.get("opens_line"))
+        or nxt.meta.get("speaker") != seg.meta.get("speaker") or nxt.meta.get("turn") != seg.meta.get("turn"))
+
+
+def _asks(seg: Segment) -> bool:
+    """Whether *seg* ends in a question mark (maybe in quotes or brackets)."""
+    return seg.original.rstrip().rstrip("\"'”’)]*_ ").endswith(("?", "？"))
+
+
+def _short_reply(seg: Segment, prev: Segment | None, nxt: Segment | None) -> bool:
+    """Whether *seg* is a turn of a transcript that is only a short reply (:data:`_SHORT_REPLY_RE`: "Customer: OK")
+    to a question that ends the turn before it, another speaker's (*prev*: "Agent: … Shall I cancel the order
+    and refund the full amount of $89.90?")."""
+    return (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence" and prev.kind == "sentence"
+            and "speaker" in seg.meta and "speaker" in prev.meta and prev.meta["speaker"] != seg.meta["speaker"]
+            and prev.paragraph < seg.paragraph and not prev.meta.get("label_only") and _whole_turn(seg, nxt)
+            and _asks(prev) and _SHORT_REPLY_RE.fullmatch(_speech(seg)) is not None)
 
 
 def _heading_level(seg: Segment) -> int:
@@ -768,6 +814,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
       table, code block or quoted block right after a list item ending in ":" too); the first
       sentence of the paragraph under a sentence ending in ":" -> that sentence;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
+    - a transcript's turn that is only a short reply ("Customer: OK", :func:`_short_reply`) -> the question
+      ending the turn before it, another speaker's; in a conversation with the one served
+      (:func:`~odcf.stages.rank._user_turns`), a short question that is a whole turn of the other side
+      ("Doctor: Any fever?") -> the served side's answer on the line after it;
     - a segment whose meta names a segment it is ``under`` (its index): a node of a YAML config ->
       its parent key line, a part of a diff's hunk -> the hunk's ``@@`` line -> its file's header
       lines; the one above is a head;
@@ -804,6 +854,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
     by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
     by_id = {s.id: s for s in doc.segments}
+    users = _user_turns(doc.segments)  # the lines of the one served by the other side (a customer, a patient)
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
@@ -893,6 +944,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             # "Tom Becker: … the TTL is 900 seconds but we saw age 1834. Not urgent.": a short remark later in
             # a speaker's line says something of the sentence before it, never of what is delivered above it
             out[seg.id] = prev.id
+        elif _short_reply(seg, prev, nxt) and prev is not None:
+            # "Customer: OK" after "Agent: … Shall I cancel the order and refund the full amount of $89.90?":
+            # alone, or under another question, it says nothing of what was decided
+            out[seg.id] = prev.id
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
                 and above is not None and above[1] is not None and above[0] == seg.paragraph - 1
                 and prev.paragraph == above[0]
@@ -944,6 +999,14 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             mail.header(seg, field)
         elif mail.number is not None and not heading:
             mail.body(seg)
+        if (prev is not None and prev.source_id == seg.source_id and seg.id in users and prev.id not in users
+                and prev.kind == "sentence" and seg.kind == "sentence" and "speaker" in prev.meta
+                and not prev.meta.get("label_only") and _whole_turn(prev, seg) and seg.meta.get("opens_line")
+                and prev.id not in out and out.get(seg.id) != prev.id and _asks(prev)
+                and len(_speech(prev).split()) <= _ASK_WORDS):
+            # "Doctor: Any fever?" a whole turn of the other side of a conversation with the one served: alone,
+            # the patient's next line delivered reads as its answer ("Patient: I'm allergic to penicillin.")
+            out[prev.id] = seg.id
         if seg.meta.get("quote_head") and not seg.dropped:
             quotes.append((seg.meta.get("quote_block"), int(seg.meta.get("quote", 0)), seg.id))
             heads.add(seg.id)
