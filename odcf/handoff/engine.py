@@ -52,7 +52,12 @@ from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
 from odcf.handoff.layout import EARLIER_ID, HEADER_TOKENS, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
 from odcf.handoff.notes import notes_cap, render_notes
-from odcf.handoff.reasoning import REASONING_SHARE, ReasoningCut, is_constraint, truncate_reasoning
+from odcf.handoff.reasoning import (
+    REASONING_SHARE,
+    ReasoningCut,
+    is_constraint,
+    truncate_reasoning,
+)
 from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
 from odcf.handoff.trust import cap_confidence
