@@ -106,8 +106,6 @@ from odcf.tokens import get_counter
 _JOIN_TAIL = 64
 #: The fill measures a segment as assembled when the estimate puts it over the budget by at most this many.
 _FILL_NEAR = 8
-#: What "He …" / "She …" opening a sentence return from :func:`~odcf.textutil.points_back`.
-_PERSONS = frozenset({"He", "She", "HE", "SHE"})
 #: The refill stops after this many segments in a row that did not fit when measured.
 _REFILL_MISSES = 64
 
@@ -932,7 +930,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
                 and "mail_field" not in prev.meta
                 and (back := points_back(seg.original, said, same_paragraph=seg.paragraph == prev.paragraph))):
             out[seg.id] = prev.id
-            if back in _PERSONS and prev.id in out and person_opener(prev.original) == back:
+            if prev.id in out and back == person_opener(seg.original) == person_opener(prev.original):
                 # "She …" after "She …": both speak of whom the sentence before them names, so it goes with
                 # that one, not with every "She …" between (a biography's answer needed its whole paragraph)
                 out[seg.id] = out[prev.id]

@@ -103,6 +103,7 @@ class RuleStage(Stage):
         # a source file (".py", ".tsx": odcf.stages.segment.codefiles) is delivered line for line: its JSX is
         # no HTML page, its "# TODO" lines and blank lines are the file's, a fenced block in a docstring stays
         code = declared_code(source)
+        lined = code or declared_delimiter(source) is not None  # a file whose lines are its content
         if self.html and not code and (kind == "html" or (kind in ("text", "markdown", "tool") and looks_like_html(text))):
             text, report["html"] = html_to_text(text)
             kind = "markdown"
@@ -118,7 +119,7 @@ class RuleStage(Stage):
                 rep = {}
             if rep:
                 report["json_minify"] = rep
-        if self.noise and (declared_delimiter(source) or code):
+        if self.noise and lined:
             # a .csv/.tsv file: its lines are records, and a blank line, trailing spaces or a row
             # that looks like OCR garbage can be a cell's value; only invisible characters go (so too
             # in a source file)
@@ -138,7 +139,7 @@ class RuleStage(Stage):
                 report["noise"] = rep
             elif rep.get("kept_protected"):
                 report["noise"] = rep
-        if self.json_minify and not parsed_json and kind != "json" and not declared_delimiter(source) and not code:
+        if self.json_minify and not parsed_json and kind != "json" and not lined:
             # a document's fenced JSON (a tool's answer in an agent's log) is minified as a JSON source is
             # (after the noise rule, which leaves fenced blocks alone but for invisible characters)
             text, rep = minify_fenced_json(text)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
-from odcf.document import LAYERS
+from odcf.document import LAYERS, Source
 
 #: File names that declare source code (lower case).
 CODE_SUFFIXES = (
@@ -29,9 +28,9 @@ HEADER_RE = re.compile(r"^\[source \d+/\d+\] .+ \| (?:" + "|".join(LAYERS) + r")
                        re.MULTILINE)
 
 
-def declared_code(source: Any) -> bool:
-    """Whether a source's file name (its origin, else its id) declares source code (:data:`CODE_SUFFIXES`)."""
-    return (source.origin or source.id or "").lower().endswith(CODE_SUFFIXES)
+def declared_code(source: Source) -> bool:
+    """Whether a source's file name (its label: its origin, else its id) declares source code (:data:`CODE_SUFFIXES`)."""
+    return source.label.lower().endswith(CODE_SUFFIXES)
 
 
 def odcf_headers(text: str) -> tuple[str, list[str]]:

@@ -138,7 +138,7 @@ def delimited_record(lines: list[tuple[int, int, str]], i: int, delim: str, *, m
 
 def declared_delimiter(source: Source) -> str | None:
     """The delimiter a source's file name declares: ``,`` for ``.csv``, a tab for ``.tsv``."""
-    name = (source.origin or source.id or "").lower()
+    name = source.label.lower()
     if name.endswith(".csv"):
         return ","
     if name.endswith((".tsv", ".tab")):

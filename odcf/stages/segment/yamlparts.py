@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from odcf.document import Source
 from odcf.stages.segment.lines import Piece
 from odcf.stages.segment.tables import aligned_run
 
@@ -80,10 +81,10 @@ def _depth(line: str) -> float:
     return _indent(line) + (0.5 if ITEM_RE.match(line) else 0.0)
 
 
-def declared_yaml(source: Any) -> bool:
-    """Whether a source's file name (its origin, else its id: ``odcf compress FILE`` gives both the
-    path) declares YAML: ``.yaml`` or ``.yml``."""
-    return (source.origin or source.id or "").lower().endswith((".yaml", ".yml"))
+def declared_yaml(source: Source) -> bool:
+    """Whether a source's file name (its label: its origin, else its id; ``odcf compress FILE`` gives both
+    the path) declares YAML: ``.yaml`` or ``.yml``."""
+    return source.label.lower().endswith((".yaml", ".yml"))
 
 
 def yaml_run(lines: list[tuple[int, int, str]], i: int, *, comments_before: bool = False,
