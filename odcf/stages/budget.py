@@ -94,7 +94,7 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.rank import _user_turns, pleasantries
-from odcf.stages.segment.headings import TITLE_VERBS, heading_level
+from odcf.stages.segment.headings import TITLE_VERBS, WHOLE_TITLE_RE, heading_level
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.stages.segment.qa import QAPair, qa_pairs
@@ -181,6 +181,7 @@ class Budgeter(Stage):
         kept, required_tokens, exact, rounds, refilled = fit(annotate)
         warnings: list[str] = []
         measured = annotate  # how the smallest segment's need is measured when nothing fits
+        best = _first_ranked(live, tiers, groups) if doc.query else None
         if annotate and live and not kept:
             # nothing fits beside its source line ("[source 1/1] … | relevance 84%"): the best that
             # fits is delivered without the source lines, and the record says so
@@ -191,6 +192,17 @@ class Budgeter(Stage):
                 annotate = False
                 warnings.append(f"the source lines were left out: with them nothing fit in the budget of {budget} "
                                 f"{counter.name} tokens")
+        elif annotate and best is not None and best.id not in kept and len(doc.sources) == 1:
+            # the segment ranked first for the query fits only without the source line: the answer goes
+            # before it ("2.1 Port in use" / "… exits with code 98." at 40 tokens, where with its source
+            # line "2.2 Slow start" went out instead). Not with several sources, where the source lines
+            # say which part came from where (a handoff's drafts and tool results)
+            bare = fit(False)
+            if best.id in bare[0]:
+                kept, required_tokens, exact, rounds, refilled = bare
+                annotate = measured = False
+                warnings.append(f"the source lines were left out: with them the segment ranked first for the query, "
+                                f"{best.id}, did not fit in the budget of {budget} {counter.name} tokens")
         over_by = max(0, exact - budget)
         room = _Room.of(budget, doc.meta.get("budget_reserve"))
         if over_by and strict and not room.reserved:
@@ -371,6 +383,12 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
     return out
 
 
+def _first_ranked(live: list[Segment], tiers: dict[str, tuple[int, float, int]], groups: _Groups) -> Segment | None:
+    """The segment ranked first for the query among those the budget may leave out (a title aside)."""
+    return min((s for s in live if tiers[s.id][0] > 1 and s.id not in groups.titles and s.score is not None),
+               key=lambda s: tiers[s.id], default=None)
+
+
 def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]], cost: dict[str, int],
                    groups: _Groups, room: _Room, counter: Any, used: int) -> list[str]:
     """A warning when the segment ranked first for the query is not delivered: the text then answers
@@ -378,8 +396,7 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
     tokens, two unrelated clauses went out, and the record did not say so). *used*: the tokens of the text
     delivered, so that the warning says how much room was left ("needs 22 tokens, more than the room left in
     the budget of 35" read as a contradiction)."""
-    best = min((s for s in live if tiers[s.id][0] > 1 and s.id not in groups.titles and s.score is not None),
-               key=lambda s: tiers[s.id], default=None)
+    best = _first_ranked(live, tiers, groups)
     if best is None or best.id in kept:
         return []
     # a lead-in ("15.2 The Customer may terminate immediately … if the Supplier:") goes only with a part of
@@ -670,10 +687,6 @@ _BOLD_TITLE_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,200}(?<=\S)\1[:.]?$")
 _BOLD_LEVEL = 7
 #: The dotted number opening a numbered title: "3.4" of "3.4 Service credits".
 _TITLE_NUMBER_RE = re.compile(r"(\d{1,2}(?:\.\d{1,2})+)\.?\s")
-#: A whole number before a title in ordinary case on a line of its own, no verb and no closing stop:
-#: "2 Troubleshooting", "3. Support". No part of "1.7 Run" above it, it ends that title's section.
-_WHOLE_TITLE_RE = re.compile(r"(\d{1,2})\.?[ \t]+(?![^\n]*\b(?:" + TITLE_VERBS + r")\b)"
-                             r"[A-Z][\w'’()&/-]*(?:[ \t]+[\w'’()&/,-]+){0,7}")
 #: Bold text that says something rather than names a section: a sentence ending in its own full stop,
 #: or a prohibition ("**Never exceed 4 g of paracetamol in any 24-hour period.**"): delivered on its own.
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
@@ -781,13 +794,13 @@ def _numbered_heading(seg: Segment) -> str | None:
 
 
 def _titled_paragraph(seg: Segment) -> re.Match[str] | None:
-    """The whole number's title (:data:`_WHOLE_TITLE_RE`) on the first line of *seg*, a paragraph whose
+    """The whole number's title (:data:`WHOLE_TITLE_RE`) on the first line of *seg*, a paragraph whose
     next line goes on in prose ("4. Conclusions" / "Charging LFP cells at 0 °C is safe only if …"), else None."""
     first, _, rest = seg.original.strip().partition("\n")
     rest = rest.lstrip()
     if not rest[:1].isupper() or _TITLE_NUMBER_RE.match(rest) or "speaker" in seg.meta or "mail_field" in seg.meta:
         return None
-    return _WHOLE_TITLE_RE.fullmatch(first.strip())
+    return WHOLE_TITLE_RE.fullmatch(first.strip())
 
 
 def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[dict[str, str], set[str]]:
@@ -866,7 +879,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         if (seg.kind in ("sentence", "list") and (prev is None or prev.paragraph != seg.paragraph)
                 and (opens := _TITLE_NUMBER_RE.match(seg.original.lstrip()) or (whole := (
                     (nxt is None or nxt.paragraph != seg.paragraph or nxt.source_id != seg.source_id)
-                    and _WHOLE_TITLE_RE.fullmatch(seg.original.strip()) or _titled_paragraph(seg))))):
+                    and WHOLE_TITLE_RE.fullmatch(seg.original.strip()) or _titled_paragraph(seg))))):
             # "3.5 …" (or "4.1 …", or the title "2 Troubleshooting", or "4. Conclusions" over its paragraph)
             # ends the section of "3.4 Service credits"; "3.4.1 …" is a part of it. A whole number's title
             # ends a plain-text heading's section too ("3.2 Lithium plating", which the segmenter made a heading)

@@ -14,7 +14,8 @@ block; a run of numbered capitalised lines is a list). Its level, like a markdow
 2     ARTICLE, CHAPTER, SCHEDULE, EXHIBIT, ANNEX, APPENDIX, ATTACHMENT, ADDENDUM, DOCUMENT,
       ENCLOSURE; 第…章
 3     SECTION, CLAUSE, §, a number with a full stop ("1. DEFINITIONS"), a capitalised title
-      without a number ("BASIC LEASE INFORMATION"); 第…节, 第…条
+      without a number ("BASIC LEASE INFORMATION"); 第…节, 第…条; a whole number before a title
+      in ordinary case over its first part ("2 Troubleshooting" over "2.1 Port in use")
 4     a dotted number ("10.2 INDEMNITY PROCEDURE"), also before a title in ordinary case
       ("22.1 Authorisations", "2.1 The Facilities"; no verb)
 ====  ===================================================================================
@@ -71,6 +72,13 @@ _TITLE_CASE_RE = re.compile(
     r"^\d{1,2}(?:\.\d{1,2})+\.?\s+(?![^\n]*\b(?:" + TITLE_VERBS + r")\b)[A-Z][\w'’()&/-]*(?:\s+[\w'’()&/,-]+){0,7}$")
 _MAX_WORDS = 12
 _MAX_WORDS_UNNUMBERED = 8
+#: A whole number and a title in ordinary case on a line of its own, no verb and no closing stop: "2
+#: Troubleshooting", "3. Support". A heading of level 3 only over a first part numbered from it, "2.1 Port in
+#: use", after a blank line (:func:`plain_heading`): alone, "3 Bedrooms" may be a line of a listing. Heading
+#: or not, it ends the section of a numbered title of another number above it, "1.7 Run" (the budget's
+#: ``_antecedents``).
+WHOLE_TITLE_RE = re.compile(r"(\d{1,2})\.?[ \t]+(?![^\n]*\b(?:" + TITLE_VERBS + r")\b)"
+                             r"[A-Z][\w'’()&/-]*(?:[ \t]+[\w'’()&/,-]+){0,7}")
 
 
 def heading_level(line: str) -> tuple[int, bool] | None:
@@ -114,7 +122,7 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
         return None  # inside a paragraph
     first = heading_level(lines[i][2])
     if first is None:
-        return None
+        return _whole_title(lines, i)
     n = len(lines)
     end = i + 1
     if end < n and lines[end][2].strip()[:1].islower():
@@ -141,3 +149,18 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
     if after is not None and after[0] <= first[0]:
         return None  # heads nothing: the next line is a heading of its level or above (or a list's next item)
     return end, first[0]
+
+
+def _whole_title(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] | None:
+    """(i + 1, 3) when line *i* is a whole number's title (:data:`WHOLE_TITLE_RE`, "2 Troubleshooting")
+    and the next line that is not blank, after a blank one, is the title of its first part ("2.1 Port in
+    use", a dotted number of level 4 that opens with "2."), else None."""
+    m = WHOLE_TITLE_RE.fullmatch(lines[i][2].strip())
+    if m is None or i + 1 >= len(lines) or lines[i + 1][2].strip():
+        return None
+    k = i + 1
+    while k < len(lines) and not lines[k][2].strip():
+        k += 1
+    if k == len(lines) or heading_level(lines[k][2]) != (4, True):
+        return None
+    return (i + 1, 3) if lines[k][2].strip().startswith(m.group(1) + ".") else None
