@@ -1322,7 +1322,9 @@ def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:
     parts: list[Segment] = []
     prev: Segment | None = None
     run: list[Segment] = []  # the parts of the list just read
-    for seg in (*doc.segments, None):
+    # segments an earlier stage dropped take no part (the compress stage may keep no word of a list: QA, a
+    # KeyError when "except that …" was tied to it)
+    for seg in (*(s for s in doc.segments if not s.dropped), None):
         if (seg is not None and prev is not None and prev.kind == "list" and seg.kind == "sentence"
                 and prev.source_id == seg.source_id and seg.text[:1].islower() and _limits(seg)):
             # the end of a sentence that runs over a list ("… liable for:" / "(c) indirect loss," / "except that

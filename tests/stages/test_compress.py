@@ -467,3 +467,21 @@ def test_a_line_keeps_its_mark_and_speaker_label(label: str) -> None:
     assert s.text.startswith(label.strip()), s.text
     plain = stage(rate=0.1)(make_doc(seg("a#0", text.replace(label, "", 1).lstrip())), PLAN).segments[0]
     assert plain.status == "compressed" and not plain.text.startswith(label.strip())
+
+
+def test_the_shipped_model_dropping_a_list_tied_to_the_sentence_after_it_does_not_fail_the_budget() -> None:
+    # QA s27: with the compress stage on, the shipped model keeps no word of "(a) … (c) reception and facilities
+    # staff," at 20-40 tokens; "except that …" was still tied to it, and the budget stage failed with KeyError: 'x#2'
+    from odcf.compressor import Compressor
+
+    text = ("3.1 Employees may work remotely up to 3 days per week with their manager's approval.\n"
+            "3.3 The following roles are not eligible for remote work:\n(a) laboratory technicians;\n"
+            "(b) site engineers on active construction projects;\n(c) reception and facilities staff,\n"
+            "except that employees in these roles may work remotely on days when their site is closed.\n")
+    c = Compressor.from_ontology("general", stages={"compress": {"threads": 1}})  # the shipped model
+    for budget in (20, 30, 40, 60):
+        r = c.compress([{"id": "x", "text": text}], budget=budget, timings=False)
+        assert r.tokens_out <= budget
+        listed = {g["id"]: g for s in r.record["sources"] for g in s["segments"]}
+        assert set(listed) == {"x#0", "x#1", "x#2", "x#3"}
+        assert all(g["reason"] for g in listed.values() if g["status"] == "dropped"), listed
