@@ -1485,3 +1485,23 @@ def test_a_value_after_max_is_delivered_with_its_sentence_or_not_at_all():
         assert ("max." in out) == ("max. 3,000 rpm and min. 800 rpm." in out), (budget, out)
     assert "max. 3,000 rpm and min. 800 rpm." in comp.compress(text, query="what is the maximum speed of the pump",
                                                               budget=60, timings=False).text
+
+
+def test_a_timeline_list_whose_items_open_with_a_date_and_time_is_cut_in_items():
+    # QA s27: "- 2026-03-08 02:14 First session hijack …" shared the prefix "- 2026-03-0" and was taken for a
+    # log's time stamps: eight events were one 277-token part, and "When was srv-fin-02 isolated?" got no answer
+    # below 46% of the document
+    events = ["2026-03-08 02:14 First session hijack from 45.134.26.199 on the Citrix gateway gw-ext-01.",
+              "2026-03-08 02:31 Logon of svc-backup to srv-fin-02 (event 4624, logon type 3).",
+              "2026-03-08 03:05 Mimikatz-like tool `ntdsutil_x.exe` executed on srv-fin-02.",
+              "2026-03-08 04:47 Domain admin logon to dc-hq-01 from srv-fin-02 (pass-the-hash).",
+              "2026-03-08 05:40 Outbound HTTPS to 185.220.101.47:443; 3.2 GB sent before the transfer stopped.",
+              "2026-03-09 16:40 srv-fin-02, dc-hq-01 and wks-fin-117 isolated; svc-backup disabled."]
+    text = "## Timeline (UTC)\n\n" + "".join(f"- {e}\n" for e in events)
+    out = seg(text)
+    parts = [s for s in out if s.kind == "list"]
+    assert len(parts) > 1 and all(s.meta.get("list_total") == len(events) for s in parts)
+    assert "".join(s.sep + s.text for s in out) == text.rstrip("\n")
+    # a stamped log in a list stays one run of lines (the fold stage writes its prefix once)
+    log = "\n".join(f"- 2026-03-08 02:{i:02d}:10 INFO worker-3 processed item {i} of the nightly run" for i in range(12))
+    assert [s.kind for s in seg(log)] == ["list"]
