@@ -4,6 +4,7 @@ Parquet file (or a folder of them); failures go to OUTPUT.errors.jsonl."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -33,8 +34,11 @@ def register(sub: Any) -> None:
     p.add_argument("output", metavar="OUTPUT", help="a .jsonl or .parquet file")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
-    p.add_argument("--role", "-r", default=None, help="role contract to apply to every record")
-    p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
+    p.add_argument("--role", "-r", default=None,
+                   help="role contract to apply to every record (default: the plan's `default` role, 4000 tokens "
+                        "unless the ontology defines one)")
+    p.add_argument("--budget", "-b", type=int, default=None,
+                   help="token budget (default: the role's; without --role, the `default` role's)")
     p.add_argument("--query-field", default=DEFAULT_QUERY_FIELD, metavar="F",
                    help=f"record field holding the query (default: {DEFAULT_QUERY_FIELD}); a job warns when no "
                         "record has a field named otherwise")
@@ -94,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume, overwrite=args.overwrite, output_fmt=args.output_format,
         ray_address=args.ray_address, progress=args.progress,
     )
+    if args.role is None and args.budget is None and summary.records_out and summary.tokens_saved <= 0:
+        # the first run of a user's ontology often names no role: say what was used, and that it did nothing
+        budget = config.build_compressor().plan.role(None).budget
+        note = (f"no --role or --budget: every record used the `default` role's budget of {budget} tokens, and the "
+                f"output ({summary.tokens_out} tokens) is no smaller than the input ({summary.tokens_in}): nothing "
+                "was compressed; give --role or --budget")
+        summary = dataclasses.replace(summary, warnings=(*summary.warnings, note))
     if args.json:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
     else:

@@ -29,8 +29,11 @@ def register(sub: Any) -> None:
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
     p.add_argument("--query", "-q", default=None, help="what the reader needs; ranks and protects by it")
-    p.add_argument("--role", "-r", default=None, help="role contract to apply (see `odcf plan`)")
-    p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
+    p.add_argument("--role", "-r", default=None,
+                   help="role contract to apply (see `odcf plan`; default: the plan's `default` role, 4000 tokens "
+                        "unless the ontology defines one)")
+    p.add_argument("--budget", "-b", type=int, default=None,
+                   help="token budget (default: the role's; without --role, the `default` role's)")
     p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
     p.add_argument("--layer", default="fact", choices=LAYERS,
                    help="the layer every input file belongs to (default: fact): a role's contract takes or "
@@ -100,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
     _print_warnings(result)
+    budget = result.record["budget"]
+    if args.role is None and args.budget is None and result.tokens_in <= budget:
+        # the first run of a user's ontology often names no role: say what was used, and that it did nothing
+        print(f"odcf compress: note: no --role or --budget: the `default` role's budget of {budget} tokens was "
+              f"used and the input ({result.tokens_in} tokens) fits it, so nothing was compressed; give --role "
+              "or --budget", file=sys.stderr)
     return 0
 
 

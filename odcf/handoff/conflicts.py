@@ -6,13 +6,17 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   reservation ``UM3OG5``, a user id ``mia_li_3668``, any match of a plan anchor whose name says
   it names identifiers (a part ``id``, ``no``, ``nr``, ``number``, ``ref``, ``sku``, ``ticket``,
   ``order``, ``reservation``: ``order_id``, ``claim_no``), or a match of any other anchor that looks
-  like an identifier: letters, a separator, digits (``INV-2024``, ``PO_17``, ``CASE#0042``; not for
+  like an identifier: letters (one or more groups), a separator, digits (``INV-2024``, ``PO_17``,
+  ``CASE#0042``, a host ``srv-fin-02``), or an IPv4 address (``185.220.101.47``; not for
   an anchor named ``…code``, whose matches name kinds — airports, currencies, errors); always the
   whole identifier: a match that stops inside it (``PO-2024`` of ``PO-2024-17``, ``INV-2024`` of
   ``INV-20241``) takes the rest of its word and its further ``-digits`` groups); a value is an amount (``$50``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
-  ``May 20, 2024``), a status word (``cancelled``, ``delivered``…) or a quantity (``3 bags``).
-  The attribute is the value's type, refined by a keyword before it in the sentence
-  ("refund amount", "price", "departure date"…). A value belongs to the nearest identifier
+  ``May 20, 2024``), a status word (``cancelled``, ``delivered``…), a quantity (``3 bags``) or a
+  data size (``3.2 GB``). The attribute is the value's type, refined by a keyword before it in the
+  sentence ("refund amount", "price", "departure date"…); a date or size without one is named by
+  the verb next to it ("isolated on 2026-03-09", "3.2 GB sent to"), so two events of one entity
+  are two attributes. A subject named right after an identifier is an attribute of it
+  ("Host srv-fin-02 downtime is 31 hours"). A value belongs to the nearest identifier
   before it in its clause (sentence, line or ``;`` part), or after it when none is before,
   and only within ``MAX_DISTANCE`` characters. A bare number ("3", "24", "2,448") is a count or
   an amount, never an entity, even when a plan anchor matches it. A clause that names no
@@ -69,8 +73,11 @@ _STATUS = r"\b(?:" + "|".join(re.escape(s) for s in sorted(STATUSES, key=len, re
 _STATUS_LEAD = re.compile(r"(?:\b(?:is|was|are|were|been|be|now|marked(?: as)?|shows?|status(?: is)?|remains?|became|got)|[:=])\s*(?:\w+\s+)?$",
                           re.IGNORECASE)
 _QTY = r"\b\d{1,4} (?:items?|units?|bags?|pieces?|seats?|passengers?|nights?|tickets?|pcs)\b"
+#: A data size ("3.2 GB", "512 MiB", "40 bytes").
+_SIZE = r"\b\d[\d,]*(?:\.\d+)?\s?(?:[KMGTP]i?B|bytes?)\b"
 _VALUE_RE = re.compile(
-    rf"(?P<money>{_MONEY})|(?P<date>{_DATE})|(?P<qty>{_QTY})|(?P<status>{_STATUS})", re.IGNORECASE)
+    rf"(?P<money>{_MONEY})|(?P<date>{_DATE})|(?P<qty>{_QTY})|(?P<size>{_SIZE})|(?P<status>{_STATUS})",
+    re.IGNORECASE)
 
 #: keyword stem before a value -> attribute name, per value type
 _ATTR_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -84,10 +91,15 @@ _ATTR_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "status": (("refund", "refund status"), ("payment", "payment status"), ("return", "return status"),
                ("exchange", "exchange status"), ("ticket", "ticket status")),
     "qty": (),
+    "size": (),
 }
 #: A value right after a negation ("is not $1,200", "was never delivered", "不是500元") is denied, not stated.
 _NEGATED = re.compile(r"(?:\b(?:not|never|no longer)|n't|不是|并非|不)\s*(?:\w+\s+){0,2}$", re.IGNORECASE)
-_DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "quantity"}
+_DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "quantity", "size": "size"}
+#: What happened on a date or to a size, named by the verb next to it: "isolated on 2026-03-09",
+#: "3.2 GB sent to": two different events of one entity are two attributes, not a conflict.
+_EVENT_BEFORE = re.compile(r"\b(?P<verb>[a-z]+(?:ed|en|t))\s+(?P<prep>on|at|by|since|until|from|in|to)\s*$")
+_EVENT_AFTER = re.compile(r"^\s*(?:(?:was|were|is|are|been)\s+)?(?P<verb>[a-z]+(?:ed|en|t))\s+(?P<prep>on|at|by|to|from|via|over|into)\b")
 #: A value further than this (in characters) from every identifier in its clause is not attributed.
 MAX_DISTANCE = 60
 _JSON_ID_KEYS = ("order_id", "reservation_id", "flight_number", "ticket_id", "user_id", "payment_id",
@@ -168,9 +180,11 @@ def _id_regex(extra: Sequence[IdPattern] = ()) -> list[IdPattern]:
     return [re.compile(p) for p in _ID_PATTERNS] + list(extra)
 
 
-#: What an identifier looks like when its anchor's name does not say so: letters, a separator,
-#: digits, and any further groups (``INV-2024``, ``PO_17``, ``CASE#0042``, ``INV-2024-0042``).
-ID_SHAPE = re.compile(r"(?a)[A-Za-z]{1,10}[-_#/]\d{2,}(?:[-_/][A-Za-z0-9]+)*")
+#: What an identifier looks like when its anchor's name does not say so: letters (one or more
+#: groups), a separator, digits, and any further groups (``INV-2024``, ``PO_17``, ``CASE#0042``,
+#: ``INV-2024-0042``, a host ``srv-fin-02``), or an IPv4 address (``185.220.101.47``).
+ID_SHAPE = re.compile(r"(?a)[A-Za-z]{1,10}(?:[-_#/][A-Za-z]{1,10}){0,3}[-_#/]\d{2,}(?:[-_/][A-Za-z0-9]+)*"
+                      r"|\d{1,3}(?:\.\d{1,3}){3}")
 #: The rest of an identifier a match stopped inside: the rest of its word and ``-digits`` groups.
 _ID_TAIL = re.compile(r"(?a)\w*(?:-\d+)*")
 
@@ -231,6 +245,10 @@ def normalize_value(kind: str, raw: str) -> str:
     if kind == "qty":
         n, _, unit = r.partition(" ")
         return f"{int(n)} {unit.lower().rstrip('s')}"
+    if kind == "size":
+        m = re.fullmatch(r"([\d,]*\d(?:\.\d+)?)\s?(.+)", r)
+        if m:
+            return f"{normalize_value('money', m.group(1))} {m.group(2).lower().rstrip('s')}"
     return r.lower()
 
 
@@ -348,9 +366,10 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
                 if not any(s <= m.start() < e or m.start() <= s < end for s, e, _ in ids):
                     ids.append((m.start(), end, sent[m.start():end]))
         if not ids:
-            out += _subject_facts(item_id, sent)
+            out += [f for f, _ in _subject_facts(item_id, sent)]
             continue
         ids.sort()
+        spans: list[tuple[int, int]] = []  # the values found, so a subject's value is not taken twice
         for m in _VALUE_RE.finditer(sent):
             kind = m.lastgroup or "status"
             if any(s <= m.start() < e for s, e, _ in ids):
@@ -368,9 +387,32 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
             if not before:
                 lead = sent[:m.start()].lower()
             attr = _attribute_after(kind, sent[m.end():].lower()) or _attribute(kind, lead, sent[:m.start()].lower())
+            if attr == _DEFAULT_ATTR[kind] and kind in ("date", "size"):
+                attr = _event(sent[:m.start()].lower(), sent[m.end():].lower()) or attr
             raw = m.group(0)
+            spans.append((m.start(), m.end()))
             out.append(Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id))
+        # "Host srv-fin-02 downtime is 31 hours": a subject named right after the identifier
+        for s, e, name in ids:
+            rest = sent[e:]
+            offset = e + len(rest) - len(rest.lstrip())
+            for f, (vs, ve) in _subject_facts(item_id, rest.lstrip(), entity=name, first_only=True):
+                if not any(a < offset + ve and offset + vs < b for a, b in spans):
+                    out.append(f)
     return out
+
+
+#: Words the event pattern would take that name no event ("not on", "that at", "first on").
+_NOT_EVENTS = frozenset({"not", "that", "what", "but", "it", "at", "just", "last", "first", "next", "most", "least",
+                         "yet", "often", "been", "then", "when", "even", "seven", "eleven"})
+
+
+def _event(before: str, after: str) -> str | None:
+    """The event a date or size is of, as written next to it ("isolated on", "sent to"), or None."""
+    for m in (_EVENT_BEFORE.search(before), _EVENT_AFTER.match(after)):
+        if m is not None and m.group("verb") not in _NOT_EVENTS:
+            return f"{m.group('verb')} {m.group('prep')}"
+    return None
 
 
 #: "<subject> is <value>" in a clause that names no identifier: "Headcount is 34 people", "the budget
@@ -386,10 +428,15 @@ _NOT_SUBJECTS = frozenset({"it", "this", "that", "there", "here", "which", "what
                            "we", "i", "you", "one", "each", "all", "these", "those", "both", "that one"})
 
 
-def _subject_facts(item_id: str, clause: str) -> list[Fact]:
-    """Facts of a clause without an identifier: the value of a named subject (:data:`_SUBJECT_RE`)."""
-    out: list[Fact] = []
+def _subject_facts(item_id: str, clause: str, *, entity: str = "",
+                   first_only: bool = False) -> list[tuple[Fact, tuple[int, int]]]:
+    """Facts of a clause without an identifier: the value of a named subject (:data:`_SUBJECT_RE`),
+    each with the span of its value. With *entity* (the identifier the clause opens after) they are
+    that entity's; *first_only* takes only a subject at the clause's start."""
+    out: list[tuple[Fact, tuple[int, int]]] = []
     for m in _SUBJECT_RE.finditer(clause):
+        if first_only and m.start() > 0:
+            break
         subject = " ".join(m.group("subject").lower().split())
         if subject in _NOT_SUBJECTS or subject.split()[0] in _NOT_SUBJECTS:
             continue
@@ -399,7 +446,8 @@ def _subject_facts(item_id: str, clause: str) -> list[Fact]:
         if kind == "number":  # "2,448" = "2448", "3 nights" = "3 night" (units compared singular)
             unit = (m.group("unit") or "").strip().lower()
             value = " ".join(x for x in (normalize_value("money", m.group("number")), unit.rstrip("s")) if x)
-        out.append(Fact(entity="", attribute=subject, value=value, raw=raw.strip(), item=item_id))
+        out.append((Fact(entity=entity, attribute=subject, value=value, raw=raw.strip(), item=item_id),
+                    (m.start(kind), m.end("unit") if kind == "number" and m.group("unit") else m.end(kind))))
     return out
 
 

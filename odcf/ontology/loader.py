@@ -217,6 +217,8 @@ def _yaml_error(text: str, exc: yaml.MarkedYAMLError) -> tuple[int | None, str, 
                     "(is its closing quote missing?)")
         else:
             what = f"{exc.context} at line {context}: {exc.problem} at line {problem}"
+    if exc.problem and "unknown escape character" in exc.problem:  # only double quotes have escapes
+        what += f" (a regex in double quotes? {_SINGLE_QUOTES_HINT})"
     return line, "", f"invalid YAML: {what}"
 
 
@@ -406,6 +408,10 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
                 flags |= REGEX_FLAGS.get(f, 0) if isinstance(f, str) else 0
         if not isinstance(pattern, str) or not pattern.strip():
             continue
+        control = _control_character(pattern)
+        if control:
+            report(("protect", "anchors", i, "pattern"), control)
+            continue
         try:
             regex = re.compile(pattern, flags)
         except re.error:
@@ -422,6 +428,25 @@ def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[Path
         problem = _backtracking(regex)
         if problem:
             report(("protect", "anchors", i, "pattern"), problem)
+
+
+# what a YAML double-quoted scalar turns a regex escape into: "\bID\b" holds two backspaces
+_YAML_ESCAPES = {"\x00": "\\0", "\x07": "\\a", "\x08": "\\b", "\x0b": "\\v", "\x0c": "\\f",
+                 "\x0d": "\\r", "\x1b": "\\e"}
+_SINGLE_QUOTES_HINT = ("write regexes in single quotes, where a backslash stays a backslash "
+                       "('\\bIR-\\d{4}\\b', not \"\\bIR-\\d{4}\\b\")")
+
+
+def _control_character(pattern: str) -> str | None:
+    """The problem of a pattern holding a C0 control character other than tab and newline, or None.
+    No one means one: it is a regex escape that YAML double quotes read as their own ("\\b" is U+0008),
+    and the pattern then never matches what it was written for."""
+    for ch in pattern:
+        if ord(ch) < 0x20 and ch not in "\t\n":
+            escape = _YAML_ESCAPES.get(ch)
+            was = f" (a YAML double-quoted {escape})" if escape else ""
+            return f"pattern holds a control character U+{ord(ch):04X}{was}; {_SINGLE_QUOTES_HINT}"
+    return None
 
 
 def _backtracking(regex: re.Pattern[str]) -> str | None:
@@ -546,6 +571,10 @@ def _check_state(data: Mapping[Any, Any], report: Report) -> None:
         for sub, message in state_schema.schema_problems(prop, schema, siblings=tuple(n for n in names if n != prop)):
             report(("state", prop) + sub, message)
         for path, pattern in state_schema.patterns(schema):
+            control = _control_character(pattern)
+            if control:
+                report(("state", prop) + path, control)
+                continue
             try:
                 regex = re.compile(pattern)
             except re.error:

@@ -240,8 +240,12 @@ class Plan:
         try:
             return self.roles[name]
         except KeyError:
+            import difflib
+
             known = ", ".join(sorted(self.roles)) or "none"
-            raise PlanError(f"unknown role {name!r} for domain {self.domain!r} (known roles: {known})") from None
+            close = difflib.get_close_matches(name, sorted(self.roles), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise PlanError(f"unknown role {name!r} for domain {self.domain!r} ({hint}known roles: {known})") from None
 
     def stage_option(self, stage: str, key: str, default: Any = None) -> Any:
         """An option from the ontology's ``pipeline`` section (``pipeline.rerank.enabled``)."""

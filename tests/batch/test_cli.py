@@ -76,8 +76,8 @@ def test_a_fifo_input_says_what_it_is(tmp_path, ontology, capsys):
 def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology, capsys):
     src = write_jsonl(tmp_path / "in.jsonl", records(2))
     out = tmp_path / "out.jsonl"
-    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--query-field", "qeury",
-                 "--json"]) == 0
+    assert main(["batch", str(src), str(out), "-O", ontology, "--role", "writer", "--workers", "0",
+                 "--query-field", "qeury", "--json"]) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     assert summary["records_out"] == 2 and len(summary["warnings"]) == 1
@@ -156,3 +156,18 @@ def test_a_job_in_which_every_record_failed_exits_4_and_fail_on_errors_makes_any
     assert main([*argv, "--fail-on-errors"]) == 4
     assert "odcf batch: 1 of 3 records failed" in capsys.readouterr().err
     assert len(read_jsonl(out)) == 2
+
+
+def test_without_role_or_budget_the_summary_says_the_default_role_compressed_nothing(tmp_path, ontology, capsys):
+    # QA: the output was larger than the input and nothing said a 4000-token default role was used
+    src = write_jsonl(tmp_path / "in.jsonl", records(2))
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--no-progress", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["tokens_saved"] <= 0
+    assert [w for w in summary["warnings"] if w.startswith("no --role or --budget: every record used the `default` "
+                                                           "role's budget of ")] != []
+    assert [(r["record"]["role"], r["record"]["budget"]) for r in read_jsonl(out)] == [("default", 4000)] * 2
+    assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--no-progress", "--overwrite",
+                 "--budget", "4000"]) == 0
+    assert "no --role or --budget" not in capsys.readouterr().out

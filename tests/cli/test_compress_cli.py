@@ -276,3 +276,26 @@ def test_a_bad_ontology_exits_2_in_every_command(contract, tmp_path, capsys):
                  ["handoff", str(items), "--role", "writer", "-O", str(bad)]):
         assert main(argv) == 2, argv
         assert f"{bad}:3:" in capsys.readouterr().err, argv
+
+
+def test_without_role_or_budget_the_default_role_is_said_when_nothing_was_compressed(contract, tmp_path, capsys):
+    # QA: a first run without --role/--budget used a 4000-token "default" role and nothing said why
+    # the output was the whole input
+    assert main(["compress", str(contract), "--no-timings"]) == 0
+    captured = capsys.readouterr()
+    assert "$250,000" in captured.out and "Coffee was served." in captured.out  # delivered whole
+    assert captured.err.startswith("odcf compress: note: no --role or --budget: the `default` role's budget of "
+                                   "4000 tokens was used and the input (")
+    assert "fits it, so nothing was compressed" in captured.err
+    # a role or a budget given: no note
+    assert main(["compress", str(contract), "--budget", "4000", "--no-timings"]) == 0
+    assert "note:" not in capsys.readouterr().err
+    # a near miss of a role name gets a suggestion
+    assert main(["compress", str(contract), "--role", "writr"]) != 0
+    assert "unknown role 'writr' for domain 'general' (did you mean 'writer'? known roles: " in capsys.readouterr().err
+
+
+def test_compress_help_names_the_default_role(capsys):
+    with pytest.raises(SystemExit):
+        main(["compress", "--help"])
+    assert "`default` role, 4000 tokens" in " ".join(capsys.readouterr().out.split())

@@ -359,3 +359,31 @@ def test_an_anchor_whose_matches_look_like_ids_keys_conflicts_and_a_code_does_no
     # an anchor named ...code names kinds (errors, airports), and a match without the shape is no id
     for other in (Anchor("error_code", r"ERR-\d{3}"), Anchor("amount_word", r"amount")):
         assert find_conflicts(_invoices(("ERR-500", "$1,200"), ("ERR-500", "$1,500")), plan=plan(other)) == ()
+
+
+def test_a_users_anchors_key_conflicts_on_hosts_and_addresses_and_different_events_do_not_conflict() -> None:
+    # QA: hosts (srv-fin-02) and IPs of the user's own anchors were no entities: disagreeing items went unlisted
+    import types
+
+    from odcf.plan.model import Anchor
+
+    plan = types.SimpleNamespace(protection=types.SimpleNamespace(anchors=(
+        Anchor("host", r"\b(?:srv|wks|dc)-[a-z]{2,4}-\d{2,3}\b"), Anchor("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}\b"))))
+
+    def found(a: str, b: str) -> list[tuple[str, str, list[str]]]:
+        items = (HandoffItem(id="a", text=a, origin="tool:x"), HandoffItem(id="b", text=b, origin="agent:y"))
+        return [(c.entity, c.attribute, [v.raw for v in c.values]) for c in find_conflicts(items, plan=plan)]
+
+    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
+        ("srv-fin-02", "isolated on", ["2026-03-09", "2026-03-10"])]
+    assert found("Host srv-fin-02 downtime is 31 hours.", "Host srv-fin-02 downtime is 26 hours.") == [
+        ("srv-fin-02", "downtime", ["31 hours", "26 hours"])]
+    assert found("Firewall: 3.2 GB sent to 185.220.101.47 before the block.",
+                 "Analyst note: 4.1 GB sent to 185.220.101.47 before the block.") == [
+        ("185.220.101.47", "sent to", ["3.2 GB", "4.1 GB"])]
+    # different facts about one id, and the same fact about two ids, are no conflict
+    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was restored on 2026-03-12.") == []
+    assert found("Host srv-fin-02 downtime is 31 hours.", "Host srv-fin-02 uptime is 26 hours.") == []
+    assert found("3.2 GB sent to 185.220.101.47.", "0.4 GB received from 185.220.101.47.") == []
+    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-03 was isolated on 2026-03-10.") == []
+    assert found("Host srv-fin-02 deposit is $500.", "Host srv-fin-02 deposit is $500.00.") == []

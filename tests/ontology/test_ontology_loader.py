@@ -535,3 +535,22 @@ def test_a_state_value_check_that_runs_past_its_limit_is_a_problem_not_a_hang(mo
     got = model.schema_problems("a" * 40 + "!", {"type": "string", "pattern": "^(a+)+$"})
     assert len(got) == 1 and "ran past 0.2 s" in got[0] and "backtracks catastrophically" in got[0]
     assert model.schema_problems("aaa", {"type": "string", "pattern": "^(a+)+$"}) == []
+
+
+def test_a_pattern_holding_a_control_character_is_reported_with_the_single_quotes_hint():
+    # YAML double quotes read "\b" as a backspace (U+0008): the anchor compiles and never matches
+    got = problems_of(with_minimal(
+        "protect:\n  anchors:\n    - {name: ok, pattern: '\\bIR-\\d{4}\\b'}\n"
+        "    - {name: incident_id, pattern: \"\\bIR-[0-9]{4}\\b\"}\n"
+        "    - {name: spaced, pattern: \"[ \\t]+EUR\"}\n"
+        "state:\n  code: {type: string, pattern: \"^\\bX\\b$\"}\n"))
+    assert len(got) == 2, got
+    assert got[0].startswith("t.yaml:8: protect.anchors[1].pattern: pattern holds a control character U+0008 "
+                             "(a YAML double-quoted \\b); write regexes in single quotes")
+    assert got[1].startswith("t.yaml:11: state.code.pattern: pattern holds a control character U+0008")
+
+
+def test_an_unknown_escape_in_double_quotes_says_to_write_regexes_in_single_quotes():
+    got = problems_of(with_minimal("protect:\n  anchors:\n    - {name: ts, pattern: \"\\d{4}-\\d{2}\"}\n"))
+    assert len(got) == 1 and got[0].startswith("t.yaml:7: <root>: invalid YAML: ")
+    assert "unknown escape character" in got[0] and "write regexes in single quotes" in got[0]
