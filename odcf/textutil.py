@@ -329,14 +329,18 @@ def _ends_with_abbreviation(sentence: str, after: str = "") -> bool:
 #: Sentence openers that point back to the sentence before ("However, this obligation does not
 #: apply …"): delivered without that sentence, such a sentence qualifies whatever precedes it in
 #: the compressed text instead. Cause, contrast and exception words, and times told relative to the
-#: sentence before ("The following year", "同年": after another sentence they name another year);
+#: sentence before ("The following year", "同年": after another sentence they name another year; "After that,",
+#: "Thereafter", "From then on", "After this period", "Subsequently": after another one they start another clock);
+#: "Provided that …", a proviso to the sentence before (across a blank line too: the paragraph above's last one);
 #: "and", "so" and "also" open too many self-contained sentences (speech above all) to count.
 _BACK_REFERENCE_RE = re.compile(
     r"^[\"'\u201c\u2018(\[]*(?:(?:however|but|yet(?! another)|nevertheless|nonetheless|therefore|thus|hence|"
     r"consequently|accordingly|conversely|as a result|even so|by contrast|in contrast|on the other hand|"
     r"despite (?:this|that|these)|notwithstanding (?:the foregoing|this|that|the above)|moreover|furthermore|"
     r"additionally|(?:in |later )?(?:that|the same|the following|the next) (?:year|month|week|day|morning|evening)"
-    r"|later that (?:year|month|week|day))(?![\w-])"
+    r"|later that (?:year|month|week|day)|thereafter|subsequently|from then on"
+    r"|after (?:that|this|these|those)(?: (?:periods?|dates?|times?|points?|years?|months?|weeks?|days?))?"
+    r"|provided(?:,\s*however,)?\s+that)(?![\w-])"
     r"|(?:instead|otherwise|in addition|in (?:that|this|such) case)(?=\s*,)"  # "Instead of …" looks ahead
     r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外"
     r"|同年|同月|同日|当年|当月|当日|当天|次年|翌年|次月|次日|翌日|随后|其余))",
@@ -389,6 +393,11 @@ def back_reference(sentence: str) -> str | None:
     ['It', None, None]
     >>> [back_reference(s) for s in ("同年6月12日，蓟县旅游部门称。", "The following year, the line closed.", "The following items ship.")]
     ['同年', 'The following year', None]
+    >>> [back_reference(s) for s in ("After that, the Rent may be increased.", "Thereafter the fee is 5%.",
+    ...  "From then on, it rained.", "After this period, no claim is accepted.", "Subsequently, it closed.",
+    ...  "Provided that the Tenant is not in arrears, the Deposit is returned.", "After the meeting, we left.",
+    ...  "Aftershocks followed.", "Providence is a city.")]
+    ['After that', 'Thereafter', 'From then on', 'After this period', 'Subsequently', 'Provided that', None, None, None]
     >>> back_reference("其余5%作为质量保证金，在质保期满且无未解决的质量问题后支付。")  # "the remaining 5%"
     '其余'
     >>> back_reference("情节严重的，处5万元以上50万元以下罚款。"), back_reference("第十条 向境外提供重要数据的，应当申报。")
@@ -500,10 +509,36 @@ def person_opener(sentence: str) -> str | None:
     return m.group(0).lstrip("\"'\u201c\u2018([") if m else None
 
 
+#: "these"/"those" and a lower-case noun later in a short sentence ("A claim made after these periods will not be
+#: accepted."): the periods are those the sentence before it states. Not "those who …" (a noun follows), not a
+#: capitalised name ("these Terms"); at its start :data:`_PRONOUN_OPENER_RE` reads it.
+_DEMONSTRATIVE_RE = re.compile(r"\b(?i:these|those)\s+(?!(?:who|whom|whose|which|that|of|in|at|on|are|were|will|may|must)\b)"
+                               r"[a-z][a-z-]{2,}\b")
+
+
+def demonstrative_back(sentence: str) -> str | None:
+    """"these"/"those" with its noun in *sentence* of at most 12 words (:data:`_DEMONSTRATIVE_RE`), not as its
+    first word and not in a lead-in ending in ":" ("Fill in these fields:" points ahead), or None.
+
+    >>> demonstrative_back("A claim made after these periods will not be accepted.")
+    'these periods'
+    >>> [demonstrative_back(s) for s in ("These periods are not extended.", "Fill in these fields:",
+    ...  "Fees apply to those who pay late.", "A fee applies under these Terms.",
+    ...  "A claim made after these periods will not be accepted by the Carrier or by any of its agents.")]
+    [None, None, None, None, None]
+    """
+    text = sentence.strip()
+    if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
+        return None
+    m = _DEMONSTRATIVE_RE.search(text, 1)
+    return m.group(0) if m and text[:m.start()].strip("\"'\u201c\u2018([ ") else None
+
+
 def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> str | None:
     """What in *sentence* speaks of something named only in *before*, the sentence in front of it:
     :func:`refers_back` (a definite noun only in *same_paragraph*), or in *same_paragraph* a prohibition
-    of :func:`restricts_back` or a "He"/"She" opening it (:data:`_PERSON_OPENER_RE`).
+    of :func:`restricts_back`, "these periods" in a short sentence (:func:`demonstrative_back`) or a "He"/"She"
+    opening it (:data:`_PERSON_OPENER_RE`).
 
     >>> points_back("He promised to keep it until Friday.", "I left it with Señor Ortiz, at number 14.")
     'He'
@@ -514,7 +549,7 @@ def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> s
     if same_paragraph and (person := person_opener(sentence)):
         return person
     return refers_back(sentence, before, definite=same_paragraph) or (
-        restricts_back(sentence, before) if same_paragraph else None)
+        restricts_back(sentence, before) or demonstrative_back(sentence) if same_paragraph else None)
 
 
 def iter_lines_with_offsets(text: str) -> Iterator[tuple[int, int, str]]:

@@ -808,9 +808,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     *pairs*: the question-and-answer pairs of *doc* (:func:`~odcf.stages.segment.qa.qa_pairs`, read
     here when not given).
 
-    - a sentence that points back (:func:`~odcf.textutil.points_back`: "However, …", "no other …",
+    - a sentence that points back (:func:`~odcf.textutil.points_back`: "However, …", "After that, …",
+      "Provided that …" (opening a paragraph too: -> the last sentence of the one above), "no other …",
       in its own paragraph a definite noun the sentence before names, opening it or as the object of a
-      prohibition opening it, "Do not increase the dose …") -> the segment before it in
+      prohibition opening it, "Do not increase the dose …", or "these periods" in a short one) -> the segment before it in
       its source, when that one is a sentence too (a heading or a table row is not what "However"
       answers), or a part of the same numbered paragraph. Lines of a transcript are left out: a
       delivered sentence there is written after its speaker's label, and speech opens many

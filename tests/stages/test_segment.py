@@ -798,6 +798,26 @@ def test_a_prohibition_of_only_what_the_sentence_before_names_ending_a_paragraph
         "The old unit was stored in bay 4.", "Do not reuse the old unit.", "It is labelled."]
 
 
+def test_a_paragraph_final_no_noun_that_the_sentence_before_names_is_part_of_it():
+    # QA s27/qa6 #2, #5: "No deduction shall be made for fair wear and tear." was delivered apart from
+    # "… may deduct from the Deposit …", "No detention is charged if …" apart from its rule
+    out = seg("4.3 The Landlord may deduct from the Deposit the cost of repairing damage. "
+              "No deduction shall be made for fair wear and tear.\n\n"
+              "5.2 Detention is charged at EUR 55.00 per hour. No detention is charged if the Carrier is late.\n\n"
+              "Rent is due monthly. No deposit is required.\n\n"
+              "Invoices are sent later by post. No later than 5 days after delivery the invoice is due.\n\n"
+              "No deduction is made for tear. Deductions are listed on the statement. The list is kept by the agent for six years.")
+    assert [s.text for s in out] == [
+        ("4.3 The Landlord may deduct from the Deposit the cost of repairing damage. "
+         "No deduction shall be made for fair wear and tear."),
+        "5.2 Detention is charged at EUR 55.00 per hour. No detention is charged if the Carrier is late.",
+        # another noun, "No later than …", and a "No …" that ends nothing stay sentences of their own
+        "Rent is due monthly.", "No deposit is required.",
+        "Invoices are sent later by post.", "No later than 5 days after delivery the invoice is due.",
+        "No deduction is made for tear.", "Deductions are listed on the statement.",
+        "The list is kept by the agent for six years."]
+
+
 def test_a_closing_quote_or_bracket_after_the_full_stop_stays_with_its_sentence():
     # 'the pump "simply stopped running.' was delivered with an unbalanced quote: the closing mark
     # went to the space before the next sentence

@@ -1075,6 +1075,12 @@ _BARE_NEGATION_RE = re.compile(r"(?i:do not|don't|never|not|no)\b")
 #: unit." after "Sensor T-103 was replaced …", "Never restart it.": as bare, whatever its length.
 _BARE_PROHIBITION_RE = re.compile(r"(?i:do not|don't|never)[ \t]+[a-z]+[ \t]+"
                                   r"(?:it|them|(?:the|this|that|these|those)(?:[ \t]+[a-z]+){1,2})[.!]")
+#: A negation opening with "No" and a noun ("No deduction shall be made for fair wear and tear." after "The
+#: Landlord may deduct …", "No detention is charged if …" after "Detention is charged at EUR 55.00 …"): ending a
+#: paragraph whose sentence before names the same thing (the noun's first five letters), it limits that sentence,
+#: and delivered apart the rule read as unlimited, or the exception as the whole rule. Not "No later than …".
+_NO_NOUN_RE = re.compile(r"(?i:no)[ \t]+([a-z][a-z-]{3,})\b")
+_NO_NOT_NOUNS = frozenset(("other", "further", "longer", "later", "sooner", "more", "less", "matter", "doubt"))
 #: A sentence that limits the one before it, naming it: "That permission does not extend to Personal Data",
 #: "This does not apply to …", "Such right shall not …", "The foregoing applies only to …", "Provided that …",
 #: "Notwithstanding the foregoing, …" (not "Unless …" or "Except where …": those govern their own sentence's
@@ -1111,12 +1117,21 @@ def _opens_line(text: str, pos: int) -> bool:
     return pos == 0 or text[pos - 1] == "\n"
 
 
+def _negates_noun_before(sentence: str, before: str) -> bool:
+    """Whether *sentence* opens "No <noun>" (:data:`_NO_NOUN_RE`) and *before* names that noun, by its first five
+    letters ("No deduction …" after "… may deduct …")."""
+    m = _NO_NOUN_RE.match(sentence)
+    noun = m.group(1).lower() if m else ""
+    return bool(noun) and noun not in _NO_NOT_NOUNS and re.search(r"\b" + re.escape(noun[:5]), before.lower()) is not None
+
+
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
                   backward: bool = True) -> list[tuple[int, int]]:
     """Join a very short sentence ("Section 4.1 Fees.") to the one after it, so that a clause
     number or a lead-in is never kept without the sentence it introduces (or dropped from it); a
     very short last sentence ("… permanently discontinue. Do not rechallenge.") to the one before
-    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`, :data:`_BARE_PROHIBITION_RE`), and any sentence that limits the one
+    it, when it only negates or forbids (:data:`_BARE_NEGATION_RE`, :data:`_BARE_PROHIBITION_RE`) or negates what that
+    one names (:func:`_negates_noun_before`), and any sentence that limits the one
     before it on its line (:data:`_RESTRICTS_RE`) to it (with *backward*, not in a transcript's line, where a
     sentence is delivered after its speaker's label)."""
     if min_words <= 0 or len(spans) < 2:
@@ -1136,7 +1151,9 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
         if backward and pending is None and out and (
                 (k + 1 == len(spans) and "\n\n" not in text[out[-1][1]:a]
                  and ((_word_count(text[a:b]) < min_words and _BARE_NEGATION_RE.match(text, a))
-                      or _BARE_PROHIBITION_RE.fullmatch(text[a:b].rstrip())))
+                      or _BARE_PROHIBITION_RE.fullmatch(text[a:b].rstrip())
+                      or (_negates_noun_before(text[a:b], text[out[-1][0]:out[-1][1]])
+                          and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)))
                 or (_RESTRICTS_RE.match(text, a) and "\n" not in text[out[-1][1]:a]
                     and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)):
             out[-1] = (out[-1][0], b)

@@ -1,0 +1,103 @@
+"""A sentence that qualifies the one before it is delivered only with it (QA round s27/qa6, findings 2, 3, 5, 6, 8)."""
+import pytest
+
+from odcf.compressor import Compressor
+from tests.stages.sweeps import only_with
+
+CORE = {"rules": False, "fold": False}
+
+LEASE = (
+    "## 3. Rent\n\n"
+    "3.1 The Rent is GBP 1,450.00 per month, payable in advance on the 1st day of each month.\n\n"
+    "3.2 Interest on late Rent accrues at 3% above the Bank of England base rate from the due date.\n\n"
+    "3.3 The Landlord may not increase the Rent during the first 12 months. {after} the Rent may be "
+    "increased once in any 12-month period by giving not less than 2 months' written notice, and any increase "
+    "shall not exceed 5% of the Rent then payable.\n\n"
+    "## 4. Deposit\n\n"
+    "4.1 The Tenant shall pay a Deposit of GBP 1,673.00 on signing, protected in a government-approved scheme.\n\n"
+    "4.2 The Deposit is returned within 10 days of the end of the tenancy, less any agreed deductions.\n\n"
+    "4.3 The Landlord may deduct from the Deposit the reasonable cost of repairing damage caused by the Tenant, "
+    "unpaid Rent and unpaid bills for which the Tenant is liable. No deduction shall be made for fair wear and tear.\n\n"
+    "## 5. Repairs\n\n"
+    "5.1 The Landlord shall keep the structure and exterior of the Property in repair.\n\n"
+    "5.2 The Tenant shall report any defect to the Landlord in writing within 3 days of noticing it.\n")
+
+FREIGHT = (
+    "## 4. Liability\n\n"
+    "4.1 The Carrier's liability for loss of or damage to goods is limited to 8.33 SDR per kilogram of gross weight.\n\n"
+    "4.2 The limit in Section 4.1 does not apply if the loss results from the Carrier's wilful misconduct.\n\n"
+    "4.4 Claims for visible damage must be noted on the proof of delivery. Claims for concealed damage must be "
+    "made in writing within 7 days of delivery; claims for delay must be made within 21 days of delivery. "
+    "A claim made after these periods will not be accepted.\n\n"
+    "## 5. Surcharges\n\n"
+    "5.1 The fuel surcharge is adjusted monthly against the diesel index published on the 1st business day.\n\n"
+    "5.2 Detention is charged at EUR 55.00 per hour after 2 free hours at loading or unloading. "
+    "No detention is charged if the delay is caused by the Carrier arriving outside its booked slot.\n\n"
+    "5.3 No other surcharges apply unless agreed in writing before the shipment is booked.\n")
+
+HR = (
+    "1. ANNUAL LEAVE\n\n"
+    "1.1 Full-time employees are entitled to 25 days of paid annual leave per leave year, plus public holidays.\n\n"
+    "1.2 Part-time employees receive leave pro rata to their contracted hours.\n\n"
+    "1.3 Up to 5 days of unused leave may be carried over to the next leave year. Carried-over days must be "
+    "taken by 30 June, or they are lost.\n\n"
+    "Provided that an employee could not take leave because of sickness or family leave, all untaken leave is "
+    "carried over and the 30 June limit does not apply.\n\n"
+    "1.4 Leave requests of 5 days or more must be submitted at least 20 working days in advance.\n\n"
+    "2. REMOTE WORK\n\n"
+    "2.1 Employees may work remotely up to 3 days per week with their manager's approval.\n\n"
+    "2.2 Remote work from outside the United Kingdom is not permitted, unless approved in writing by HR.\n")
+
+
+def _sweep(plan, text, query):
+    c = Compressor(plan, stages=CORE)
+    return lambda budget: c.compress(text, query=query, budget=budget, annotate=False).text
+
+
+@pytest.mark.parametrize("query, rule, limit", [
+    ("Can the landlord keep part of my deposit for wear and tear?",
+     "may deduct from the Deposit", "No deduction shall be made for fair wear and tear."),
+    ("What can the landlord deduct from the deposit?",
+     "may deduct from the Deposit", "No deduction shall be made for fair wear and tear."),
+])
+def test_a_paragraph_final_no_noun_negating_the_sentence_before_goes_with_it_both_ways(plan, query, rule, limit):
+    # QA s27/qa6 #2: "4.3 The Landlord may deduct …" was delivered without "No deduction shall be made for
+    # fair wear and tear." (and the protection against wear-and-tear deductions was gone)
+    text_at = _sweep(plan, LEASE.format(after="After that,"), query)
+    budgets = range(30, 400, 10)
+    only_with(text_at, rule, limit, budgets)
+    only_with(text_at, limit, rule, budgets)
+
+
+def test_a_paragraph_final_no_noun_exception_goes_with_its_rule(plan):
+    # QA s27/qa6 #5: "No detention is charged if …" was delivered without "Detention is charged at EUR 55.00 …"
+    text_at = _sweep(plan, FREIGHT, "Which surcharges can the carrier charge besides the freight rate?")
+    budgets = range(20, 300, 10)
+    only_with(text_at, "No detention is charged", "Detention is charged at EUR 55.00", budgets)
+    only_with(text_at, "Detention is charged at EUR 55.00", "No detention is charged", budgets)
+
+
+@pytest.mark.parametrize("after", ["After that,", "Thereafter,", "From then on,", "After this period,",
+                                   "Subsequently,"])
+def test_a_sentence_opening_with_a_time_told_from_the_one_before_goes_only_with_it(plan, after):
+    # QA s27/qa6 #3: "After that, the Rent may be increased …" was delivered without "The Landlord may not
+    # increase the Rent during the first 12 months."
+    text_at = _sweep(plan, LEASE.format(after=after),
+                     "What are the rules on rent increases and late payment interest?")
+    only_with(text_at, f"{after} the Rent may be increased", "may not increase the Rent during the first 12 months",
+              range(30, 400, 10))
+
+
+def test_a_short_sentence_naming_these_periods_goes_only_with_the_sentence_before(plan):
+    # QA s27/qa6 #6: "A claim made after these periods will not be accepted." was delivered without the
+    # sentence stating the periods (7 and 21 days)
+    only_with(_sweep(plan, FREIGHT, "What is the carrier's liability limit for lost goods and late claims?"),
+              "after these periods", "within 7 days of delivery", range(20, 300, 10))
+
+
+def test_a_paragraph_opening_provided_that_goes_only_with_the_paragraph_above(plan):
+    # QA s27/qa6 #8: "Provided that …, the 30 June limit does not apply." was delivered alone, or without
+    # the sentence holding "30 June"
+    for query in ("Can I carry over unused holiday days if I was off sick?", "Can I work from Spain for a month?"):
+        only_with(_sweep(plan, HR, query), "Provided that an employee", "must be taken by 30 June",
+                  range(20, 300, 10), must_see=query.startswith("Can I carry"))
