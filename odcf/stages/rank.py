@@ -154,19 +154,32 @@ def clause_references(query: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def query_identifiers(query: str | None) -> list[str]:
-    """What *query* names exactly: identifier-like words, quoted phrases and numbered parts of a
-    document (``Section 12.2``), in query order.
+def _declared(word: str, anchors: Sequence[re.Pattern[str]]) -> bool:
+    """Whether *word* is, whole, an identifier of a shape the plan's ``protect.anchors`` declare
+    (a lane ``DEMUC-ITMIL`` under ``\\b[A-Z]{5}-[A-Z]{5}\\b``): at least four characters with a
+    letter, and not a plain word ("Customer" under an anchor for the parties): a mark inside it or
+    written in capitals."""
+    if len(word) < 4 or not any(c.isalpha() for c in word) or (word.isalpha() and not word.isupper()):
+        return False
+    return any(a.fullmatch(word) for a in anchors)
+
+
+def query_identifiers(query: str | None, anchors: Sequence[re.Pattern[str]] = ()) -> list[str]:
+    """What *query* names exactly: identifier-like words, words of a shape one of *anchors*
+    declares (:func:`_declared`), quoted phrases and numbered parts of a document (``Section
+    12.2``), in query order.
 
     >>> query_identifiers('pods waiting on k8s-node-117 in 2024, error "connection refused"?')
     ['connection refused', 'k8s-node-117']
+    >>> query_identifiers('transit time for DEMUC-ITMIL?', [re.compile(r"\\b[A-Z]{5}-[A-Z]{5}\\b")])
+    ['DEMUC-ITMIL']
     """
     if not query:
         return []
     found = [next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(query)]
     for m in _QUERY_WORD_RE.finditer(_QUOTED_RE.sub(" ", query)):
         word = m.group().strip(".:#*")
-        if _identifier(word) and word not in found:
+        if (_identifier(word) or _declared(word, anchors)) and word not in found:
             found.append(word)
     return found + [c for c in clause_references(_QUOTED_RE.sub(" ", query)) if c not in found]
 
@@ -252,23 +265,74 @@ def failure_hits(segments: Sequence[Segment], query: str | None) -> set[str]:
     return found if len(found) <= max(3, len(segments) // 3) else set()
 
 
-def exact_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
-    """The identifiers *query* names and the ids of the segments whose text holds one of them;
-    with a query about a failure, the lines that report one too (:func:`failure_hits`).
+#: The most content words a heading's title may have for a query to name its section by them.
+TITLE_WORDS = 4
+_ROMAN_RE = re.compile(r"[ivxlc]+")
+
+
+def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
+    """The sections whose short title *query* names as its topic: a heading of at most
+    :data:`TITLE_WORDS` content words (numbers, "Section" and the like aside), every one of them in
+    the query and together at least a third of its content words ("what was the impact" names "##
+    Impact"; "What does the agreement say about reporting?" names "## 6. Reporting"). Only the
+    headings naming the most words count ("root cause of the impact" names "## Root cause"); each
+    is a hit with every segment after it up to the next heading, as a part named by number is. A
+    heading that merely shares a word with a longer query lends its section nothing."""
+    asked = {_stem(w) for w in words(query or "", stop=True)}
+    if not asked:
+        return [], set()
+    best: list[int] = []
+    size = 0
+    for i, seg in enumerate(segments):
+        if seg.kind != "heading":
+            continue
+        title = {_stem(w) for w in words(seg.text, stop=True)
+                 if not any(c.isdigit() for c in w) and w not in _CLAUSE_WORD and not _ROMAN_RE.fullmatch(w)}
+        if not title or len(title) > TITLE_WORDS or not title <= asked or 3 * len(title) < len(asked) \
+                or len(title) < size:
+            continue
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        if nxt is None or nxt.kind == "heading" or nxt.source_id != seg.source_id:
+            continue  # a heading with nothing under it
+        if len(title) > size:
+            best, size = [], len(title)
+        best.append(i)
+    names: list[str] = []
+    hits: set[str] = set()
+    for i in best:
+        head = segments[i]
+        names.append(f'(section "{head.text.strip().lstrip("#>*_- ").strip(" *_")}")')
+        hits.add(head.id)
+        for seg in segments[i + 1:]:
+            if seg.kind == "heading" or seg.source_id != head.source_id:
+                break
+            hits.add(seg.id)
+    return list(dict.fromkeys(names)), hits
+
+
+def exact_hits(segments: Sequence[Segment], query: str | None,
+               anchors: Sequence[re.Pattern[str]] = ()) -> tuple[list[str], set[str]]:
+    """The identifiers *query* names (words of a shape *anchors*, the plan's protection patterns,
+    declare among them) and the ids of the segments whose text holds one of them; the sections
+    whose title it names (:func:`titled_hits`); with a query about a failure, the lines that report
+    one too (:func:`failure_hits`).
 
     A numbered part the query names (``Section 12.2``) is a hit where the text opens it — its
     heading or title — and in every segment of that part after it, up to the next heading or the
     next segment that opens another numbered part (a clause title alone would otherwise be the only
     hit, and the clause it names would rank as before)."""
     failing = failure_hits(segments, query)
-    names, hits = _named_hits(segments, query)
+    names, hits = _named_hits(segments, query, anchors)
+    titles, titled = titled_hits(segments, query)
+    names, hits = [*names, *titles], hits | titled
     if failing:
         return [*names, FAILURE_NAME], hits | failing
     return names, hits
 
 
-def _named_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
-    names = query_identifiers(query)
+def _named_hits(segments: Sequence[Segment], query: str | None,
+                anchors: Sequence[re.Pattern[str]] = ()) -> tuple[list[str], set[str]]:
+    names = query_identifiers(query, anchors)
     pattern = identifier_pattern(names)
     if pattern is None:
         return names, set()
@@ -1202,7 +1266,7 @@ class LexicalRanker(Stage):
             relevance = (r / top_rel) if top_rel > 0 else 0.0
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
         top_raw = max(raw) if raw else 0.0
-        names, hits = exact_hits(live, doc.query)
+        names, hits = exact_hits(live, doc.query, [a.regex for a in plan.protection.anchors])
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores, courtesies = demote_pleasantries(live, scores)

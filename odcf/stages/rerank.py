@@ -290,7 +290,8 @@ class EmbeddingReranker(Stage):
         task = (doc.query or "").strip()
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
-        names, hits = exact_hits(english, task)  # what the query names exactly, and the segments holding it
+        # what the query names exactly, and the segments holding it
+        names, hits = exact_hits(english, task, [a.regex for a in plan.protection.anchors])
         # MiniLM's vocabulary is English: a Chinese query ("质保期") embedded by it scores English
         # segments by noise (a bilingual contract's "Article 5 Acceptance" heading came first);
         # queries in another script steer through the lexical scores alone
