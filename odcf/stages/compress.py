@@ -41,6 +41,7 @@ text (in place of a comma the new last word carried), so that it never runs into
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import re
@@ -122,7 +123,8 @@ class TokenCompressor(Stage):
     from the model's metadata), ``relevance`` (weight word probabilities by segment score under
     a rate or budget; default on), ``cost_exponent`` (0-1: how much a word's token count lowers
     its place under a budget; 0 = probability alone; default
-    :data:`~odcf.training.metrics.COST_EXPONENT`).
+    :data:`~odcf.training.metrics.COST_EXPONENT`), ``skeleton`` (keep each sentence's main verb, its subject and
+    modal, from spaCy's parse, whatever the model says; default on: see :func:`skeleton_words`).
     """
 
     name = "compress"
@@ -143,6 +145,7 @@ class TokenCompressor(Stage):
         threads: int | None = None,
         relevance: bool = True,
         cost_exponent: float = COST_EXPONENT,
+        skeleton: bool = True,
     ) -> None:
         if rate is not None and threshold is not None:
             raise StageError("compress: give either rate= or threshold=, not both")
@@ -166,6 +169,7 @@ class TokenCompressor(Stage):
         self.threads = threads
         self.relevance = bool(relevance)
         self.cost_exponent = float(cost_exponent)
+        self.skeleton = bool(skeleton)
         self._clf: Any = None
 
     def warm_up(self) -> None:
@@ -200,6 +204,8 @@ class TokenCompressor(Stage):
             data.update({"segments": 0, "words_in": sum(len(w.words) for w in work), "words_kept": None})
             return doc.with_event(TraceEvent(stage=self.name, data=data))
 
+        if self.skeleton:
+            work, data["skeleton"] = _with_skeleton(work)
         probs = self._clf.word_probs_for([w.seg.original for w in work], [list(w.words) for w in work])
         if self.relevance and mode in ("rate", "budget"):
             probs, data["relevance"] = _relevance_weighted(work, probs)
@@ -239,7 +245,7 @@ class TokenCompressor(Stage):
         forbidden = _forbidden_layers(doc, plan)
         work: list[_Work] = []
         skipped: dict[str, list[str]] = {"instruction": [], "layer": [], "structured": [], "changed": [],
-                                         "script": [], "short": [], "guarded": []}
+                                         "script": [], "items": [], "short": [], "guarded": []}
         fixed = 0
         # a sentence cut for length is guarded whole: the exception in one part governs the others
         group_of: dict[str, str | None] = {}
@@ -266,6 +272,8 @@ class TokenCompressor(Stage):
                 why = "changed"
             elif latin_share(seg.original) < MIN_LATIN_SHARE:
                 why = "script"
+            elif _short_items(seg):
+                why = "items"
             words = tuple(split_words(seg.original))
             if why is None and len(words) < self.min_words:
                 why = "short"
@@ -334,6 +342,71 @@ class TokenCompressor(Stage):
         if mode == "threshold":
             return [(p >= value) | w.forced for w, p in zip(work, probs)]
         return _split(work, select_global(probs, rate=value, forced=[w.forced for w in work]))
+
+
+#: The most words of a list item that is kept or dropped whole by the budget, never thinned.
+SHORT_ITEM_WORDS = 12
+
+
+def _short_items(seg: Segment) -> bool:
+    """Whether *seg* is a part of a list of two or more items of at most :data:`SHORT_ITEM_WORDS` words each:
+    thinned, "(a) laboratory technicians; (b) site engineers …; (c) reception and facilities staff," under "not
+    eligible" became "technicians;", and the two roles left out read as eligible."""
+    lines = [line for line in seg.original.splitlines() if line.strip()]
+    return (seg.kind == "list" and len(lines) >= 2
+            and all(len(line.split()) <= SHORT_ITEM_WORDS for line in lines))
+
+
+#: Dependency labels of a clause's subject ("The patch was scheduled …", "Employees may work …").
+_SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
+#: Modals that change what a verb says: "may work" is not "must work", nor "works".
+_MODALS = frozenset({"may", "might", "must", "shall", "should", "can", "could", "will", "would", "need", "ought"})
+
+
+def skeleton_words(words: Sequence[tuple[int, int]], parsed: Any) -> np.ndarray:
+    """Words of a parsed segment (*parsed*: its spaCy ``Doc``, over the text *words* index) that say who does
+    what: each sentence's main verb, its subject with the subject's determiner and the noun words compounded
+    into it, and a modal on it ("may", "must", "shall"). Thinned without them, "The patch was scheduled for 2026-02-15 but
+    was postponed" read "scheduled for 2026-02-15 but was postponed …", and "3.1 Employees may work remotely up
+    to 3 days per week" read "3.1 up to 3 days per week."."""
+    keep = np.zeros(len(words), dtype=bool)
+    if not words:
+        return keep
+    starts = [s for s, _ in words]
+    chosen: set[int] = set()
+    for root in parsed:  # labels only: the shared pipeline has no tagger (:data:`odcf.backends.ner.EXCLUDE`)
+        if root.dep_ != "ROOT" or not root.text[:1].isalpha():
+            continue
+        chosen.add(root.i)
+        for tok in root.children:  # the main clause's: a subordinate clause's subject is the model's to keep
+            if tok.dep_ in _SUBJECT_DEPS:
+                chosen.add(tok.i)
+                chosen.update(c.i for c in tok.children if c.dep_ in ("compound", "det"))
+            elif tok.dep_ == "aux" and tok.lower_ in _MODALS:
+                chosen.add(tok.i)
+    for i in chosen:
+        tok = parsed[i]
+        k = bisect.bisect_right(starts, tok.idx) - 1
+        if k >= 0 and words[k][1] > tok.idx:
+            keep[k] = True
+    return keep
+
+
+def _with_skeleton(work: Sequence[_Work]) -> tuple[list[_Work], dict[str, Any]]:
+    """*work* with each segment's :func:`skeleton_words` forced to keep, and what the trace says of it."""
+    from odcf.backends.ner import pipe
+
+    try:
+        docs = list(pipe([w.seg.original for w in work], parse=True, ner=False))
+    except (ImportError, OSError, StageError) as exc:  # no spaCy pipeline: the model decides alone, and the trace says so
+        return list(work), {"words": 0, "unavailable": f"{type(exc).__name__}: {exc}"[:200]}
+    out: list[_Work] = []
+    added = 0
+    for w, parsed in zip(work, docs):
+        skeleton = skeleton_words(w.words, parsed)
+        added += int((skeleton & ~w.forced).sum())
+        out.append(dataclasses.replace(w, forced=w.forced | skeleton))
+    return out, {"words": added}
 
 
 def _relevance_weighted(work: Sequence[_Work], probs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict[str, Any]]:

@@ -37,7 +37,8 @@ def make_doc(*segments: Segment, budget: int | None = None) -> Document:
 
 
 def stage(**kw) -> TokenCompressor:
-    s = TokenCompressor(model_path=TINY, threads=1, **kw)
+    # the tiny model's choices alone: the clause skeleton (spaCy) has tests of its own below
+    s = TokenCompressor(model_path=TINY, threads=1, **{"skeleton": False, **kw})
     s.warm_up()
     return s
 
@@ -258,7 +259,7 @@ def test_budget_order_weighs_a_long_word_by_its_tokens() -> None:
 
 def test_output_is_deterministic() -> None:
     doc = make_doc(seg("a#0", LONG), seg("b#0", STOPS + " " + LONG))
-    a = stage(rate=0.4)(doc, PLAN)
+    a = stage(rate=0.4, skeleton=True)(doc, PLAN)
     b = TokenCompressor(model_path=TINY, rate=0.4, threads=1)(doc, PLAN)
     assert [s.text for s in a.segments] == [s.text for s in b.segments]
     assert a.trace[-1].data == b.trace[-1].data
@@ -485,3 +486,40 @@ def test_the_shipped_model_dropping_a_list_tied_to_the_sentence_after_it_does_no
         listed = {g["id"]: g for s in r.record["sources"] for g in s["segments"]}
         assert set(listed) == {"x#0", "x#1", "x#2", "x#3"}
         assert all(g["reason"] for g in listed.values() if g["status"] == "dropped"), listed
+
+
+def test_a_thinned_sentence_keeps_who_does_what_and_a_short_item_list_is_never_thinned() -> None:
+    # QA s27: thinned by the shipped model, "3.1 Employees may work remotely up to 3 days per week …" read
+    # "3.1 up to 3 days per week.", "The patch was scheduled for 2026-02-15 but …" read "scheduled for 2026-02-15
+    # but …", and a list of three roles "not eligible" became "technicians;"
+    from odcf.compressor import Compressor
+
+    text = ("3.1 Employees may work remotely up to 3 days per week with their manager's approval.\n"
+            "3.3 The following roles are not eligible for remote work:\n(a) laboratory technicians;\n"
+            "(b) site engineers on active construction projects;\n(c) reception and facilities staff,\n"
+            "except that employees in these roles may work remotely on days when their site is closed.\n")
+    c = Compressor.from_ontology("general", stages={"compress": {"threads": 1}})
+    r = c.compress([{"id": "x", "text": text}], budget=40, timings=False)
+    assert "3.1 Employees may work" in r.text and "3 days per week" in r.text, r.text
+    data = next(e["data"] for e in r.record["stages"] if e["stage"] == "compress")
+    assert data["skeleton"]["words"] >= 3 and data["skipped"]["items"] == 1, data
+    bare = Compressor.from_ontology("general", stages={"compress": {"threads": 1, "skeleton": False}})
+    assert "Employees may work" not in bare.compress([{"id": "x", "text": text}], budget=40, timings=False).text
+    r = c.compress([{"id": "x", "text": text}], budget=80, timings=False)
+    if "(a)" in r.text:  # delivered whole or not at all
+        assert "(a) laboratory technicians;\n(b) site engineers on active construction projects;" in r.text, r.text
+
+
+def test_skeleton_words_are_the_main_clause_s_verb_subject_and_modal() -> None:
+    from odcf.backends.ner import pipe
+    from odcf.backends.token_classifier import split_words
+    from odcf.stages.compress import skeleton_words
+
+    text = "The patch was scheduled for 2026-02-15 but was postponed because the change window was cancelled."
+    words = list(split_words(text))
+    keep = skeleton_words(words, next(iter(pipe([text], parse=True, ner=False))))
+    assert [text[s:e] for (s, e), k in zip(words, keep) if k] == ["The", "patch", "scheduled"]
+    text = "Employees may work remotely."
+    words = list(split_words(text))
+    keep = skeleton_words(words, next(iter(pipe([text], parse=True, ner=False))))
+    assert [text[s:e] for (s, e), k in zip(words, keep) if k] == ["Employees", "may", "work"]
