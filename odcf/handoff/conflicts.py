@@ -14,8 +14,12 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   ``May 20, 2024``), a status word (``cancelled``, ``delivered``…), a quantity (``3 bags``) or a
   data size (``3.2 GB``). The attribute is the value's type, refined by a keyword before it in the
   sentence ("refund amount", "price", "departure date"…); a date or size without one is named by
-  the verb next to it ("isolated on 2026-03-09", "3.2 GB sent to"), so two events of one entity
-  are two attributes. A subject named right after an identifier is an attribute of it
+  the verb next to it and an order word before it ("isolated on 2026-03-09", "3.2 GB sent to",
+  "first seen on"), so two events of one entity are two attributes; and it is of one occurrence:
+  a date in a size's clause keys the size ("185.220.101.47 on 2026-03-08") and is no fact of its
+  own, an identifier right after the value names what the event was of ("patched on 2026-03-05
+  (KB5034441)": ``srv-fin-02 / KB5034441``), and a clause that says the event recurs ("nightly",
+  "every", "again", "another"…) states no single date or size. A subject named right after an identifier is an attribute of it
   ("Host srv-fin-02 downtime is 31 hours"). A value belongs to the nearest identifier
   before it in its clause (sentence, line or ``;`` part), or after it when none is before,
   and only within ``MAX_DISTANCE`` characters. A bare number ("3", "24", "2,448") is a count or
@@ -39,6 +43,7 @@ stay in the handoff, and the conflict is listed with each value's source, time a
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -98,8 +103,10 @@ _NEGATED = re.compile(r"(?:\b(?:not|never|no longer)|n't|不是|并非|不)\s*(?
 _DEFAULT_ATTR = {"money": "amount", "date": "date", "status": "status", "qty": "quantity", "size": "size"}
 #: What happened on a date or to a size, named by the verb next to it: "isolated on 2026-03-09",
 #: "3.2 GB sent to": two different events of one entity are two attributes, not a conflict.
-_EVENT_BEFORE = re.compile(r"\b(?P<verb>[a-z]+(?:ed|en|t))\s+(?P<prep>on|at|by|since|until|from|in|to)\s*$")
-_EVENT_AFTER = re.compile(r"^\s*(?:(?:was|were|is|are|been)\s+)?(?P<verb>[a-z]+(?:ed|en|t))\s+(?P<prep>on|at|by|to|from|via|over|into)\b")
+#: An order word before the verb stays in the name: "first seen on" and "last seen on" are two events.
+_ORDER = r"(?:(?P<order>first|last|initially|originally|finally|lastly|previously|earlier|later|most recently)\s+)?"
+_EVENT_BEFORE = re.compile(rf"\b{_ORDER}(?P<verb>[a-z]+(?:ed|en|t))\s+(?P<prep>on|at|by|since|until|from|in|to)\s*$")
+_EVENT_AFTER = re.compile(rf"^\s*(?:(?:was|were|is|are|been)\s+)?{_ORDER}(?P<verb>[a-z]+(?:ed|en|t))\s+(?P<prep>on|at|by|to|from|via|over|into)\b")
 #: A value further than this (in characters) from every identifier in its clause is not attributed.
 MAX_DISTANCE = 60
 _JSON_ID_KEYS = ("order_id", "reservation_id", "flight_number", "ticket_id", "user_id", "payment_id",
@@ -370,6 +377,9 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
             continue
         ids.sort()
         spans: list[tuple[int, int]] = []  # the values found, so a subject's value is not taken twice
+        # (fact, kind, end of its value, its identifier's span) of this clause, before occurrences are named
+        found: list[tuple[Fact, str, int, tuple[int, int]]] = []
+        recurring = _RECURRING.search(sent) is not None
         for m in _VALUE_RE.finditer(sent):
             kind = m.lastgroup or "status"
             if any(s <= m.start() < e for s, e, _ in ids):
@@ -382,7 +392,8 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
             after = [i for i in ids if i[0] >= m.end() and i[0] - m.end() <= MAX_DISTANCE]
             if not before and not after:
                 continue  # too far from any identifier to say whose value it is
-            ent = before[-1][2] if before else after[0][2]
+            own = before[-1] if before else after[0]
+            ent = own[2]
             lead = sent[(before[-1][1] if before else 0):m.start()].lower()
             if not before:
                 lead = sent[:m.start()].lower()
@@ -391,7 +402,11 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
                 attr = _event(sent[:m.start()].lower(), sent[m.end():].lower()) or attr
             raw = m.group(0)
             spans.append((m.start(), m.end()))
-            out.append(Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id))
+            if recurring and kind in ("date", "size"):
+                continue  # "nightly", "again", "every": one of several occurrences, not the entity's only value
+            found.append((Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id),
+                          kind, m.end(), own[:2]))
+        out += _occurrences(sent, found, ids)
         # "Host srv-fin-02 downtime is 31 hours": a subject named right after the identifier
         for s, e, name in ids:
             rest = sent[e:]
@@ -402,6 +417,43 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
     return out
 
 
+#: What may stand between a dated event and the identifier of what it was of: "on 2026-03-05
+#: (KB5034441)", "on 2026-03-05 with KB5034441".
+_OBJECT_GAP = re.compile(r"\s*(?:[(\[]\s*|,?\s*(?:with|for|via|using|under|of)\s+)?", re.IGNORECASE)
+
+
+def _occurrences(clause: str, found: list[tuple[Fact, str, int, tuple[int, int]]],
+                 ids: list[tuple[int, int, str]]) -> list[Fact]:
+    """The facts of one clause, a date or size keyed by the occurrence the clause names (see
+    :func:`text_facts`): "3.2 GB sent to 185.220.101.47 on 2026-03-08" is a size of
+    ``185.220.101.47 on 2026-03-08`` (the date names which transfer and is no fact of its own);
+    "patched on 2026-03-05 (KB5034441)" is a date of ``srv-fin-02 / KB5034441`` (an identifier right
+    after the value, :data:`_OBJECT_GAP`)."""
+    out: list[Fact] = []
+    for fact, kind, end, own in found:
+        if kind not in ("date", "size"):
+            out.append(fact)
+            continue
+        dates = [f for f, k, _, o in found if k == "date" and o == own]
+        if kind == "date" and len(dates) == 1 and any(k == "size" and o == own for _, k, _, o in found):
+            continue  # the date of a size: it names the size's occurrence (below)
+        entity = fact.entity
+        if kind == "size" and len(dates) == 1:
+            entity = f"{entity} on {dates[0].value}"
+        # an identifier written right after the value, other than its own: what the event was of
+        nxt = next(((s, e, name) for s, e, name in ids if s >= end), None)
+        if nxt is not None and nxt[:2] != own and _OBJECT_GAP.fullmatch(clause, end, nxt[0]):
+            entity = f"{entity} / {nxt[2]}"
+        out.append(dataclasses.replace(fact, entity=entity) if entity != fact.entity else fact)
+    return out
+
+
+#: A clause that says its event recurs or repeats ("Nightly backup …", "isolated again on …", "a second
+#: transfer …"): its dates and sizes are one occurrence among several, not a single value of the entity.
+_RECURRING = re.compile(
+    r"\b(?:hourly|nightly|daily|weekly|fortnightly|monthly|quarterly|yearly|annually|each|every|again|another"
+    r"|also|twice|repeatedly|recurring|(?:a|the|its) (?:second|third|fourth|fifth))\b", re.IGNORECASE)
+
 #: Words the event pattern would take that name no event ("not on", "that at", "first on").
 _NOT_EVENTS = frozenset({"not", "that", "what", "but", "it", "at", "just", "last", "first", "next", "most", "least",
                          "yet", "often", "been", "then", "when", "even", "seven", "eleven"})
@@ -411,7 +463,7 @@ def _event(before: str, after: str) -> str | None:
     """The event a date or size is of, as written next to it ("isolated on", "sent to"), or None."""
     for m in (_EVENT_BEFORE.search(before), _EVENT_AFTER.match(after)):
         if m is not None and m.group("verb") not in _NOT_EVENTS:
-            return f"{m.group('verb')} {m.group('prep')}"
+            return " ".join(w for w in (m.group("order"), m.group("verb"), m.group("prep")) if w)
     return None
 
 

@@ -387,3 +387,39 @@ def test_a_users_anchors_key_conflicts_on_hosts_and_addresses_and_different_even
     assert found("3.2 GB sent to 185.220.101.47.", "0.4 GB received from 185.220.101.47.") == []
     assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-03 was isolated on 2026-03-10.") == []
     assert found("Host srv-fin-02 deposit is $500.", "Host srv-fin-02 deposit is $500.00.") == []
+
+
+def test_two_occurrences_of_an_event_of_one_host_or_address_do_not_conflict() -> None:
+    # QA: first/last seen, two dated transfers, two nightly backups and two patches were listed as conflicts
+    import types
+
+    from odcf.plan.model import Anchor
+
+    plan = types.SimpleNamespace(protection=types.SimpleNamespace(anchors=(
+        Anchor("host", r"\b(?:srv|wks|dc)-[a-z]{2,4}-\d{2,3}\b"), Anchor("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}\b"))))
+
+    def found(a: str, b: str) -> list[tuple[str, str, list[str]]]:
+        items = (HandoffItem(id="a", text=a, origin="tool:x"), HandoffItem(id="b", text=b, origin="agent:y"))
+        return [(c.entity, c.attribute, [v.raw for v in c.values]) for c in find_conflicts(items, plan=plan)]
+
+    # an order word stays in the event's name
+    assert found("Host srv-fin-02 was first seen on 2026-03-01.", "Host srv-fin-02 was last seen on 2026-03-09.") == []
+    assert found("Host srv-fin-02 was first seen on 2026-03-01.", "Host srv-fin-02 was first seen on 2026-03-02.") == [
+        ("srv-fin-02", "first seen on", ["2026-03-01", "2026-03-02"])]
+    # a date in a size's clause names which transfer it was; it is no fact of its own
+    assert found("3.2 GB sent to 185.220.101.47 on 2026-03-08.", "1.1 GB sent to 185.220.101.47 on 2026-03-10.") == []
+    assert found("3.2 GB sent to 185.220.101.47 on 2026-03-08.", "1.1 GB sent to 185.220.101.47 on 2026-03-08.") == [
+        ("185.220.101.47 on 2026-03-08", "sent to", ["3.2 GB", "1.1 GB"])]
+    # a recurring or repeated event has no single date or size
+    assert found("Nightly backup of srv-fin-02 wrote 41 GB on 2026-03-07.",
+                 "Nightly backup of srv-fin-02 wrote 43 GB on 2026-03-08.") == []
+    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated again on 2026-03-10.") == []
+    # an identifier right after the date names what the event was of: two patches
+    assert found("Host srv-fin-02 was patched on 2026-03-05 (KB5034441).",
+                 "Host srv-fin-02 was patched on 2026-03-20 (KB5035845).") == []
+    assert found("Host srv-fin-02 was patched on 2026-03-05 (KB5034441).",
+                 "Host srv-fin-02 was patched on 2026-03-07 (KB5034441).") == [
+        ("srv-fin-02 / KB5034441", "patched on", ["2026-03-05", "2026-03-07"])]
+    # one event stated twice still conflicts
+    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
+        ("srv-fin-02", "isolated on", ["2026-03-09", "2026-03-10"])]
