@@ -439,13 +439,15 @@ _SINGLE_QUOTES_HINT = ("write regexes in single quotes, where a backslash stays 
 
 def _control_character(pattern: str) -> str | None:
     """The problem of a pattern holding a C0 control character other than tab and newline, or None.
-    No one means one: it is a regex escape that YAML double quotes read as their own ("\\b" is U+0008),
-    and the pattern then never matches what it was written for."""
+    It is almost always a regex escape that YAML double quotes read as their own ("\\b" is U+0008),
+    and the pattern then never matches what it was written for; one that is meant (ESC of an ANSI
+    colour code) is written as its regex escape in single quotes ('\\x1b'), which the message says."""
     for ch in pattern:
         if ord(ch) < 0x20 and ch not in "\t\n":
             escape = _YAML_ESCAPES.get(ch)
             was = f" (a YAML double-quoted {escape})" if escape else ""
-            return f"pattern holds a control character U+{ord(ch):04X}{was}; {_SINGLE_QUOTES_HINT}"
+            return (f"pattern holds a control character U+{ord(ch):04X}{was}; {_SINGLE_QUOTES_HINT}; to match "
+                    f"this character on purpose, write its regex escape in single quotes ('\\x{ord(ch):02x}')")
     return None
 
 

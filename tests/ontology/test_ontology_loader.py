@@ -554,3 +554,16 @@ def test_an_unknown_escape_in_double_quotes_says_to_write_regexes_in_single_quot
     got = problems_of(with_minimal("protect:\n  anchors:\n    - {name: ts, pattern: \"\\d{4}-\\d{2}\"}\n"))
     assert len(got) == 1 and got[0].startswith("t.yaml:7: <root>: invalid YAML: ")
     assert "unknown escape character" in got[0] and "write regexes in single quotes" in got[0]
+
+
+def test_a_control_character_error_says_how_to_write_one_on_purpose():
+    # QA: ESC for ANSI colour codes, written in YAML double quotes, is rejected; the message must show the way
+    got = problems_of(with_minimal("protect:\n  anchors:\n    - {name: ansi, pattern: \"\\x1b\\\\[[0-9;]*m\"}\n"))
+    assert len(got) == 1, got
+    assert got[0].startswith("t.yaml:7: protect.anchors[0].pattern: pattern holds a control character U+001B "
+                             "(a YAML double-quoted \\e); write regexes in single quotes")
+    assert got[0].endswith("to match this character on purpose, write its regex escape in single quotes ('\\x1b')")
+    # ... and that way loads
+    plan = compile_plan(loads_ontology(with_minimal(
+        "protect:\n  anchors:\n    - {name: ansi, pattern: '\\x1b\\[[0-9;]*m'}\n"), source="t.yaml"))
+    assert [a.regex.search("ok \x1b[31mred").group(0) for a in plan.protection.anchors if a.name == "ansi"] == ["\x1b[31m"]
