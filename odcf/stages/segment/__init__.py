@@ -58,7 +58,7 @@ from odcf.stages.segment.lines import (
     Piece,
     rstrip,
 )
-from odcf.stages.segment.logs import log_entries, opens_entry
+from odcf.stages.segment.logs import log_entries, opens_logged_entry
 from odcf.stages.segment.mail import (
     ATTRIBUTION_RE,
     FIELD_OPEN_RE,
@@ -671,10 +671,11 @@ class Segmenter(Stage):
                 # which the fold stage writes once ([PREFIX: …])
                 # (a marked list whose items open alike, "- Operators must not …", is a list: a shared
                 # prefix with digits, "- 2024-05-01 10:00:", is a log's time stamp when a line opens a
-                # log entry after its mark; a timeline's "- 2026-03-08 02:14 First session hijack …" is a list)
+                # log entry after its mark; a timeline's "- 2026-03-08 02:14 First session hijack …" is a list, with
+                # seconds too when no line has a log level, "- 2026-03-09 16:40:12 srv-fin-02 isolated …")
                 items = marked_end > prefix_end or (marked_end == prefix_end and (not any(
                     ch.isdigit() for ch in lines[i][2][:_PREFIX_MIN]) or not any(
-                    opens_entry(line[m.end() - 1:]) for _, _, line in lines[i:list_end]
+                    opens_logged_entry(line[m.end() - 1:]) for _, _, line in lines[i:list_end]
                     if (m := LIST_RE.match(line)))))
                 pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items,
                                           at=len(pieces)))
