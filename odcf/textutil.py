@@ -330,7 +330,9 @@ def _ends_with_abbreviation(sentence: str, after: str = "") -> bool:
 #: apply …"): delivered without that sentence, such a sentence qualifies whatever precedes it in
 #: the compressed text instead. Cause, contrast and exception words, and times told relative to the
 #: sentence before ("The following year", "同年": after another sentence they name another year; "After that,",
-#: "Thereafter", "From then on", "After this period", "Subsequently": after another one they start another clock);
+#: "Thereafter", "From then on", "After this period", "Subsequently": after another one they start another clock;
+#: not "After this Agreement ends, …", which names its own event, nor with a year of their own,
+#: :data:`_OWN_YEAR_RE`);
 #: "Provided that …", a proviso to the sentence before (across a blank line too: the paragraph above's last one);
 #: "and", "so" and "also" open too many self-contained sentences (speech above all) to count.
 _BACK_REFERENCE_RE = re.compile(
@@ -339,13 +341,20 @@ _BACK_REFERENCE_RE = re.compile(
     r"despite (?:this|that|these)|notwithstanding (?:the foregoing|this|that|the above)|moreover|furthermore|"
     r"additionally|(?:in |later )?(?:that|the same|the following|the next) (?:year|month|week|day|morning|evening)"
     r"|later that (?:year|month|week|day)|thereafter|subsequently|from then on"
-    r"|after (?:that|this|these|those)(?: (?:periods?|dates?|times?|points?|years?|months?|weeks?|days?))?"
+    r"|after (?:that|this|these|those)(?=\s*,)|after (?:that|this|these|those) (?:periods?|dates?|times?|points?|years?"
+    r"|months?|weeks?|days?)"
     r"|provided(?:,\s*however,)?\s+that)(?![\w-])"
     r"|(?:instead|otherwise|in addition|in (?:that|this|such) case)(?=\s*,)"  # "Instead of …" looks ahead
     r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外"
     r"|同年|同月|同日|当年|当月|当日|当天|次年|翌年|次月|次日|翌日|随后|其余))",
     re.IGNORECASE,
 )
+#: A time told from the sentence before ("Thereafter", "Subsequently", "From then on", "After that"), and a year
+#: of the sentence's own, "Thereafter the council took over the route in 1968 …": its time needs nothing before it.
+_RELATIVE_TIME_RE = re.compile(r"(?i:thereafter|subsequently|from then on|after (?:that|this|these|those))\b")
+_OWN_YEAR_RE = re.compile(
+    r"(?:\b(?i:in|since|from|until|till|by|during|before|after)\s+|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r"[a-z]*\.?\s+(?:\d{1,2},?\s+)?)(?:1[5-9]|20)\d{2}\b(?![.,]\d|\s*%)|\b(?:1[5-9]|20)\d{2}-\d{2}-\d{2}\b")
 
 
 #: A Chinese clause opening with a condition on the violation before it, "情节严重的，处5万元以上50万元以下罚款。",
@@ -398,6 +407,10 @@ def back_reference(sentence: str) -> str | None:
     ...  "Provided that the Tenant is not in arrears, the Deposit is returned.", "After the meeting, we left.",
     ...  "Aftershocks followed.", "Providence is a city.")]
     ['After that', 'Thereafter', 'From then on', 'After this period', 'Subsequently', 'Provided that', None, None, None]
+    >>> [back_reference(s) for s in ("After this Agreement ends, the data is deleted.", "After that meeting we left.",
+    ...  "Thereafter the council took over the route in 1968 and bought a ship.",
+    ...  "Thereafter the fee is EUR 2000 a year.", "Subsequently, on 3 March 2021, it closed.")]
+    [None, None, None, 'Thereafter', None]
     >>> back_reference("其余5%作为质量保证金，在质保期满且无未解决的质量问题后支付。")  # "the remaining 5%"
     '其余'
     >>> back_reference("情节严重的，处5万元以上50万元以下罚款。"), back_reference("第十条 向境外提供重要数据的，应当申报。")
@@ -409,6 +422,8 @@ def back_reference(sentence: str) -> str | None:
     """
     text = sentence.lstrip()
     m = _BACK_REFERENCE_RE.match(text) or _PERSONAL_PRONOUN_RE.match(text) or _ZH_CONDITION_RE.match(text)
+    if m is not None and _RELATIVE_TIME_RE.search(m.group(0)) and _OWN_YEAR_RE.search(text):
+        m = None  # "Thereafter the council took over the route in 1968 …": a time of its own
     if m is None:
         m = _PRONOUN_OPENER_RE.match(text)
         if m is not None and not (len(HAN_RE.findall(text)) <= _PRONOUN_MAX_CJK if HAN_RE.search(m.group(0))

@@ -173,3 +173,27 @@ def test_the_part_ranked_first_goes_before_the_source_line(plan):
     two = Compressor(plan, stages=CORE).compress([Source(id="a", text=MANUAL), Source(id="b", text="Unrelated.")],
                                                  query="what does exit code 98 mean", budget=40)
     assert two.text.startswith("[source ") and two.tokens_out <= 40, two.text
+
+
+def test_a_whole_number_title_heads_only_its_first_part_and_may_have_an_intro():
+    # QA s27/qa7 #4: a listing's "4 Bedrooms" over "4.5 Bathrooms" was a chapter title over its first part; #5:
+    # "2 Troubleshooting" over an intro paragraph and then "2.1 Port in use" was a sentence, and "2.1 Port in
+    # use" was delivered under "1 Installation"
+    def kinds(text_):
+        doc = Segmenter()(Document.from_sources([Source(id="a", text=text_)]), Plan(domain="t"))
+        return doc, {s.text: s.kind for s in doc.segments}
+
+    _, k = kinds("Asking price: EUR 485,000.\n\n4 Bedrooms\n\n4.5 Bathrooms\n\nThe roof was replaced in 2019.\n")
+    assert k["4 Bedrooms"] != "heading"
+    manual = ("1 Installation\n\n1.1 Requirements\nPython 3.11 is required.\n\n"
+              "2 Troubleshooting\n\nThis chapter lists the problems operators report most often.\n\n"
+              "2.1 Port in use\nIf port 8088 is taken, the server exits with code 98.\n")
+    doc, k = kinds(manual)
+    assert k["2 Troubleshooting"] == "heading" and k["2.1 Port in use"] == "heading"
+    before, _ = _antecedents(doc)
+    text = {s.id: s.text for s in doc.segments}
+    assert {text[a]: text[b] for a, b in before.items()}["2.1 Port in use"] == "2 Troubleshooting"
+    # over prose with no first part after it, or over another number's part, it stays what it was
+    for text_ in ("2 Troubleshooting\n\nRestart after every change.\n\nThat is all.\n",
+                  "2 Troubleshooting\n\nRestart after every change.\n\n3.1 Port in use\nIt exits with code 98.\n"):
+        assert kinds(text_)[1]["2 Troubleshooting"] != "heading", text_

@@ -1525,3 +1525,57 @@ def test_a_timeline_list_whose_items_open_with_a_date_and_time_is_cut_in_items()
     # a stamped log in a list stays one run of lines (the fold stage writes its prefix once)
     log = "\n".join(f"- 2026-03-08 02:{i:02d}:10 INFO worker-3 processed item {i} of the nightly run" for i in range(12))
     assert [s.kind for s in seg(log)] == ["list"]
+
+
+def test_a_no_noun_joins_only_a_sentence_naming_a_word_of_its_family():
+    # QA s27/qa7 #1: the five-letter prefix joined "No person under 16 …" to "Personal data …" and "No contact
+    # details …" to "… contains its costs …": the answers went out only with an unrelated sentence
+    out = seg("Personal data collected at the front desk is stored for 12 months. "
+              "No person under 16 may use the gym without an adult present.\n\n"
+              "The management company contains its costs by sharing one contractor. "
+              "No contact details of tenants are given to the contractor.\n\n"
+              "The Landlord may deduct repair costs from the Deposit. No deduction shall be made for fair wear.")
+    assert [s.text for s in out] == [
+        "Personal data collected at the front desk is stored for 12 months.",
+        "No person under 16 may use the gym without an adult present.",
+        "The management company contains its costs by sharing one contractor.",
+        "No contact details of tenants are given to the contractor.",
+        "The Landlord may deduct repair costs from the Deposit. No deduction shall be made for fair wear."]
+
+
+def test_a_no_noun_inside_a_paragraph_or_of_three_letters_goes_with_the_sentence_it_limits():
+    # QA s27/qa7 #10: "No detention is charged if …" before another sentence of its paragraph, and "No fee
+    # applies …" (a noun of three letters), were delivered apart from the rule they limit
+    out = seg("Detention is charged at EUR 55.00 per container per day once the free time has expired. "
+              "No detention is charged if the delay is caused by customs inspection. "
+              "Invoices for detention are issued at the end of each month.\n\n"
+              "The annual membership fee is EUR 120, payable by 1 February. "
+              "No fee applies to children under 12 who play with a paying parent.\n\n"
+              "Only one court is lit in winter. No one may play after 22:00.")
+    assert [s.text for s in out] == [
+        ("Detention is charged at EUR 55.00 per container per day once the free time has expired. "
+         "No detention is charged if the delay is caused by customs inspection."),
+        "Invoices for detention are issued at the end of each month.",
+        ("The annual membership fee is EUR 120, payable by 1 February. "
+         "No fee applies to children under 12 who play with a paying parent."),
+        "Only one court is lit in winter.", "No one may play after 22:00."]
+
+
+def test_a_timeline_list_whose_times_carry_seconds_is_cut_in_items():
+    # QA s27/qa7 #3: "- 2026-03-09 16:40:12 srv-fin-02 isolated …" opened a log entry (seconds), so eight events
+    # were one 236-token part and nothing was delivered at 100 tokens
+    events = ["2026-03-08 02:14:07 First session hijack observed on vpn-gw-01 from 185.220.101.47.",
+              "2026-03-08 03:02:55 Attacker created local admin account svc_backup2 on srv-fin-02.",
+              "2026-03-08 04:40:10 Outbound transfer of 3.2 GB from srv-fin-02 to 185.220.101.47 began.",
+              "2026-03-08 05:12:31 Transfer stopped after the firewall rule was applied by the SOC.",
+              "2026-03-09 09:03:48 Malware sample from srv-fin-02 sent to the vendor for analysis.",
+              "2026-03-09 16:40:12 srv-fin-02 isolated from the network by the on-call engineer."]
+    text = "## Timeline (UTC)\n\n" + "".join(f"- {e}\n" for e in events)
+    parts = [s for s in seg(text) if s.kind == "list"]
+    assert len(parts) > 1 and all(s.meta.get("list_total") == len(events) for s in parts)
+    assert any(s.text.endswith("isolated from the network by the on-call engineer.") for s in parts)
+    # a stamped log in a list, its lines with a level (or a thread in brackets), stays one run of lines
+    for line in ("- 2026-03-08 02:{:02d}:10 WARN disk usage on worker-3 at {} percent of the volume",
+                 "- 2026-03-08 02:{:02d}:10 [worker-3] processed item {} of the nightly run as planned"):
+        log = "\n".join(line.format(i, i) for i in range(12))
+        assert [s.kind for s in seg(log)] == ["list"], line

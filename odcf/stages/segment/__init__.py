@@ -58,7 +58,7 @@ from odcf.stages.segment.lines import (
     Piece,
     rstrip,
 )
-from odcf.stages.segment.logs import log_entries, opens_entry
+from odcf.stages.segment.logs import log_entries, opens_logged_entry
 from odcf.stages.segment.mail import (
     ATTRIBUTION_RE,
     FIELD_OPEN_RE,
@@ -671,10 +671,11 @@ class Segmenter(Stage):
                 # which the fold stage writes once ([PREFIX: …])
                 # (a marked list whose items open alike, "- Operators must not …", is a list: a shared
                 # prefix with digits, "- 2024-05-01 10:00:", is a log's time stamp when a line opens a
-                # log entry after its mark; a timeline's "- 2026-03-08 02:14 First session hijack …" is a list)
+                # log entry after its mark; a timeline's "- 2026-03-08 02:14 First session hijack …" is a list, with
+                # seconds too when no line has a log level, "- 2026-03-09 16:40:12 srv-fin-02 isolated …")
                 items = marked_end > prefix_end or (marked_end == prefix_end and (not any(
                     ch.isdigit() for ch in lines[i][2][:_PREFIX_MIN]) or not any(
-                    opens_entry(line[m.end() - 1:]) for _, _, line in lines[i:list_end]
+                    opens_logged_entry(line[m.end() - 1:]) for _, _, line in lines[i:list_end]
                     if (m := LIST_RE.match(line)))))
                 pieces.extend(self._block(lines[i:list_end], "list", paragraph, counter, items=items,
                                           at=len(pieces)))
@@ -1076,11 +1077,17 @@ _BARE_NEGATION_RE = re.compile(r"(?i:do not|don't|never|not|no)\b")
 _BARE_PROHIBITION_RE = re.compile(r"(?i:do not|don't|never)[ \t]+[a-z]+[ \t]+"
                                   r"(?:it|them|(?:the|this|that|these|those)(?:[ \t]+[a-z]+){1,2})[.!]")
 #: A negation opening with "No" and a noun ("No deduction shall be made for fair wear and tear." after "The
-#: Landlord may deduct …", "No detention is charged if …" after "Detention is charged at EUR 55.00 …"): ending a
-#: paragraph whose sentence before names the same thing (the noun's first five letters), it limits that sentence,
-#: and delivered apart the rule read as unlimited, or the exception as the whole rule. Not "No later than …".
-_NO_NOUN_RE = re.compile(r"(?i:no)[ \t]+([a-z][a-z-]{3,})\b")
-_NO_NOT_NOUNS = frozenset(("other", "further", "longer", "later", "sooner", "more", "less", "matter", "doubt"))
+#: Landlord may deduct …", "No detention is charged if …" after "Detention is charged at EUR 55.00 …", "No fee
+#: applies …" after "The annual membership fee is EUR 120."): after a sentence of its paragraph that names the same
+#: word (:func:`_word_stem`: "deduction" and "deduct", not "person" and "Personal"), it limits that sentence, and
+#: delivered apart the rule read as unlimited, or the exception as the whole rule. Not "No later than …".
+_NO_NOUN_RE = re.compile(r"(?i:no)[ \t]+([a-z][a-z-]{2,})\b")
+_NO_NOT_NOUNS = frozenset(("other", "further", "longer", "later", "sooner", "more", "less", "matter", "doubt",
+                           "one", "two", "few", "new", "old", "way", "can", "and", "the", "for", "not"))
+#: Endings that make another word of one family ("deduction", "deducted", "deducts" of "deduct"; "fees" of
+#: "fee"), longest first; not "-al" or "-er" ("personal" is no "person", "server" no "service").
+_FAMILY_ENDINGS = ("ations", "ation", "ions", "ion", "ments", "ment", "ings", "ing", "es", "ed", "s", "e")
+_WORD_RE = re.compile(r"[a-z][a-z-]*")
 #: A sentence that limits the one before it, naming it: "That permission does not extend to Personal Data",
 #: "This does not apply to …", "Such right shall not …", "The foregoing applies only to …", "Provided that …",
 #: "Notwithstanding the foregoing, …" (not "Unless …" or "Except where …": those govern their own sentence's
@@ -1117,12 +1124,23 @@ def _opens_line(text: str, pos: int) -> bool:
     return pos == 0 or text[pos - 1] == "\n"
 
 
+def _word_stem(word: str) -> str:
+    """*word* (lower case) without one ending of :data:`_FAMILY_ENDINGS`, when a stem of 3 letters or more is left."""
+    for ending in _FAMILY_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[:-len(ending)]
+    return word
+
+
 def _negates_noun_before(sentence: str, before: str) -> bool:
-    """Whether *sentence* opens "No <noun>" (:data:`_NO_NOUN_RE`) and *before* names that noun, by its first five
-    letters ("No deduction …" after "… may deduct …")."""
+    """Whether *sentence* opens "No <noun>" (:data:`_NO_NOUN_RE`) and *before* names a word of that noun's family
+    (:func:`_word_stem`: "No deduction …" after "… may deduct …"; not "No person …" after "Personal data …")."""
     m = _NO_NOUN_RE.match(sentence)
     noun = m.group(1).lower() if m else ""
-    return bool(noun) and noun not in _NO_NOT_NOUNS and re.search(r"\b" + re.escape(noun[:5]), before.lower()) is not None
+    if not noun or noun in _NO_NOT_NOUNS:
+        return False
+    stem = _word_stem(noun)
+    return any(_word_stem(w) == stem for w in _WORD_RE.findall(before.lower()))
 
 
 def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
@@ -1151,9 +1169,10 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
         if backward and pending is None and out and (
                 (k + 1 == len(spans) and "\n\n" not in text[out[-1][1]:a]
                  and ((_word_count(text[a:b]) < min_words and _BARE_NEGATION_RE.match(text, a))
-                      or _BARE_PROHIBITION_RE.fullmatch(text[a:b].rstrip())
-                      or (_negates_noun_before(text[a:b], text[out[-1][0]:out[-1][1]])
-                          and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)))
+                      or _BARE_PROHIBITION_RE.fullmatch(text[a:b].rstrip())))
+                # "No detention is charged if …" limits the sentence before it wherever it stands in the paragraph
+                or ("\n\n" not in text[out[-1][1]:a] and _negates_noun_before(text[a:b], text[out[-1][0]:out[-1][1]])
+                    and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)
                 or (_RESTRICTS_RE.match(text, a) and "\n" not in text[out[-1][1]:a]
                     and b - out[-1][0] <= _RESTRICTED_MAX_CHARS)):
             out[-1] = (out[-1][0], b)

@@ -73,8 +73,9 @@ _TITLE_CASE_RE = re.compile(
 _MAX_WORDS = 12
 _MAX_WORDS_UNNUMBERED = 8
 #: A whole number and a title in ordinary case on a line of its own, no verb and no closing stop: "2
-#: Troubleshooting", "3. Support". A heading of level 3 only over a first part numbered from it, "2.1 Port in
-#: use", after a blank line (:func:`plain_heading`): alone, "3 Bedrooms" may be a line of a listing. Heading
+#: Troubleshooting", "3. Support". A heading of level 3 only over its first part, "2.1 Port in use", after a
+#: blank line, or after an intro paragraph (:func:`_whole_title`): alone, or over "4.5 Bathrooms", "4 Bedrooms" may
+#: be a line of a listing. Heading
 #: or not, it ends the section of a numbered title of another number above it, "1.7 Run" (the budget's
 #: ``_antecedents``).
 WHOLE_TITLE_RE = re.compile(r"(\d{1,2})\.?[ \t]+(?![^\n]*\b(?:" + TITLE_VERBS + r")\b)"
@@ -154,13 +155,27 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
 def _whole_title(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] | None:
     """(i + 1, 3) when line *i* is a whole number's title (:data:`WHOLE_TITLE_RE`, "2 Troubleshooting")
     and the next line that is not blank, after a blank one, is the title of its first part ("2.1 Port in
-    use", a dotted number of level 4 that opens with "2."), else None."""
+    use", a dotted number of level 4 that opens with "2.1"; not "4.5 Bathrooms" under "4 Bedrooms"), or is
+    one paragraph of prose (a chapter's intro, ending a sentence) with that title after it and a blank line,
+    else None."""
     m = WHOLE_TITLE_RE.fullmatch(lines[i][2].strip())
     if m is None or i + 1 >= len(lines) or lines[i + 1][2].strip():
         return None
+    n = len(lines)
     k = i + 1
-    while k < len(lines) and not lines[k][2].strip():
+    while k < n and not lines[k][2].strip():
         k += 1
-    if k == len(lines) or heading_level(lines[k][2]) != (4, True):
+    if k < n and heading_level(lines[k][2]) is None and not LIST_RE.match(lines[k][2]):
+        # an intro paragraph: its lines up to a blank one, the last ending a sentence
+        end = k
+        while end < n and lines[end][2].strip():
+            end += 1
+        if not lines[end - 1][2].rstrip().endswith((".", "!", "?", ":")) or end == n:
+            return None
+        k = end
+        while k < n and not lines[k][2].strip():
+            k += 1
+    if k == n or heading_level(lines[k][2]) != (4, True):
         return None
-    return (i + 1, 3) if lines[k][2].strip().startswith(m.group(1) + ".") else None
+    first_part = re.match(re.escape(m.group(1)) + r"\.1(?!\d)", lines[k][2].strip())
+    return (i + 1, 3) if first_part else None

@@ -34,6 +34,9 @@ LOG_LINE_RE = re.compile(
     + r"|^[IWEF]\d{4} " + _CLOCK + r" "
     + r"|^\[" + _LEVEL + r"\][ \t]+\[?" + _DATE
     + r"|^(?:" + LOG_LEVELS + r"):[\w.]+:")
+#: A timeline's event: an ISO date and a time with seconds, then words with no log level or thread in brackets
+#: before them ("2026-03-09 16:40:12 srv-fin-02 isolated from the network …"; not "2026-03-08 02:14:10 INFO …").
+_EVENT_RE = re.compile(r"\[?" + _DATE + r"[ T]" + _CLOCK + r"\]?[ \t]+(?!\[|(?:" + LOG_LEVELS + r")\b)[A-Za-z0-9]")
 #: A line that goes on from the log entry above it: an indented line (a frame "\tat …", "\t... 14 more",
 #: a Python frame "  File …", a message's next lines), an exception's class opening it
 #: ("org.springframework.dao.DataAccessResourceFailureException: …", "ValueError: …"), a cause
@@ -52,6 +55,11 @@ MIN_ENTRIES = 2
 def opens_entry(line: str) -> bool:
     """Whether *line* opens a log entry (:data:`LOG_LINE_RE`), not a chat message."""
     return LOG_LINE_RE.match(line) is not None and STAMPED_SPEAKER_RE.match(line) is None
+
+
+def opens_logged_entry(line: str) -> bool:
+    """Whether *line* opens a log entry (:func:`opens_entry`) that is no timeline's event (:data:`_EVENT_RE`)."""
+    return opens_entry(line) and _EVENT_RE.match(line) is None
 
 
 def log_entries(lines: list[tuple[int, int, str]], i: int) -> list[tuple[int, int]]:
