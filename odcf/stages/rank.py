@@ -154,12 +154,20 @@ def clause_references(query: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: What makes a word of letters an identifier's shape rather than a word or an acronym: a digit, or one of
+#: these marks inside it ("DEMUC-ITMIL", "svc_backup", "AB/2024").
+_ID_MARKS = "-_/.#:"
+
+
 def _declared(word: str, anchors: Sequence[re.Pattern[str]]) -> bool:
     """Whether *word* is, whole, an identifier of a shape the plan's ``protect.anchors`` declare
     (a lane ``DEMUC-ITMIL`` under ``\\b[A-Z]{5}-[A-Z]{5}\\b``): at least four characters with a
-    letter, and not a plain word ("Customer" under an anchor for the parties): a mark inside it or
-    written in capitals."""
-    if len(word) < 4 or not any(c.isalpha() for c in word) or (word.isalpha() and not word.isupper()):
+    letter and a digit or a mark (:data:`_ID_MARKS`) inside, so not a plain word ("Customer" under an
+    anchor for the parties) nor an acronym ("GDPR", "HTTP", "NOTE" under an anchor ``\\b[A-Z]{2,6}\\b``
+    for tickers or codes: such a word is context the query gives, and boilerplate that repeats it
+    outranked the answer)."""
+    if len(word) < 4 or not any(c.isalpha() for c in word) \
+            or not (any(c.isdigit() for c in word) or any(c in _ID_MARKS for c in word[1:-1])):
         return False
     return any(a.fullmatch(word) for a in anchors)
 

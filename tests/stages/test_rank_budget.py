@@ -1936,6 +1936,37 @@ def test_a_word_of_a_shape_the_plan_declares_is_an_identifier_the_query_names(pl
     assert query_identifiers("What must the Customer pay for DEHAM-PLWAW?") == []
 
 
+DPA = ("Data Processing Addendum\n\n"
+       "This Addendum forms part of the Master Services Agreement and is entered into in accordance with the GDPR and "
+       "the UK GDPR. Terms defined in the GDPR have the same meaning in this Addendum. The Processor shall keep records "
+       "of processing as required by Article 30 GDPR. Each party shall appoint a contact for GDPR matters and notify "
+       "the other of any change.\n\n"
+       "The Processor shall notify the Controller of a Personal Data Breach without undue delay and in any event within "
+       "36 hours after becoming aware of it, giving the categories and approximate number of data subjects concerned.\n\n"
+       "Sub-processors are listed in Annex 3. The Processor shall give 30 days' notice of a new sub-processor.\n")
+
+
+def test_an_acronym_a_broad_anchor_matches_is_no_identifier_the_query_names(plan):
+    # QA s27/qa7 #8: under a user's anchor for tickers and codes, `\b[A-Z]{2,6}\b`, the query's "GDPR" was an
+    # identifier: the four GDPR boilerplate sentences ranked first and the 36-hour answer was left out at 50 and 70
+    from dataclasses import replace
+
+    from odcf.plan.model import Anchor
+    from odcf.stages.rank import query_identifiers
+
+    acro = replace(plan, protection=replace(plan.protection, anchors=(
+        *plan.protection.anchors, Anchor("acronym", r"\b[A-Z]{2,6}\b"), Anchor("lane", r"\b[A-Z]{5}-[A-Z]{5}\b"))))
+    query = "Under GDPR, within how many hours must the Processor notify a breach?"
+    for budget in (50, 70):
+        r = Compressor(acro).compress(DPA, query=query, budget=budget, annotate=False)
+        assert "within 36 hours after becoming aware of it" in r.text, r.text
+        assert r.tokens_out <= budget
+        ranks = [e.data for e in r.document.trace if e.stage in ("rank", "rerank")]
+        assert all(not d.get("query_identifiers") for d in ranks), ranks
+    anchors = [a.regex for a in acro.protection.anchors]
+    assert query_identifiers("Is HTTP or GDPR NOTE in scope for DEMUC-ITMIL?", anchors) == ["DEMUC-ITMIL"]
+
+
 INCIDENT = ("# Incident Report IR-2026-014 — Ransomware precursor on the finance file server\n\n"
             "## Summary\n\n"
             "On 2026-03-08 an attacker gained access through the unpatched gateway and hijacked a session of the "
