@@ -276,6 +276,43 @@ def failure_hits(segments: Sequence[Segment], query: str | None) -> set[str]:
 #: The most content words a heading's title may have for a query to name its section by them.
 TITLE_WORDS = 4
 _ROMAN_RE = re.compile(r"[ivxlc]+")
+#: Words of a title that names a part of any text rather than a topic ("## Summary", "## Notes", "## Executive
+#: summary"): in a query they say what form the answer should take ("summary of the risks").
+GENERIC_TITLE_WORDS = frozenset((
+    "abstract", "additional", "appendix", "background", "comments", "conclusion", "conclusions", "context", "details",
+    "discussion", "executive", "further", "general", "highlights", "information", "introduction", "intro", "key",
+    "miscellaneous", "misc", "notes", "other", "outline", "overview", "points", "preamble", "preface", "recap",
+    "remarks", "summary", "synopsis"))
+
+
+def _title_words(seg: Segment) -> set[str]:
+    """The content words of a heading's title, stemmed: numbers, "Section" and the like and roman numerals aside."""
+    return {_stem(w) for w in words(seg.text, stop=True)
+            if not any(c.isdigit() for c in w) and w not in _CLAUSE_WORD and not _ROMAN_RE.fullmatch(w)}
+
+
+def _level(seg: Segment) -> int:
+    """A heading's level: the segmenter's for a plain-text one, else its ``#`` (7 without either)."""
+    if "heading_level" in seg.meta:
+        return int(seg.meta["heading_level"])
+    return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#")) or 7
+
+
+def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:
+    """Whether a heading other than segment *i* and the headings it stands under names one of *wanted* (stemmed)."""
+    if not wanted:
+        return False
+    above: set[int] = set()
+    level = _level(segments[i])
+    for j in range(i - 1, -1, -1):
+        seg = segments[j]
+        if seg.source_id != segments[i].source_id:
+            break
+        if seg.kind == "heading" and _level(seg) < level:
+            above.add(j)
+            level = _level(seg)
+    return any(seg.kind == "heading" and j != i and j not in above and _title_words(seg) & wanted
+               for j, seg in enumerate(segments))
 
 
 def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
@@ -285,7 +322,10 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
     Impact"; "What does the agreement say about reporting?" names "## 6. Reporting"). Only the
     headings naming the most words count ("root cause of the impact" names "## Root cause"); each
     is a hit with every segment after it up to the next heading, as a part named by number is. A
-    heading that merely shares a word with a longer query lends its section nothing."""
+    heading that merely shares a word with a longer query lends its section nothing, and a title that
+    names a part of any text (:data:`GENERIC_TITLE_WORDS`) none when the query's other words name a
+    heading other than those it stands under: "summary of the risks" asks for "## Risk Factors", not
+    "## Summary" beside it ("summary of the incident" still names "## Summary" under "# Incident …")."""
     asked = {_stem(w) for w in words(query or "", stop=True)}
     if not asked:
         return [], set()
@@ -294,11 +334,12 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
     for i, seg in enumerate(segments):
         if seg.kind != "heading":
             continue
-        title = {_stem(w) for w in words(seg.text, stop=True)
-                 if not any(c.isdigit() for c in w) and w not in _CLAUSE_WORD and not _ROMAN_RE.fullmatch(w)}
+        title = _title_words(seg)
         if not title or len(title) > TITLE_WORDS or not title <= asked or 3 * len(title) < len(asked) \
                 or len(title) < size:
             continue
+        if title <= {_stem(w) for w in GENERIC_TITLE_WORDS} and _elsewhere(segments, i, asked - title):
+            continue  # "summary of the risks" asks for the risks ("## Risk Factors"), not "## Summary"
         nxt = segments[i + 1] if i + 1 < len(segments) else None
         if nxt is None or nxt.kind == "heading" or nxt.source_id != seg.source_id:
             continue  # a heading with nothing under it
