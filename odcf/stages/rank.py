@@ -154,12 +154,20 @@ def clause_references(query: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: What makes a word of letters an identifier's shape rather than a word or an acronym: a digit, or one of
+#: these marks inside it ("DEMUC-ITMIL", "svc_backup", "AB/2024").
+_ID_MARKS = "-_/.#:"
+
+
 def _declared(word: str, anchors: Sequence[re.Pattern[str]]) -> bool:
     """Whether *word* is, whole, an identifier of a shape the plan's ``protect.anchors`` declare
     (a lane ``DEMUC-ITMIL`` under ``\\b[A-Z]{5}-[A-Z]{5}\\b``): at least four characters with a
-    letter, and not a plain word ("Customer" under an anchor for the parties): a mark inside it or
-    written in capitals."""
-    if len(word) < 4 or not any(c.isalpha() for c in word) or (word.isalpha() and not word.isupper()):
+    letter and a digit or a mark (:data:`_ID_MARKS`) inside, so not a plain word ("Customer" under an
+    anchor for the parties) nor an acronym ("GDPR", "HTTP", "NOTE" under an anchor ``\\b[A-Z]{2,6}\\b``
+    for tickers or codes: such a word is context the query gives, and boilerplate that repeats it
+    outranked the answer)."""
+    if len(word) < 4 or not any(c.isalpha() for c in word) \
+            or not (any(c.isdigit() for c in word) or any(c in _ID_MARKS for c in word[1:-1])):
         return False
     return any(a.fullmatch(word) for a in anchors)
 
@@ -268,6 +276,43 @@ def failure_hits(segments: Sequence[Segment], query: str | None) -> set[str]:
 #: The most content words a heading's title may have for a query to name its section by them.
 TITLE_WORDS = 4
 _ROMAN_RE = re.compile(r"[ivxlc]+")
+#: Words of a title that names a part of any text rather than a topic ("## Summary", "## Notes", "## Executive
+#: summary"): in a query they say what form the answer should take ("summary of the risks").
+GENERIC_TITLE_WORDS = frozenset((
+    "abstract", "additional", "appendix", "background", "comments", "conclusion", "conclusions", "context", "details",
+    "discussion", "executive", "further", "general", "highlights", "information", "introduction", "intro", "key",
+    "miscellaneous", "misc", "notes", "other", "outline", "overview", "points", "preamble", "preface", "recap",
+    "remarks", "summary", "synopsis"))
+
+
+def _title_words(seg: Segment) -> set[str]:
+    """The content words of a heading's title, stemmed: numbers, "Section" and the like and roman numerals aside."""
+    return {_stem(w) for w in words(seg.text, stop=True)
+            if not any(c.isdigit() for c in w) and w not in _CLAUSE_WORD and not _ROMAN_RE.fullmatch(w)}
+
+
+def _level(seg: Segment) -> int:
+    """A heading's level: the segmenter's for a plain-text one, else its ``#`` (7 without either)."""
+    if "heading_level" in seg.meta:
+        return int(seg.meta["heading_level"])
+    return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#")) or 7
+
+
+def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:
+    """Whether a heading other than segment *i* and the headings it stands under names one of *wanted* (stemmed)."""
+    if not wanted:
+        return False
+    above: set[int] = set()
+    level = _level(segments[i])
+    for j in range(i - 1, -1, -1):
+        seg = segments[j]
+        if seg.source_id != segments[i].source_id:
+            break
+        if seg.kind == "heading" and _level(seg) < level:
+            above.add(j)
+            level = _level(seg)
+    return any(seg.kind == "heading" and j != i and j not in above and _title_words(seg) & wanted
+               for j, seg in enumerate(segments))
 
 
 def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
@@ -277,7 +322,10 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
     Impact"; "What does the agreement say about reporting?" names "## 6. Reporting"). Only the
     headings naming the most words count ("root cause of the impact" names "## Root cause"); each
     is a hit with every segment after it up to the next heading, as a part named by number is. A
-    heading that merely shares a word with a longer query lends its section nothing."""
+    heading that merely shares a word with a longer query lends its section nothing, and a title that
+    names a part of any text (:data:`GENERIC_TITLE_WORDS`) none when the query's other words name a
+    heading other than those it stands under: "summary of the risks" asks for "## Risk Factors", not
+    "## Summary" beside it ("summary of the incident" still names "## Summary" under "# Incident …")."""
     asked = {_stem(w) for w in words(query or "", stop=True)}
     if not asked:
         return [], set()
@@ -286,11 +334,12 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
     for i, seg in enumerate(segments):
         if seg.kind != "heading":
             continue
-        title = {_stem(w) for w in words(seg.text, stop=True)
-                 if not any(c.isdigit() for c in w) and w not in _CLAUSE_WORD and not _ROMAN_RE.fullmatch(w)}
+        title = _title_words(seg)
         if not title or len(title) > TITLE_WORDS or not title <= asked or 3 * len(title) < len(asked) \
                 or len(title) < size:
             continue
+        if title <= {_stem(w) for w in GENERIC_TITLE_WORDS} and _elsewhere(segments, i, asked - title):
+            continue  # "summary of the risks" asks for the risks ("## Risk Factors"), not "## Summary"
         nxt = segments[i + 1] if i + 1 < len(segments) else None
         if nxt is None or nxt.kind == "heading" or nxt.source_id != seg.source_id:
             continue  # a heading with nothing under it

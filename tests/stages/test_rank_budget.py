@@ -1936,6 +1936,37 @@ def test_a_word_of_a_shape_the_plan_declares_is_an_identifier_the_query_names(pl
     assert query_identifiers("What must the Customer pay for DEHAM-PLWAW?") == []
 
 
+DPA = ("Data Processing Addendum\n\n"
+       "This Addendum forms part of the Master Services Agreement and is entered into in accordance with the GDPR and "
+       "the UK GDPR. Terms defined in the GDPR have the same meaning in this Addendum. The Processor shall keep records "
+       "of processing as required by Article 30 GDPR. Each party shall appoint a contact for GDPR matters and notify "
+       "the other of any change.\n\n"
+       "The Processor shall notify the Controller of a Personal Data Breach without undue delay and in any event within "
+       "36 hours after becoming aware of it, giving the categories and approximate number of data subjects concerned.\n\n"
+       "Sub-processors are listed in Annex 3. The Processor shall give 30 days' notice of a new sub-processor.\n")
+
+
+def test_an_acronym_a_broad_anchor_matches_is_no_identifier_the_query_names(plan):
+    # QA s27/qa7 #8: under a user's anchor for tickers and codes, `\b[A-Z]{2,6}\b`, the query's "GDPR" was an
+    # identifier: the four GDPR boilerplate sentences ranked first and the 36-hour answer was left out at 50 and 70
+    from dataclasses import replace
+
+    from odcf.plan.model import Anchor
+    from odcf.stages.rank import query_identifiers
+
+    acro = replace(plan, protection=replace(plan.protection, anchors=(
+        *plan.protection.anchors, Anchor("acronym", r"\b[A-Z]{2,6}\b"), Anchor("lane", r"\b[A-Z]{5}-[A-Z]{5}\b"))))
+    query = "Under GDPR, within how many hours must the Processor notify a breach?"
+    for budget in (50, 70):
+        r = Compressor(acro).compress(DPA, query=query, budget=budget, annotate=False)
+        assert "within 36 hours after becoming aware of it" in r.text, r.text
+        assert r.tokens_out <= budget
+        ranks = [e.data for e in r.document.trace if e.stage in ("rank", "rerank")]
+        assert all(not d.get("query_identifiers") for d in ranks), ranks
+    anchors = [a.regex for a in acro.protection.anchors]
+    assert query_identifiers("Is HTTP or GDPR NOTE in scope for DEMUC-ITMIL?", anchors) == ["DEMUC-ITMIL"]
+
+
 INCIDENT = ("# Incident Report IR-2026-014 — Ransomware precursor on the finance file server\n\n"
             "## Summary\n\n"
             "On 2026-03-08 an attacker gained access through the unpatched gateway and hijacked a session of the "
@@ -1987,3 +2018,51 @@ def test_which_headings_a_query_names_by_title():
     assert named("which employees' payroll data was exfiltrated, and what was the impact on card data?") == ([], [])
     assert named("summary of the incident") == (['(section "Summary")'], ["## Summary"])
     assert named("ransomware") == ([], [])
+
+
+REVIEW = ("# Vendor Risk Review: Northwind Logistics\n\n"
+          "## Summary\n\n"
+          "Northwind Logistics has been a carrier for the group since 2017 and handled 41,200 shipments in 2025, mostly on "
+          "the Rotterdam to Milan lane. The review team met the vendor's operations manager twice and visited the Venlo "
+          "depot on 14 October 2025. Overall, the relationship is considered strategic and the vendor's service levels "
+          "were rated good by 3 of the 4 business units that use it.\n\n"
+          "## Risk Factors\n\n"
+          "- Concentration: 62% of the group's southbound freight volume goes through Northwind, and no second carrier is "
+          "contracted on that lane.\n"
+          "- Financial: Northwind's net debt rose to EUR 48.5 million, 4.1x EBITDA, breaching the 3.5x threshold in our "
+          "vendor policy.\n"
+          "- Cyber: the vendor has no ISO 27001 certificate and failed 2 of 9 controls in our questionnaire.\n\n"
+          "## Notes\n\n"
+          "Meeting minutes are filed under VR-2025-118.\n")
+
+LEASE = ("# Flat 3B lease\n\n## Rent\n\nRent is EUR 1,450 per month, due on the 1st.\n\n### Notes\n\n"
+         "The tenant asked to pay by standing order.\n\n## Deposit\n\nThe deposit is EUR 2,900, returned within 10 "
+         "days of the end of the tenancy.\n\n### Notes\n\nThe previous tenant's deposit dispute was settled in March "
+         "2025.\n")
+
+
+def test_a_generic_title_the_query_names_yields_to_the_heading_its_other_words_name(plan):
+    # QA s27/qa7 #2: "summary of the risks" named "## Summary" (one word of two): its sentences ranked first as a
+    # section and no risk was delivered at 60 or 90 tokens; a title that names a part of any text ("Summary",
+    # "Notes") is the query's topic only when its other words name no other heading than those it stands under
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.rank import titled_hits
+    from odcf.stages.segment import Segmenter
+
+    def named(text, query):
+        segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+        heads = {s.id: f"{s.text} ({s.index})" for s in segs if s.kind == "heading"}
+        names, hits = titled_hits(segs, query)
+        return names, sorted(heads[h] for h in hits if h in heads)
+
+    assert named(REVIEW, "summary of the risks") == ([], [])
+    assert named(REVIEW, "summary") == (['(section "Summary")'], ["## Summary (1)"])
+    assert named(REVIEW, "summary of the vendor review")[0] == ['(section "Summary")']  # the title it stands under
+    # the notes under "## Deposit", not those under "## Rent"
+    assert named(LEASE, "notes about the deposit") == (['(section "Deposit")', '(section "Notes")'], ["## Deposit (5)", "### Notes (7)"])
+    for budget in (60, 90):
+        r = Compressor(plan).compress(REVIEW, query="summary of the risks", budget=budget, annotate=False)
+        assert "## Risk Factors" in r.text and "- Cyber: the vendor has no ISO 27001 certificate" in r.text, r.text
+        assert "## Summary" not in r.text and "considered strategic" not in r.text, r.text
+        assert r.tokens_out <= budget
