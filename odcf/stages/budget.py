@@ -780,7 +780,8 @@ def _numbered_title(seg: Segment) -> str | None:
     heading only in a plain-text document; in a markdown one it heads what follows it all the same, up to
     the next heading or a paragraph whose number is not one of its parts ("3.5 …")."""
     line = seg.original.strip()
-    if seg.kind != "sentence" or "\n" in line or "speaker" in seg.meta or "mail_field" in seg.meta:
+    if (seg.kind != "sentence" or "\n" in line or "speaker" in seg.meta or "mail_field" in seg.meta
+            or seg.meta.get("lone_number")):
         return None
     m = _TITLE_NUMBER_RE.match(line)
     return m.group(1) if m and heading_level(line) == (4, True) else None

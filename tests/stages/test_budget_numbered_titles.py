@@ -197,3 +197,29 @@ def test_a_whole_number_title_heads_only_its_first_part_and_may_have_an_intro():
     for text_ in ("2 Troubleshooting\n\nRestart after every change.\n\nThat is all.\n",
                   "2 Troubleshooting\n\nRestart after every change.\n\n3.1 Port in use\nIt exits with code 98.\n"):
         assert kinds(text_)[1]["2 Troubleshooting"] != "heading", text_
+
+
+LISTING = ("Maple Court, Unit 7 - Listing Details\n\n"
+           "Asking price: EUR 485,000. Service charge EUR 2,140 per year, paid quarterly.\n\n"
+           "4 Bedrooms\n\n4.5 Bathrooms\n\n"
+           "The kitchen was refitted in 2023 with an induction hob and a 90 cm oven. The roof was replaced in 2019 "
+           "and carries a 15-year warranty.\n\n"
+           "Parking: two allocated spaces, P-14 and P-15, in the basement garage. Viewings by appointment only.\n")
+
+
+def test_a_dotted_number_no_other_line_numbers_alike_is_a_value_not_a_title(plan):
+    # QA s27/qa7: a listing's "4.5 Bathrooms" was a numbered title heading the paragraphs under it: it was
+    # delivered only with "Parking: …" or "The roof was replaced …", read as bathroom facts, and not at all alone
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=LISTING)]), Plan(domain="t"))
+    bath = next(s for s in doc.segments if s.text == "4.5 Bathrooms")
+    assert bath.kind == "sentence" and bath.meta.get("lone_number")
+    before, heads = _antecedents(doc)
+    assert bath.id not in heads and bath.id not in before
+    for budget in (15, 25, 40):
+        r = Compressor(plan, stages=CORE).compress(LISTING, query="How many bedrooms and bathrooms does it have?",
+                                                   budget=budget)
+        assert "4 Bedrooms" in r.text and "4.5 Bathrooms" in r.text and r.tokens_out <= budget, (budget, r.text)
+    # numbered alike, it is a title as before
+    spec = "2.1 Scope\n\nThe service covers 3 sites.\n\n2.2 Term\n\nThe term is 24 months.\n"
+    doc = Segmenter()(Document.from_sources([Source(id="a", text=spec)]), Plan(domain="t"))
+    assert [s.kind for s in doc.segments if s.text[:1].isdigit()] == ["heading", "heading"]

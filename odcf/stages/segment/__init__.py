@@ -36,7 +36,7 @@ from odcf.stages.base import Stage, call_budget
 from odcf.stages.segment.codefiles import code_chunks, declared_code, is_mark
 from odcf.stages.segment.diffparts import diff_end, diff_files, diff_pieces
 from odcf.stages.segment.gitlog import WHOLE_ENTRY_TOKENS, commit_entries
-from odcf.stages.segment.headings import plain_heading
+from odcf.stages.segment.headings import lone_numbered_title, plain_heading
 from odcf.stages.segment.items import mark_items
 from odcf.stages.segment.jsonparts import (
     ID_KEY_RE,
@@ -729,6 +729,8 @@ class Segmenter(Stage):
                         # a part of one over-long sentence: the budget delivers a later part only with
                         # the first (it holds the main clause: "X shall not be liable … unless …")
                         meta = {**(meta or {}), "cut_part": part, "cut_parts": len(cuts)}
+                    if j == i + 1 and lone_numbered_title(lines, i):
+                        meta = {**(meta or {}), "lone_number": True}  # "4.5 Bathrooms": a listing's value
                     pieces.append(Piece(cs, ce, kind, paragraph, meta))
             prose[paragraph] = (i, j)
             paragraph += 1

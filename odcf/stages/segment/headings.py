@@ -124,6 +124,8 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
     first = heading_level(lines[i][2])
     if first is None:
         return _whole_title(lines, i)
+    if lone_numbered_title(lines, i):
+        return None  # "4.5 Bathrooms" alone in a listing: a value, no part of a numbering
     n = len(lines)
     end = i + 1
     if end < n and lines[end][2].strip()[:1].islower():
@@ -150,6 +152,35 @@ def plain_heading(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] 
     if after is not None and after[0] <= first[0]:
         return None  # heads nothing: the next line is a heading of its level or above (or a list's next item)
     return end, first[0]
+
+
+#: A line opening with a dotted number: its first part ("4" of "4.5 Bathrooms", "22" of "22.1 Authorisations").
+_DOTTED_RE = re.compile(r"\s*(\d{1,2})\.\d{1,2}(?:\.\d{1,2})*\.?\s")
+
+
+def lone_numbered_title(lines: list[tuple[int, int, str]], i: int) -> bool:
+    """Whether line *i* is a dotted number and a title in ordinary case ("4.5 Bathrooms"; in capitals, "10.2 NOTICE
+    OF CLAIMS", it is a contract's heading whatever else is numbered) that no other line
+    of *lines* numbers alike (:func:`_numbered_kin`): a listing's value, neither a heading nor a title that heads
+    the paragraphs after it (the budget's numbered titles)."""
+    text = lines[i][2].strip()
+    return not text.isupper() and _TITLE_CASE_RE.match(text) is not None and not _numbered_kin(lines, i)
+
+
+def _numbered_kin(lines: list[tuple[int, int, str]], i: int) -> bool:
+    """Whether another line of *lines* opens with a dotted number of the same first part as line *i*'s ("22.2 …"
+    beside "22.1 Authorisations", "4.1.3 …" under "4.1 …"), or a "2.1 …" has the whole number's title "2 …" above
+    it: a title in ordinary case numbered "4.5" with no kin is a listing's "4.5 Bathrooms", not a part of a
+    numbered text."""
+    m = _DOTTED_RE.match(lines[i][2])
+    if m is None:
+        return True
+    top = m.group(1)
+    first = lines[i][2].lstrip().startswith(top + ".1 ")  # "2.1 Port in use" under "2 Troubleshooting"
+    return any(k != i and (((d := _DOTTED_RE.match(line)) is not None and d.group(1) == top)
+                           or (first and k < i and (w := WHOLE_TITLE_RE.fullmatch(line.strip())) is not None
+                               and w.group(1) == top))
+               for k, (_, _, line) in enumerate(lines))
 
 
 def _whole_title(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] | None:
