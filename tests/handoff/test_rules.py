@@ -361,65 +361,56 @@ def test_an_anchor_whose_matches_look_like_ids_keys_conflicts_and_a_code_does_no
         assert find_conflicts(_invoices(("ERR-500", "$1,200"), ("ERR-500", "$1,500")), plan=plan(other)) == ()
 
 
-def test_a_users_anchors_key_conflicts_on_hosts_and_addresses_and_different_events_do_not_conflict() -> None:
-    # QA: hosts (srv-fin-02) and IPs of the user's own anchors were no entities: disagreeing items went unlisted
+def _host_conflicts(a: str, b: str) -> list[tuple[str, str, list[str]]]:
+    """The conflicts between a tool's item *a* and an agent's item *b* under a plan whose own anchors name hosts
+    and IPv4 addresses: (entity, attribute, raw values) each."""
     import types
 
     from odcf.plan.model import Anchor
 
     plan = types.SimpleNamespace(protection=types.SimpleNamespace(anchors=(
         Anchor("host", r"\b(?:srv|wks|dc)-[a-z]{2,4}-\d{2,3}\b"), Anchor("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}\b"))))
+    items = (HandoffItem(id="a", text=a, origin="tool:x"), HandoffItem(id="b", text=b, origin="agent:y"))
+    return [(c.entity, c.attribute, [v.raw for v in c.values]) for c in find_conflicts(items, plan=plan)]
 
-    def found(a: str, b: str) -> list[tuple[str, str, list[str]]]:
-        items = (HandoffItem(id="a", text=a, origin="tool:x"), HandoffItem(id="b", text=b, origin="agent:y"))
-        return [(c.entity, c.attribute, [v.raw for v in c.values]) for c in find_conflicts(items, plan=plan)]
 
-    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
+def test_a_users_anchors_key_conflicts_on_hosts_and_addresses_and_different_events_do_not_conflict() -> None:
+    # QA: hosts (srv-fin-02) and IPs of the user's own anchors were no entities: disagreeing items went unlisted
+    assert _host_conflicts("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
         ("srv-fin-02", "isolated on", ["2026-03-09", "2026-03-10"])]
-    assert found("Host srv-fin-02 downtime is 31 hours.", "Host srv-fin-02 downtime is 26 hours.") == [
+    assert _host_conflicts("Host srv-fin-02 downtime is 31 hours.", "Host srv-fin-02 downtime is 26 hours.") == [
         ("srv-fin-02", "downtime", ["31 hours", "26 hours"])]
-    assert found("Firewall: 3.2 GB sent to 185.220.101.47 before the block.",
+    assert _host_conflicts("Firewall: 3.2 GB sent to 185.220.101.47 before the block.",
                  "Analyst note: 4.1 GB sent to 185.220.101.47 before the block.") == [
         ("185.220.101.47", "sent to", ["3.2 GB", "4.1 GB"])]
     # different facts about one id, and the same fact about two ids, are no conflict
-    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was restored on 2026-03-12.") == []
-    assert found("Host srv-fin-02 downtime is 31 hours.", "Host srv-fin-02 uptime is 26 hours.") == []
-    assert found("3.2 GB sent to 185.220.101.47.", "0.4 GB received from 185.220.101.47.") == []
-    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-03 was isolated on 2026-03-10.") == []
-    assert found("Host srv-fin-02 deposit is $500.", "Host srv-fin-02 deposit is $500.00.") == []
+    assert _host_conflicts("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was restored on 2026-03-12.") == []
+    assert _host_conflicts("Host srv-fin-02 downtime is 31 hours.", "Host srv-fin-02 uptime is 26 hours.") == []
+    assert _host_conflicts("3.2 GB sent to 185.220.101.47.", "0.4 GB received from 185.220.101.47.") == []
+    assert _host_conflicts("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-03 was isolated on 2026-03-10.") == []
+    assert _host_conflicts("Host srv-fin-02 deposit is $500.", "Host srv-fin-02 deposit is $500.00.") == []
 
 
 def test_two_occurrences_of_an_event_of_one_host_or_address_do_not_conflict() -> None:
     # QA: first/last seen, two dated transfers, two nightly backups and two patches were listed as conflicts
-    import types
-
-    from odcf.plan.model import Anchor
-
-    plan = types.SimpleNamespace(protection=types.SimpleNamespace(anchors=(
-        Anchor("host", r"\b(?:srv|wks|dc)-[a-z]{2,4}-\d{2,3}\b"), Anchor("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}\b"))))
-
-    def found(a: str, b: str) -> list[tuple[str, str, list[str]]]:
-        items = (HandoffItem(id="a", text=a, origin="tool:x"), HandoffItem(id="b", text=b, origin="agent:y"))
-        return [(c.entity, c.attribute, [v.raw for v in c.values]) for c in find_conflicts(items, plan=plan)]
-
     # an order word stays in the event's name
-    assert found("Host srv-fin-02 was first seen on 2026-03-01.", "Host srv-fin-02 was last seen on 2026-03-09.") == []
-    assert found("Host srv-fin-02 was first seen on 2026-03-01.", "Host srv-fin-02 was first seen on 2026-03-02.") == [
+    assert _host_conflicts("Host srv-fin-02 was first seen on 2026-03-01.", "Host srv-fin-02 was last seen on 2026-03-09.") == []
+    assert _host_conflicts("Host srv-fin-02 was first seen on 2026-03-01.", "Host srv-fin-02 was first seen on 2026-03-02.") == [
         ("srv-fin-02", "first seen on", ["2026-03-01", "2026-03-02"])]
     # a date in a size's clause names which transfer it was; it is no fact of its own
-    assert found("3.2 GB sent to 185.220.101.47 on 2026-03-08.", "1.1 GB sent to 185.220.101.47 on 2026-03-10.") == []
-    assert found("3.2 GB sent to 185.220.101.47 on 2026-03-08.", "1.1 GB sent to 185.220.101.47 on 2026-03-08.") == [
+    assert _host_conflicts("3.2 GB sent to 185.220.101.47 on 2026-03-08.", "1.1 GB sent to 185.220.101.47 on 2026-03-10.") == []
+    assert _host_conflicts("3.2 GB sent to 185.220.101.47 on 2026-03-08.", "1.1 GB sent to 185.220.101.47 on 2026-03-08.") == [
         ("185.220.101.47 on 2026-03-08", "sent to", ["3.2 GB", "1.1 GB"])]
     # a recurring or repeated event has no single date or size
-    assert found("Nightly backup of srv-fin-02 wrote 41 GB on 2026-03-07.",
+    assert _host_conflicts("Nightly backup of srv-fin-02 wrote 41 GB on 2026-03-07.",
                  "Nightly backup of srv-fin-02 wrote 43 GB on 2026-03-08.") == []
-    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated again on 2026-03-10.") == []
+    assert _host_conflicts("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated again on 2026-03-10.") == []
     # an identifier right after the date names what the event was of: two patches
-    assert found("Host srv-fin-02 was patched on 2026-03-05 (KB5034441).",
+    assert _host_conflicts("Host srv-fin-02 was patched on 2026-03-05 (KB5034441).",
                  "Host srv-fin-02 was patched on 2026-03-20 (KB5035845).") == []
-    assert found("Host srv-fin-02 was patched on 2026-03-05 (KB5034441).",
+    assert _host_conflicts("Host srv-fin-02 was patched on 2026-03-05 (KB5034441).",
                  "Host srv-fin-02 was patched on 2026-03-07 (KB5034441).") == [
         ("srv-fin-02 / KB5034441", "patched on", ["2026-03-05", "2026-03-07"])]
     # one event stated twice still conflicts
-    assert found("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
+    assert _host_conflicts("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
         ("srv-fin-02", "isolated on", ["2026-03-09", "2026-03-10"])]
