@@ -182,12 +182,16 @@ class Budgeter(Stage):
         warnings: list[str] = []
         measured = annotate  # how the smallest segment's need is measured when nothing fits
         best = _first_ranked(live, tiers, groups) if doc.query else None
+        annotated_rules = set(lone_rules)  # fit() refills them: a fit tried and not taken must not leave its own
         if annotate and live and not kept:
             # nothing fits beside its source line ("[source 1/1] … | relevance 84%"): the best that
             # fits is delivered without the source lines, and the record says so
             bare = fit(False)
             measured = False
-            if bare[0]:
+            if not bare[0]:
+                lone_rules.clear()
+                lone_rules.update(annotated_rules)
+            else:
                 kept, required_tokens, exact, rounds, refilled = bare
                 annotate = False
                 warnings.append(f"the source lines were left out: with them nothing fit in the budget of {budget} "
@@ -203,6 +207,9 @@ class Budgeter(Stage):
                 annotate = measured = False
                 warnings.append(f"the source lines were left out: with them the segment ranked first for the query, "
                                 f"{best.id}, did not fit in the budget of {budget} {counter.name} tokens")
+            else:
+                lone_rules.clear()
+                lone_rules.update(annotated_rules)
         over_by = max(0, exact - budget)
         room = _Room.of(budget, doc.meta.get("budget_reserve"))
         if over_by and strict and not room.reserved:

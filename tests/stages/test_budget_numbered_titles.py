@@ -223,3 +223,21 @@ def test_a_dotted_number_no_other_line_numbers_alike_is_a_value_not_a_title(plan
     spec = "2.1 Scope\n\nThe service covers 3 sites.\n\n2.2 Term\n\nThe term is 24 months.\n"
     doc = Segmenter()(Document.from_sources([Source(id="a", text=spec)]), Plan(domain="t"))
     assert [s.kind for s in doc.segments if s.text[:1].isdigit()] == ["heading", "heading"]
+
+
+def test_a_fit_tried_without_the_source_line_and_not_taken_leaves_the_reasons_of_the_one_taken():
+    # the fit without source lines (tried when the part ranked first is left out) refilled the set of horizontal
+    # rules that separate nothing; when it was not taken, the record gave those of the untaken fit: at 36 tokens the
+    # rule between two left-out parts was "no room" instead of a rule separating nothing
+    text = ("# Notes\n\nThe office opens at 9.\n\n---\n\nParking is in the basement, level -2, spaces 10 to 40.\n\n---\n\n"
+            "The incident on 4 March was caused by a failed disk in array B7, which the vendor replaced under warranty "
+            "within 6 hours, and the restore from backup finished at 17:40 the same day.\n\n---\n\nLunch is at noon.\n")
+    c = Compressor.from_ontology("general")
+    for budget in range(36, 46, 2):
+        r = c.compress([{"id": "n.md", "text": text}], query="what caused the incident on 4 March", budget=budget,
+                       timings=False)
+        assert r.tokens_out <= budget and r.text.startswith("[source 1/1]")  # the answer fits in neither way
+        assert "The office opens at 9.\n\n---\n\nLunch is at noon." in r.text, r.text
+        reasons = {seg["id"]: seg["reason"] for seg in r.record["sources"][0]["segments"]}
+        # the rules around the parts left out separate nothing delivered
+        assert all("a horizontal rule is delivered only between" in reasons[i] for i in ("n.md#4", "n.md#6")), reasons
