@@ -23,6 +23,18 @@ SPEC = ("# Managed network services: requirements\n\n"
 TITLE = "3.4 Service credits"
 
 
+def _segmented(text: str) -> Document:
+    """*text* as the segmenter cuts it, one source "a"."""
+    return Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t"))
+
+
+def _under(doc: Document) -> dict[str, str]:
+    """What each segment of *doc* goes only with (:func:`_antecedents`), by their texts."""
+    before, _ = _antecedents(doc)
+    text = {s.id: s.text for s in doc.segments}
+    return {text[k]: text[v] for k, v in before.items()}
+
+
 def test_a_numbered_title_is_never_delivered_without_a_paragraph_it_heads(plan):
     # QA: "3.4 Service credits" was delivered alone, with 3.4.1 and 3.4.2 left out
     parts = ("3.4.1 If monthly availability", "3.4.2 Service credits are not")
@@ -43,7 +55,7 @@ def test_a_numbered_title_is_never_delivered_without_a_paragraph_it_heads(plan):
 
 
 def test_a_numbered_title_heads_the_paragraphs_numbered_under_it_up_to_the_next_number():
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=SPEC)]), Plan(domain="t"))
+    doc = _segmented(SPEC)
     before, heads = _antecedents(doc)
     text = {s.id: s.text for s in doc.segments}
     under = {text[k]: text[v] for k, v in before.items()}
@@ -68,19 +80,14 @@ README_DOC = ("# Fluxgate\n\n"
 def test_a_whole_number_title_ends_the_section_of_a_dotted_one():
     # QA round 3: "2 Troubleshooting" (fewer dots than "1.7 Run") did not end 1.7's section, so "1.7 Run" was
     # delivered with nothing of its own under it, heading "Restart after every change."
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=README_DOC)]), Plan(domain="t"))
-    before, heads = _antecedents(doc)
-    text = {s.id: s.text for s in doc.segments}
-    under = {text[k]: text[v] for k, v in before.items()}
+    doc = _segmented(README_DOC)
+    under = _under(doc)
     assert under["Logs go to journald."] == "1.7 Run"
     assert under["2 Troubleshooting"] == "# Fluxgate"
     assert under["Restart after every change."] == "# Fluxgate"
     # a number opening a sentence is no title: it stays in the section
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=README_DOC.replace(
-        "2 Troubleshooting", "3 of the 5 pumps failed after the upgrade."))]), Plan(domain="t"))
-    before, _ = _antecedents(doc)
-    text = {s.id: s.text for s in doc.segments}
-    assert text[before[next(s.id for s in doc.segments if s.text.startswith("3 of the 5"))]] == "1.7 Run"
+    under = _under(_segmented(README_DOC.replace("2 Troubleshooting", "3 of the 5 pumps failed after the upgrade.")))
+    assert next(v for k, v in under.items() if k.startswith("3 of the 5")) == "1.7 Run"
 
 
 def test_a_numbered_title_is_not_delivered_with_only_the_next_section(plan):
@@ -104,12 +111,10 @@ PAPER = ("3. Results\n"
 def test_a_whole_number_title_over_its_paragraph_ends_the_section_of_a_plain_text_heading():
     # QA s26/qa4: "4. Conclusions" with its text on the next line was read as a list item under "3.2 Lithium
     # plating", which was delivered alone right above it
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=PAPER)]), Plan(domain="t"))
-    before, _ = _antecedents(doc)
-    text = {s.id: s.text for s in doc.segments}
-    under = {text[k]: text[v] for k, v in before.items()}
+    doc = _segmented(PAPER)
+    under = _under(doc)
     assert [k for k, v in under.items() if v == "3.2 Lithium plating"] == [
-        next(t for t in text.values() if t.startswith("Plating was confirmed"))]  # not "4. Conclusions" …
+        next(s.text for s in doc.segments if s.text.startswith("Plating was confirmed"))]  # not "4. Conclusions" …
     for budget in range(20, 70, 4):
         r = Compressor(Plan(domain="t"), stages=CORE).compress(PAPER, query="at what rate is charging at 0 °C safe",
                                                              budget=budget)
@@ -132,20 +137,18 @@ MANUAL = ("1 Installation\n\n"
 def test_a_whole_number_title_over_its_first_part_is_a_heading():
     # "2 Troubleshooting" over "2.1 Port in use" was a sentence: at 20 tokens it was delivered alone, and at 30
     # "1 Installation" and "2 Troubleshooting" with nothing of either section
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=MANUAL)]), Plan(domain="t"))
+    doc = _segmented(MANUAL)
     kinds = {s.text: (s.kind, s.meta.get("heading_level")) for s in doc.segments}
     assert kinds["1 Installation"] == ("heading", 3)
     assert kinds["2 Troubleshooting"] == ("heading", 3)
     assert kinds["2.1 Port in use"] == ("heading", 4)
-    before, _ = _antecedents(doc)
-    text = {s.id: s.text for s in doc.segments}
-    under = {text[k]: text[v] for k, v in before.items()}
+    under = _under(doc)
     assert under["2.1 Port in use"] == "2 Troubleshooting"
     assert under["1.2 Run"] == "1 Installation"
     # alone, or over prose or another number's part, a whole number's line stays what it was
     for text_ in ("Rooms\n\n3 Bedrooms\n\n2 Bathrooms\n", "2 Troubleshooting\n\nRestart after every change.\n",
                   "2 Troubleshooting\n\n3.1 Port in use\nIt exits with code 98.\n"):
-        doc = Segmenter()(Document.from_sources([Source(id="a", text=text_)]), Plan(domain="t"))
+        doc = _segmented(text_)
         assert all(s.kind != "heading" for s in doc.segments if s.text in ("3 Bedrooms", "2 Troubleshooting")), text_
 
 
@@ -180,7 +183,7 @@ def test_a_whole_number_title_heads_only_its_first_part_and_may_have_an_intro():
     # "2 Troubleshooting" over an intro paragraph and then "2.1 Port in use" was a sentence, and "2.1 Port in
     # use" was delivered under "1 Installation"
     def kinds(text_):
-        doc = Segmenter()(Document.from_sources([Source(id="a", text=text_)]), Plan(domain="t"))
+        doc = _segmented(text_)
         return doc, {s.text: s.kind for s in doc.segments}
 
     _, k = kinds("Asking price: EUR 485,000.\n\n4 Bedrooms\n\n4.5 Bathrooms\n\nThe roof was replaced in 2019.\n")
@@ -190,9 +193,7 @@ def test_a_whole_number_title_heads_only_its_first_part_and_may_have_an_intro():
               "2.1 Port in use\nIf port 8088 is taken, the server exits with code 98.\n")
     doc, k = kinds(manual)
     assert k["2 Troubleshooting"] == "heading" and k["2.1 Port in use"] == "heading"
-    before, _ = _antecedents(doc)
-    text = {s.id: s.text for s in doc.segments}
-    assert {text[a]: text[b] for a, b in before.items()}["2.1 Port in use"] == "2 Troubleshooting"
+    assert _under(doc)["2.1 Port in use"] == "2 Troubleshooting"
     # over prose with no first part after it, or over another number's part, it stays what it was
     for text_ in ("2 Troubleshooting\n\nRestart after every change.\n\nThat is all.\n",
                   "2 Troubleshooting\n\nRestart after every change.\n\n3.1 Port in use\nIt exits with code 98.\n"):
@@ -210,7 +211,7 @@ LISTING = ("Maple Court, Unit 7 - Listing Details\n\n"
 def test_a_dotted_number_no_other_line_numbers_alike_is_a_value_not_a_title(plan):
     # QA s27/qa7: a listing's "4.5 Bathrooms" was a numbered title heading the paragraphs under it: it was
     # delivered only with "Parking: …" or "The roof was replaced …", read as bathroom facts, and not at all alone
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=LISTING)]), Plan(domain="t"))
+    doc = _segmented(LISTING)
     bath = next(s for s in doc.segments if s.text == "4.5 Bathrooms")
     assert bath.kind == "sentence" and bath.meta.get("lone_number")
     before, heads = _antecedents(doc)
@@ -221,7 +222,7 @@ def test_a_dotted_number_no_other_line_numbers_alike_is_a_value_not_a_title(plan
         assert "4 Bedrooms" in r.text and "4.5 Bathrooms" in r.text and r.tokens_out <= budget, (budget, r.text)
     # numbered alike, it is a title as before
     spec = "2.1 Scope\n\nThe service covers 3 sites.\n\n2.2 Term\n\nThe term is 24 months.\n"
-    doc = Segmenter()(Document.from_sources([Source(id="a", text=spec)]), Plan(domain="t"))
+    doc = _segmented(spec)
     assert [s.kind for s in doc.segments if s.text[:1].isdigit()] == ["heading", "heading"]
 
 
