@@ -177,10 +177,16 @@ def _numbered_kin(lines: list[tuple[int, int, str]], i: int) -> bool:
         return True
     top = m.group(1)
     first = lines[i][2].lstrip().startswith(top + ".1 ")  # "2.1 Port in use" under "2 Troubleshooting"
-    return any(k != i and (((d := _DOTTED_RE.match(line)) is not None and d.group(1) == top)
-                           or (first and k < i and (w := WHOLE_TITLE_RE.fullmatch(line.strip())) is not None
-                               and w.group(1) == top))
-               for k, (_, _, line) in enumerate(lines))
+    n = len(lines)
+    # nearest lines first: kin is mostly close by, so a numbered text is not read once per title
+    for k in (j for d in range(1, n) for j in (i - d, i + d) if 0 <= j < n):
+        line = lines[k][2]
+        d = _DOTTED_RE.match(line)
+        if d is not None and d.group(1) == top:
+            return True
+        if first and k < i and (w := WHOLE_TITLE_RE.fullmatch(line.strip())) is not None and w.group(1) == top:
+            return True
+    return False
 
 
 def _whole_title(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] | None:
