@@ -94,7 +94,12 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.rank import _user_turns, pleasantries
-from odcf.stages.segment.headings import TITLE_VERBS, WHOLE_TITLE_RE, heading_level
+from odcf.stages.segment.headings import (
+    TITLE_VERBS,
+    WHOLE_TITLE_RE,
+    heading_level,
+    segment_level,
+)
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
 from odcf.stages.segment.qa import QAPair, qa_pairs
@@ -759,9 +764,7 @@ def _heading_level(seg: Segment) -> int:
     if seg.kind != "heading":
         number = _numbered_title(seg)
         return _BOLD_LEVEL + (number.count(".") - 1 if number else 0)
-    if "heading_level" in seg.meta:
-        return int(seg.meta["heading_level"])
-    return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
+    return segment_level(seg)
 
 
 def _section_heading(seg: Segment) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.stages.segment.headings import segment_level
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
 from odcf.stages.segment.mail import pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
@@ -292,10 +293,8 @@ def _title_words(seg: Segment) -> set[str]:
 
 
 def _level(seg: Segment) -> int:
-    """A heading's level: the segmenter's for a plain-text one, else its ``#`` (7 without either)."""
-    if "heading_level" in seg.meta:
-        return int(seg.meta["heading_level"])
-    return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#")) or 7
+    """A heading's level (:func:`~odcf.stages.segment.headings.segment_level`; 7 without one)."""
+    return segment_level(seg) or 7
 
 
 def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:

@@ -30,8 +30,12 @@ headings, so that the two kinds of level never mix.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from odcf.stages.segment.lines import LIST_RE
+
+if TYPE_CHECKING:
+    from odcf.document import Segment
 
 _KEYWORD_LEVEL = {
     "PART": 1, "BOOK": 1, "DIVISION": 1, "TITLE": 1,
@@ -216,3 +220,11 @@ def _whole_title(lines: list[tuple[int, int, str]], i: int) -> tuple[int, int] |
         return None
     first_part = re.match(re.escape(m.group(1)) + r"\.1(?!\d)", lines[k][2].strip())
     return (i + 1, 3) if first_part else None
+
+
+def segment_level(seg: Segment) -> int:
+    """A heading segment's level: the one this module gave a plain-text heading (``heading_level`` in its meta),
+    else its markdown ``#`` count (0 with neither)."""
+    if "heading_level" in seg.meta:
+        return int(seg.meta["heading_level"])
+    return len(seg.original.lstrip()) - len(seg.original.lstrip().lstrip("#"))
