@@ -367,6 +367,34 @@ def test_hard_wrapped_prose_is_still_read_across_lines():
         "written notice of non-renewal."]
 
 
+POSTS = """Bangkok , Thailand : Land of Smiles - Day 1 # blog # Travel https://t.co/qxLmN6lGV4
+Guy sounds like a Grade A Douche
+Lockheed says pressure won ' t affect F- 35 profitability
+Court Reinstates Man ' s $ 25 Million Award in Acne Drug Case - https://t.co/JtJEKJOcvU
+The iconic " Let ' s chat later " https://t.co/OwRUomNgv0"""
+
+
+def test_lines_broken_where_a_wrapped_text_would_not_are_sentences_of_their_own():
+    # one post a line, most ending in a lower-case word or a link: before, the five lines were one
+    # 'sentence' of 90 tokens, delivered whole or not at all. After a line of about the longest
+    # line's length the next word would not have fitted: that break may be a wrap, so it is read across
+    lines = POSTS.split("\n")
+    assert [s.text for s in seg(POSTS)] == ["\n".join(lines[:2]), lines[2], "\n".join(lines[3:])]
+    # text wrapped to a width breaks only where the next word does not fit: read across lines as before
+    import textwrap
+
+    prose = ("The supplier shall deliver the goods to the site named in Schedule 2 within thirty days of the "
+             "order. Late delivery gives the buyer a credit of 2% of the order value per week of delay, capped "
+             "at 10%. Acme Logistics GmbH carries the goods at its own risk until they are unloaded.")
+    wrapped = textwrap.fill(prose, 64)
+    assert wrapped.count("\n") >= 4
+    assert [s.text.replace("\n", " ") for s in seg(wrapped)] == [prose[a:b] for a, b in split_sentences(prose)]
+    # a short title line stays with the lines it titles
+    manual = ("3.1 Backups\nBack up /var/lib/odcf before every upgrade; a failed migration cannot be rolled back.\n"
+              "3.2 Running the migration\nRun odcf migrate --to 4.2 and check that it exits with code 0.")
+    assert any(s.text.startswith("3.2 Running the migration\nRun odcf migrate") for s in seg(manual))
+
+
 def test_a_long_code_block_delivered_in_parts_stays_fenced_with_its_omitted_lines_counted():
     lines = [f"2024-05-01 12:00:{k:02d} INFO worker-{k} processed batch {k} of the nightly job without errors"
              for k in range(120)]

@@ -96,6 +96,7 @@ from odcf.stages.segment.yamlparts import (
 from odcf.textutil import (
     CLAUSE_GOES_ON,
     HAN_RE,
+    STOPWORDS,
     iter_lines_with_offsets,
     loads_json,
     split_sentences,
@@ -1051,13 +1052,52 @@ def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple
     within 5 days, unless the claim is incomplete (Clause 7.3)"): each line ends a sentence. In
     hard-wrapped prose some line opens or ends lower-case, so it is read across lines as before."""
     ps, pe = block[0][0], block[-1][1]
-    if len(block) < 3 or not all(_ITEM_LINE_RE.match(line) for _, _, line in block) \
-            or any(line.rstrip()[-1:].islower() for _, _, line in block[:-1]):
-        # a line ending in a lower-case word ("… a penalty of EUR 10,000 to") runs on
+    if len(block) < 3:
         return split_sentences(text[ps:pe])
+    if not all(_ITEM_LINE_RE.match(line) for _, _, line in block) \
+            or any(line.rstrip()[-1:].islower() for _, _, line in block[:-1]):
+        # a line ending in a lower-case word ("… a penalty of EUR 10,000 to") runs on, unless the
+        # line broke where a wrapped one would not have (see _set_breaks)
+        breaks = _set_breaks(block)
+        if not breaks:
+            return split_sentences(text[ps:pe])
+        out = []
+        for (a, _, _), (_, b, _) in zip([block[0]] + [block[k + 1] for k in breaks], [block[k] for k in breaks] + [block[-1]]):
+            out.extend((a - ps + s, a - ps + e) for s, e in split_sentences(text[a:b]))
+        return out
     out: list[tuple[int, int]] = []
     for ls, le, _ in block:
         out.extend((ls - ps + a, ls - ps + b) for a, b in split_sentences(text[ls:le]))
+    return out
+
+
+#: A line broke where a wrapped one would not when the next line's first word would have fitted on it
+#: within this share of the block's longest line (the margin covers text set in a proportional font).
+SET_BREAK_FIT = 0.75
+#: A line of at most this many words that ends no sentence is a title or a label of the line below.
+SET_BREAK_TITLE_WORDS = 4
+
+
+def _set_breaks(block: list[tuple[int, int, str]]) -> list[int]:
+    """The lines of a prose block after which the writer broke the line, in a block of lines that are
+    not hard-wrapped prose: one post, title or message a line ("Guy sounds like a Grade A Douche" /
+    "Biased , but I think …"). A break is set when the line ends no word that goes on (a comma, a
+    dash, a function word such as "with" or "the"), is not a title or label of a few words that
+    ends no sentence ("3.2 Running the migration", "Bill to:"), the next line does not open in lower
+    case, and that line's first word would have fitted on the line within :data:`SET_BREAK_FIT` of
+    the block's longest line: a text wrapped to a width breaks only where the next word does not fit."""
+    width = max(len(line.rstrip()) for _, _, line in block)
+    out: list[int] = []
+    for k in range(len(block) - 1):
+        line, nxt = block[k][2].rstrip(), block[k + 1][2].strip()
+        words = line.split()
+        if not words or not nxt or nxt[0].islower() or line[-1] in ",;-–—&/(":
+            continue
+        last = re.sub(r"\W+", "", words[-1].lower())
+        if last in STOPWORDS or (len(words) <= SET_BREAK_TITLE_WORDS and line[-1] not in ".!?"):
+            continue  # "… with" goes on; "3.2 Running the migration", "Bill to:" title what follows
+        if len(line) + 1 + len(nxt.split()[0]) <= SET_BREAK_FIT * width:
+            out.append(k)
     return out
 
 
