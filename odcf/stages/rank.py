@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
@@ -263,15 +263,41 @@ FAILURE_RE = re.compile(
 FAILURE_NAME = "(lines reporting a failure)"
 
 
+#: What differs between two reports of one failure: an IPv4 address and its port, a UUID, a hex
+#: number or hash ("C-0x6b0d549b", "trace_id":"40d284e1…"), a run of digits (a time, a pid, "worker-4").
+_VARYING_RE = re.compile(
+    r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|\b0x[0-9a-f]+\b"
+    r"|\b(?=[a-f]*\d)[0-9a-f]{6,}\b|\d+", re.IGNORECASE)
+
+
+def failure_template(text: str) -> tuple[str, ...]:
+    """The lines of *text* that report a failure, with what differs between two reports of one failure
+    masked (:data:`_VARYING_RE`): two lines of a log that say the same thing at another time, from
+    another pid, client or worker, have one template.
+
+    >>> failure_template("13:02:48 [3028] WARNING C-0xf28c105d: app@10.42.31.203:31624 pooler error: no more")
+    ('#:#:# [#] WARNING C-#: app@# pooler error: no more',)
+    """
+    return tuple(_VARYING_RE.sub("#", " ".join(line.split())) for line in text.splitlines() if FAILURE_RE.search(line))
+
+
 def failure_hits(segments: Sequence[Segment], query: str | None) -> set[str]:
     """The segments that report a failure (:data:`FAILURE_RE`), when *query* asks about one and
     they are few (a third of the segments at most: where every line says ERROR, saying it tells
-    nothing). "which test failed and what were the assertion values?" over a CI log: the "E
-    AssertionError: assert Decimal('32.49') == …" lines scored 0.06 and 400 PASSED lines 0.6."""
+    nothing), the first of each :func:`failure_template` only. "which test failed and what were the
+    assertion values?" over a CI log: the "E AssertionError: assert Decimal('32.49') == …" lines
+    scored 0.06 and 400 PASSED lines 0.6. A log line repeated 41 times with other times, pids and
+    client addresses ("… pooler error: no more connections allowed") is one hit, not 41 that fill the
+    budget before the section the query names."""
     if not query or not FAILURE_QUERY_RE.search(query):
         return set()
-    found = {s.id for s in segments if s.kind != "heading" and FAILURE_RE.search(s.text)}
-    return found if len(found) <= max(3, len(segments) // 3) else set()
+    found = [s for s in segments if s.kind != "heading" and FAILURE_RE.search(s.text)]
+    if len(found) > max(3, len(segments) // 3):
+        return set()
+    first: dict[tuple[str, ...], str] = {}
+    for seg in found:
+        first.setdefault(failure_template(seg.text), seg.id)
+    return set(first.values())
 
 
 #: The most content words a heading's title may have for a query to name its section by them.
@@ -369,13 +395,22 @@ def exact_hits(segments: Sequence[Segment], query: str | None,
     heading or title — and in every segment of that part after it, up to the next heading or the
     next segment that opens another numbered part (a clause title alone would otherwise be the only
     hit, and the clause it names would rank as before)."""
+    names, hits, failing = query_hits(segments, query, anchors)
+    return names, hits | failing
+
+
+def query_hits(segments: Sequence[Segment], query: str | None,
+               anchors: Sequence[re.Pattern[str]] = ()) -> tuple[list[str], set[str], set[str]]:
+    """:func:`exact_hits` in its two tiers: the names, the segments holding what *query* names (an
+    identifier, a section by its title), and the lines reporting a failure that are not among them
+    (:func:`failure_hits`), which :func:`lift_hits` puts below them."""
     failing = failure_hits(segments, query)
     names, hits = _named_hits(segments, query, anchors)
     titles, titled = titled_hits(segments, query)
     names, hits = [*names, *titles], hits | titled
     if failing:
-        return [*names, FAILURE_NAME], hits | failing
-    return names, hits
+        return [*names, FAILURE_NAME], hits, failing - hits
+    return names, hits, set()
 
 
 def _named_hits(segments: Sequence[Segment], query: str | None,
@@ -416,14 +451,29 @@ def _named_hits(segments: Sequence[Segment], query: str | None,
 HIT_FLOOR = 0.95
 
 
-def lift_hits(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
+def lift_hits(scores: dict[str, float], hits: set[str], *, failing: Collection[str] = (),
+              leads: Collection[str] = ()) -> dict[str, float]:
     """*scores* with the *hits* first: each hit at ``HIT_FLOOR`` plus its share of the best hit's own
     score (so that the rest of the query still orders them: when the named host is in 70 log blocks,
     the one that also says "PANIC" leads), every other score scaled below ``HIT_FLOOR``.
 
+    The lines reporting a failure (*failing*, :func:`query_hits`) are lifted the same way below the
+    hits, and with them the best segment for each question of a compound query (*leads*) between the
+    two: "Why did the rollback not help, what was the root cause, and which action items …?" is
+    answered by the "## Root cause" section and each question's best sentence before the log lines.
+
     >>> lift_hits({"a": 0.2, "b": 0.4, "c": 1.0}, {"a", "b"})
     {'a': 0.975, 'b': 1.0, 'c': 0.95}
+    >>> lift_hits({"a": 0.2, "b": 0.4, "c": 1.0, "d": 0.9}, {"a"}, failing={"b"}, leads={"d"})
+    {'a': 1.0, 'b': 0.9025, 'c': 0.857375, 'd': 0.95}
     """
+    weak = set(failing) - set(hits)
+    if weak:
+        scores = _lift(_lift(scores, weak), set(leads) - set(hits))
+    return _lift(scores, hits)
+
+
+def _lift(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
     if not hits:
         return dict(scores)
     top = max(scores.get(h, 0.0) for h in hits)
@@ -1175,14 +1225,17 @@ def lift_cell_outputs(segments: Sequence[Segment], scores: dict[str, float]) -> 
     return out, raised
 
 
-def unlift(score: float, hit: bool) -> float:
+def unlift(score: float, hit: bool, failing: bool | None = None) -> float:
     """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
     segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
-    differences between hits into the top 5%.
+    differences between hits into the top 5%. *failing*: whether the segment is one of the lines
+    reporting a failure lifted below the hits (None: none was).
 
-    >>> unlift(0.975, True), unlift(0.95, False)
-    (0.5, 1.0)
+    >>> unlift(0.975, True), unlift(0.95, False), round(unlift(0.92625, False, True), 6), unlift(0.9025, False, False)
+    (0.5, 1.0, 0.5, 1.0)
     """
+    if failing is not None and not hit:
+        score, hit = min(1.0, score / HIT_FLOOR), failing
     if hit:
         return max(0.0, (score - HIT_FLOOR) / (1.0 - HIT_FLOOR))
     return min(1.0, score / HIT_FLOOR)
@@ -1314,11 +1367,11 @@ class LexicalRanker(Stage):
             relevance = (r / top_rel) if top_rel > 0 else 0.0
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
         top_raw = max(raw) if raw else 0.0
-        names, hits = exact_hits(live, doc.query, [a.regex for a in plan.protection.anchors])
+        names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors])
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores, courtesies = demote_pleasantries(live, scores)
-        scores = lift_hits(scores, hits)
+        scores = lift_hits(scores, hits, failing=failing)
         # before the corrections: one that corrects an answer still ranks just above it
         scores, answers = lift_answers(doc.segments, scores)
         links = correction_links(live)
@@ -1348,7 +1401,7 @@ class LexicalRanker(Stage):
         event = TraceEvent(stage=self.name, data={
             "scorer": scorer, "segments": len(live), "queries": used_queries,
             "languages": dict(sorted(langs.items())),
-            **({"query_identifiers": names, "exact_matches": len(hits)} if names else {}),
+            **({"query_identifiers": names, "exact_matches": len(hits | failing)} if names else {}),
             **({"answers_raised": answers} if answers else {}),
             **({"corrections_raised": corrected} if corrected else {}),
             **({"constraints_raised": constraints} if constraints else {}),

@@ -37,7 +37,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,12 +48,12 @@ from odcf.stages.base import Stage
 from odcf.stages.rank import (
     demote_boilerplate,
     demote_pleasantries,
-    exact_hits,
     lift_answers,
     lift_cell_outputs,
     lift_constraints,
     lift_corrections,
     lift_hits,
+    query_hits,
     scoring_texts,
     unlift,
 )
@@ -129,13 +129,29 @@ def lead_with_each_question(segs: Sequence[Segment], sims: np.ndarray, scores: n
     if not len(out):
         return out
     top = float(out.max())
-    answerable = np.array([s.kind != "heading" for s in segs])
-    for j in range(sims.shape[1]):
-        col = np.where(answerable, sims[:, j], -np.inf)
-        best = int(np.argmax(col))
-        if np.isfinite(col[best]):
+    for j, best in enumerate(question_leads(segs, sims)):
+        if best is not None:
             out[best] = max(out[best], round(top - 1e-6 * (j + 1), 6))
     return out
+
+
+def question_leads(segs: Sequence[Segment], sims: np.ndarray) -> list[int | None]:
+    """For each question (a column of *sims*), the index of the segment of *segs* (not a heading) most
+    similar to it; None where there is none.
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind=k)
+    ...         for i, (t, k) in enumerate([("## Fees", "heading"), ("Pay in 45 days.", "sentence")])]
+    >>> question_leads(segs, np.array([[0.9, 0.8], [0.1, 0.7]]))
+    [1, 1]
+    """
+    answerable = np.array([s.kind != "heading" for s in segs], dtype=bool)
+    leads: list[int | None] = []
+    for j in range(sims.shape[1]):
+        col = np.where(answerable, sims[:, j], -np.inf)
+        best = int(np.argmax(col)) if len(col) else 0
+        leads.append(best if len(col) and np.isfinite(col[best]) else None)
+    return leads
 
 
 def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query: str) -> tuple[dict[str, float], int]:
@@ -233,25 +249,27 @@ class EmbeddingReranker(Stage):
                 warm()
 
     def _first_pass_order(self, segs: Sequence[Segment], qtexts: Sequence[str], n_task: int,
-                          hits: set[str], scored_as: dict[str, str]) -> list[Segment]:
+                          hits: set[str], failing: set[str], scored_as: dict[str, str]) -> list[Segment]:
         """Segments best first by the cheap score: lexical, or lexical blended with static embeddings."""
         if self.first_pass == "lexical":
             return sorted(segs, key=lambda s: -(s.score or 0.0))  # stable: ties keep document order
         static = self._static_model()
         sem = self._semantic(static.encode([scored_as[s.id] for s in segs]), static.encode(list(qtexts)), n_task)
-        lex = self._lexical(segs, hits)
+        lex = self._lexical(segs, hits, failing)
         cheap = 0.5 * sem + 0.5 * lex
         order = sorted(range(len(segs)), key=lambda i: (-round(float(cheap[i]), 6), i))
         return [segs[i] for i in order]
 
     @staticmethod
-    def _lexical(segs: Sequence[Segment], hits: set[str]) -> np.ndarray:
+    def _lexical(segs: Sequence[Segment], hits: set[str], failing: Collection[str] = ()) -> np.ndarray:
         """The rank stage's scores of *segs*, best scaled to 1; with *hits* (segments naming what the
-        query names, which the rank stage lifted above the rest), as they were before the lift: the
-        lift comes again after the blend."""
-        named = any(s.id in hits for s in segs)
-        lex = np.array([unlift(s.score or 0.0, s.id in hits) if named else (s.score or 0.0) for s in segs],
-                       dtype=np.float64)
+        query names, which the rank stage lifted above the rest) and *failing* (the lines reporting a
+        failure, lifted below them), as they were before the lift: the lift comes again after the blend."""
+        tiered = bool(hits) and bool(failing)
+        named = any(s.id in hits or s.id in failing for s in segs)
+        lex = np.array([(s.score or 0.0) if not named
+                        else unlift(s.score or 0.0, s.id in hits, s.id in failing) if tiered
+                        else unlift(s.score or 0.0, s.id in hits or s.id in failing) for s in segs], dtype=np.float64)
         top = float(lex.max()) if len(lex) else 0.0
         return lex / top if top > 0 else lex
 
@@ -291,7 +309,8 @@ class EmbeddingReranker(Stage):
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
         # what the query names exactly, and the segments holding it
-        names, hits = exact_hits(english, task, [a.regex for a in plan.protection.anchors])
+        names, hits, failing = query_hits(english, task, [a.regex for a in plan.protection.anchors])
+        leads: set[str] = set()  # the best segment for each question of a compound query
         # MiniLM's vocabulary is English: a Chinese query ("质保期") embedded by it scores English
         # segments by noise (a bilingual contract's "Article 5 Acceptance" heading came first);
         # queries in another script steer through the lexical scores alone
@@ -315,12 +334,12 @@ class EmbeddingReranker(Stage):
             if k is None or k >= len(english):
                 chosen, rest = list(english), []
             else:
-                ranked = self._first_pass_order(english, qtexts, len(asked), hits, scored_as)
+                ranked = self._first_pass_order(english, qtexts, len(asked), hits, failing, scored_as)
                 chosen, rest = ranked[:k], ranked[k:]
                 # the segments naming what the query names that the lexical rank put first are
                 # embedded too: when the named host is in every block of a log, the static first pass
                 # can leave out the one block that also says "PANIC"
-                best = sorted((s for s in rest if s.id in hits), key=lambda s: -(s.score or 0.0))[:_NAMED_EXTRA]
+                best = sorted((s for s in rest if s.id in hits | failing), key=lambda s: -(s.score or 0.0))[:_NAMED_EXTRA]
                 if best:
                     extra = {s.id for s in best}
                     chosen = chosen + [s for s in rest if s.id in extra]
@@ -334,10 +353,11 @@ class EmbeddingReranker(Stage):
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)
             sem = self._semantic(svec, qvec, len(asked))
-            lex = self._lexical(chosen, hits)
+            lex = self._lexical(chosen, hits, failing)
             blended = self.semantic_weight * sem + (1.0 - self.semantic_weight) * lex
             if len(asked) > 2:
                 blended = lead_with_each_question(chosen, svec @ qvec[1:len(asked)].T, blended)
+                leads = {chosen[i].id for i in question_leads(chosen, svec @ qvec[1:len(asked)].T) if i is not None}
             for seg, v in zip(chosen, blended):
                 new_scores[seg.id] = round(float(v), 6)
             if rest:
@@ -364,8 +384,9 @@ class EmbeddingReranker(Stage):
             # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
             # first; among those, the rest of the query orders them
             own = {s.id: new_scores.get(s.id, s.score or 0.0) for s in english}
-            new_scores.update(lift_hits(own, hits))
-            data.update({"query_identifiers": names, "exact_matches": len(hits)})
+            # (the lines reporting a failure below them, each question's best above those)
+            new_scores.update(lift_hits(own, hits, failing=failing, leads=leads))
+            data.update({"query_identifiers": names, "exact_matches": len(hits | failing)})
 
         if new_scores:
             new_scores, answers = lift_answers(doc.segments, new_scores)

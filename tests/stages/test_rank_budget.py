@@ -2066,3 +2066,76 @@ def test_a_generic_title_the_query_names_yields_to_the_heading_its_other_words_n
         assert "## Risk Factors" in r.text and "- Cyber: the vendor has no ISO 27001 certificate" in r.text, r.text
         assert "## Summary" not in r.text and "considered strategic" not in r.text, r.text
         assert r.tokens_out <= budget
+
+
+def test_a_failure_repeated_in_a_log_is_one_line_and_ranks_below_what_the_query_names(plan):
+    # QA: "Why did the rollback not help, what was the root cause, and which P1 action items …?" over a
+    # postmortem whose log repeats "… pooler error: no more connections allowed" 41 times (other times,
+    # pids, clients): all 41 were lifted as lines reporting a failure, and 15 of them took the whole
+    # budget; the "## Root cause" section and the rollback's explanation were dropped
+    log = "\n".join(
+        f"2025-09-17 13:{m // 2:02d}:{(m * 7) % 60:02d}.{m * 37 % 1000:03d} UTC [{1000 + m * 131}] " + (
+            f"WARNING C-0x{(m * 2654435761) % 2**32:08x}: checkout/app@10.42.{m * 3 % 250}.{m * 11 % 250}:"
+            f"{30000 + m * 977} pooler error: no more connections allowed (max_client_conn)" if m % 3 == 0 else
+            f"LOG stats: {1800 + m * 7} xacts/s, {2000 + m * 5} queries/s, wait {3000000 + m * 4099} us")
+        for m in range(120))
+    text = ("# Postmortem INC-20931: checkout outage\n\n## Summary\n\n"
+            "Checkout returned HTTP 503 for 61% of requests between 13:02 and 14:47 UTC. The rollback of "
+            "checkout-api to v4.18.1 did not help because the faulty setting lived in the proxy.\n\n"
+            "## Root cause\n\nA pool size meant for staging, 40 instead of 400, was applied to the production "
+            "proxy by OPS-7713.\n\n## Log excerpts\n\n```\n" + log + "\n```\n\n## Action items\n\n"
+            "| ID | Action | Owner | Due | Priority |\n|---|---|---|---|---|\n"
+            "| OPS-7720 | Split the values file per environment | Carlos Ibanez | 2025-09-26 | P1 |\n"
+            "| OPS-7721 | Add a manual gate to production syncs | Lena Vogt | 2025-10-03 | P2 |\n")
+    query = "Why did the rollback not help, what was the root cause, and which P1 action items are owned by whom?"
+    r = make(plan).compress(text, query=query, budget=160, annotate=False)
+    assert "40 instead of 400" in r.text, r.text
+    assert "faulty setting lived in the proxy" in r.text, r.text
+    assert r.text.count("pooler error") <= 1, r.text
+    # what a failure hit is still for: the line reporting it, once, when the query asks about a failure
+    r = make(plan).compress(text, query="what error did the proxy report?", budget=160, annotate=False)
+    assert r.text.count("pooler error: no more connections allowed") >= 1, r.text
+
+
+def test_a_failure_line_is_one_hit_per_template():
+    from odcf.document import Segment
+    from odcf.stages.rank import failure_hits
+
+    lines = ["2025-10-02 08:38:12 ERROR [worker-4] CommitFailedException: Commit cannot be completed",
+             "ok: 12 records indexed", "ok: 9 records indexed", "ok: 3 records indexed",
+             "2025-10-02 08:43:20 ERROR [worker-2] CommitFailedException: Commit cannot be completed",
+             "ok: 15 records indexed", "ok: 1 record indexed",
+             "2025-10-02 08:44:02 ERROR [worker-2] TimeoutException: poll took 412 s"]
+    segs = [Segment(id=f"s{i}", source_id="log", index=i, text=t, original=t, kind="code") for i, t in enumerate(lines)]
+    # the second CommitFailedException (another time, another worker) says nothing the first did not
+    assert failure_hits(segs, "why did restarting the consumers not help?") == {"s0", "s7"}
+
+
+def test_lines_reporting_a_failure_rank_below_the_section_and_the_answers_the_query_asks_for(plan):
+    # QA: with "root cause" in the query, the lines reporting a failure were lifted with the "## Root
+    # cause" section the query names, and above the best sentence for each of its questions: five
+    # different errors of a log took the room of the root cause, the rollback's explanation and the owner
+    errors = ["ERROR: checkout-api readiness probe failed: HTTP 503 from /healthz on pod checkout-7f9c",
+              "ERROR: payment-worker lost its lease on the orders queue and stopped consuming",
+              "FATAL: db-proxy-03 refused the connection: too many clients already for role checkout",
+              "ERROR: cache-warmer timed out fetching the product catalogue from the catalogue service",
+              "ERROR: order-history circuit breaker opened after consecutive upstream timeouts"]
+    lines = []
+    for i in range(30):
+        lines.append(f"13:{i:02d}:10 INFO request completed route=/v2/cart status=200 duration_ms={100 + i * 7}")
+        if i % 6 == 0:
+            lines.append(f"13:{i:02d}:20 " + errors[i // 6])
+    text = ("# Incident INC-9\n\n## Summary\n\nCheckout failed for 90 minutes. The rollback did not help because the "
+            "fault was in the proxy configuration, not in the application.\n\n## Root cause\n\n"
+            "A pool size meant for staging, 40 instead of 400, was applied to the production proxy by OPS-7713.\n\n"
+            "## Logs\n\n```\n" + "\n".join(lines) + "\n```\n\n## Owners\n\nCarlos Ibanez owns the fix, due 2025-09-26.\n")
+    for budget in (80, 100, 120):
+        r = make(plan).compress(text, query="what was the root cause?", budget=budget, annotate=False)
+        assert "40 instead of 400" in r.text, (budget, r.text)
+        r = make(plan).compress(text, query="Why did the rollback not help, what was the root cause, and who owns the fix?",
+                                budget=budget, annotate=False)
+        for answer in ("40 instead of 400", "fault was in the proxy configuration", "Carlos Ibanez owns the fix"):
+            assert answer in r.text, (budget, answer, r.text)
+    # the lines reporting a failure still come next, before the rest of the log
+    r = make(plan).compress(text, query="what was the root cause?", budget=120, annotate=False)
+    assert "40 instead of 400" in r.text and any(e in r.text for e in errors), r.text
