@@ -95,10 +95,11 @@ def join_segments(segments: Sequence[Segment]) -> str:
             yaml.due = ""
         speaker = seg.meta.get("speaker")
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
-                and (prev is None or _turn(prev) != _turn(seg))):
+                and (prev is None or _turn(prev) != _turn(seg)) and seg.kind != "heading"):
             # the turn's first sentence, which holds the speaker's label, was not delivered, and what
             # is above is another turn: say who speaks (a table, a code block or quoted lines start on
-            # their own line)
+            # their own line); never before a heading, which no turn goes on past ("Status: ## Fraud
+            # referrals" read a report's field as a speaker and its next section as that field's text)
             out.append(speaker + (nl if seg.kind in ("table", "code", "json") or seg.meta.get("quote") else " "))
         elif (speaker and not seg.meta.get("opens_line") and prev is not None and prev.paragraph != seg.paragraph
               and not _same_turn(prev, seg) and seg.kind in ("sentence", "list") and not seg.meta.get("quote")

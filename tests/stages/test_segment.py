@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 from odcf.document import Document, Source
@@ -522,6 +523,47 @@ def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_it
     assert join_segments([out[1], please]) == out[1].text + "\n\n" + please.text
     # a transcript of one line a turn (no message over paragraphs) is not a chat log of turns
     assert all("turn" not in s.meta for s in seg("Alice: We ship today.\nBob: Fine.\nAlice: Good.\nBob: Bye.\n"))
+
+
+REPORT = ("# Weekly claims operations report\n\n## Team A\n\nStatus: green. Backlog 41 claims, 3 over SLA.\n\n"
+          "The new intake form went live on Monday.\n\n## Team B\n\nStatus: amber. Backlog 77 claims, 12 over SLA.\n\n"
+          "Two adjusters are on leave until 14 October.\n\n## Fraud referrals\n\n"
+          "Payment on CLM-2025-05980 must not be released until SIU closes it.\n\n## Team C\n\n"
+          "Status: red. Backlog 130 claims, 40 over SLA.\n\nOvertime approved up to 120 hours.\n")
+
+
+def test_a_field_opening_a_paragraph_under_each_heading_is_no_speaker_and_a_heading_ends_a_turn():
+    # QA: a weekly report's "Status: …" under three headings was read as a chat of "Status:" turns that
+    # ran over every later heading; with the Team B line left out, the next section was written
+    # "Status: ## Fraud referrals", its paragraph read as Team B's status
+    out = seg(REPORT)
+    assert not [s.text for s in out if "speaker" in s.meta or "turn" in s.meta]
+    keep = {s.index for s in out if s.text.startswith(("# Weekly", "Two adjusters", "## Fraud", "Payment on"))}
+    assert _delivered(out, keep) == ("# Weekly claims operations report\n\nTwo adjusters are on leave until 14 October."
+                                     "\n\n## Fraud referrals\n\nPayment on CLM-2025-05980 must not be released until "
+                                     "SIU closes it.")
+    # two fields under each heading take turns ("Owner:", "Status:", "Owner:" …) and still speak for no one
+    fields = "".join(f"## Team {t}\n\nOwner: {o}.\n\nStatus: {c}.\n\nBacklog {n} claims.\n\n"
+                     for t, o, c, n in (("A", "Kim", "green", 41), ("B", "Ravi", "amber", 77), ("C", "Ana", "red", 130)))
+    assert not [s.text for s in seg(fields) if "turn" in s.meta]
+    # speakers taking turns under one heading are a chat; a heading in a message ends its turn and is
+    # never written after a label
+    chat = seg("# Transcript\n\nAlice: Which claims are late?\n\nBob: Three of them:\n\n- CLM-1\n- CLM-2\n\n"
+               "Alice: Pay CLM-1 today.\n\n## Follow-up\n\nBob: Done.\n\nNothing else is open.\n")
+    turns = {s.text: s.meta.get("speaker") for s in chat}
+    assert turns["- CLM-1"] == "Bob:" and turns["Alice: Pay CLM-1 today."] == "Alice:"
+    assert turns["## Follow-up"] is None and turns["Nothing else is open."] == "Bob:"
+    follow = [s.index for s in chat if s.text in ("Alice: Which claims are late?", "## Follow-up")]
+    assert _delivered(chat, set(follow)) == "Alice: Which claims are late?\n\n## Follow-up"
+    # a chat with an agent whose message holds a heading: the parts before it keep their turn
+    agent = seg("user: Plan two days in Lyon.\n\nassistant: Here is a plan.\n\n## Day 1\n\nVisit the old town.\n\n"
+                "user: Shorter, please.\n\nassistant: Sure.\n\nOne day only.\n")
+    turns = {s.text: s.meta.get("speaker") for s in agent}
+    assert turns["One day only."] == "assistant:" and turns["## Day 1"] is None and turns["Visit the old town."] is None
+    # whatever the segmenter says, no label is written onto a heading
+    said = [dataclasses.replace(s, meta={**s.meta, "speaker": "Status:", "turn": 0}) if s.index else s
+            for s in out if s.text.startswith(("# Weekly", "## Fraud", "Payment on"))]
+    assert _delivered(said, {s.index for s in said}).split("\n\n")[1] == "## Fraud referrals"
 
 
 def test_chat_lines_with_time_stamps_are_transcript_lines_and_log_lines_stay_a_log():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from odcf.stages.segment.lines import FENCE_RE, HEADING_RE, Piece
@@ -37,7 +38,9 @@ NOT_SPEAKER = (r"(?:" + LOG_LEVELS + r"|PANIC|EMERG"
 #: An agent log's role tag in brackets, without a colon: "[user]", "[assistant]", "[system]",
 #: "[assistant -> get_order]" (a tool call), "[tool get_order]" (its result); a role word, then maybe
 #: the tool's name. "[Note]" or "[2]" is no role.
-ROLE_TAG = (r"\[(?i:user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer)"
+#: The roles of a chat with an agent, as its tags and labels name them.
+ROLE_WORDS = r"user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer"
+ROLE_TAG = (r"\[(?i:" + ROLE_WORDS + r")"
             r"(?:[ \t]*(?:->|→|:)[ \t]*[\w.\-]{1,40}|[ \t]+[\w.\-]{1,40})?\]")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
 #: "SPEAKER_01:", "user:", "dana (dba):" (up to four words, the first capitalised, or one lower-case
@@ -155,32 +158,77 @@ CONTINUATION_LINES = 3
 LABEL_ONLY_RE = re.compile(LABEL + r"[ \t]*$")
 
 
-def chat_turns(lines: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+#: A speaker's name that is a chat's role ("user:", "Assistant:"): a chat's label even where the
+#: messages are cut by headings.
+ROLE_NAME_RE = re.compile(r"(?i:" + ROLE_WORDS + r")(?:[ \t]*\([^()\n]*\))?:")
+
+
+def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = ()) -> list[tuple[int, int, str | None]]:
     """The turns of a chat log whose messages run over paragraphs: ``(start offset, end of the label,
-    label)`` of each paragraph that opens with a speaker label, when at least three do, a label
+    label)`` of each paragraph that opens with a speaker's label, when at least three do, a label
     comes back, and some paragraph between them opens without one (a message with a list or a
-    second paragraph). Else [] (a transcript of one line a turn is handled line by line)."""
-    turns: list[tuple[int, int, str]] = []
-    unlabelled_inside = False
+    second paragraph); and ``(offset, offset, None)`` of each heading (at *headings*, the offsets of
+    the segmenter's heading pieces) that ends a turn. Else [] (a transcript of one line a turn is
+    handled line by line).
+
+    A label is a speaker's when speakers alternate under one heading (it comes back after another
+    label's paragraph with no heading between: "Alice:", "Bob:", "Alice:"), or it has a time stamp,
+    a role tag or a role's name ("[14:02] dana:", "[user]", "assistant:"); a label that opens a
+    paragraph once under each of several headings ("Status: green." under "## Team A", "Status:
+    amber." under "## Team B") is a field of a report, no speaker."""
+    heads = sorted(headings)
+    # each heading (label None) and each paragraph's first line (its label, or "" for none), with the
+    # number of the section (the part between two headings) it is in
+    found: list[tuple[int, int, str | None, int]] = []
+    section = h = 0
+    marked: set[str] = set()  # labels with a stamp, a role tag or a role's name
     for k, (ls, _le, line) in enumerate(lines):
+        if h < len(heads) and heads[h] <= ls + len(line):
+            while h < len(heads) and heads[h] <= ls + len(line):
+                h += 1
+            section += 1
+            found.append((heads[h - 1], heads[h - 1], None, section))
+            continue
         if not line.strip() or (k and lines[k - 1][2].strip() and not opens_turn(lines, k)):
             continue  # not the first line of a paragraph (nor a line opening with a role tag)
         m = SPEAKER_RE.match(line) or LABEL_ONLY_RE.match(line)
-        if m:
-            turns.append((ls, ls + m.end(1), speaker_of(m)))
-        elif turns:
-            unlabelled_inside = True
-    labels = [t[2] for t in turns]
-    if len(turns) < 3 or len(set(labels)) == len(labels) or not unlabelled_inside:
+        label = speaker_of(m) if m else ""
+        if m and (m.group("tag") or STAMPED_SPEAKER_RE.match(line) or ROLE_NAME_RE.fullmatch(label)):
+            marked.add(label)
+        found.append((ls, ls + m.end(1) if m else ls, label, section))
+    speakers = set(marked)
+    last: dict[int, str] = {}
+    seen: set[tuple[int, str]] = set()
+    for _start, _end, label, sec in found:
+        if not label:
+            continue
+        if (sec, label) in seen and last[sec] != label:
+            # a label back after another's paragraph under one heading: speakers alternate
+            speakers.update(lb for sc, lb in seen if sc == sec)
+        seen.add((sec, label))
+        last[sec] = label
+    turns: list[tuple[int, int, str | None]] = []
+    unlabelled_inside = False
+    for start, end, label, _sec in found:
+        if label is not None and label in speakers:
+            turns.append((start, end, label))
+        elif turns and turns[-1][2] is not None:
+            if label is None:
+                turns.append((start, start, None))  # a heading ends the turn above it
+            else:
+                unlabelled_inside = True  # a paragraph of the turn without a label (or a field's)
+    labels = [t[2] for t in turns if t[2] is not None]
+    if len(labels) < 3 or len(set(labels)) == len(labels) or not unlabelled_inside:
         return []
     return turns
 
 
-def in_turn(piece: Piece, turns: list[tuple[int, int, str]], starts: list[int]) -> Piece:
+def in_turn(piece: Piece, turns: list[tuple[int, int, str | None]], starts: list[int]) -> Piece:
     """*piece* with the speaker label and number of the chat turn it is in (odcf.render writes the
-    label before a piece delivered without its turn's first one)."""
+    label before a piece delivered without its turn's first one); as it is when it is in no turn
+    (before the first, or from a heading on: a heading is never written after a label)."""
     k = bisect.bisect_right(starts, piece.start) - 1
-    if k < 0:
+    if k < 0 or turns[k][2] is None:
         return piece
     _, label_end, label = turns[k]
     meta = {key: v for key, v in (piece.meta or {}).items() if key not in ("speaker", "opens_line")}
