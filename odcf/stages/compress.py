@@ -33,9 +33,11 @@ How much it keeps (one global decision over all the words it compresses, never p
 With a rate or a budget, a word's probability is first multiplied by its segment's relevance
 (the rank/rerank score over the best compressed segment's; ``relevance=False`` switches this off),
 so that the kept words gather in the passages that matter for the query rather than thinning
-every passage alike. Words that overlap a protected span are always kept and count towards the rate. A compressed
+every passage alike. Words that overlap a protected span are always kept and count towards the rate, and so are
+the words that say what a protected value is (:func:`value_labels`: "Initial ACV payment =", "5% of Coverage A"). A compressed
 segment is rebuilt from its original text: kept words verbatim, each preceded by the whitespace
-that preceded it in the original (so line breaks survive), nothing re-spaced or re-cased; when the
+that preceded it in the original, or the last line break among the words dropped before it (so a line's
+words never run onto the line before), nothing re-spaced or re-cased; when the
 last word is dropped, the sentence's closing mark (``. ! ? ; :`` or ``。！？；``) ends the rebuilt
 text (in place of a comma the new last word carried), so that it never runs into the next sentence.
 """
@@ -110,6 +112,7 @@ class _Work:
     seg: Segment
     words: tuple[tuple[int, int], ...]
     forced: np.ndarray
+    labels: int = 0  # forced words that only :func:`value_labels` keeps
 
 
 class TokenCompressor(Stage):
@@ -236,6 +239,7 @@ class TokenCompressor(Stage):
         data.update({
             "segments": changed, "emptied": emptied, "candidates": len(work), "words_in": words_in, "words_kept": words_kept,
             "forced": int(sum(int(w.forced.sum()) for w in work)),
+            "labels": {"words": sum(w.labels for w in work)},
             "kept_ratio": round(words_kept / words_in, 4) if words_in else None,
         })
         return doc.with_event(TraceEvent(stage=self.name, data=data), segments=tuple(new_segments))
@@ -284,7 +288,7 @@ class TokenCompressor(Stage):
                 skipped[why].append(seg.id)
                 fixed += counter.count(seg.text)
                 continue
-            work.append(_Work(i, seg, words, forced_words(words, seg)))
+            work.append(_Work(i, seg, words, *_forced_and_labels(words, seg)))
         return work, skipped, fixed
 
     def _target(self, doc: Document, plan: Plan, work: Sequence[_Work], fixed: int, counter: Any) -> tuple[str, float, dict[str, Any]]:
@@ -469,11 +473,16 @@ OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=",
 
 
 def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
-    """Words of ``seg.original`` that overlap a protected span or are a comparison sign (and so
-    must be kept)."""
+    """Words of ``seg.original`` that overlap a protected span or are a comparison sign, and the
+    words that say what a protected value is (see :func:`value_labels`): all must be kept."""
+    return _forced_and_labels(words, seg)[0]
+
+
+def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment) -> tuple[np.ndarray, int]:
+    """:func:`forced_words`, and how many of them only :func:`value_labels` keeps (for the trace)."""
     forced = np.zeros(len(words), dtype=bool)
     if not words:
-        return forced
+        return forced, 0
     text = seg.original
     for i, (s, e) in enumerate(words):
         if e - s <= 3 and text[s:e] in OPERATOR_WORDS:
@@ -487,12 +496,15 @@ def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
                 break
             forced[i] = True
     if not seg.protected:
-        return forced
+        return forced, 0
     starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
     ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))
+    protected = np.zeros(len(words), dtype=bool)
     for span in seg.protected:
-        forced |= (starts < span.end) & (ends > span.start)
-    return _bridged(words, text, forced)
+        protected |= (starts < span.end) & (ends > span.start)
+    out = _bridged(words, text, forced | protected)
+    labels = value_labels(words, text, protected) & ~out
+    return out | labels, int(labels.sum())
 
 
 #: The most words between two kept protected words that are kept with them: what joins two amounts
@@ -555,6 +567,87 @@ def _measured(words: Sequence[tuple[int, int]], text: str, i: int) -> int:
     return i
 
 
+#: The most words of a label before "=" or ":" kept with the value after it ("Initial ACV payment = $13,325.80").
+LABEL_WORDS = 6
+#: The most words of a clause before a value, with no "=" or ":" between, kept with it ("paid in full on 24 February
+#: 2025", "Plus mitigation $6,840.00"); a longer clause is the model's and the skeleton's to thin.
+CLAUSE_WORDS = 4
+#: The most words of the "of <noun phrase>" after a percentage kept with it ("5% of Coverage A").
+OF_WORDS = 4
+#: Marks that end a label or clause when a word ends with one (or a line break follows it).
+_CLAUSE_END = ".!?;:,。！？；，"
+#: Words that name a share ("5 percent of the fee").
+_PERCENT_WORDS = frozenset({"percent", "per cent", "pct"})
+
+
+def value_labels(words: Sequence[tuple[int, int]], text: str, protected: np.ndarray) -> np.ndarray:
+    """Words that say what a protected value (a run of protected words with a digit in its first two) is: the
+    words of its line or clause before an ``=`` or ``:`` right before it (at most :data:`LABEL_WORDS`:
+    "Covered RCV = $1,722.00 + …", "Named storm deductible: 5%"), else its whole clause before it when
+    that is at most :data:`CLAUSE_WORDS` words ("…, paid in full on 24 February 2025"), and the "of"
+    phrase after a percentage (at most :data:`OF_WORDS` words after "of": "5% of Coverage A ($20,600)").
+    A label longer than its limit keeps none of its words: the model and the skeleton decide.
+
+    >>> t = "Fee: 5% of the contract value, due. Initial ACV payment = $900, paid in full on 2 May."
+    >>> w = [(m.start(), m.end()) for m in re.finditer(r"\\S+", t)]
+    >>> p = np.array([x in ("5%", "$900,", "2", "May.") for x in t.split()])
+    >>> " ".join(t[s:e] for (s, e), k in zip(w, value_labels(w, t, p)) if k)
+    'Fee: of the contract value, Initial ACV payment = paid in full on'
+    """
+    out = np.zeros(len(words), dtype=bool)
+    n = len(words)
+
+    def word(k: int) -> str:
+        return text[words[k][0]:words[k][1]]
+
+    def ends_clause(k: int) -> bool:  # word k closes a clause: its last mark, or a line break after it
+        nxt = words[k + 1][0] if k + 1 < n else len(text)
+        return word(k)[-1] in _CLAUSE_END or "\n" in text[words[k][1]:nxt]
+
+    k = 0
+    while k < n:
+        if not protected[k]:
+            k += 1
+            continue
+        first = k
+        while k + 1 < n and protected[k + 1] and not ends_clause(k):
+            k += 1
+        last = k
+        k += 1
+        if not any(ch.isdigit() for ch in text[words[first][0]:words[min(last, first + 1)][1]]):
+            continue  # a value opens with its number ("$5,000", "March 3"), not a long clause that holds one
+        # the label before it: "label = value" / "label: value", else the clause it opens
+        j = first - 1
+        op = j >= 0 and not protected[j] and "\n" not in text[words[j][1]:words[first][0]] and (
+            word(j) in ("=", ":") or (word(j).endswith(":") and len(word(j)) > 1))
+        limit = LABEL_WORDS if op else CLAUSE_WORDS
+        colon_word = j if op and word(j) not in ("=", ":") else -1  # "deductible:" is the label's own last word
+        if op and colon_word < 0:
+            out[j] = True
+            j -= 1
+        i = j
+        while i >= 0 and j - i <= limit and not protected[i] and (i == colon_word or not ends_clause(i)):
+            i -= 1
+        if j - i <= limit and (i < 0 or (protected[i] and (op or ends_clause(i)))
+                                or (not protected[i] and i != colon_word)):
+            out[i + 1:j + 1] = True
+        # "5% of <noun phrase>"
+        tail = word(last).rstrip(_CLAUSE_END + ")")
+        if ((tail.endswith("%") or tail.casefold() in _PERCENT_WORDS) and not ends_clause(last)
+                and last + 1 < n and word(last + 1) == "of" and not ends_clause(last + 1)):
+            out[last + 1] = True
+            content = False
+            for m in range(last + 2, min(n, last + 2 + OF_WORDS)):
+                w = word(m)
+                if protected[m] or w[:1] in "([{" or (content and w in STOPWORDS):
+                    break
+                out[m] = True
+                content = content or w not in STOPWORDS
+                if ends_clause(m):
+                    break
+    return out
+
+
 #: Rounds of measuring the assembled text and choosing the words again under a budget.
 _FIT_ROUNDS = 4
 
@@ -566,19 +659,27 @@ _TRAILING_COMMA = ",，、"
 
 
 def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -> str:
-    """The kept words of *original*, each after the whitespace that preceded it there; when the
+    """The kept words of *original*, each after the whitespace that preceded it there (or the last line
+    break among the words dropped before it: a line's words never join the line before); when the
     last word is dropped, ended with the original's closing mark (see :data:`SENTENCE_END`).
 
     >>> rebuild("Take 5 mg daily.", [(0, 4), (5, 6), (7, 9), (10, 16)], np.array([1, 1, 1, 0], dtype=bool))
     'Take 5 mg.'
     """
     parts: list[str] = []
+    last = -1
     for i in np.flatnonzero(keep):
         s, e = words[i]
         if parts:
-            prev_end = words[i - 1][1] if i > 0 else 0
-            parts.append(original[prev_end:s] or " ")
+            space = original[words[i - 1][1]:s] or " "
+            if "\n" not in space:
+                # a line break among the dropped words still ends the kept word's line: the next line's
+                # words are never joined onto it ("mitigation $6,840.00.\n= $13,325.80", not "… $6,840.00. = …")
+                breaks = [m.group(0) for m in re.finditer(r"\s*\n\s*", original[words[last][1]:s])]
+                space = breaks[-1] if breaks else space
+            parts.append(space)
         parts.append(original[s:e])
+        last = i
     text = "".join(parts)
     end = original.rstrip()[-1:]
     if text and words and not keep[-1] and end and end in SENTENCE_END and text[-1] not in SENTENCE_END:

@@ -305,9 +305,11 @@ def test_kept_words_are_verbatim_in_order_with_their_own_spacing(pairs, rate) ->
     orig = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
     got = out.text
     # every kept word is an original word, in order, never re-cased; between kept words only
-    # the whitespace that preceded the later one in the original
+    # the whitespace that preceded the later one in the original, or, when that holds no line break
+    # and the dropped words between them did, the last such line break (never a line joined on)
     pos = 0
     i = 0
+    prev_end = 0
     for m in re.finditer(r"(\s*)(\S+)", got):
         lead, word = m.group(1), m.group(2)
         while i < len(orig) and orig[i][1] != word:
@@ -315,8 +317,12 @@ def test_kept_words_are_verbatim_in_order_with_their_own_spacing(pairs, rate) ->
         assert i < len(orig), f"{word!r} is not an original word"
         start = orig[i][0]
         before = text[:start]
-        assert lead == ("" if pos == 0 else before[len(before.rstrip()):])
+        own = before[len(before.rstrip()):]
+        breaks = re.findall(r"\s*\n\s*", text[prev_end:start])
+        expected = own if "\n" in own or not breaks else breaks[-1]
+        assert lead == ("" if pos == 0 else expected)
         pos += 1
+        prev_end = start + len(word)
         i += 1
 
 
@@ -523,3 +529,38 @@ def test_skeleton_words_are_the_main_clause_s_verb_subject_and_modal() -> None:
     words = list(split_words(text))
     keep = skeleton_words(words, next(iter(pipe([text], parse=True, ner=False))))
     assert [text[s:e] for (s, e), k in zip(words, keep) if k] == ["Employees", "may", "work"]
+
+
+def test_a_value_keeps_its_label_and_a_percentage_what_it_is_a_share_of() -> None:
+    # QA: thinned, "Covered RCV = $1,722.00 + …" read "RCV = …", "Initial ACV payment = $8,985.80 + …" read
+    # "= …", "5% of Coverage A ($20,600)" read "5% ($20,600)" and "paid in full on 24 February 2025" "full on …"
+    text = ("Named storm deductible: 5% of Coverage A ($20,600) for the whole of the insured dwelling.\n"
+            "Premium: $2,184 annually, paid in full on 24 February 2025 by the insured herself.\n"
+            "Covered RCV = $1,722.00 + $656.00 = $2,378.00.\n"
+            "Plus mitigation $6,840.00.\n"
+            "Initial ACV payment = $2,378.00 + $6,840.00 = $9,218.00.\n"
+            "The adjuster who visited the house on a rainy morning counted 12 wet boxes in the basement.")
+    values = ["5%", "($20,600)", "$2,184", "24 February 2025", "$1,722.00", "$656.00", "$2,378.00", "$6,840.00",
+              "$9,218.00", "12"]
+    spans = [Span(m.start(), m.end(), m.group(0), "anchor:number") for v in values for m in re.finditer(re.escape(v), text)]
+    out = stage(rate=0.1)(make_doc(seg("a#0", text, protected=spans)), PLAN)
+    s = out.segments[0]
+    assert s.status == "compressed"
+    for part in ("Named storm deductible: 5% of Coverage A ($20,600)", "paid in full on 24 February 2025",
+                 "Covered RCV = $1,722.00 + $656.00 = $2,378.00", "\nPlus mitigation $6,840.00.\n",
+                 "\nInitial ACV payment = $2,378.00 + $6,840.00 = $9,218.00"):
+        assert part in s.text, s.text
+    # a long clause before a value is not a label: the model thins it as before
+    assert "The adjuster who visited" not in s.text, s.text
+    assert out.trace[-1].data["labels"]["words"] >= 12
+
+
+def test_rebuild_never_joins_a_line_onto_the_line_before() -> None:
+    # QA: "Plus mitigation $6,840.00.\nInitial ACV payment = $13,325.80." with its first line's "Plus" and the
+    # second's "Initial ACV payment" dropped read "mitigation $6,840.00. = $13,325.80."
+    text = "Plus mitigation $6,840.00.\n  Initial ACV payment = $13,325.80."
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    keep = np.array([0, 1, 1, 0, 0, 0, 1, 1], dtype=bool)
+    assert rebuild(text, spans, keep) == "mitigation $6,840.00.\n  = $13,325.80."
+    one_line = "Alpha beta gamma delta"
+    assert rebuild(one_line, [(0, 5), (6, 10), (11, 16), (17, 22)], np.array([1, 0, 0, 1], dtype=bool)) == "Alpha delta"
