@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, preset_role_note, stage_overrides
 
 #: The exit code of a job that ran to the end with failed records: every record, or with
 #: ``--fail-on-errors`` any (1 is an error that stopped the job, 3 records that do not add up).
@@ -92,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise OdcfError(str(exc)) from exc
+    try:
+        note = preset_role_note(config.build_compressor().plan, args.role)
+    except OdcfError:
+        note = None  # a bad ontology or role: run_batch reports it
+    if note:
+        print(f"odcf batch: note: {note}", file=sys.stderr)
     workers = pool_size_hint() if args.workers is None else args.workers
     summary = run_batch(
         args.input, args.output, config, engine=args.engine, workers=workers, chunk_size=args.chunk_size,

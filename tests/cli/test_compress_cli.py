@@ -292,7 +292,7 @@ def test_without_role_or_budget_the_default_role_is_said_when_nothing_was_compre
     assert "note:" not in capsys.readouterr().err
     # a near miss of a role name gets a suggestion
     assert main(["compress", str(contract), "--role", "writr"]) != 0
-    assert "unknown role 'writr' for domain 'general' (did you mean 'writer'? known roles: " in capsys.readouterr().err
+    assert "unknown role 'writr' for domain 'general' (did you mean 'writer'? declared: none; shipped presets: " in capsys.readouterr().err
 
 
 def test_compress_help_names_the_default_role(capsys):

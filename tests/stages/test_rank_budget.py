@@ -69,7 +69,7 @@ def test_strict_fails_with_the_overshoot_and_lenient_marks_over_budget(plan):
 
 
 def test_unknown_role_is_a_clear_error(plan):
-    with pytest.raises(PlanError, match="unknown role 'ghost'.*known roles: planner, writer"):
+    with pytest.raises(PlanError, match="unknown role 'ghost'.*declared: planner, writer"):
         make(plan).compress("x", role="ghost")
 
 
