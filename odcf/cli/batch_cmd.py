@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from odcf.batch.job import run_batch
     from odcf.batch.local import pool_size_hint
     from odcf.batch.worker import BatchConfig
+    from odcf.compressor import role_unit_warning
     from odcf.errors import OdcfError
 
     try:
@@ -93,9 +94,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise OdcfError(str(exc)) from exc
     try:
-        note = preset_role_note(config.build_compressor().plan, args.role)
+        compressor = config.build_compressor()
+        note = preset_role_note(compressor.plan, args.role)
+        unit_warning = role_unit_warning(compressor.plan, args.role, compressor.unit_for(args.role)) \
+            if args.role is not None and args.budget is None else None
     except OdcfError:
-        note = None  # a bad ontology or role: run_batch reports it
+        note = unit_warning = None  # a bad ontology or role: run_batch reports it
     if note:
         print(f"odcf batch: note: {note}", file=sys.stderr)
     workers = pool_size_hint() if args.workers is None else args.workers
@@ -111,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
                 f"output ({summary.tokens_out} tokens) is no smaller than the input ({summary.tokens_in}): nothing "
                 "was compressed; give --role or --budget")
         summary = dataclasses.replace(summary, warnings=(*summary.warnings, note))
+    if unit_warning and summary.records_out:
+        # every record's record says it; the summary says it once, where it is seen
+        summary = dataclasses.replace(summary, warnings=(*summary.warnings, f"every record: {unit_warning}"))
     if args.json:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
     else:
