@@ -119,6 +119,14 @@ def test_invalid_utf8_names_the_byte(tmp_path, capsys):
     assert "invalid UTF-8 at byte 8" in capsys.readouterr().err
 
 
+def test_invalid_utf8_names_the_line_and_column(tmp_path, capsys):
+    # QA s28/qa1 #7: only the byte offset was named; a 10,000-line log needed a hex editor to find it
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("Claim CLM-2025-00001 — café\nPayable \xff\xfe $1,000.\n".encode("utf-8").replace(b"\xc3\xbf\xc3\xbe", b"\xff\xfe"))
+    assert main(["compress", str(bad)]) == 1
+    assert f"{bad}:2: invalid UTF-8 at byte 39 (line 2, column 9): b'\\xff\\xfe $'" in capsys.readouterr().err
+
+
 def test_binary_and_utf16_files_are_one_clear_error(tmp_path, capsys):
     png = tmp_path / "fake.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
