@@ -154,10 +154,7 @@ class Compressor:
                 raise StageError(f"{name} must be True or False, got {flag!r}")
         check_tokenizer(tokenizer)
         srcs = to_sources(sources)
-        unit = tokenizer or self.tokenizer
-        if unit is None and role is not None:
-            unit = self.plan.role(role).unit
-        unit = unit or self.plan.tokenizer
+        unit = self.unit_for(role, tokenizer)
         counter = get_counter(unit)
         meta = {
             "strict": strict,
@@ -230,6 +227,14 @@ class Compressor:
             out.extend(f"state source {src.id}: {p}" for p in schema_problems(data, self.plan.state_schema))
         return out
 
+    def unit_for(self, role: str | None, tokenizer: str | None = None) -> str:
+        """What a run for *role* counts in: *tokenizer*, else this compressor's, else the role's ``unit:``,
+        else the plan's tokenizer."""
+        unit = tokenizer or self.tokenizer
+        if unit is None and role is not None:
+            unit = self.plan.role(role).unit
+        return unit or self.plan.tokenizer
+
     def handoff(self, role: str, items: Sequence[Any], **kwargs: Any) -> Any:
         """Prepare a multi-agent handoff for *role* (see :mod:`odcf.handoff`)."""
         from odcf.handoff.engine import handoff
@@ -245,8 +250,18 @@ def role_unit_warning(plan: Plan, role: str, unit: str) -> str | None:
     if declared == unit:
         return None
     how = "" if contract.unit else " (the plan's tokenizer: the role declares no unit)"
-    return (f"role {role!r} gives its budget of {contract.budget} in {declared}{how}; "
-            f"it is counted in {unit} here, the tokenizer this call was given")
+    n = contract.budget
+    # a token of English text is 3-4 bytes: the budget's text grows or shrinks that much
+    scale = (", about 3 to 4 times the text the role's contract allows" if declared == "bytes"
+             else ", about a third to a quarter of the text the role's contract allows" if unit == "bytes" else "")
+    return (f"role {role!r} gives its budget of {n} in {declared}{how}; "
+            f"it is counted in {unit} here, the tokenizer this call was given: {n} {_unit_words(unit)}{scale} "
+            f"(to count it in {declared}, give the tokenizer {declared} or none)")
+
+
+def _unit_words(unit: str) -> str:
+    """``bytes`` or ``cl100k_base tokens``: what a budget of *unit* counts."""
+    return "bytes" if unit == "bytes" else f"{unit} tokens"
 
 
 def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]) -> list[Source]:

@@ -23,8 +23,9 @@ def decode_text(raw: bytes, where: str, *, allow_nul: bool = False) -> str:
 
     The BOM is an encoding marker, not text: ``odcf compress`` does not deliver it, and the
     record's ``source_sha256`` is the hash of the text without it, which is what ``odcf verify``
-    re-reads. A UTF-16 file (its BOM) and invalid UTF-8 are an :class:`InputError` naming the
-    byte offset in the file; so is a NUL byte (binary data, not text) unless *allow_nul*.
+    re-reads. A UTF-16 file (its BOM) and invalid UTF-8 are an :class:`InputError`, invalid UTF-8
+    naming its line, column and byte offset in the file (``a.txt:2: invalid UTF-8 at byte 29 (line 2,
+    column 9): b'\\xff…'``); so is a NUL byte (binary data, not text) unless *allow_nul*.
 
     >>> decode_text(b"\\xef\\xbb\\xbfPay $5.", "a.txt")
     'Pay $5.'
@@ -37,7 +38,13 @@ def decode_text(raw: bytes, where: str, *, allow_nul: bool = False) -> str:
     try:
         text = raw.decode("utf-8")  # not utf-8-sig: an error's offset counts the BOM's bytes too
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: invalid UTF-8 at byte {exc.start}: {raw[exc.start:exc.start + 4]!r}") from exc
+        # FILE:LINE as for an ontology's problems: a byte offset alone needs a hex editor in a long log
+        line = raw.count(b"\n", 0, exc.start) + 1
+        start = raw.rfind(b"\n", 0, exc.start) + 1
+        before = raw[start:exc.start].decode("utf-8")  # what precedes the bad byte decodes
+        column = len(before[1:] if start == 0 and before.startswith(_BOM) else before) + 1  # a BOM is no text
+        raise InputError(f"{where}:{line}: invalid UTF-8 at byte {exc.start} (line {line}, column {column}): "
+                         f"{raw[exc.start:exc.start + 4]!r}") from exc
     return text[1:] if text.startswith(_BOM) else text
 
 

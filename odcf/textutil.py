@@ -529,11 +529,22 @@ def person_opener(sentence: str) -> str | None:
 #: capitalised name ("these Terms"); at its start :data:`_PRONOUN_OPENER_RE` reads it.
 _DEMONSTRATIVE_RE = re.compile(r"\b(?i:these|those)\s+(?!(?:who|whom|whose|which|that|of|in|at|on|are|were|will|may|must)\b)"
                                r"[a-z][a-z-]{2,}\b")
+#: "both"/"either"/"neither"/"such", "the two"/"the three", "the above"/"the foregoing" (or "these …"/"those …") and a
+#: lower-case noun, anywhere in a short sentence ("Mold is not covered unless both conditions are met."): which
+#: conditions, the sentence before it states. Not a noun that names its own ("both copies of the form", "either
+#: email or post", "such time as …", "both Parties"), nor a word of :data:`STOPWORDS` ("both the", "such as").
+_QUANTIFIER_RE = re.compile(
+    r"\b(?:(?i:both|either|neither|such)|(?i:the|these|those)\s+(?i:two|three|above|foregoing))\s+([a-z][a-z-]{2,})\b"
+    r"(?!\s+(?:of|for|in|under|to|and|or|nor|as|that)\b|\s+[A-Z0-9#])")
+#: Nouns after "both"/"either"/"neither" that name whom a contract is between ("either party may terminate"):
+#: named at its top, not in the sentence before.
+_PARTY_NOUNS = frozenset({"party", "parties"})
 
 
 def demonstrative_back(sentence: str) -> str | None:
     """"these"/"those" with its noun in *sentence* of at most 12 words (:data:`_DEMONSTRATIVE_RE`), not as its
-    first word and not in a lead-in ending in ":" ("Fill in these fields:" points ahead), or None.
+    first word, or "both"/"either"/"such"/"the two"/"the above" … with its noun anywhere in it
+    (:data:`_QUANTIFIER_RE`), and not in a lead-in ending in ":" ("Fill in these fields:" points ahead), or None.
 
     >>> demonstrative_back("A claim made after these periods will not be accepted.")
     'these periods'
@@ -541,12 +552,26 @@ def demonstrative_back(sentence: str) -> str | None:
     ...  "Fees apply to those who pay late.", "A fee applies under these Terms.",
     ...  "A claim made after these periods will not be accepted by the Carrier or by any of its agents.")]
     [None, None, None, None, None]
+    >>> [demonstrative_back(s) for s in ("Mold is not covered unless both conditions are met.",
+    ...  "Neither condition is waived.", "The claim is paid once the two documents arrive.",
+    ...  "Such losses are excluded.", "The above limits apply per claim.")]
+    ['both conditions', 'Neither condition', 'the two documents', 'Such losses', 'The above limits']
+    >>> [demonstrative_back(s) for s in ("Either party may terminate for material breach.",
+    ...  "Notice binds both parties.", "Send both copies of the form.", "Notice may be given by either email or post.",
+    ...  "Access stays suspended until such time as payment is received.", "Both Parties must sign.",
+    ...  "Pressure is equal on both the inlet and the outlet.", "Fees such as late fees apply.")]
+    [None, None, None, None, None, None, None, None]
     """
     text = sentence.strip()
     if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
         return None
     m = _DEMONSTRATIVE_RE.search(text, 1)
-    return m.group(0) if m and text[:m.start()].strip("\"'\u201c\u2018([ ") else None
+    if m and text[:m.start()].strip("\"'\u201c\u2018([ "):
+        return m.group(0)
+    for m in _QUANTIFIER_RE.finditer(text):
+        if m.group(1) not in STOPWORDS and m.group(1) not in _PARTY_NOUNS:
+            return m.group(0)
+    return None
 
 
 def points_back(sentence: str, before: str, *, same_paragraph: bool = True) -> str | None:

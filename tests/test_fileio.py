@@ -58,7 +58,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
 def test_decode_text_is_the_one_way_files_are_read():
     assert decode_text(b"\xef\xbb\xbfPay $5.\n", "a.txt") == "Pay $5.\n"  # the BOM is an encoding mark, not text
     assert decode_text(b"Pay \xef\xbb\xbf$5.", "a.txt") == "Pay \ufeff$5."  # only a leading one
-    with pytest.raises(InputError, match=r"a\.txt: invalid UTF-8 at byte 5"):
+    with pytest.raises(InputError, match=r"a\.txt:1: invalid UTF-8 at byte 5 \(line 1, column 3\)"):
         decode_text(b"\xef\xbb\xbfok\xff", "a.txt")  # the offset counts the BOM's bytes
     with pytest.raises(InputError, match="NUL byte at offset 1"):
         decode_text(b"a\x00b", "a.txt")

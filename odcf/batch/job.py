@@ -23,7 +23,7 @@ from typing import Any
 
 from odcf.batch.io import (InputFile, Key, count_records, discover, discover_inputs, format_of, parquet_columns,
                           read_records)
-from odcf.batch.items import WorkItem, prepare
+from odcf.batch.items import SeenIds, WorkItem, prepare
 from odcf.batch.parts import Assembled, BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of, output_lock
 from odcf.batch.progress import Progress
 from odcf.batch.records import DEFAULT_QUERY_FIELD
@@ -162,6 +162,7 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
         output=str(output), errors=str(store.errors_path), engine=engine, workers=workers,
         resumed_records=already, warnings=warnings, records_empty=totals.empty,
         records_over_budget=totals.over_budget, records_with_warnings=totals.warned,
+        first_warning=totals.first_warning,
     )
     if summary.records_in != summary.records_out + summary.records_failed:  # assemble checks too
         raise BatchIntegrityError(f"counts do not reconcile: {summary.to_dict()}")
@@ -207,7 +208,7 @@ def _changed_inputs(input: str | os.PathLike[str], files: list[InputFile]) -> st
     return f"{extra[0]} appeared" if extra else ""
 
 
-def work_items(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str],
+def work_items(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: SeenIds,
                chunk_size: int) -> Iterator[WorkItem]:
     """Validated work items of every unfinished chunk, in input order (lazily)."""
     def skip(key: Key) -> bool:
@@ -235,7 +236,7 @@ def chunk_units(items: Iterable[WorkItem], chunk_size: int) -> Iterator[list[Wor
 
 
 def _engine_outcomes(engine: str, files: list[InputFile], config: BatchConfig, done: set[Chunk],
-                     seen_ids: set[str], *, workers: int, chunk_size: int,
+                     seen_ids: SeenIds, *, workers: int, chunk_size: int,
                      ray_address: str | None) -> Iterator[Outcome]:
     if engine == "local":
         from odcf.batch.local import run_local

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from odcf.batch.io import Key, ParquetRowsWriter, dumps
+from odcf.batch.items import SeenIds
 from odcf.errors import OdcfError
 from odcf.fileio import AtomicFile
 
@@ -78,6 +79,8 @@ class Assembled:
     empty: int = 0
     over_budget: int = 0
     warned: int = 0
+    #: the first record warning in input order (what the summary's hint names)
+    first_warning: str | None = None
 
 
 @contextmanager
@@ -139,7 +142,7 @@ class PartStore:
     # ------------------------------------------------------------------ start / resume
 
     def begin(self, job: dict[str, Any], counts: list[int], *, chunk_size: int, resume: bool,
-              overwrite: bool) -> tuple[set[Chunk], set[str]]:
+              overwrite: bool) -> tuple[set[Chunk], SeenIds]:
         """Prepare the parts folder; return the finished chunks and the ids they claimed."""
         job = {"odcf_batch": JOB_FORMAT, **job}
         if self.dir.exists():
@@ -159,10 +162,10 @@ class PartStore:
             self.dir.mkdir(parents=True)
             with AtomicFile(self.dir / "job.json") as fh:
                 fh.write((json.dumps(job, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-            return set(), set()
+            return set(), {}
         return self._resume(job, counts, chunk_size)
 
-    def _resume(self, job: dict[str, Any], counts: list[int], chunk_size: int) -> tuple[set[Chunk], set[str]]:
+    def _resume(self, job: dict[str, Any], counts: list[int], chunk_size: int) -> tuple[set[Chunk], SeenIds]:
         meta_path = self.dir / "job.json"
         try:
             old = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -186,11 +189,12 @@ class PartStore:
             raise BatchIntegrityError(
                 f"{self.dir}: the finished parts are not a prefix of the job; the folder was altered"
             )
-        seen: set[str] = set()
+        seen: SeenIds = {}
         for chunk in order[:len(done)]:
             for row in self.read_part(chunk, counts, chunk_size):
-                if row.get("id") is not None:
-                    seen.add(row["id"])
+                if row.get("id") is not None and row["id"] not in seen:
+                    err = row.get("err") if row.get("v") else None
+                    seen[row["id"]] = {k: err[k] for k in ("file", "line", "row") if k in err} if err else None
         n = sum(chunk_len(c, counts, chunk_size) for c in done)
         logger.info("resuming: %d of %d chunk(s) (%d record(s)) already done", len(done), len(order), n)
         return done, seen
@@ -232,6 +236,7 @@ class PartStore:
         if missing:
             raise BatchIntegrityError(f"{len(missing)} chunk(s) have no part, first {missing[0]}")
         out_n = err_n = tin = tout = queried = empty = over = warned = 0
+        first_warning: str | None = None
         with AtomicFile(self.errors_path) as errors:
             with AtomicFile(self.output) as out:
                 writer = ParquetRowsWriter(out) if fmt == "parquet" else None
@@ -248,6 +253,8 @@ class PartStore:
                             empty += not str(ok.get("text") or "").strip()
                             over += bool(record.get("over_budget"))
                             warned += bool(record.get("warnings"))
+                            if first_warning is None and record.get("warnings"):
+                                first_warning = str(record["warnings"][0])
                             if writer is None:
                                 out.write((dumps(ok) + "\n").encode("utf-8"))
                             else:
@@ -268,7 +275,7 @@ class PartStore:
                         f"counts do not reconcile: {records_in} record(s) in, {out_n} out + {err_n} failed"
                     )
         shutil.rmtree(self.dir)
-        return Assembled(records_in, out_n, err_n, tin, tout, queried, empty, over, warned)
+        return Assembled(records_in, out_n, err_n, tin, tout, queried, empty, over, warned, first_warning)
 
 
 def _diff(old: Any, new: Any, path: str = "") -> list[str]:

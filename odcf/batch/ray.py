@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from odcf.batch.io import InputFile
+from odcf.batch.items import SeenIds
 from odcf.batch.parts import Chunk
 from odcf.batch.worker import BatchConfig, Outcome, Worker
 from odcf.errors import OdcfError
@@ -64,7 +65,7 @@ class CompressBatch:
         return {"outcomes": np.array(done, dtype=object)}
 
 
-def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str],
+def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: SeenIds,
                 chunk_size: int) -> Any:
     from ray.data.block import BlockMetadata
     from ray.data.datasource import Datasource, ReadTask
@@ -87,7 +88,7 @@ def _datasource(files: list[InputFile], config: BatchConfig, done: set[Chunk], s
 
                 from odcf.batch.job import chunk_units, work_items
 
-                for unit in chunk_units(work_items(files, config, done, set(seen_ids), chunk_size), chunk_size):
+                for unit in chunk_units(work_items(files, config, done, dict(seen_ids), chunk_size), chunk_size):
                     data = pickle.dumps(unit, protocol=pickle.HIGHEST_PROTOCOL)
                     yield pa.table({"unit": pa.array([data], pa.large_binary())})
 
@@ -171,7 +172,7 @@ def check_ray_address(address: str | None, timeout: float = 5.0) -> None:
                         "one (ray start --head) or fix the address") from exc
 
 
-def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: set[str], *,
+def run_ray(files: list[InputFile], config: BatchConfig, done: set[Chunk], seen_ids: SeenIds, *,
             workers: int, chunk_size: int, address: str | None = None) -> Iterator[Outcome]:
     """Outcomes of every unfinished record, in input order, computed by ``workers`` Ray actors.
 

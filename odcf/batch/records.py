@@ -145,8 +145,10 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
 
 
 def _check_id(record: Mapping[str, Any]) -> str:
-    if "id" not in record or record["id"] is None:
+    if "id" not in record:
         raise RecordError("record has no 'id'")
+    if record["id"] is None:
+        raise RecordError("'id' must be a string or an integer, got null")
     rid = record_id(record)
     if rid is None:
         value = record["id"]

@@ -39,6 +39,8 @@ class BatchSummary:
     records_empty: int = 0
     records_over_budget: int = 0
     records_with_warnings: int = 0
+    #: the first of those warnings in input order, which the hint names
+    first_warning: str | None = None
 
     @property
     def tokens_saved(self) -> int:
@@ -64,8 +66,8 @@ class BatchSummary:
             return (f"{self.records_over_budget} record(s) went over the budget: their required material alone "
                     "exceeds it (record.over_by; --strict fails them instead)")
         if self.records_with_warnings:
-            return (f"{self.records_with_warnings} record(s) carry warnings (e.g. a state that does not validate "
-                    "against the plan's schema): see record.warnings in the output")
+            first = f" (the first: {self.first_warning})" if self.first_warning else ""
+            return f"{self.records_with_warnings} record(s) carry warnings{first}: see record.warnings in the output"
         return None
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, stage_overrides
+from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, preset_role_note, stage_overrides
 
 #: The exit code of a job that ran to the end with failed records: every record, or with
 #: ``--fail-on-errors`` any (1 is an error that stopped the job, 3 records that do not add up).
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from odcf.batch.job import run_batch
     from odcf.batch.local import pool_size_hint
     from odcf.batch.worker import BatchConfig
+    from odcf.compressor import role_unit_warning
     from odcf.errors import OdcfError
 
     try:
@@ -92,6 +93,15 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise OdcfError(str(exc)) from exc
+    try:
+        compressor = config.build_compressor()
+        note = preset_role_note(compressor.plan, args.role)
+        unit_warning = role_unit_warning(compressor.plan, args.role, compressor.unit_for(args.role)) \
+            if args.role is not None and args.budget is None else None
+    except OdcfError:
+        note = unit_warning = None  # a bad ontology or role: run_batch reports it
+    if note:
+        print(f"odcf batch: note: {note}", file=sys.stderr)
     workers = pool_size_hint() if args.workers is None else args.workers
     summary = run_batch(
         args.input, args.output, config, engine=args.engine, workers=workers, chunk_size=args.chunk_size,
@@ -105,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
                 f"output ({summary.tokens_out} tokens) is no smaller than the input ({summary.tokens_in}): nothing "
                 "was compressed; give --role or --budget")
         summary = dataclasses.replace(summary, warnings=(*summary.warnings, note))
+    if unit_warning and summary.records_out:
+        # every record's record says it; the summary says it once, where it is seen
+        summary = dataclasses.replace(summary, warnings=(*summary.warnings, f"every record: {unit_warning}"))
     if args.json:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
     else:

@@ -78,3 +78,18 @@ def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) 
         if real in seen:
             raise InputError(f"{flag} {target}: is also the {seen[real]} file; one output would replace the other")
         seen[real] = flag
+
+
+def preset_role_note(plan: Any, role: str | None) -> str | None:
+    """The note a run with *role* gets when it is one of odcf's shipped presets that *plan*'s ontology,
+    which declares roles of its own, does not declare (``--role writer`` on an insurance ontology of
+    ``triage``, ``adjuster``, ``reviewer``: likely a slip, with another domain's budget), else None."""
+    if role is None or role not in plan.roles or role not in plan.preset_roles():
+        return None
+    declared = plan.own_roles()
+    if not declared:
+        return None  # an ontology without roles of its own runs on the presets
+    contract = plan.roles[role]
+    unit = "bytes" if contract.unit == "bytes" else f"tokens ({contract.unit or plan.tokenizer})"
+    return (f"role {role!r} is not declared by ontology {plan.domain!r} (declared: {', '.join(declared)}): it is "
+            f"odcf's shipped preset, budget {contract.budget} {unit}")

@@ -1,5 +1,5 @@
 """`odcf plan FILE_OR_NAME [--format json|yaml]` — print the plan an ontology compiles to:
-its hash and version, then ``plan.to_dict()`` (queries, protection rules, state schema,
+its hash and version, which roles the ontology declares and which are shipped presets, then ``plan.to_dict()`` (queries, protection rules, state schema,
 abbreviations, role contracts, pipeline switches). A bad ontology prints every problem and
 exits 2, like ``odcf ontology check``.
 """
@@ -27,8 +27,11 @@ def register(sub: Any) -> None:
 
 
 def plan_document(plan: Any) -> dict[str, Any]:
-    """What ``odcf plan`` prints: hash and version first, then the plan itself."""
-    return {"hash": plan.hash, "version": plan.version, **plan.to_dict()}
+    """What ``odcf plan`` prints: hash and version first, where each role comes from (``ontology``: declared
+    by it, over a preset of the same name or not; ``preset``: one of odcf's shipped presets, merged into
+    every plan), then the plan itself."""
+    origin = {**{name: "ontology" for name in plan.own_roles()}, **{name: "preset" for name in plan.preset_roles()}}
+    return {"hash": plan.hash, "version": plan.version, "role_origin": origin, **plan.to_dict()}
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -90,6 +90,7 @@ def compile_plan(ontology: Ontology) -> Plan:
         state_schema=state_schema(ontology.state),
         abbreviations=dict(ontology.abbreviations),
         roles=roles,
+        declared_roles=tuple(ontology.roles),
         tokenizer=ontology.tokenizer or DEFAULT_TOKENIZER,
         pipeline={name: (dict(section) if isinstance(section, dict) else section)
                   for name, section in ontology.pipeline.items()},

@@ -223,6 +223,10 @@ class Plan:
     pipeline: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     source_file: str | None = field(default=None, compare=False)
     format: int = PLAN_FORMAT
+    #: The roles the ontology itself declares, in its order (set by the compiler; not part of the plan's
+    #: JSON or hash: ``None`` on a plan read back from JSON, whose presets :meth:`preset_roles` tells apart
+    #: by their contract).
+    declared_roles: tuple[str, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_schema", _freeze(dict(self.state_schema)))
@@ -242,10 +246,39 @@ class Plan:
         except KeyError:
             import difflib
 
-            known = ", ".join(sorted(self.roles)) or "none"
-            close = difflib.get_close_matches(name, sorted(self.roles), n=1, cutoff=0.6)
+            presets = self.preset_roles()
+            declared = self.own_roles()
+            close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6) or \
+                difflib.get_close_matches(name, presets, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise PlanError(f"unknown role {name!r} for domain {self.domain!r} ({hint}known roles: {known})") from None
+            known = f"declared: {', '.join(declared) or 'none'}"
+            if presets:
+                known += f"; shipped presets: {', '.join(presets)}"
+            raise PlanError(f"unknown role {name!r} for domain {self.domain!r} ({hint}{known})") from None
+
+    def own_roles(self) -> list[str]:
+        """The roles of this plan that its ontology declares (in its order; sorted on a plan read back from
+        JSON): all but :meth:`preset_roles`."""
+        if self.declared_roles is not None:
+            return [r for r in self.declared_roles if r in self.roles]
+        presets = self.preset_roles()
+        return sorted(r for r in self.roles if r not in presets)
+
+    def preset_roles(self) -> tuple[str, ...]:
+        """The roles of this plan that come from odcf's shipped presets (:mod:`odcf.plan.presets`), not
+        from the ontology: every role the ontology does not declare, or, on a plan read back from JSON,
+        every role whose contract is the preset's own.
+
+        >>> from odcf.plan.presets import ROLE_PRESETS
+        >>> Plan(domain="d", roles={"triage": RoleContract("triage", budget=300), "writer": ROLE_PRESETS["writer"]},
+        ...      declared_roles=("triage",)).preset_roles()
+        ('writer',)
+        """
+        from odcf.plan.presets import ROLE_PRESETS
+
+        if self.declared_roles is not None:
+            return tuple(r for r in self.roles if r not in self.declared_roles and r in ROLE_PRESETS)
+        return tuple(r for r in self.roles if ROLE_PRESETS.get(r) == self.roles[r])
 
     def stage_option(self, stage: str, key: str, default: Any = None) -> Any:
         """An option from the ontology's ``pipeline`` section (``pipeline.rerank.enabled``)."""

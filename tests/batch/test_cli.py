@@ -171,3 +171,22 @@ def test_without_role_or_budget_the_summary_says_the_default_role_compressed_not
     assert main(["batch", str(src), str(out), "-O", ontology, "--workers", "0", "--no-progress", "--overwrite",
                  "--budget", "4000"]) == 0
     assert "no --role or --budget" not in capsys.readouterr().out
+
+
+def test_a_role_budget_in_bytes_counted_in_tokens_is_a_summary_warning_and_the_hint_names_it(tmp_path, capsys):
+    # QA s28/qa1 #6: a 2500-byte role counted in cl100k_base delivered ~7,800 bytes, and the summary's hint
+    # blamed "e.g. a state that does not validate against the plan's schema"
+    from .helpers import ONTOLOGY
+
+    ont = tmp_path / "bytes.yaml"
+    ont.write_text(ONTOLOGY + "  byter:\n    budget: 300\n    unit: bytes\n", encoding="utf-8")
+    src = write_jsonl(tmp_path / "in.jsonl", records(2))
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(src), str(out), "-O", str(ont), "--role", "byter", "--tokenizer", "o200k_base",
+                 "--workers", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    told = ("role 'byter' gives its budget of 300 in bytes; it is counted in o200k_base here, the tokenizer this call "
+            "was given: 300 o200k_base tokens, about 3 to 4 times the text the role's contract allows (to count it "
+            "in bytes, give the tokenizer bytes or none)")
+    assert summary["warnings"] == [f"every record: {told}"]
+    assert summary["hint"] == f"2 record(s) carry warnings (the first: {told}): see record.warnings in the output"

@@ -591,3 +591,19 @@ def test_a_parquet_input_without_the_query_column_is_warned_about_at_the_start(t
     caplog.clear()
     s = run_batch(src, tmp_path / "out2.jsonl", config(ontology, query_field="query"), workers=0)
     assert s.warnings == () and not caplog.records
+
+
+def test_a_duplicate_id_names_the_earlier_record_and_says_when_it_failed(tmp_path, ontology):
+    # QA s28/qa1 #6: a duplicate of an id whose first record failed was refused as "an earlier record has the
+    # same id", so neither reached the output and nothing said the first one had failed
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "context": "   "}, {"id": "b", "context": context_for(1)},
+                                              {"id": "a", "context": context_for(2)},
+                                              {"id": "b", "context": context_for(3)}])
+    out = tmp_path / "out.jsonl"
+    s = run_batch(src, out, config(ontology), workers=0)
+    assert (s.records_out, s.records_failed) == (1, 3)
+    by_line = {e["line"]: e["error"] for e in read_jsonl(tmp_path / "out.jsonl.errors.jsonl")}
+    assert by_line[1] == "empty context: nothing to compress"
+    assert by_line[3] == ("duplicate id 'a': the earlier record with this id (in.jsonl line 1) failed, and this one "
+                          "is refused too: ids are unique, and the first record with an id claims it even when it fails")
+    assert by_line[4] == "duplicate id 'b': an earlier record has the same id"

@@ -35,6 +35,7 @@ def test_custom_query_field():
 @pytest.mark.parametrize("record, reason", [
     (["not", "an", "object"], "record is a JSON array, expected an object"),
     ({"context": "x"}, "record has no 'id'"),
+    ({"id": None, "context": "x"}, "'id' must be a string or an integer, got null"),  # QA s28/qa1 #6: "has no 'id'"
     ({"id": "", "context": "x"}, "'id' is an empty string"),
     ({"id": [1], "context": "x"}, "'id' must be a string or an integer, got a JSON array"),
     ({"id": "a"}, "record has neither 'context'"),

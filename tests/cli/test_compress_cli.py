@@ -119,6 +119,14 @@ def test_invalid_utf8_names_the_byte(tmp_path, capsys):
     assert "invalid UTF-8 at byte 8" in capsys.readouterr().err
 
 
+def test_invalid_utf8_names_the_line_and_column(tmp_path, capsys):
+    # QA s28/qa1 #7: only the byte offset was named; a 10,000-line log needed a hex editor to find it
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("Claim CLM-2025-00001 — café\nPayable \xff\xfe $1,000.\n".encode("utf-8").replace(b"\xc3\xbf\xc3\xbe", b"\xff\xfe"))
+    assert main(["compress", str(bad)]) == 1
+    assert f"{bad}:2: invalid UTF-8 at byte 39 (line 2, column 9): b'\\xff\\xfe $'" in capsys.readouterr().err
+
+
 def test_binary_and_utf16_files_are_one_clear_error(tmp_path, capsys):
     png = tmp_path / "fake.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
@@ -292,7 +300,7 @@ def test_without_role_or_budget_the_default_role_is_said_when_nothing_was_compre
     assert "note:" not in capsys.readouterr().err
     # a near miss of a role name gets a suggestion
     assert main(["compress", str(contract), "--role", "writr"]) != 0
-    assert "unknown role 'writr' for domain 'general' (did you mean 'writer'? known roles: " in capsys.readouterr().err
+    assert "unknown role 'writr' for domain 'general' (did you mean 'writer'? declared: none; shipped presets: " in capsys.readouterr().err
 
 
 def test_compress_help_names_the_default_role(capsys):

@@ -77,7 +77,7 @@ def test_plan_prints_json_with_hash_and_version(capsys):
     doc = json.loads(out)
     plan = compile_file(GOOD)
     assert doc["hash"] == plan.hash and doc["version"] == plan.version
-    assert {k: v for k, v in doc.items() if k not in ("hash", "version")} == json.loads(plan.to_json())
+    assert {k: v for k, v in doc.items() if k not in ("hash", "version", "role_origin")} == json.loads(plan.to_json())
 
 
 def test_plan_prints_yaml(capsys):
@@ -190,3 +190,30 @@ def test_stage_options_are_problems_of_the_file_for_check_plan_and_compress_alik
     doc.write_text("The deductible is $500.\n", encoding="utf-8")
     code, _, err = run(capsys, "compress", str(doc), "-O", str(f))
     assert code != 0 and all(e in err for e in expected) and "bad stage option" not in err
+
+
+def test_plan_and_errors_tell_declared_roles_from_shipped_presets(capsys, tmp_path):
+    # QA s28/qa1 #5: an insurance ontology declaring triage, adjuster, reviewer silently got researcher,
+    # planner, writer, executor and fixer too; `-r fixer` ran on a 6000-token budget without a word
+    ont = tmp_path / "claims.yaml"
+    ont.write_text("odcf: 1\ndomain: claims\ndescription: Insurance claims.\n"
+                   "concepts:\n  - {name: payment, keywords: [payable, deductible]}\nroles:\n"
+                   "  triage: {budget: 300}\n  adjuster: {budget: 1200}\n  reviewer: {budget: 3000}\n",
+                   encoding="utf-8")
+    doc = tmp_path / "claim.txt"
+    doc.write_text("Claim CLM-1 is payable: $1,000 after the $500 deductible.\n", encoding="utf-8")
+    code, out, _ = run(capsys, "plan", str(ont))
+    assert code == 0
+    assert json.loads(out)["role_origin"] == {
+        "triage": "ontology", "adjuster": "ontology", "reviewer": "ontology", "researcher": "preset",
+        "planner": "preset", "writer": "preset", "executor": "preset", "fixer": "preset"}
+    code, _, err = run(capsys, "compress", str(doc), "-O", str(ont), "-r", "triag")
+    assert code != 0
+    assert ("unknown role 'triag' for domain 'claims' (did you mean 'triage'? declared: triage, adjuster, reviewer; "
+            "shipped presets: researcher, planner, writer, executor, fixer)") in err
+    code, _, err = run(capsys, "compress", str(doc), "-O", str(ont), "-r", "fixer", "--no-timings")
+    assert code == 0
+    assert ("odcf compress: note: role 'fixer' is not declared by ontology 'claims' (declared: triage, adjuster, "
+            "reviewer): it is odcf's shipped preset, budget 6000 tokens (o200k_base)") in err
+    code, _, err = run(capsys, "compress", str(doc), "-O", str(ont), "-r", "reviewer", "--no-timings")
+    assert code == 0 and "note:" not in err

@@ -95,7 +95,7 @@ def test_cli_reads_an_items_file_or_stdin_with_a_byte_order_mark(monkeypatch: py
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'[{"text": "\xc3"}]')))
     assert main(["handoff", "-", "--role", "researcher"]) == 1  # invalid UTF-8: one line, not a traceback
     err = capsys.readouterr().err
-    assert err.startswith("odcf handoff: error: <stdin>: invalid UTF-8 at byte 11") and "Traceback" not in err
+    assert err.startswith("odcf handoff: error: <stdin>:1: invalid UTF-8 at byte 11") and "Traceback" not in err
 
 
 def test_cli_out_file_is_exactly_the_handoff_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -571,7 +571,9 @@ def test_a_role_budget_counted_in_another_tokenizer_is_a_record_warning(hplan):
     # bytes spends about a quarter of the content, and used to say nothing of it
     told = handoff(hplan, role="executor", items=base_items(), tokenizer="bytes")
     want = (f"role 'executor' gives its budget of {hplan.role('executor').budget} in o200k_base (the plan's tokenizer: "
-            "the role declares no unit); it is counted in bytes here, the tokenizer this call was given")
+            "the role declares no unit); it is counted in bytes here, the tokenizer this call was given: "
+            f"{hplan.role('executor').budget} bytes, about a third to a quarter of the text the role's contract "
+            "allows (to count it in o200k_base, give the tokenizer o200k_base or none)")
     assert told.record["unit"] == "bytes" and want in told.record["warnings"]
     assert not any("counted in" in w for w in handoff(hplan, role="executor", items=base_items()).record["warnings"])
     given = handoff(hplan, role="executor", items=base_items(), tokenizer="bytes", budget=20000)

@@ -125,3 +125,29 @@ def test_a_sentence_naming_its_own_event_or_year_goes_without_the_one_before(pla
         out = text_at(budget)
         assert answer in out, (budget, out)
     # "After that," and "After this period," still point back (the parametrized test above)
+
+
+CLAIM = (
+    "## 1. Loss summary\n\n"
+    "Water escaped from a failed supply line under the kitchen sink on 3 October 2025. The insured reported the "
+    "loss on 5 October 2025 and the adjuster inspected on 9 October 2025.\n\n"
+    "## 2. Relevant policy wording\n\n"
+    "Coverage A pays for direct physical loss to the dwelling, less the $2,500 deductible. "
+    "Endorsement HO-490 Mold. Mold remediation is covered up to $5,000 only if the mold results from a covered "
+    "water loss and is reported within 30 days of discovery. Mold is not covered unless both conditions are met.\n\n"
+    "## 3. Depreciation\n\n"
+    "Recoverable depreciation of $2,918.20 is paid when the repairs are complete, if claimed within 180 days.\n")
+
+
+def test_a_short_sentence_naming_both_conditions_goes_only_with_the_sentence_stating_them(plan):
+    # QA s28/qa1 #4: "Mold is not covered unless both conditions are met." was delivered without the sentence
+    # stating the conditions (a covered water loss, reported within 30 days), which was dropped "no room"
+    only_with(_sweep(plan, CLAIM, "Is the mold covered, and what is the recoverable depreciation deadline?"),
+              "unless both conditions are met", "reported within 30 days of discovery", range(20, 300, 5))
+
+
+@pytest.mark.parametrize("sentence", ["Either party may terminate on 90 days' notice.",
+                                      "The notice binds both parties."])
+def test_either_party_names_the_parties_not_the_sentence_before(sentence):
+    from odcf.textutil import points_back
+    assert points_back(sentence, "The Supplier invoices monthly in arrears.") is None

@@ -69,7 +69,7 @@ def test_strict_fails_with_the_overshoot_and_lenient_marks_over_budget(plan):
 
 
 def test_unknown_role_is_a_clear_error(plan):
-    with pytest.raises(PlanError, match="unknown role 'ghost'.*known roles: planner, writer"):
+    with pytest.raises(PlanError, match="unknown role 'ghost'.*declared: planner, writer"):
         make(plan).compress("x", role="ghost")
 
 
@@ -1351,7 +1351,8 @@ def test_a_tokenizer_that_is_not_the_unit_of_the_roles_budget_is_a_warning(plan,
     told = make(plan).compress(contract_text, role="byter", tokenizer="o200k_base")
     assert told.record["unit"] == "o200k_base"
     assert ("role 'byter' gives its budget of 300 in bytes; it is counted in o200k_base here, the tokenizer this call "
-            "was given") in told.record["warnings"]
+            "was given: 300 o200k_base tokens, about 3 to 4 times the text the role's contract allows (to count it "
+            "in bytes, give the tokenizer bytes or none)") in told.record["warnings"]
     assert make(plan).compress(contract_text, role="byter", tokenizer="o200k_base", budget=90).record["warnings"] == []
 
 
@@ -1368,7 +1369,9 @@ def test_a_role_without_unit_counted_in_another_tokenizer_is_a_warning_too(plan,
     told = make(plan).compress(contract_text, role="plain", tokenizer="bytes")
     assert told.record["unit"] == "bytes"
     assert ("role 'plain' gives its budget of 300 in o200k_base (the plan's tokenizer: the role declares no unit); "
-            "it is counted in bytes here, the tokenizer this call was given") in told.record["warnings"]
+            "it is counted in bytes here, the tokenizer this call was given: 300 bytes, about a third to a quarter of "
+            "the text the role's contract allows (to count it in o200k_base, give the tokenizer o200k_base or none)"
+            ) in told.record["warnings"]
     assert make(plan).compress(contract_text, role="plain", tokenizer="o200k_base").record["warnings"] == []
     assert make(plan).compress(contract_text, role="plain", tokenizer="bytes", budget=900).record["warnings"] == []
 
