@@ -264,10 +264,12 @@ FAILURE_NAME = "(lines reporting a failure)"
 
 
 #: What differs between two reports of one failure: an IPv4 address and its port, a UUID, a hex
-#: number or hash ("C-0x6b0d549b", "trace_id":"40d284e1…"), a run of digits (a time, a pid, "worker-4").
+#: number or hash ("C-0x6b0d549b", "trace_id":"40d284e1…"), a run of digits (a time, a date, a pid, a
+#: duration). Not the digits of a name ("ch_4407", "cus_84", "worker-4"): a failed charge, another
+#: customer's, or another worker's failure is another failure.
 _VARYING_RE = re.compile(
     r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|\b0x[0-9a-f]+\b"
-    r"|\b(?=[a-f]*\d)[0-9a-f]{6,}\b|\d+", re.IGNORECASE)
+    r"|\b(?=[a-f]*\d)[0-9a-f]{6,}\b|(?<![A-Za-z_])(?<![A-Za-z]-)\d+", re.IGNORECASE)
 
 
 def failure_template(text: str) -> tuple[str, ...]:

@@ -2104,14 +2104,19 @@ def test_a_failure_line_is_one_hit_per_template():
     from odcf.document import Segment
     from odcf.stages.rank import failure_hits
 
-    lines = ["2025-10-02 08:38:12 ERROR [worker-4] CommitFailedException: Commit cannot be completed",
+    lines = ["2025-10-02 08:38:12 ERROR [4411] CommitFailedException: Commit cannot be completed",
              "ok: 12 records indexed", "ok: 9 records indexed", "ok: 3 records indexed",
-             "2025-10-02 08:43:20 ERROR [worker-2] CommitFailedException: Commit cannot be completed",
+             "2025-10-02 08:43:20 ERROR [4502] CommitFailedException: Commit cannot be completed",
              "ok: 15 records indexed", "ok: 1 record indexed",
-             "2025-10-02 08:44:02 ERROR [worker-2] TimeoutException: poll took 412 s"]
+             "2025-10-02 08:44:02 ERROR [4502] TimeoutException: poll took 412 s"]
     segs = [Segment(id=f"s{i}", source_id="log", index=i, text=t, original=t, kind="code") for i, t in enumerate(lines)]
-    # the second CommitFailedException (another time, another worker) says nothing the first did not
+    # the second CommitFailedException (another time, another pid) says nothing the first did not
     assert failure_hits(segs, "why did restarting the consumers not help?") == {"s0", "s7"}
+    # another charge's or another customer's failure is another failure, not a repeat
+    charges = [f"10:{i:02d} ERROR charge ch_{4400 + i} failed: card_declined for customer cus_{77 + i}" for i in (7, 19)]
+    segs = [Segment(id=f"c{i}", source_id="log", index=i, text=t, original=t, kind="code")
+            for i, t in enumerate(charges + ["ok"] * 4)]
+    assert failure_hits(segs, "which charges failed and why") == {"c0", "c1"}
 
 
 def test_lines_reporting_a_failure_rank_below_the_section_and_the_answers_the_query_asks_for(plan):
