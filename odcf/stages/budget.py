@@ -159,16 +159,19 @@ class Budgeter(Stage):
         rules = {s.id for s in live if _RULE_RE.match(s.original.strip())} - required_ids
         lone_rules: set[str] = set()  # the rules left out for separating nothing (their reason says so)
 
-        def fit(annotate: bool) -> tuple[set[str], int, int, int, int]:
+        def fit(annotate: bool) -> tuple[set[str], int, int, int, int, dict[str, str]]:
             lone_rules.clear()
             kept, required_tokens = _fill(doc, live, tiers, cost, required_ids, budget, counter, annotate, groups)
             lone_rules.update(_lone_rules(live, kept, rules))
             kept -= lone_rules
-            exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups)
+            went_with: dict[str, str] = {}  # a segment the trim took out with another -> that one
+            filled = set(kept)
+            exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups, went_with)
             # a rule is never offered again: filling the room left with it is what put "---" four
             # times in a row where "do not call me" did not fit
+            trimmed = {s.id for s in live if s.id in filled and s.id not in kept}
             exact, refilled = self._refill(probe, [s for s in live if s.id not in rules or s.id in kept], kept, tiers,
-                                           exact, budget, counter, annotate, groups)
+                                           exact, budget, counter, annotate, groups, trimmed)
             lone = _lone_rules(live, kept, rules)  # the trim may have taken what a rule stood between
             if lone:
                 kept -= lone
@@ -181,9 +184,9 @@ class Budgeter(Stage):
                 groups.prune(bare, kept, required_ids)
             if lone or bare:
                 exact = counter.count(render(probe, lambda s: s.id in kept, annotate=annotate)[0])
-            return kept, required_tokens, exact, rounds, refilled
+            return kept, required_tokens, exact, rounds, refilled, went_with
 
-        kept, required_tokens, exact, rounds, refilled = fit(annotate)
+        kept, required_tokens, exact, rounds, refilled, went_with = fit(annotate)
         warnings: list[str] = []
         measured = annotate  # how the smallest segment's need is measured when nothing fits
         best = _first_ranked(live, tiers, groups) if doc.query else None
@@ -197,7 +200,7 @@ class Budgeter(Stage):
                 lone_rules.clear()
                 lone_rules.update(annotated_rules)
             else:
-                kept, required_tokens, exact, rounds, refilled = bare
+                kept, required_tokens, exact, rounds, refilled, went_with = bare
                 annotate = False
                 warnings.append(f"the source lines were left out: with them nothing fit in the budget of {budget} "
                                 f"{counter.name} tokens")
@@ -208,7 +211,7 @@ class Budgeter(Stage):
             # say which part came from where (a handoff's drafts and tool results)
             bare = fit(False)
             if best.id in bare[0]:
-                kept, required_tokens, exact, rounds, refilled = bare
+                kept, required_tokens, exact, rounds, refilled, went_with = bare
                 annotate = measured = False
                 warnings.append(f"the source lines were left out: with them the segment ranked first for the query, "
                                 f"{best.id}, did not fit in the budget of {budget} {counter.name} tokens")
@@ -230,7 +233,7 @@ class Budgeter(Stage):
                                                     rules=lone_rules,
                                                     courtesy={sid for sid, c in courtesy.items() if not c & kept},
                                                     limited_by=limited_by, pairs=pairs,
-                                                    excepted_by=excepted_by)
+                                                    excepted_by=excepted_by, went_with=went_with)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
@@ -258,10 +261,12 @@ class Budgeter(Stage):
         return doc.with_event(TraceEvent(stage=self.name, data=info), segments=tuple(final), meta=meta)
 
     def _trim(self, probe: Document, kept: set[str], tiers: dict[str, tuple[int, float, int]],
-              required_ids: set[str], budget: int, counter: Any, annotate: bool, groups: _Groups) -> tuple[int, int]:
+              required_ids: set[str], budget: int, counter: Any, annotate: bool, groups: _Groups,
+              went_with: dict[str, str]) -> tuple[int, int]:
         """Measure the text exactly as it will be assembled and drop kept optional segments,
-        lowest precedence first (with the sentences that point back to them), while it is over
-        *budget*; return (tokens, rounds). *kept* shrinks."""
+        lowest precedence first (with the sentences that point back to them, each ranked at the best
+        of those), while it is over *budget*; return (tokens, rounds). *kept* shrinks, and *went_with*
+        maps each segment taken out with another to that one."""
         def delivered(seg: Segment) -> bool:
             return seg.id in kept
 
@@ -276,14 +281,29 @@ class Budgeter(Stage):
             best = groups.best_part(head, lambda c: c in kept)
             if head in tiers and best is not None:
                 rank[best] = min(tiers[best], tiers[head])
-        trimmable = sorted((i for i in kept if i not in required_ids and i not in groups.heads),
-                           key=lambda i: rank[i], reverse=True)
+        trimmable = [i for i in kept if i not in required_ids and i not in groups.heads]
+        # a segment goes out with the sentences that point back to it: it is trimmed at the rank of the
+        # best of them still kept (QA: "Based on the carrier detection, …", 0.56, was trimmed first and
+        # took "However, the current status … are not available …", 0.998, with it; the refill put the
+        # 0.56 back alone, with "Begin!", 0.07)
+        goes = {i: sorted((d for d in groups.dependents(i) - required_ids if d in rank), key=rank.__getitem__)
+                for i in trimmable}
+
+        def trim_rank(i: str) -> tuple[tuple[int, float, int], tuple[int, float, int]]:
+            # at a tie (a sentence and the one pointing back to it), the sentence with its own rank
+            # below goes, with what points back to it: the refill may put it back alone
+            return next((rank[d] for d in goes[i] if d in kept), rank[i]), rank[i]
+
         while exact > budget and trimmable and rounds < self.max_trim_rounds:
-            out = trimmable.pop(0)
-            if out not in kept:
-                continue  # went out with the sentence it points back to
-            gone = groups.dependents(out) - required_ids
+            trimmable = [i for i in trimmable if i in kept]  # one may have gone out with another
+            if not trimmable:
+                break
+            out = max(trimmable, key=trim_rank)
+            trimmable.remove(out)
+            gone = kept.intersection(goes[out])
             kept.difference_update(gone)
+            for other in gone - {out}:
+                went_with.setdefault(other, out)
             groups.prune(gone, kept, required_ids)
             text, _ = render(probe, delivered, annotate=annotate)
             exact = counter.count(text)
@@ -291,11 +311,13 @@ class Budgeter(Stage):
         return exact, rounds
 
     def _refill(self, probe: Document, live: list[Segment], kept: set[str], tiers: dict[str, tuple[int, float, int]],
-                exact: int, budget: int, counter: Any, annotate: bool, groups: _Groups) -> tuple[int, int]:
+                exact: int, budget: int, counter: Any, annotate: bool, groups: _Groups,
+                trimmed: Collection[str] = ()) -> tuple[int, int]:
         """Offer the segments left out, in precedence order, to the room that exact measuring left:
         the fill's per-segment estimate counts a separator token that the tokenizer often merges
         away, so a segment it refused (and one the trim took out) may fit after all. Each is kept
-        only if the text, measured exactly, stays within *budget*; return (tokens, segments added)."""
+        only if the text, measured exactly, stays within *budget*; return (tokens, segments added).
+        No segment ranked below one of *trimmed* (those the trim took out) is offered before it."""
         def delivered(seg: Segment) -> bool:
             return seg.id in kept
 
@@ -343,7 +365,15 @@ class Budgeter(Stage):
             # 110-125 delivered nothing where 105 and 130 delivered something)
             def need(seg: Segment) -> int:
                 return sum(words.get(i, 0) for i in groups.to_add(seg.id, set()) or [seg.id])
-            exact, more, _, _ = offer(sorted(left, key=lambda s: (need(s), tiers[s.id])), exact, trials)
+            # what the trim took out is offered before anything ranked below it, cheap as that may be
+            back = sorted((s for s in left if s.id in trimmed), key=lambda s: tiers[s.id])
+            order: dict[str, Segment] = {}  # id -> segment, in the order offered
+            for seg in sorted(left, key=lambda s: (need(s), tiers[s.id])):
+                while back and tiers[back[0].id] <= tiers[seg.id]:
+                    first = back.pop(0)
+                    order.setdefault(first.id, first)
+                order.setdefault(seg.id, seg)
+            exact, more, _, _ = offer(list(order.values()), exact, trials)
             added += more
         return exact, added
 
@@ -546,7 +576,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             courtesy: set[str] | frozenset[str] = frozenset(),
             limited_by: Mapping[str, tuple[str, ...]] | None = None,
             pairs: Sequence[QAPair] | None = None,
-            excepted_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            excepted_by: Mapping[str, tuple[str, ...]] | None = None,
+            went_with: Mapping[str, str] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -573,6 +604,14 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
             why = f"no room in {room.budget} tokens for role {contract.name}{room.held}"
             prior = by_id.get(before.get(seg.id, ""))
+            partner = by_id.get((went_with or {}).get(seg.id, ""))
+            if partner is not None:
+                # the trim took it out with the segment it goes only with: say so, not only "no room"
+                gone = (f"went out with {partner.id} (score {partner.score or 0:.2f}), which it goes only with, when "
+                        f"the text measured over the budget")
+                why = (f"{gone}; {partner.id} was offered again and fitted alone, and with it this one did not "
+                       f"fit: {why}" if partner.id in kept
+                       else f"{gone}, and the two did not fit when offered again: {why}")
             if seg.id in rules:  # left out for separating nothing, not for room
                 why = ("a horizontal rule is delivered only between two delivered parts of its source, once: "
                        "this one had none on one side, or another rule before it")
