@@ -1174,13 +1174,49 @@ def demote_boilerplate(segments: Sequence[Segment], scores: dict[str, float]) ->
 PLEASANTRY_WEIGHT = 0.5
 
 
+#: A chat turn that only closes the conversation with thanks: "That sounds great, thanks.", "Yes, that is all,
+#: thanks for your help.", "No nothing else for now, thanks", "Thank you, goodbye!". It holds thanks or a "that is
+#: all"; a bare "Yes." or "Sure." (a confirmation of what was offered) is not one.
+_CLOSING_PART = (r"(?:yes|yeah|yep|no|nope|ok(?:ay)?|great|perfect|cool|awesome|wonderful|excellent|good|fine|alright"
+                 r"|all\s+right|that\s+(?:sounds|is|['’]s|seems|works)\s+(?:really\s+|very\s+)?(?:great|good|fine|perfect|nice"
+                 r"|all\s+right|alright|wonderful|excellent|lovely|okay|ok)(?:\s+to\s+me)?|bye|goodbye|cheers"
+                 r"|have\s+a\s+(?:great|good|nice|lovely)\s+(?:day|one|evening|night|weekend))")
+_CLOSING_END = (r"(?:(?:many\s+)?thanks?(?:\s+you)?(?:\s+(?:so|very)\s+much)?(?:\s+(?:a\s+lot|again))?"
+                r"(?:\s+for\s+(?:(?:all\s+)?(?:your|the)\s+(?:help|assistance|time|information|info)|trying|helping(?:\s+me)?"
+                r"|everything|that|this))?"
+                r"|(?:that|this)(?:\s+is|['’]s|\s+will\s+be|\s+would\s+be)\s+(?:all|it)(?:\s+for\s+(?:now|today))?"
+                r"|(?:there['’]?s\s+)?nothing\s+(?:else|more)(?:\s+for\s+(?:now|today))?|i['’]?m\s+(?:all\s+)?(?:set|good|done))")
+_CLOSING_END_RE = re.compile(rf"(?i:\b{_CLOSING_END}\b)")
+#: (one piece after another, each after a comma, a stop or a space: no two ways to cut a turn, so no backtracking)
+CLOSING_RE = re.compile(rf"(?i:\s*(?:{_CLOSING_PART}|{_CLOSING_END})(?:[\s,.!]+(?:{_CLOSING_PART}|{_CLOSING_END}))*[\s,.!]*)")
+
+
+def closing(seg: Segment) -> bool:
+    """Whether *seg* is a speaker's chat turn that holds nothing but thanks and a goodbye (:data:`CLOSING_RE`,
+    the label aside).
+
+    >>> from odcf.document import Segment
+    >>> def turn(t): return Segment(id="a", source_id="s", index=0, text=t, original=t, kind="sentence", meta={"speaker": "USER:"})
+    >>> [closing(turn(t)) for t in ("USER: That sounds great, thanks.", "USER: Yes, that is all, thanks for your help.",
+    ...                             "USER: No nothing else for now, thanks", "USER: Yes.", "USER: Thanks, book it for 2 people.")]
+    [True, True, True, False, False]
+    """
+    speaker = str(seg.meta.get("speaker") or "").strip()
+    if not speaker or seg.kind != "sentence" or len(seg.text) > 200:
+        return False
+    text = seg.text.strip()
+    text = text[len(speaker):] if text.startswith(speaker) else text
+    return CLOSING_RE.fullmatch(text) is not None and _CLOSING_END_RE.search(text) is not None
+
+
 def pleasantries(segments: Sequence[Segment]) -> set[str]:
     r"""The ids of the sentences of *segments* that hold nothing but a message's greeting, sign-off or
     mobile signature (:func:`~odcf.stages.segment.mail.pleasantry`: "Hi Daniel,", "Regards,\nMarta", "Sent
-    from my iPhone"); a speaker's turn of a chat is not one of them (a user's courtesy there is
+    from my iPhone"), or a speaker's turn of a chat that only closes it with thanks (:func:`closing`: "USER:
+    That sounds great, thanks."); a speaker's other courtesy is not one of them (an agent's there is
     :func:`_courtesy`'s)."""
-    return {seg.id for seg in segments if seg.kind == "sentence" and "speaker" not in seg.meta
-            and "mail_field" not in seg.meta and pleasantry(seg.text)}
+    return {seg.id for seg in segments if seg.kind == "sentence" and "mail_field" not in seg.meta
+            and ("speaker" not in seg.meta and pleasantry(seg.text) or closing(seg))}
 
 
 def demote_pleasantries(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
