@@ -264,12 +264,17 @@ FAILURE_NAME = "(lines reporting a failure)"
 
 
 #: What differs between two reports of one failure: an IPv4 address and its port, a UUID, a hex
-#: number or hash ("C-0x6b0d549b", "trace_id":"40d284e1…"), a run of digits (a time, a date, a pid, a
-#: duration). Not the digits of a name ("ch_4407", "cus_84", "worker-4"): a failed charge, another
-#: customer's, or another worker's failure is another failure.
+#: number or hash ("C-0x6b0d549b", "trace_id":"40d284e1…"), a date or a time of day, a pid in brackets
+#: ("[3028]"), a duration ("412 ms", "3.5s"), a run of five digits or more (a counter, a sequence
+#: number). Not a number that says which failure it is: an exit code ("code 1" or "code 137"), an HTTP
+#: status ("500", "503"), a share ("91%"), nor the digits of a name ("ch_4407", "INV-5007", "worker-12").
 _VARYING_RE = re.compile(
     r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|\b0x[0-9a-f]+\b"
-    r"|\b(?=[a-f]*\d)[0-9a-f]{6,}\b|(?<![A-Za-z_])(?<![A-Za-z]-)\d+", re.IGNORECASE)
+    r"|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{6,}\b"
+    r"|(?<![\w-])(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})(?=T|\b)"
+    r"|(?:(?<=\dT)|(?<![\w-]))\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|\b)"
+    r"|\[\d+\]|(?<![\w-])\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds|min|mins)\b|(?<![\w.-])\d{5,}\b",
+    re.IGNORECASE)
 
 
 def failure_template(text: str) -> tuple[str, ...]:
@@ -278,7 +283,9 @@ def failure_template(text: str) -> tuple[str, ...]:
     another pid, client or worker, have one template.
 
     >>> failure_template("13:02:48 [3028] WARNING C-0xf28c105d: app@10.42.31.203:31624 pooler error: no more")
-    ('#:#:# [#] WARNING C-#: app@# pooler error: no more',)
+    ('# # WARNING C-#: app@# pooler error: no more',)
+    >>> failure_template("2025-03-01T10:20:30Z ERROR worker-12 exited with code 137 after 3.5 s (charge ch_4481)")
+    ('#T# ERROR worker-12 exited with code 137 after # (charge ch_4481)',)
     """
     return tuple(_VARYING_RE.sub("#", " ".join(line.split())) for line in text.splitlines() if FAILURE_RE.search(line))
 

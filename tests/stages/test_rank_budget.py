@@ -2112,11 +2112,16 @@ def test_a_failure_line_is_one_hit_per_template():
     segs = [Segment(id=f"s{i}", source_id="log", index=i, text=t, original=t, kind="code") for i, t in enumerate(lines)]
     # the second CommitFailedException (another time, another pid) says nothing the first did not
     assert failure_hits(segs, "why did restarting the consumers not help?") == {"s0", "s7"}
-    # another charge's or another customer's failure is another failure, not a repeat
-    charges = [f"10:{i:02d} ERROR charge ch_{4400 + i} failed: card_declined for customer cus_{77 + i}" for i in (7, 19)]
-    segs = [Segment(id=f"c{i}", source_id="log", index=i, text=t, original=t, kind="code")
-            for i, t in enumerate(charges + ["ok"] * 4)]
-    assert failure_hits(segs, "which charges failed and why") == {"c0", "c1"}
+    # another charge's failure, another exit code or HTTP status is another failure, not a repeat
+    # (QA: "ch_4407" / "ch_4481", "code 1" / "code 137", "HTTP 500" / "HTTP 503" each read as one)
+    for pair in (["10:08:40 ERROR charge ch_4407 declined", "10:22:13 ERROR charge ch_4481 declined"],
+                 ["2025-03-01T10:05:30Z ERROR worker exited with code 1",
+                  "2025-03-01T10:20:30Z ERROR worker exited with code 137"],
+                 ["09:14:02 [311] ERROR upstream returned HTTP 500", "09:15:40 [311] ERROR upstream returned HTTP 503"],
+                 ["ERROR node07 down after 30 s", "ERROR node08 down after 45 s"]):
+        segs = [Segment(id=f"c{i}", source_id="log", index=i, text=t, original=t, kind="code")
+                for i, t in enumerate(pair + ["ok"] * 4)]
+        assert failure_hits(segs, "which jobs failed and why") == {"c0", "c1"}, pair
 
 
 def test_lines_reporting_a_failure_rank_below_the_section_and_the_answers_the_query_asks_for(plan):
