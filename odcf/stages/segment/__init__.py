@@ -1072,10 +1072,17 @@ def _block_sentences(text: str, block: list[tuple[int, int, str]]) -> list[tuple
 
 
 #: A line broke where a wrapped one would not when the next line's first word would have fitted on it
-#: within this share of the block's longest line (the margin covers text set in a proportional font).
+#: within this share of the block's wrap width (the margin covers text set in a proportional font).
 SET_BREAK_FIT = 0.75
 #: A line of at most this many words that ends no sentence is a title or a label of the line below.
 SET_BREAK_TITLE_WORDS = 4
+#: A line opening a clause that needs another ("Unless the key belongs to an Enterprise plan"), and a
+#: line that goes on with the one before it ("In which case the limit is …", "And I had put away" /
+#: "My labor …", "For His Civility."): no break after the first, none before the second.
+_SUBORDINATE_RE = re.compile(r"(?i:unless|if|when|whenever|while|although|though|because|since|whereas|provided|"
+                             r"except|once|until|as\s+long\s+as|so\s+that|in\s+case)\b")
+_GOES_ON_RE = re.compile(r"(?i:and|or|but|nor|so|yet|for|which|who|whom|whose|whereby|that|than|to|then|"
+                         r"(?:in|of|by|for|from|to|with|under)\s+which)\b")
 
 
 def _set_breaks(block: list[tuple[int, int, str]]) -> list[int]:
@@ -1083,15 +1090,20 @@ def _set_breaks(block: list[tuple[int, int, str]]) -> list[int]:
     not hard-wrapped prose: one post, title or message a line ("Guy sounds like a Grade A Douche" /
     "Biased , but I think …"). A break is set when the line ends no word that goes on (a comma, a
     dash, a function word such as "with" or "the"), is not a title or label of a few words that
-    ends no sentence ("3.2 Running the migration", "Bill to:"), the next line does not open in lower
-    case, and that line's first word would have fitted on the line within :data:`SET_BREAK_FIT` of
-    the block's longest line: a text wrapped to a width breaks only where the next word does not fit."""
-    width = max(len(line.rstrip()) for _, _, line in block)
+    ends no sentence ("3.2 Running the migration", "Bill to:") nor a clause that needs another
+    ("Unless …"), the next line opens with no lower-case letter, digit or word that goes on ("In
+    which case …", "And …"), and that line's first word would have fitted on the line within
+    :data:`SET_BREAK_FIT` of the wrap width: a text wrapped to a width breaks only where the next word
+    does not fit. The wrap width is the upper quartile of the lines' lengths (the last line aside), so
+    that one long line, a URL, does not make every wrapped line look short."""
+    lengths = sorted(len(line.rstrip()) for _, _, line in block[:-1])
+    width = lengths[(3 * (len(lengths) - 1)) // 4]
     out: list[int] = []
     for k in range(len(block) - 1):
         line, nxt = block[k][2].rstrip(), block[k + 1][2].strip()
         words = line.split()
-        if not words or not nxt or nxt[0].islower() or line[-1] in ",;-–—&/(":
+        if (not words or not nxt or nxt[0].islower() or nxt[0].isdigit() or line[-1] in ",;-–—&/("
+                or _GOES_ON_RE.match(nxt) or _SUBORDINATE_RE.match(line.lstrip())):
             continue
         last = re.sub(r"\W+", "", words[-1].lower())
         if last in STOPWORDS or (len(words) <= SET_BREAK_TITLE_WORDS and line[-1] not in ".!?"):
