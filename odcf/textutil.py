@@ -532,13 +532,30 @@ _DEMONSTRATIVE_RE = re.compile(r"\b(?i:these|those)\s+(?!(?:who|whom|whose|which
 #: "both"/"either"/"neither"/"such", "the two"/"the three", "the above"/"the foregoing" (or "these …"/"those …") and a
 #: lower-case noun, anywhere in a short sentence ("Mold is not covered unless both conditions are met."): which
 #: conditions, the sentence before it states. Not a noun that names its own ("both copies of the form", "either
-#: email or post", "such time as …", "both Parties"), nor a word of :data:`STOPWORDS` ("both the", "such as").
+#: email or post", "such time as …"), nor a word of :data:`STOPWORDS` ("both the", "such as"). After "such", "the
+#: above" or "the foregoing" (group 2) also a capitalised defined term ("Such Confidential Information", "The above
+#: Fees"); after "both"/"either"/"neither"/"the two" (group 1) only one of :data:`_SHELL_NOUNS`.
 _QUANTIFIER_RE = re.compile(
-    r"\b(?:(?i:both|either|neither|such)|(?i:the|these|those)\s+(?i:two|three|above|foregoing))\s+([a-z][a-z-]{2,})\b"
+    r"\b(?:((?i:both|either|neither)|(?i:the|these|those)\s+(?i:two|three))"
+    r"|((?i:such)|(?i:the|these|those)\s+(?i:above|foregoing)))\s+([a-z][a-z-]{2,}|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b"
     r"(?!\s+(?:of|for|in|under|to|and|or|nor|as|that)\b|\s+[A-Z0-9#])")
-#: Nouns after "both"/"either"/"neither" that name whom a contract is between ("either party may terminate"):
-#: named at its top, not in the sentence before.
-_PARTY_NOUNS = frozenset({"party", "parties"})
+#: The nouns "both"/"either"/"neither"/"the two" take back from the sentence before: the "shell nouns" that stand for
+#: what was stated there ("both conditions", "either option", "the two periods"). Other nouns name their own pair:
+#: "in both legs", "closed in both directions", "either side", "both spouses", "either party" (a contract's parties
+#: are named at its top).
+_SHELL_NOUNS = frozenset("""
+    condition conditions requirement requirements criterion criteria option options alternative alternatives
+    case cases exception exceptions exclusion exclusions limit limits threshold thresholds method methods
+    approach approaches step steps stage stages phase phases period periods deadline deadlines date dates
+    amount amounts sum sums fee fees charge charges cost costs payment payments obligation obligations
+    provision provisions clause clauses term terms event events circumstance circumstances measure measures
+    rule rules policy policies procedure procedures document documents form forms notice notices test tests
+    check checks result results value values figure figures factor factors reason reasons issue issues
+    error errors change changes version versions scenario scenarios situation situations request requests
+    claim claims statement statements
+""".split())
+#: A copula before "such" makes it an intensifier ("It was such good news."), not a reference back.
+_COPULA_SUCH_RE = re.compile(r"\b(?i:is|was|are|were|be|been|being)\s+$")
 
 
 def demonstrative_back(sentence: str) -> str | None:
@@ -561,6 +578,12 @@ def demonstrative_back(sentence: str) -> str | None:
     ...  "Access stays suspended until such time as payment is received.", "Both Parties must sign.",
     ...  "Pressure is equal on both the inlet and the outlet.", "Fees such as late fees apply.")]
     [None, None, None, None, None, None, None, None]
+    >>> [demonstrative_back(s) for s in ("Pitting edema is present in both legs.", "Either way, the fee is due.",
+    ...  "Ring Road is closed in both directions.", "It was such good news.", "Either Party may terminate.")]
+    [None, None, None, None, None]
+    >>> [demonstrative_back(s) for s in ("Such Confidential Information shall be returned within 10 days.",
+    ...  "The above Fees are exclusive of VAT.", "Either option is accepted.")]
+    ['Such Confidential Information', 'The above Fees', 'Either option']
     """
     text = sentence.strip()
     if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
@@ -569,8 +592,12 @@ def demonstrative_back(sentence: str) -> str | None:
     if m and text[:m.start()].strip("\"'\u201c\u2018([ "):
         return m.group(0)
     for m in _QUANTIFIER_RE.finditer(text):
-        if m.group(1) not in STOPWORDS and m.group(1) not in _PARTY_NOUNS:
-            return m.group(0)
+        noun = m.group(3)
+        if m.group(1) and noun.lower() not in _SHELL_NOUNS:
+            continue
+        if noun.lower() in STOPWORDS or (m.group(2) and _COPULA_SUCH_RE.search(text, 0, m.start())):
+            continue
+        return m.group(0)
     return None
 
 

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise OdcfError(str(exc)) from exc
     try:
         compressor = config.build_compressor()
-        note = preset_role_note(compressor.plan, args.role)
+        note = preset_role_note(compressor.plan, args.role, args.budget)
         unit_warning = role_unit_warning(compressor.plan, args.role, compressor.unit_for(args.role)) \
             if args.role is not None and args.budget is None else None
     except OdcfError:

@@ -80,10 +80,11 @@ def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) 
         seen[real] = flag
 
 
-def preset_role_note(plan: Any, role: str | None) -> str | None:
+def preset_role_note(plan: Any, role: str | None, budget: int | None = None) -> str | None:
     """The note a run with *role* gets when it is one of odcf's shipped presets that *plan*'s ontology,
     which declares roles of its own, does not declare (``--role writer`` on an insurance ontology of
-    ``triage``, ``adjuster``, ``reviewer``: likely a slip, with another domain's budget), else None."""
+    ``triage``, ``adjuster``, ``reviewer``: likely a slip, with another domain's budget), else None. With
+    *budget* (``--budget``) the note states that one, which the run uses, not the preset's."""
     if role is None or role not in plan.roles or role not in plan.preset_roles():
         return None
     declared = plan.own_roles()
@@ -91,5 +92,7 @@ def preset_role_note(plan: Any, role: str | None) -> str | None:
         return None  # an ontology without roles of its own runs on the presets
     contract = plan.roles[role]
     unit = "bytes" if contract.unit == "bytes" else f"tokens ({contract.unit or plan.tokenizer})"
+    used = (f"budget {contract.budget} {unit}" if budget is None
+            else f"this run's budget {budget} from --budget, not the preset's {contract.budget}")
     return (f"role {role!r} is not declared by ontology {plan.domain!r} (declared: {', '.join(declared)}): it is "
-            f"odcf's shipped preset, budget {contract.budget} {unit}")
+            f"odcf's shipped preset, {used}")

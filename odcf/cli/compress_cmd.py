@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.instruction:
         sources.insert(0, Source(id="instruction", text=args.instruction, layer="instruction", origin="--instruction"))
     compressor = Compressor.from_ontology(args.ontology, stages=stage_overrides(args), tokenizer=args.tokenizer)
-    if note := preset_role_note(compressor.plan, args.role):
+    if note := preset_role_note(compressor.plan, args.role, args.budget):
         print(f"odcf compress: note: {note}", file=sys.stderr)
     result = compressor.compress(sources, query=args.query, role=args.role, budget=args.budget,
                                  strict=args.strict, annotate=not args.no_annotate,

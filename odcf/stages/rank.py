@@ -1235,6 +1235,13 @@ _CLOSING_END = (r"(?:(?:many\s+)?thanks?(?:\s+you)?(?:\s+(?:so|very)\s+much)?(?:
                 r"|(?:that|this)(?:\s+is|['’]s|\s+will\s+be|\s+would\s+be)\s+(?:all|it)(?:\s+for\s+(?:now|today))?"
                 r"|(?:there['’]?s\s+)?nothing\s+(?:else|more)(?:\s+for\s+(?:now|today))?|i['’]?m\s+(?:all\s+)?(?:set|good|done))")
 _CLOSING_END_RE = re.compile(rf"(?i:\b{_CLOSING_END}\b)")
+#: A turn opening with "Yes"/"No"/"OK"/"Fine" answers what the other side asked ("USER: No, thanks." to "Would you also
+#: like travel insurance?", "USER: Yes, thanks." to "Shall I book it?"): it closes the conversation only with an
+#: explicit end of its own (:data:`_EXPLICIT_END_RE`), "USER: No, that is all, thanks.".
+_ANSWER_OPENER_RE = re.compile(r"(?i:\s*(?:yes|yeah|yep|no|nope|ok(?:ay)?|fine|alright|all\s+right|sure)\b)")
+_EXPLICIT_END_RE = re.compile(
+    r"(?i:\b(?:(?:that|this)(?:\s+is|['’]s|\s+will\s+be|\s+would\s+be)\s+(?:all|it)|nothing\s+(?:else|more)"
+    r"|(?:i['’]?m\s+)?all\s+set|i['’]?m\s+(?:set|done)|(?:good)?bye|have\s+a\s+(?:great|good|nice|lovely)\s+\w+)\b)")
 #: (one piece after another, each after a comma, a stop or a space: no two ways to cut a turn, so no backtracking)
 CLOSING_RE = re.compile(rf"(?i:\s*(?:{_CLOSING_PART}|{_CLOSING_END})(?:[\s,.!]+(?:{_CLOSING_PART}|{_CLOSING_END}))*[\s,.!]*)")
 
@@ -1248,13 +1255,17 @@ def closing(seg: Segment) -> bool:
     >>> [closing(turn(t)) for t in ("USER: That sounds great, thanks.", "USER: Yes, that is all, thanks for your help.",
     ...                             "USER: No nothing else for now, thanks", "USER: Yes.", "USER: Thanks, book it for 2 people.")]
     [True, True, True, False, False]
+    >>> [closing(turn(t)) for t in ("USER: No, thanks.", "USER: Yes, thanks.", "USER: Okay, thanks.", "USER: No, thanks, bye.")]
+    [False, False, False, True]
     """
     speaker = str(seg.meta.get("speaker") or "").strip()
     if not speaker or seg.kind != "sentence" or len(seg.text) > 200:
         return False
     text = seg.text.strip()
     text = text[len(speaker):] if text.startswith(speaker) else text
-    return CLOSING_RE.fullmatch(text) is not None and _CLOSING_END_RE.search(text) is not None
+    if CLOSING_RE.fullmatch(text) is None or _CLOSING_END_RE.search(text) is None:
+        return False
+    return not _ANSWER_OPENER_RE.match(text) or _EXPLICIT_END_RE.search(text) is not None
 
 
 def pleasantries(segments: Sequence[Segment]) -> set[str]:

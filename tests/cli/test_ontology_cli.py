@@ -215,5 +215,10 @@ def test_plan_and_errors_tell_declared_roles_from_shipped_presets(capsys, tmp_pa
     assert code == 0
     assert ("odcf compress: note: role 'fixer' is not declared by ontology 'claims' (declared: triage, adjuster, "
             "reviewer): it is odcf's shipped preset, budget 6000 tokens (o200k_base)") in err
+    # QA s28/qa3 #13: with --budget the note stated the preset's 6000 tokens while the run used 40
+    code, _, err = run(capsys, "compress", str(doc), "-O", str(ont), "-r", "fixer", "--budget", "40", "--no-timings")
+    assert code == 0
+    assert ("odcf compress: note: role 'fixer' is not declared by ontology 'claims' (declared: triage, adjuster, "
+            "reviewer): it is odcf's shipped preset, this run's budget 40 from --budget, not the preset's 6000") in err
     code, _, err = run(capsys, "compress", str(doc), "-O", str(ont), "-r", "reviewer", "--no-timings")
     assert code == 0 and "note:" not in err

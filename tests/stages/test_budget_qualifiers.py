@@ -151,3 +151,41 @@ def test_a_short_sentence_naming_both_conditions_goes_only_with_the_sentence_sta
 def test_either_party_names_the_parties_not_the_sentence_before(sentence):
     from odcf.textutil import points_back
     assert points_back(sentence, "The Supplier invoices monthly in arrears.") is None
+
+
+@pytest.mark.parametrize("text, query, answer", [
+    # QA s28/qa3 #4: "both legs", "both directions" name their own pair; tied to the long sentence before, the
+    # answer was dropped with it ("speaks of the sentence before it ('both legs')") and the budget blamed
+    ("Patient is a 67-year-old male admitted on 2 March 2025 for community-acquired pneumonia, with a history of "
+     "type 2 diabetes, chronic kidney disease stage 3 and hypertension treated with lisinopril 20 mg daily. "
+     "Pitting edema is present in both legs. Chest X-ray shows no consolidation.\n",
+     "Does the patient have edema?", "Pitting edema is present in both legs."),
+    ("The annual marathon starts at 09:00 from the city hall square and follows the river embankment to the "
+     "botanical garden and back. Ring Road is closed in both directions from 07:00 to 15:00. Shuttle buses run "
+     "every 10 minutes from the main station.\n",
+     "Is Ring Road closed?", "Ring Road is closed in both directions from 07:00 to 15:00."),
+])
+def test_both_with_a_noun_naming_its_own_pair_goes_without_the_sentence_before(plan, text, query, answer):
+    text_at = _sweep(plan, text, query)
+    for budget in (25, 30, 40):
+        out = text_at(budget)
+        assert answer in out, (budget, out)
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    # QA s28/qa3 #11: a contract's defined term after "Such"/"The above" speaks of the sentence before ...
+    ("Such Confidential Information shall be returned within 10 days.", "Such Confidential Information"),
+    ("The above Fees are exclusive of VAT.", "The above Fees"),
+    ("Either option is accepted by the Carrier.", "Either option"),
+    # ... an intensifier, a body's pair, a way of speaking and the parties do not
+    ("It was such good news.", None),
+    ("Use both hands.", None),
+    ("Both spouses must sign the form.", None),
+    ("Either way, the fee is due on 1 May.", None),
+    ("The valve must be open on either side.", None),
+    ("Both Parties must sign.", None),
+    ("Either Party may terminate.", None),
+])
+def test_what_both_either_such_point_back_to(sentence, expected):
+    from odcf.textutil import demonstrative_back
+    assert demonstrative_back(sentence) == expected

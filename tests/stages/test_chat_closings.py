@@ -46,3 +46,29 @@ def test_closing_turns_rank_below_the_turns_that_give_the_booking_details():
         segs = [g for src in r.record["sources"] for g in src["segments"]]
         dropped = [g for g in segs if g["status"] == "dropped"]
         assert len(dropped) >= 2 and all(g.get("reason") for g in dropped)
+
+
+BOOKING = ("USER: I need a hotel in Cambridge for 2 nights from Friday, for 2 people, with free parking.\n"
+           "SYSTEM: I found the Hotel Adler with free parking at GBP 120 per night. Shall I book it?\n"
+           "USER: Yes, thanks.\n"
+           "SYSTEM: Booked, reference HX4471. Would you also like travel insurance for GBP 15?\n"
+           "USER: No, thanks.\n"
+           "SYSTEM: Alright. Is there anything else I can help you with?\n"
+           "USER: No, that is all. Thank you!\n")
+
+
+def test_a_yes_or_no_with_thanks_answers_the_question_before_it():
+    # QA s28/qa3 #5: "USER: No, thanks." declining the insurance was taken for a goodbye, scored 0.0 and dropped
+    # while the question it answers was delivered
+    from odcf.stages.rank import closing
+
+    assert not any(closing(_turn(t)) for t in ("USER: No, thanks.", "USER: Yes, thanks.", "USER: Okay, thanks.",
+                                                "USER: Fine, thanks."))
+    assert all(closing(_turn(t)) for t in ("USER: No, that is all. Thank you!", "USER: Yes, thanks, goodbye.",
+                                           "USER: No, I'm all set, thanks."))
+    c = Compressor.from_ontology("customer_service")
+    query = "Did the user take the travel insurance, and did they confirm the hotel booking?"
+    for budget in (50, 70):
+        r = c.compress([{"id": "d", "text": BOOKING}], query=query, budget=budget, timings=False)
+        assert "Would you also like travel insurance for GBP 15?\nUSER: No, thanks." in r.text, (budget, r.text)
+        assert "USER: No, that is all." not in r.text
