@@ -72,6 +72,7 @@ def join_segments(segments: Sequence[Segment]) -> str:
     nl = "\r\n" if segments[0].meta.get("crlf") else "\n"  # the segmenter marks every segment of a CRLF source
     out: list[str] = []
     prev: Segment | None = None
+    said: Segment | None = None  # the last piece delivered that is not a heading
     yaml = _YamlMarks(out, nl)
     diff = _DiffMarks(out, nl)
     runs = _ItemMarks(out, nl)
@@ -94,15 +95,17 @@ def join_segments(segments: Sequence[Segment]) -> str:
             out.append(yaml.due)  # a front-matter's opening "---", before its first key delivered
             yaml.due = ""
         speaker = seg.meta.get("speaker")
+        # a heading in a message is in no turn (in_turn): the piece before it says whose turn goes on
+        above = said if prev is not None and prev.kind == "heading" and "speaker" not in prev.meta else prev
         if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
-                and (prev is None or _turn(prev) != _turn(seg)) and seg.kind != "heading"):
+                and (above is None or _turn(above) != _turn(seg)) and seg.kind != "heading"):
             # the turn's first sentence, which holds the speaker's label, was not delivered, and what
             # is above is another turn: say who speaks (a table, a code block or quoted lines start on
             # their own line); never before a heading, which no turn goes on past ("Status: ## Fraud
             # referrals" read a report's field as a speaker and its next section as that field's text)
             out.append(speaker + (nl if seg.kind in ("table", "code", "json") or seg.meta.get("quote") else " "))
-        elif (speaker and not seg.meta.get("opens_line") and prev is not None and prev.paragraph != seg.paragraph
-              and not _same_turn(prev, seg) and seg.kind in ("sentence", "list") and not seg.meta.get("quote")
+        elif (speaker and not seg.meta.get("opens_line") and above is not None and prev.paragraph != seg.paragraph
+              and not _same_turn(above, seg) and seg.kind in ("sentence", "list") and not seg.meta.get("quote")
               and _ROLE_RE.match(speaker)):
             # a later message of the user (or agent) of the line above in a chat with an agent, turns left out
             # between: "…" says that it is not the rest of that message ("user: Hi! … from Amsterdam.\n… What
@@ -203,6 +206,8 @@ def join_segments(segments: Sequence[Segment]) -> str:
                            + (nl + seg.meta["code_close"] if seg.meta["code_open"] else ""))
         yaml.opened(seg)
         prev = seg
+        if seg.kind != "heading":
+            said = seg
     yaml.enter(None)
     diff.enter(None)
     runs.leave(None)

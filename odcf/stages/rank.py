@@ -417,24 +417,39 @@ def query_hits(segments: Sequence[Segment], query: str | None,
     names, hits = _named_hits(segments, query, anchors)
     titles, titled = titled_hits(segments, query)
     names, hits = [*names, *titles], hits | titled
-    hits |= adjacent_rows(segments, query, hits)
+    hits |= adjacent_rows(segments, query, hits, names)
     if failing:
         return [*names, FAILURE_NAME], hits, failing - hits
     return names, hits, set()
 
 
 #: A query asking for the row after (or before) one it names: "which episode was next after "The Way It
-#: All Began"?", "who finished right before Smith?".
-_NEXT_ROW_RE = re.compile(r"\b(?:next|after|following|succeed(?:s|ed|ing)?)\b", re.IGNORECASE)
-_PREVIOUS_ROW_RE = re.compile(r"\b(?:previous|before|preceding|preceded|prior)\b", re.IGNORECASE)
+#: All Began"?", "which invoice came before INV-2041?". "next" and "previous" ask it wherever they stand;
+#: the other words only where the name is their object ("after INV-2041", not "after its due date").
+_NEXT_ROW_RE = re.compile(r"\bnext\b", re.IGNORECASE)
+_PREVIOUS_ROW_RE = re.compile(r"\bprevious\b", re.IGNORECASE)
+_AFTER_ROW_RE = re.compile(r"\b(?:after|following|succeed(?:s|ed|ing)?)\s+", re.IGNORECASE)
+_BEFORE_ROW_RE = re.compile(r"\b(?:before|preceding|precede[sd]?|prior\s+to)\s+", re.IGNORECASE)
+_QUOTES = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
 
 
-def adjacent_rows(segments: Sequence[Segment], query: str | None, hits: Collection[str]) -> set[str]:
+def _governs(pattern: re.Pattern[str], query: str, names: Sequence[str]) -> bool:
+    """Whether a word of *pattern* in *query* has one of *names* for its object: "after INV-2041",
+    'before "The Way It All Began"', not "before or after its due date"."""
+    wanted = [n.casefold() for n in names if n]
+    return any(query[m.end():].lstrip(_QUOTES).casefold().startswith(name)
+               for m in pattern.finditer(query) for name in wanted)
+
+
+def adjacent_rows(segments: Sequence[Segment], query: str | None, hits: Collection[str],
+                  names: Sequence[str] | None = None) -> set[str]:
     """The rows of a table next to a row among *hits* (a part of a table, odcf.stages.segment) in the
-    direction *query* asks for: the row after it for "next", "after", "following", the row before it for
-    "previous", "before", "preceding". The answer to "which episode was next after "The Way It All
-    Began"?" is the row under the one the query names, which shares no word with the query (scored
-    0.35, it was left out at 2x and 4x while the named row led).
+    direction *query* asks for: the row after it for "next", or "after", "following" with a name the
+    query names (*names*, by default :func:`query_identifiers`) for object ("after INV-2041"); the row
+    before it for "previous", or "before", "preceding", "prior to" with one ("before INV-2041"). The
+    answer to "which episode was next after "The Way It All Began"?" is the row under the one the query
+    names, which shares no word with the query (scored 0.35, it was left out at 2x and 4x while the
+    named row led). "Was INV-2041 paid before or after its due date?" asks about no other row.
 
     >>> from odcf.document import Segment
     >>> rows = ['ep,title\\n1,Pilot', '2,The Way It All Began', '3,Invasion']
@@ -444,9 +459,16 @@ def adjacent_rows(segments: Sequence[Segment], query: str | None, hits: Collecti
     ['r2']
     >>> sorted(adjacent_rows(segs, 'which episode came before "the way it all began"?', {"r1"}))
     ['r0']
+    >>> sorted(adjacent_rows(segs, 'was "the way it all began" aired before or after its date?', {"r1"}))
+    []
     """
-    after, before = bool(query and _NEXT_ROW_RE.search(query)), bool(query and _PREVIOUS_ROW_RE.search(query))
-    if not hits or not (after or before):
+    if not query or not hits:
+        return set()
+    if names is None:
+        names = query_identifiers(query)
+    after = bool(_NEXT_ROW_RE.search(query)) or _governs(_AFTER_ROW_RE, query, names)
+    before = bool(_PREVIOUS_ROW_RE.search(query)) or _governs(_BEFORE_ROW_RE, query, names)
+    if not (after or before):
         return set()
     rows: dict[tuple[str, int, int], str] = {}  # (source, the table's first index, part) -> id
     for seg in segments:

@@ -574,7 +574,9 @@ def test_a_field_opening_a_paragraph_under_each_heading_is_no_speaker_and_a_head
     agent = seg("user: Plan two days in Lyon.\n\nassistant: Here is a plan.\n\n## Day 1\n\nVisit the old town.\n\n"
                 "user: Shorter, please.\n\nassistant: Sure.\n\nOne day only.\n")
     turns = {s.text: s.meta.get("speaker") for s in agent}
-    assert turns["One day only."] == "assistant:" and turns["## Day 1"] is None and turns["Visit the old town."] is None
+    # (QA 3 finding 7: and so do the parts under it, the heading being a part of the assistant's message)
+    assert turns["One day only."] == "assistant:" and turns["## Day 1"] is None
+    assert turns["Visit the old town."] == "assistant:"
     # whatever the segmenter says, no label is written onto a heading
     said = [dataclasses.replace(s, meta={**s.meta, "speaker": "Status:", "turn": 0}) if s.index else s
             for s in out if s.text.startswith(("# Weekly", "## Fraud", "Payment on"))]
@@ -1664,3 +1666,28 @@ def test_a_timeline_list_whose_times_carry_seconds_is_cut_in_items():
                  "- 2026-03-08 02:{:02d}:10 [worker-3] processed item {} of the nightly run as planned"):
         log = "\n".join(line.format(i, i) for i in range(12))
         assert [s.kind for s in seg(log)] == ["list"], line
+
+
+def test_a_heading_in_a_message_keeps_the_speaker_of_the_parts_under_it():
+    # QA 3 finding 7: "## Steps" in an assistant's answer ended its turn, and the advice under it was
+    # delivered with no speaker
+    chat = seg("user: How do I rotate the signing key?\n\nassistant: You can rotate it with the vault CLI.\n\n"
+               "## Steps\n\nRun the rotate command from the ops bastion.\n\nDo not restart the service.\n\n"
+               "user: And the old key?\n\nassistant: It stays valid for 24 hours.\n")
+    said = {s.text: s for s in chat}
+    assert said["Do not restart the service."].meta["speaker"] == "assistant:"
+    assert said["Do not restart the service."].meta["turn"] == said["Run the rotate command from the ops bastion."].meta["turn"]
+    assert "speaker" not in said["## Steps"].meta
+    # delivered without the turn's first line: the label after the heading, never before it
+    keep = {said["## Steps"].index, said["Do not restart the service."].index}
+    assert _delivered(chat, keep) == "## Steps\n\nassistant: Do not restart the service."
+    # with it: no second label
+    keep |= {said["assistant: You can rotate it with the vault CLI."].index}
+    assert _delivered(chat, keep) == ("assistant: You can rotate it with the vault CLI.\n\n## Steps\n\n"
+                                      "Do not restart the service.")
+    # speakers taking turns (no role words): a heading with a speaker's paragraph still to come is in
+    # the message too; a section after the chat's last turn is no one's
+    talk = seg("Alice: Which claims are late?\n\nBob: Three of them.\n\nAlice: Which one waits?\n\nBob: CLM-1.\n\n## Details\n\nCLM-1 waits for SIU.\n\n"
+               "Alice: Pay the other two.\n\nBob: Done.\n\n## Summary\n\nTwo claims were paid.\n")
+    turns = {s.text: s.meta.get("speaker") for s in talk}
+    assert turns["CLM-1 waits for SIU."] == "Bob:" and turns["Two claims were paid."] is None

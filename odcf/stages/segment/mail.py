@@ -168,8 +168,11 @@ def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = ()) 
     label)`` of each paragraph that opens with a speaker's label, when at least three do, a label
     comes back, and some paragraph between them opens without one (a message with a list or a
     second paragraph); and ``(offset, offset, None)`` of each heading (at *headings*, the offsets of
-    the segmenter's heading pieces) that ends a turn. Else [] (a transcript of one line a turn is
-    handled line by line).
+    the segmenter's heading pieces) that ends a turn: one after the chat's last labelled paragraph
+    (a section of the document after the transcript) unless its speaker is marked as below. A heading
+    with a speaker's paragraph still to come is a part of the message it is in (an agent's "##
+    Steps"), as the paragraphs under it are. Else [] (a transcript of one line a turn is handled
+    line by line).
 
     A label is a speaker's when speakers alternate under one heading (it comes back after another
     label's paragraph with no heading between: "Alice:", "Bob:", "Alice:"), or it has a time stamp,
@@ -207,14 +210,23 @@ def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = ()) 
             speakers.update(lb for sc, lb in seen if sc == sec)
         seen.add((sec, label))
         last[sec] = label
+    # whether the next labelled paragraph after each entry is a speaker's (the chat goes on below it)
+    goes_on: list[bool] = []
+    ahead = False
+    for _start, _end, label, _sec in reversed(found):
+        goes_on.append(ahead)
+        if label:
+            ahead = label in speakers
+    goes_on.reverse()
     turns: list[tuple[int, int, str | None]] = []
     unlabelled_inside = False
-    for start, end, label, _sec in found:
+    for (start, end, label, _sec), more in zip(found, goes_on):
         if label is not None and label in speakers:
             turns.append((start, end, label))
         elif turns and turns[-1][2] is not None:
             if label is None:
-                turns.append((start, start, None))  # a heading ends the turn above it
+                if not (more or turns[-1][2] in marked):
+                    turns.append((start, start, None))  # a heading after the chat's last turn ends it
             else:
                 unlabelled_inside = True  # a paragraph of the turn without a label (or a field's)
     labels = [t[2] for t in turns if t[2] is not None]
@@ -226,9 +238,10 @@ def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = ()) 
 def in_turn(piece: Piece, turns: list[tuple[int, int, str | None]], starts: list[int]) -> Piece:
     """*piece* with the speaker label and number of the chat turn it is in (odcf.render writes the
     label before a piece delivered without its turn's first one); as it is when it is in no turn
-    (before the first, or from a heading on: a heading is never written after a label)."""
+    (before the first, or after a heading that ends one) and when it is a heading, which is never
+    written after a label (odcf.render writes the label after it, before the turn's next piece)."""
     k = bisect.bisect_right(starts, piece.start) - 1
-    if k < 0 or turns[k][2] is None:
+    if k < 0 or turns[k][2] is None or piece.kind == "heading":
         return piece
     _, label_end, label = turns[k]
     meta = {key: v for key, v in (piece.meta or {}).items() if key not in ("speaker", "opens_line")}
