@@ -375,11 +375,12 @@ _PRONOUN_MAX_CJK = 24
 #: "It" and "They" as a subject, and "Its"/"Their" opening a sentence ("Their rated output is
 #: exactly 750 W."), point back at any length ("It renews automatically for successive
 #: 12-month periods unless …" says nothing of what renews) — except "it" as a dummy subject whose
-#: real subject follows: "It is likely that …", "It took three weeks to …".
+#: real subject follows within a few words: "It is likely that …", "It took three weeks to …" (not "It
+#: was restarted at a reduced dose of 500 mg on 7 March after creatinine returned to …").
 _PERSONAL_PRONOUN_RE = re.compile(
     r"^[\"'\u201c\u2018(\[]*(?:(?i:it|they|its|their)|(?:His|Her) (?:Honour|Honor|Lordship|Ladyship))(?=\s+[a-z])"
     r"(?!\s+(?:is|was|'s|would be|will be|could be|may be|might be|has been|had been|seems|seemed|appears|appeared"
-    r"|remains|remained|takes|took|turns out|turned out|follows|followed|makes|made)\b[^.;:!?]*?"
+    r"|remains|remained|takes|took|turns out|turned out|follows|followed|makes|made)\b[^.;:!?\d]{0,40}?"
     r"\b(?:that|to|whether|if|how|why|when|what)\b)")
 
 
@@ -398,8 +399,9 @@ def back_reference(sentence: str) -> str | None:
     ['This', None, None, '该']
     >>> [back_reference(s) for s in ("It renews automatically for successive 12-month periods unless either party objects.",
     ...  "It is likely that the supplier will ask for a longer period of notice next year.",
-    ...  "It took three weeks for the regulator to answer the second letter from the board.")]
-    ['It', None, None]
+    ...  "It took three weeks for the regulator to answer the second letter from the board.",
+    ...  "It was restarted at a reduced dose of 500 mg on 7 March after creatinine returned to 1.1 mg/dL.")]
+    ['It', None, None, 'It']
     >>> [back_reference(s) for s in ("同年6月12日，蓟县旅游部门称。", "The following year, the line closed.", "The following items ship.")]
     ['同年', 'The following year', None]
     >>> [back_reference(s) for s in ("After that, the Rent may be increased.", "Thereafter the fee is 5%.",

@@ -189,3 +189,20 @@ def test_both_with_a_noun_naming_its_own_pair_goes_without_the_sentence_before(p
 def test_what_both_either_such_point_back_to(sentence, expected):
     from odcf.textutil import demonstrative_back
     assert demonstrative_back(sentence) == expected
+
+
+def test_it_opening_a_long_sentence_with_a_number_before_to_still_points_back():
+    # QA3: "It was restarted at a reduced dose of 500 mg on 7 March after creatinine returned to …" (the
+    # README's own example) was read as a dummy "it" ("It is likely that …") because of the "to" far on,
+    # and delivered alone at 30 and 45 tokens: what was restarted is named only in the sentence before
+    text = ("Metformin 1000 mg twice daily was stopped on 4 March 2025 because of lactic acidosis risk before the "
+            "contrast CT. It was restarted at a reduced dose of 500 mg on 7 March after creatinine returned to "
+            "1.1 mg/dL. Lisinopril 20 mg daily was continued throughout the stay. The patient was discharged "
+            "home on 9 March with follow-up in 2 weeks.")
+    c = Compressor.from_ontology("medical_records")
+    for budget in (30, 45, 60, 80):
+        out = c.compress(text, query="When was metformin restarted and at what dose?", budget=budget).text
+        if "It was restarted" in out:
+            assert "Metformin 1000 mg twice daily was stopped" in out, (budget, out)
+    assert "It was restarted" in c.compress(text, query="When was metformin restarted and at what dose?",
+                                            budget=80).text
