@@ -9,7 +9,12 @@ import json
 import sys
 from typing import Any
 
-from odcf.cli.common import TOKENIZER_HELP, add_stage_flags, preset_role_note, stage_overrides
+from odcf.cli.common import (
+    TOKENIZER_HELP,
+    add_stage_flags,
+    preset_role_note,
+    stage_overrides,
+)
 
 #: The exit code of a job that ran to the end with failed records: every record, or with
 #: ``--fail-on-errors`` any (1 is an error that stopped the job, 3 records that do not add up).

@@ -1284,7 +1284,7 @@ def closing(seg: Segment) -> bool:
     if not speaker or seg.kind != "sentence" or len(seg.text) > 200:
         return False
     text = seg.text.strip()
-    text = text[len(speaker):] if text.startswith(speaker) else text
+    text = text.removeprefix(speaker)
     if CLOSING_RE.fullmatch(text) is None or _CLOSING_END_RE.search(text) is None:
         return False
     return not _ANSWER_OPENER_RE.match(text) or _EXPLICIT_END_RE.search(text) is not None
