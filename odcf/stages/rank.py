@@ -1251,18 +1251,21 @@ _CLOSING_PART = (r"(?:yes|yeah|yep|no|nope|ok(?:ay)?|great|perfect|cool|awesome|
                  r"|all\s+right|that\s+(?:sounds|is|['’]s|seems|works)\s+(?:really\s+|very\s+)?(?:great|good|fine|perfect|nice"
                  r"|all\s+right|alright|wonderful|excellent|lovely|okay|ok)(?:\s+to\s+me)?|bye|goodbye|cheers"
                  r"|have\s+a\s+(?:great|good|nice|lovely)\s+(?:day|one|evening|night|weekend))")
+#: "that is all", "this will be it"; "nothing else", "nothing more": a turn that says it is the last
+_THAT_IS_ALL = r"(?:that|this)(?:\s+is|['’]s|\s+will\s+be|\s+would\s+be)\s+(?:all|it)"
+_NOTHING_ELSE = r"nothing\s+(?:else|more)"
 _CLOSING_END = (r"(?:(?:many\s+)?thanks?(?:\s+you)?(?:\s+(?:so|very)\s+much)?(?:\s+(?:a\s+lot|again))?"
                 r"(?:\s+for\s+(?:(?:all\s+)?(?:your|the)\s+(?:help|assistance|time|information|info)|trying|helping(?:\s+me)?"
                 r"|everything|that|this))?"
-                r"|(?:that|this)(?:\s+is|['’]s|\s+will\s+be|\s+would\s+be)\s+(?:all|it)(?:\s+for\s+(?:now|today))?"
-                r"|(?:there['’]?s\s+)?nothing\s+(?:else|more)(?:\s+for\s+(?:now|today))?|i['’]?m\s+(?:all\s+)?(?:set|good|done))")
+                rf"|{_THAT_IS_ALL}(?:\s+for\s+(?:now|today))?"
+                rf"|(?:there['’]?s\s+)?{_NOTHING_ELSE}(?:\s+for\s+(?:now|today))?|i['’]?m\s+(?:all\s+)?(?:set|good|done))")
 _CLOSING_END_RE = re.compile(rf"(?i:\b{_CLOSING_END}\b)")
 #: A turn opening with "Yes"/"No"/"OK"/"Fine" answers what the other side asked ("USER: No, thanks." to "Would you also
 #: like travel insurance?", "USER: Yes, thanks." to "Shall I book it?"): it closes the conversation only with an
 #: explicit end of its own (:data:`_EXPLICIT_END_RE`), "USER: No, that is all, thanks.".
 _ANSWER_OPENER_RE = re.compile(r"(?i:\s*(?:yes|yeah|yep|no|nope|ok(?:ay)?|fine|alright|all\s+right|sure)\b)")
 _EXPLICIT_END_RE = re.compile(
-    r"(?i:\b(?:(?:that|this)(?:\s+is|['’]s|\s+will\s+be|\s+would\s+be)\s+(?:all|it)|nothing\s+(?:else|more)"
+    rf"(?i:\b(?:{_THAT_IS_ALL}|{_NOTHING_ELSE}"
     r"|(?:i['’]?m\s+)?all\s+set|i['’]?m\s+(?:set|done)|(?:good)?bye|have\s+a\s+(?:great|good|nice|lovely)\s+\w+)\b)")
 #: (one piece after another, each after a comma, a stop or a space: no two ways to cut a turn, so no backtracking)
 CLOSING_RE = re.compile(rf"(?i:\s*(?:{_CLOSING_PART}|{_CLOSING_END})(?:[\s,.!]+(?:{_CLOSING_PART}|{_CLOSING_END}))*[\s,.!]*)")
