@@ -18,6 +18,7 @@ qualified obligation into an absolute one.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 #: English negations: dropping one inverts the statement it governs.
@@ -103,7 +104,39 @@ def resolve_connectives(spec: Iterable[str]) -> tuple[str, ...]:
     return tuple(out.values())
 
 
+#: "provided" is the verb, not the condition "provided (that)", after an auxiliary or a subject
+#: pronoun ("are being provided", "we provided") or before a preposition or a closing mark ("provided
+#: by the vendor", "as provided in Section 5", "Service provided:").
+_PROVIDED_VERB_BEFORE_RE = re.compile(
+    r"(?<![\w'])(?:am|is|are|was|were|be|been|being|has|have|had|having|get|gets|got|gotten|i|we|you|he|she|"
+    r"it|they|who|which)\s+$", re.IGNORECASE)
+_PROVIDED_VERB_AFTER_RE = re.compile(
+    r"\s*(?:(?:by|to|for|with|in|on|at|as|from|under|herein|here|hereunder|below|above|free|upon)(?![\w'])|[:.)\]]|$)",
+    re.IGNORECASE)
+#: "No." before a number is the abbreviation of "number" ("invoice No. 4471", "no.12").
+_NUMBER_ABBREVIATION_RE = re.compile(r"\.\s?\d")
+
+
+def not_a_connective(text: str, start: int, end: int) -> bool:
+    """Whether the connective word at ``text[start:end]`` is used as something else there: the verb
+    "provided" ("the data provided by the vendor", "we provided the logs"), or "No." for "number"
+    ("invoice No. 4471"). Both the lexical guard (protect) and the parsed one (entities) skip such words.
+
+    >>> t = "Data provided by the vendor. Pay in 30 days provided the invoice is correct. See No. 4471."
+    >>> [not_a_connective(t, m.start(), m.end()) for m in re.finditer(r"provided|No", t)]
+    [True, False, True]
+    """
+    word = text[start:end].casefold()
+    if word == "provided":
+        return bool(_PROVIDED_VERB_BEFORE_RE.search(text, max(0, start - 12), start)
+                    or _PROVIDED_VERB_AFTER_RE.match(text, end))
+    if word == "no":
+        return bool(_NUMBER_ABBREVIATION_RE.match(text, end))
+    return False
+
+
 __all__ = [
     "DEFAULT_CONNECTIVES", "EN_CONNECTIVES", "EN_EXCEPTION_CONDITION", "EN_NEGATION", "WHOLE_CLAUSE_CONNECTIVES",
-    "ZH_CONNECTIVES", "ZH_EXCEPTION_CONDITION", "ZH_NEGATION", "default_entity_labels", "resolve_connectives",
+    "ZH_CONNECTIVES", "ZH_EXCEPTION_CONDITION", "ZH_NEGATION", "default_entity_labels", "not_a_connective",
+    "resolve_connectives",
 ]

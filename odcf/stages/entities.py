@@ -48,6 +48,7 @@ from typing import Any
 
 from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.plan.model import Plan
+from odcf.plan.protection import not_a_connective
 from odcf.stages.base import Stage
 from odcf.textutil import STOPWORDS, not_for_english_ner
 from odcf.tokens import get_counter
@@ -194,6 +195,9 @@ def dependency_spans(doc: Any, index: dict[str, list[tuple[str, ...]]]) -> list[
             i += 1
             continue
         phrase = toks[i:i + len(match)]
+        if not_a_connective(doc.text, phrase[0].idx, phrase[-1].idx + len(phrase[-1].text)):
+            i += len(match)
+            continue
         name = " ".join(match).replace(" n't", "n't")
         name = _ALIASES.get(name, name)
         if name == "can not":

@@ -21,6 +21,7 @@ from typing import Any
 from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.errors import StageError
 from odcf.plan.model import Plan
+from odcf.plan.protection import not_a_connective
 from odcf.stages.base import Stage
 from odcf.textutil import HAN_RE as _CJK
 from odcf.textutil import RegexTimeout, fold, phrase_regex, regex_time_limit
@@ -153,6 +154,8 @@ class Protector(Stage):
                     spans.append(Span(start, end, text[start:end], "term"))
         if self.connectives and m.connectives is not None:
             for hit in m.connectives.finditer(text):
+                if not_a_connective(text, hit.start(), hit.end()):
+                    continue
                 end = _clause_end(text, hit.end(), self.clause_words)
                 spans.append(Span(hit.start(), end, text[hit.start():end], f"connective:{hit.group(0).lower()}"))
         if self.markers:

@@ -133,3 +133,15 @@ def test_auto_scope_parses_only_the_budgets_best_segments():
     assert best.source_id == "s40" and spans(best, "dep:not") and spans(best, "entity:DATE")
     everything = Pipeline(stages[:-1] + [EntityGuard(scope="all")]).run(doc, plan)
     assert next(e for e in everything.trace if e.stage == "entities").data["parsed"] == 41
+
+
+def test_the_verb_provided_and_no_for_number_guard_nothing():
+    connectives = (*CONNECTIVES, "provided", "provided that")
+    out = run(["The data provided by the vendor was wrong.", "Soldiers are being provided insulated huts.",
+               "See invoice No. 4471 for the amount.",
+               "Payment is due in 30 days provided the invoice is correct.",
+               "Refunds are issued, provided that the goods are unused."], connectives=connectives)
+    verb, passive, number, condition, that = out.segments
+    assert spans(verb, "dep:") == [] and spans(passive, "dep:") == [] and spans(number, "dep:") == []
+    assert "provided" in covered_words(condition, "dep:provided")
+    assert {"provided", "that"} <= covered_words(that, "dep:provided that")

@@ -96,3 +96,21 @@ def test_a_term_is_found_across_a_line_break_or_spaces_and_beside_a_letter_that_
     for s in doc.segments:
         for sp in s.protected:
             assert s.original[sp.start:sp.end] == sp.text
+
+
+def test_the_verb_provided_and_no_for_number_are_not_connectives(plan):
+    import dataclasses
+
+    from odcf.plan.protection import DEFAULT_CONNECTIVES
+
+    plan = dataclasses.replace(plan, protection=dataclasses.replace(plan.protection, connectives=DEFAULT_CONNECTIVES))
+    # "provided" the verb (after an auxiliary or a subject, before a preposition or a colon) and "No."
+    # before a number guard nothing; the condition "provided (that) …" and the negation "no" still do
+    text = ("The data provided by the vendor was wrong. We provided the logs. As provided in Section 5, fees apply. "
+            "Service provided: cleaning. See invoice No. 4471 and no.12 today. "
+            "Payment is due in 30 days provided the invoice is correct. "
+            "Refunds are issued, provided that the goods are unused. No refunds are given after 14 days.")
+    doc = protect(text, plan)
+    found = sorted(sp.rule for seg in doc.segments for sp in seg.protected if sp.rule.startswith("connective:")
+                   and sp.rule.split(":", 1)[1] in ("provided", "provided that", "no"))
+    assert found == ["connective:no", "connective:provided", "connective:provided that"]
