@@ -113,6 +113,7 @@ class _Work:
     words: tuple[tuple[int, int], ...]
     forced: np.ndarray
     labels: int = 0  # forced words that only :func:`value_labels` keeps
+    lead: int = 0  # words of the line's own mark and label ("user:", "3.", "**Tool result:**")
 
 
 class TokenCompressor(Stage):
@@ -226,10 +227,12 @@ class TokenCompressor(Stage):
             if kept == n:
                 continue
             label = f"rate {value:.2f}" if mode in ("rate", "budget") else f"threshold {value:.3f}"
-            if kept == 0:
-                # nothing left worth keeping: say so, rather than deliver an empty segment
+            if kept == 0 or not k[w.lead:].any():
+                # nothing left worth keeping (at most the line's mark or speaker label, "user:"): say so,
+                # rather than deliver an empty segment or a bare label
                 new_segments[w.index] = w.seg.with_reason(
-                    f"compress: no word of {n} kept ({label}); dropped", status="dropped")
+                    f"compress: no word of {n} kept{' but its label' if kept else ''} ({label}); dropped",
+                    status="dropped")
                 emptied += 1
             else:
                 new_segments[w.index] = w.seg.with_reason(
@@ -288,7 +291,7 @@ class TokenCompressor(Stage):
                 skipped[why].append(seg.id)
                 fixed += counter.count(seg.text)
                 continue
-            work.append(_Work(i, seg, words, *_forced_and_labels(words, seg)))
+            work.append(_Work(i, seg, words, *_forced_and_labels(words, seg), lead=_lead_words(words, seg.original)))
         return work, skipped, fixed
 
     def _target(self, doc: Document, plan: Plan, work: Sequence[_Work], fixed: int, counter: Any) -> tuple[str, float, dict[str, Any]]:
@@ -468,6 +471,14 @@ _LEAD_RE = re.compile(r"^\s*(?:(?:#{1,6}|>|[-*+\u2022]|\d{1,3}[.)])(?=\s))?\s*"
                       r"|[A-Za-z][\w.@-]{0,30}(?:\s\([^()\n]{1,40}\))?:(?=\s))?")
 
 
+def _lead_words(words: Sequence[tuple[int, int]], text: str) -> int:
+    """How many of the first *words* are the line's own mark and label (:data:`_LEAD_RE`)."""
+    head = _LEAD_RE.match(text)
+    if head is None:
+        return 0
+    return sum(1 for s, _ in words if s < head.end())
+
+
 #: Words that are a comparison or tolerance sign: "eGFR < 30" must not become "eGFR 30".
 OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=", "==", "≠", "!=", "±", "+/-", "≈", "~"})
 
@@ -487,14 +498,9 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment) -> tuple[
     for i, (s, e) in enumerate(words):
         if e - s <= 3 and text[s:e] in OPERATOR_WORDS:
             forced[i] = True
-    head = _LEAD_RE.match(text)
-    if head is not None:
-        # the line's own mark and label: who says it ("**User (dana@ops):**" over "Never touch prod"),
-        # which heading or item it is ("#", "3.", "-")
-        for i, (s, _) in enumerate(words):
-            if s >= head.end():
-                break
-            forced[i] = True
+    # the line's own mark and label: who says it ("**User (dana@ops):**" over "Never touch prod"),
+    # which heading or item it is ("#", "3.", "-")
+    forced[:_lead_words(words, text)] = True
     if not seg.protected:
         return forced, 0
     starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
@@ -576,6 +582,12 @@ CLAUSE_WORDS = 4
 OF_WORDS = 4
 #: Marks that end a label or clause when a word ends with one (or a line break follows it).
 _CLAUSE_END = ".!?;:,。！？；，"
+#: Words that bound or round the value right after them: "under €4,500" must not become "€4,500" (an upper
+#: limit read as an exact figure), nor "about 40 staff" "40 staff".
+BOUND_WORDS = frozenset({
+    "under", "over", "below", "above", "beneath", "exceeding", "around", "about", "approximately", "approx.",
+    "roughly", "nearly", "almost", "circa", "ca.", "max", "max.", "maximum", "min", "min.", "minimum",
+})
 #: Words that name a share ("5 percent of the fee").
 _PERCENT_WORDS = frozenset({"percent", "per cent", "pct"})
 
@@ -586,7 +598,8 @@ def value_labels(words: Sequence[tuple[int, int]], text: str, protected: np.ndar
     "Covered RCV = $1,722.00 + …", "Named storm deductible: 5%"), else its whole clause before it when
     that is at most :data:`CLAUSE_WORDS` words ("…, paid in full on 24 February 2025"), and the "of"
     phrase after a percentage (at most :data:`OF_WORDS` words after "of": "5% of Coverage A ($20,600)").
-    A label longer than its limit keeps none of its words: the model and the skeleton decide.
+    A label longer than its limit keeps none of its words: the model and the skeleton decide. A word of
+    :data:`BOUND_WORDS` right before the value is kept in any case ("the total budget is under €4,500").
 
     >>> t = "Fee: 5% of the contract value, due. Initial ACV payment = $900, paid in full on 2 May."
     >>> w = [(m.start(), m.end()) for m in re.finditer(r"\\S+", t)]
@@ -616,6 +629,8 @@ def value_labels(words: Sequence[tuple[int, int]], text: str, protected: np.ndar
         k += 1
         if not any(ch.isdigit() for ch in text[words[first][0]:words[min(last, first + 1)][1]]):
             continue  # a value opens with its number ("$5,000", "March 3"), not a long clause that holds one
+        if first > 0 and not protected[first - 1] and word(first - 1).casefold() in BOUND_WORDS:
+            out[first - 1] = True  # "under €4,500": the bound is part of the value
         # the label before it: "label = value" / "label: value", else the clause it opens
         j = first - 1
         op = j >= 0 and not protected[j] and "\n" not in text[words[j][1]:words[first][0]] and (
