@@ -1448,6 +1448,65 @@ def density(seg: Segment) -> float:
     return min(1.0, d * 2.0)
 
 
+#: A word as :func:`fact_density` reads it: what lies between spaces, its outer punctuation left off.
+_FACT_WORD_RE = re.compile(r"\S+")
+_OUTER_PUNCT = "\"'“”‘’«»()[]{}<>.,;:!?…*_~|^=+-–—/\\"
+#: A token after which the next word opens a sentence (its capital says nothing).
+_ENDS_SENTENCE_RE = re.compile(r"[.!?:…]['\"”’)\]]*$")
+
+
+def _name_like(core: str, *, opens: bool) -> bool:
+    """Whether *core*, a word without its outer punctuation, names something: an @handle or a #tag,
+    a figure ("48,500", "A320", "2027"), or a capital letter not opening a sentence ("Srinagar",
+    "DRDO"; "I" aside)."""
+    if core[0] in "@#" and len(core) > 1:
+        return True
+    if any(c.isdigit() for c in core):
+        return True
+    return not opens and core[0].isupper() and core != "I"
+
+
+def fact_density(seg: Segment) -> float:
+    """Share of the segment's words that carry a fact: inside a protected span that is not a connective
+    or a marker (numbers, identifiers, terms), or name-like (:func:`_name_like`), capped at 1. Capitals
+    count only where at least one word in four opens in lower case (a title or a menu, "Home About
+    Contact", names nothing by them). For a document with no query, where similarity to the plan's generic queries says
+    little about which segment holds facts."""
+    text = seg.original
+    if not text:
+        return 0.0
+    spans = [(sp.start, sp.end) for sp in seg.protected
+             if not sp.rule.startswith(("marker", "connective", "dep:"))]
+    n = covered = named = lower = 0
+    opens = True
+    last = 0
+    for m in _FACT_WORD_RE.finditer(text):
+        tok = m.group(0)
+        if "\n" in text[last:m.start()]:
+            opens = True
+        last = m.end()
+        core = tok.strip(_OUTER_PUNCT)
+        if not core or not any(c.isalnum() for c in core):
+            opens = opens or bool(_ENDS_SENTENCE_RE.search(tok))
+            continue
+        n += 1
+        if core[0].islower():
+            lower += 1
+        if any(a < m.end() and m.start() < b for a, b in spans):
+            covered += 1
+        elif _name_like(core, opens=opens):
+            if core[0].isupper() and core[0] not in "@#" and not any(c.isdigit() for c in core):
+                named += 1  # by its capital alone
+            else:
+                covered += 1
+        opens = bool(_ENDS_SENTENCE_RE.search(tok))
+    if not n:
+        return 0.0
+    if lower * 4 < n:
+        named = 0
+    return min(1.0, (covered + named) / n)
+
+
 class LexicalRanker(Stage):
     """Score live segments; record which scorer ran in ``doc.meta['scorer']``."""
 
@@ -1487,7 +1546,11 @@ class LexicalRanker(Stage):
         raw: list[float] = []
         for seg, r in zip(live, rel):
             relevance = (r / top_rel) if top_rel > 0 else 0.0
-            raw.append((0.2 + relevance) * (0.5 + self.density_weight * density(seg)))
+            d = density(seg)
+            if not doc.query and detect_language(seg.text[:400]) == "en":
+                # no query to steer by: a segment's names count as its numbers do (see fact_density)
+                d = max(d, fact_density(seg))
+            raw.append((0.2 + relevance) * (0.5 + self.density_weight * d))
         top_raw = max(raw) if raw else 0.0
         names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors])
         scores, boilerplate = demote_boilerplate(
