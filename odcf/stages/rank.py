@@ -24,7 +24,14 @@ from odcf.stages.segment.headings import segment_level
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
 from odcf.stages.segment.mail import pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
-from odcf.textutil import HAN_RE, STOPWORDS, detect_language, phrase_regex, points_back, words
+from odcf.textutil import (
+    HAN_RE,
+    STOPWORDS,
+    detect_language,
+    phrase_regex,
+    points_back,
+    words,
+)
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
 
