@@ -4,7 +4,8 @@ Only the ``layers`` given are deduplicated (``fact`` by default: a sentence said
 later chat turn is a second event, and history has its own layering). Two live segments of
 the same layer and of different sources (``within_source=True`` also
 compares segments of one source; an exact copy of a block of ``copy_tokens`` or more inside one
-source, a log printed again, is merged regardless) are duplicates when their texts are equal after
+source, a log printed again, is merged regardless, and so is an exact copy of a sentence of prose, not
+of a row, a list item, a log line or a conversation's turn, whose repeats count) are duplicates when their texts are equal after
 whitespace and case folding, or when the cosine of their embeddings is at least
 ``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
 an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +69,15 @@ def _same_long_block(a: Segment, b: Segment, blocks: dict[tuple[str, int], str] 
         return False
     text = blocks.get((a.source_id, a.paragraph))
     return text is not None and text == blocks.get((b.source_id, b.paragraph)) and counter.count(text) >= copy_tokens
+
+
+def _prose(seg: Segment) -> bool:
+    """Whether *seg* is a sentence of prose, whose exact repeat inside its source says nothing more ("The
+    Supplier shall maintain ISO 9001 certification …" 20 times in one contract): not a table row, a log or
+    code line, a list item, whose repeats count (two identical order lines are two orders, a log line
+    41 times is 41 failures), nor a turn of a conversation, where a second "Seat selection is not included"
+    is said again at another time."""
+    return seg.kind == "sentence" and "speaker" not in seg.meta
 
 
 def _norm(text: str) -> str:
@@ -169,10 +180,11 @@ class SemanticDedup(Stage):
             # resolves exactly as it would the full clique
             best = min(group, key=lambda s: _keeper_key(s, sources[s.source_id], position[s.id]))
             copy = 0 < self.copy_tokens <= counter.count(best.text)  # a long block printed again
+            prose = self.copy_tokens > 0 and all(_prose(s) for s in group)  # a sentence said again
             if not copy and not self.within_source and self.copy_tokens > 0:
                 blocks = blocks if blocks is not None else _paragraphs(doc)
             for other in group:
-                if other is not best and (self.within_source or copy or other.source_id != best.source_id
+                if other is not best and (self.within_source or copy or prose or other.source_id != best.source_id
                                           or _same_long_block(best, other, blocks, counter, self.copy_tokens)):
                     a, b = sorted((best, other), key=lambda s: position[s.id])
                     pairs[(a.id, b.id)] = 1.0
@@ -252,7 +264,11 @@ class SemanticDedup(Stage):
             for other_id, cos in sorted(neighbours[keeper.id].items(), key=lambda kv: position[kv[0]]):
                 if other_id in merged or other_id in kept:
                     continue
-                if sig(keeper) != sig(by_id[other_id]) or not _same_context(keeper, by_id[other_id], contexts):
+                # the same text says the same values, whatever spans the entity stage marked in each (it reads
+                # only the budget's candidates: "English" was an entity in one copy of a sentence, not the other)
+                same = _norm(keeper.text) == _norm(by_id[other_id].text)
+                if (not same and sig(keeper) != sig(by_id[other_id])) \
+                        or not _same_context(keeper, by_id[other_id], contexts):
                     blocked.add(tuple(sorted((keeper.id, other_id))))  # type: ignore[arg-type]
                     continue
                 merged.add(other_id)
@@ -264,13 +280,19 @@ def _contexts(doc: Document) -> dict[str, str]:
     """For each sentence that is not the first of its paragraph, that first sentence (folded): what
     it goes on from. "The investigator confirmed a diagnosis of diabetic kidney disease …" under
     "Participant P-0112 was screened …" and the same words under "Participant P-0114 …" are two
-    statements, and merging them took P-0114's diagnosis out of what was delivered of P-0114."""
+    statements, and merging them took P-0114's diagnosis out of what was delivered of P-0114. A first
+    sentence said more than once in its source (:func:`_prose`) names nothing the sentences after it go
+    on from: a contract whose paragraphs of boilerplate open with "Notices under this Section …" or
+    "Schedule B sets out …" said "The Supplier shall maintain ISO 9001 certification …" once."""
+    said = Counter((seg.source_id, _norm(seg.original)) for seg in doc.segments if _prose(seg))
     first: dict[tuple[str, int], Segment] = {}
     out: dict[str, str] = {}
     for seg in doc.segments:
         opener = first.setdefault((seg.source_id, seg.paragraph), seg)
         if opener is not seg and seg.kind == "sentence":
-            out[seg.id] = _norm(opener.original)
+            context = _norm(opener.original)
+            if not (_prose(opener) and said[(seg.source_id, context)] > 1):
+                out[seg.id] = context
     return out
 
 

@@ -24,7 +24,14 @@ from odcf.stages.segment.headings import segment_level
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
 from odcf.stages.segment.mail import pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
-from odcf.textutil import STOPWORDS, detect_language, phrase_regex, points_back, words
+from odcf.textutil import (
+    HAN_RE,
+    STOPWORDS,
+    detect_language,
+    phrase_regex,
+    points_back,
+    words,
+)
 
 PINNED_LAYERS = frozenset({"instruction", "state"})
 
@@ -349,6 +356,67 @@ def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:
                for j, seg in enumerate(segments))
 
 
+#: A word of a query (for :func:`_names_as_phrase`), and what may stand between two words of one phrase: spaces,
+#: quotes, emphasis and commas (a comma joins, as "and" does); anything else ("?", ";", ".", "(") ends the phrase.
+_QUERY_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
+_PHRASE_GAP_RE = re.compile(r"[\s,\"'`*_\u2018\u2019\u201c\u201d]*")
+_JOINERS = frozenset({"and", "or"})
+
+
+def _substance(word: str) -> bool:
+    """Whether a (lowercased) word of a query says what it asks about: no stopword, number or "Section"."""
+    return word not in STOPWORDS and word not in _CLAUSE_WORD and not any(c.isdigit() for c in word)
+
+
+def _names_as_phrase(query: str, title: set[str]) -> bool:
+    """Whether *query* holds the words of *title* (stemmed, see :func:`_title_words`) as one phrase: next
+    to each other, with only stopwords, numbers, "and", "or" and commas between them ("root cause of the
+    impact" holds "Root cause", "terms of payment" "Payment Terms"); and, where it joins them by "and",
+    "or" or a comma, with no other word of substance right before or after the phrase, which would make
+    each joined word part of another thing the query asks about: "the liability cap, payment terms and
+    termination notice" asks for payment terms and a termination notice, not for the section "12 Term
+    and Termination" ("what does it say about term and termination?" names it). A query in Chinese,
+    written without spaces, holds the title's words wherever they are.
+
+    >>> _names_as_phrase("What are the payment terms and termination notice?", {"term", "termination"})
+    False
+    >>> _names_as_phrase("What does it say about term and termination?", {"term", "termination"})
+    True
+    """
+    if HAN_RE.search(query):
+        return True
+    toks: list[tuple[str, str]] = []  # (word, what stands between it and the word before)
+    end = 0
+    for m in _QUERY_WORD_RE.finditer(query):
+        toks.append((m.group(0).lower(), query[end:m.start()]))
+        end = m.end()
+
+    def glued(k: int) -> bool:  # words k - 1 and k are words of substance with only spaces between them
+        return 0 < k < len(toks) and not toks[k][1].strip() and _substance(toks[k][0]) and _substance(toks[k - 1][0])
+
+    for s, (first, _) in enumerate(toks):
+        if not _substance(first) or _stem(first) not in title:
+            continue
+        seen: set[str] = set()
+        joined = False
+        for e in range(s, len(toks)):
+            w, gap = toks[e]
+            if e > s:
+                if _PHRASE_GAP_RE.fullmatch(gap) is None:
+                    break
+                joined = joined or "," in gap
+            if _substance(w):
+                if _stem(w) not in title:
+                    break
+                seen.add(_stem(w))
+            joined = joined or w in _JOINERS
+            if seen == title:
+                if not (joined and (glued(s) or glued(e + 1))):
+                    return True
+                break
+    return False
+
+
 def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[str], set[str]]:
     """The sections whose short title *query* names as its topic: a heading of at most
     :data:`TITLE_WORDS` content words (numbers, "Section" and the like aside), every one of them in
@@ -372,6 +440,8 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
         if not title or len(title) > TITLE_WORDS or not title <= asked or 3 * len(title) < len(asked) \
                 or len(title) < size:
             continue
+        if not _names_as_phrase(query or "", title):
+            continue  # "payment terms and termination notice" does not name "12 Term and Termination"
         if title <= {_stem(w) for w in GENERIC_TITLE_WORDS} and _elsewhere(segments, i, asked - title):
             continue  # "summary of the risks" asks for the risks ("## Risk Factors"), not "## Summary"
         nxt = segments[i + 1] if i + 1 < len(segments) else None

@@ -88,12 +88,37 @@ def test_bad_threshold():
         SemanticDedup(threshold=0)
 
 
-def test_repeats_inside_one_source_stay_unless_asked():
-    text = f"{TEXT} {TEXT}"
-    out = run([Source(id="a", text=text)])
+def test_near_repeats_inside_one_source_stay_unless_asked():
+    text = f"{TEXT} The supplier delivers the goods to the main warehouse every Tuesday evening."
+    out = run([Source(id="a", text=text)], embedder="hash", threshold=0.5)
     assert not any(s.dropped for s in out.segments)
-    out = run([Source(id="a", text=text)], within_source=True)
+    out = run([Source(id="a", text=text)], embedder="hash", threshold=0.5, within_source=True)
     assert [s.status for s in out.segments] == ["verbatim", "merged"]
+
+
+def test_a_prose_sentence_said_again_inside_one_source_goes_out_once():
+    # QA s29/qa2 #6: "The Supplier shall maintain ISO 9001 certification …" was delivered 20 times (each copy a
+    # sentence under copy_tokens, in paragraphs of boilerplate) while a required claim of another source was dropped
+    said = "The Supplier shall maintain ISO 9001 certification throughout the Term and provide evidence on request."
+    paras = ["Notices shall be given in English to the addresses in the last schedule.",
+             "Each party shall keep complete and accurate records for at least 6 years."]
+    text = "\n\n".join(f"{p} {said}" for p in paras * 3) + f"\n\nThe Buyer pays within 45 days. {said}"
+    out = run([Source(id="a", text=text)])
+    copies = [s for s in out.segments if s.text == said]
+    # (the last goes on from a first sentence said once: what it says may be about that sentence's subject)
+    assert [s.status for s in copies] == ["verbatim"] + ["merged"] * 5 + ["verbatim"]
+    assert all(s.reasons[-1].startswith(f"dedup: near-duplicate of {copies[0].id} ") for s in copies[1:-1])
+    assert next(e for e in out.trace if e.stage == "dedup").data["merged"] == 5 + 4  # the openers said thrice too
+    # in a row too; and not a turn of a conversation, a row, a log line, whose repeats count; 0 switches it off
+    assert [s.status for s in run([Source(id="a", text=f"{TEXT} {TEXT}")]).segments] == ["verbatim", "merged"]
+    chat = f"user: {TEXT}\nassistant: Noted, thanks for telling me.\nuser: {TEXT}\n"
+    assert not any(s.dropped for s in run([Source(id="a", text=chat)]).segments)
+    log = "```\n" + "2025-01-01 ERROR connection refused by upstream host db-1 port 5432\n" * 2 + "```\n"
+    assert not any(s.dropped for s in run([Source(id="a", text=log)]).segments)
+    assert not any(s.dropped for s in run([Source(id="a", text=text)], copy_tokens=0).segments)
+    # the same words going on from a first sentence said once are still about that sentence's subject
+    notes = "\n\n".join(f"Participant P-011{k} was screened on 12 March 2024. {said}" for k in (2, 4))
+    assert not any(s.dropped for s in run([Source(id="a", text=notes)]).segments)
 
 
 def test_short_fragments_are_never_merged():
@@ -110,8 +135,8 @@ def test_a_long_block_printed_again_inside_one_source_is_merged_by_default():
     assert copies[0].merged_from == (copies[1].id,) and "near-duplicate of a#" in copies[1].reasons[-1]
     out = run([Source(id="a", text=text)], copy_tokens=0)  # switched off: a source's repeats stay
     assert not any(s.dropped for s in out.segments)
-    out = run([Source(id="a", text=f"{TEXT} {TEXT}")])  # a short repeat is part of what the source says
-    assert not any(s.dropped for s in out.segments)
+    out = run([Source(id="a", text="```\n" + "ERROR connection refused by upstream host db-1 port 5432\n" * 2 + "```")])
+    assert not any(s.dropped for s in out.segments)  # a short repeat of a log line is part of what the source says
 
 
 def test_a_paragraph_printed_again_is_a_copy_though_each_of_its_sentences_is_short():

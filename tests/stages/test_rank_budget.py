@@ -2152,3 +2152,38 @@ def test_lines_reporting_a_failure_rank_below_the_section_and_the_answers_the_qu
     # the lines reporting a failure still come next, before the rest of the log
     r = make(plan).compress(text, query="what was the root cause?", budget=120, annotate=False)
     assert "40 instead of 400" in r.text and any(e in r.text for e in errors), r.text
+
+
+SUPPLY = ("# Supply Agreement\n\n## 3 Price and Payment\n\n"
+          "Section 3.1 Prices are fixed for 12 months. Section 3.2 The Buyer shall pay each undisputed invoice within "
+          "45 days of receipt, but disputed amounts may be withheld.\n\n## 9 Liability\n\n"
+          "Section 9.1 Each party's total liability shall not exceed EUR 250,000 or 5% of the fees paid in the 12 months "
+          "before the claim, whichever is lower.\n\n## 12 Term and Termination\n\n"
+          "Section 12.1 This Agreement runs for 3 years and renews automatically for successive 1-year terms. "
+          "Section 12.2 Either party may terminate for convenience on 90 days' written notice.\n\n"
+          + "".join(f"Notices under this Section shall be given in English to the addresses in Schedule C. Each party "
+                    f"shall keep complete and accurate records for at least {k} years. The Supplier shall maintain ISO "
+                    f"9001 certification throughout the Term.\n\n" for k in range(4, 10)))
+
+
+def test_common_words_of_a_list_of_questions_do_not_name_a_section_title():
+    # QA s29/qa2 #3: "What are the liability cap, payment terms and termination notice?" named the section
+    # "12 Term and Termination" ("terms" of "payment terms", "termination" of "termination notice"): its
+    # boilerplate ranked first and Sections 9.1 and 3.2 were left out; a title joined by "and" is named only
+    # when no other word of substance is glued to it ("What does it say about term and termination?")
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.rank import titled_hits
+    from odcf.stages.segment import Segmenter
+
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=SUPPLY)]), Plan(domain="t")).segments
+    query = "What are the liability cap, payment terms and termination notice?"
+    assert titled_hits(segs, query)[0] == []
+    assert titled_hits(segs, "What does the agreement say about term and termination?")[0] == [
+        '(section "12 Term and Termination")']
+    assert titled_hits(segs, "price and payment")[0] == ['(section "3 Price and Payment")']
+    for stages in (CORE, None):
+        r = Compressor(Plan(domain="t"), stages=stages).compress(SUPPLY, query=query, budget=150, annotate=False)
+        for answer in ("shall not exceed EUR 250,000", "within 45 days of receipt", "90 days' written notice"):
+            assert answer in r.text, (stages, answer, r.text)
+        assert r.tokens_out <= 150
