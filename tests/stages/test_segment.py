@@ -22,6 +22,19 @@ def test_sentences_and_abbreviations():
                                      "See e.g. Section 4.2 below!", "Done?"]
 
 
+def test_tokenised_text_ends_a_sentence_before_an_opening_bracket_or_quote_and_a_space():
+    # "manner .\n( File Photo ) The DRDO …" and "Friday .\n“ Presently , …" were one 100-word "sentence"
+    text = ("The DRDO is working on projects to predict avalanches in a much precise manner .\n"
+            "( File Photo ) The DRDO is working on four projects , the government said on Friday .\n"
+            "“ Presently , the DRDO is working on four projects , ” he said in a written response .")
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        "The DRDO is working on projects to predict avalanches in a much precise manner .",
+        "( File Photo ) The DRDO is working on four projects , the government said on Friday .",
+        "“ Presently , the DRDO is working on four projects , ” he said in a written response ."]
+    # an opening mark before a lower-case word opens no sentence
+    assert len(split_sentences("See p. ( a ) below. Done. ( see below ) ok")) == 2
+
+
 def test_no_cut_after_the_abbreviations_of_claims_and_addresses():
     # "Ins." cut "Co., approved approx. 12 sq. ft." from its subject, "Rm." a room from its number
     text = ("The adjuster, Dr. Karen O'Neil of Acme Ins. Co., approved approx. 12 sq. ft. of drywall under "
