@@ -76,3 +76,31 @@ def test_the_handoff_page_python_example_runs_as_written_on_its_json_example(tmp
     exec(compile(code, "docs/handoff.md", "exec"), scope)  # noqa: S102 - the project's own documentation
     r = scope["r"]
     assert r.text and r.tokens > 0 and r.record["role"] == "executor"
+
+
+def test_the_readme_batch_examples_run_clean_on_the_records_it_describes(tmp_path, monkeypatch, capsys):
+    # QA1 finding 2: the first command (`--role writer`) warned "required layer 'state': no input" on
+    # every plain `context` record
+    import json
+    import re
+    import shlex
+
+    from odcf.cli.main import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Batch jobs")
+    commands = re.findall(r"^odcf (batch \S+\.jsonl .*)$", readme[start:readme.index("```\n\n", start)], re.M)
+    assert commands
+    example = re.search(r"^  `(\{\"id\": \"t1\", \"sources\": .*\})`\.$", readme[start:], re.M)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tickets.jsonl").write_text(json.dumps({"id": "t1", "context": (
+        "Customer: My order #W4817420 arrived broken. I want a replacement.")}) + "\n", encoding="utf-8")
+    if example:
+        (tmp_path / "tickets_with_state.jsonl").write_text(example.group(1) + "\n", encoding="utf-8")
+    for command in commands:
+        args = [a if a != "2" else "0" for a in shlex.split(command)]  # no worker processes in a test
+        assert main(args) == 0
+        assert "0 with warnings" in capsys.readouterr().out
+        out = tmp_path / args[2]
+        row = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+        assert row["record"]["warnings"] == [] and "#W4817420" in row["text"]
