@@ -534,8 +534,13 @@ def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = Fa
            for ev in result.document.trace]
     diffs = _event_differences(traced, now)
     record = _timeless(result.record)
+    traced_record = tr.footer.get("record") if isinstance(tr.footer.get("record"), Mapping) else None
     if ignore_plan_hash and not plan_ok and "plan_hash" in record:
-        record["plan_hash"] = h.get("plan_hash")  # the edited plan's own hash: the one field the edit must change
+        # the record's plan_hash is the one field an edited plan must change: the traced record's stands for it
+        # (a trace without the record: the header's, or the plan's own when the header's was the edit)
+        hashes = [traced_record.get("plan_hash")] if traced_record is not None else [h.get("plan_hash"), plan.hash]
+        record["plan_hash"] = next((x for x in hashes if record_digest({**record, "plan_hash": x})
+                                    == tr.footer.get("record_sha256")), hashes[0])
     rec_ok = record_digest(record) == tr.footer.get("record_sha256")
     if not rec_ok and "segment_details" not in record:
         # a trace of an odcf that wrote record format 1: a record with all its segment entries is the same
@@ -546,8 +551,7 @@ def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = Fa
                          "they are the same otherwise")
     rec_diff = None
     if not rec_ok:
-        traced_record = tr.footer.get("record")
-        if isinstance(traced_record, Mapping):
+        if traced_record is not None:
             rec_diff = first_field_difference(traced_record, record)
         else:
             notes.append("the trace does not hold the record (written by an older odcf); only its sha256 was compared")

@@ -177,6 +177,12 @@ def test_replay_ignoring_the_plan_hash_reproduces_a_run_whose_plan_edit_steers_n
     assert not replay(trace).reproduced
     rep = replay(trace, ignore_plan_hash=True)
     assert rep.reproduced and rep.record_identical and rep.record_difference is None and rep.plan_hash_ignored
+    # a trace written before the footer held the record; and one whose header's plan_hash is the edit
+    _rewrite(trace, lambda lines: lines[-1].pop("record") and None)
+    assert replay(trace, ignore_plan_hash=True).reproduced
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, lambda lines: lines[0].update(plan_hash="ab") or lines[-1].pop("record") and None)
+    assert replay(trace, ignore_plan_hash=True).reproduced
 
 
 def test_replay_names_the_first_record_field_that_differs(plan, tmp_path, contract_text):
