@@ -89,9 +89,9 @@ def test_the_readme_batch_examples_run_clean_on_the_records_it_describes(tmp_pat
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     start = readme.index("## Batch jobs")
-    commands = re.findall(r"^odcf (batch \S+\.jsonl .*)$", readme[start:readme.index("```\n\n", start)], re.M)
+    commands = re.findall(r"^odcf (batch \S+\.jsonl .*)$", readme[start:readme.index("```\n\n", start)], re.MULTILINE)
     assert commands
-    example = re.search(r"^  `(\{\"id\": \"t1\", \"sources\": .*\})`\.$", readme[start:], re.M)
+    example = re.search(r"^  `(\{\"id\": \"t1\", \"sources\": .*\})`\.$", readme[start:], re.MULTILINE)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tickets.jsonl").write_text(json.dumps({"id": "t1", "context": (
         "Customer: My order #W4817420 arrived broken. I want a replacement.")}) + "\n", encoding="utf-8")
