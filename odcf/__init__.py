@@ -25,7 +25,17 @@ _LAZY = {
     "Source": ("odcf.document", "Source"),
     "Segment": ("odcf.document", "Segment"),
     "Plan": ("odcf.plan.model", "Plan"),
+    # the errors odcf raises on purpose, for a caller to catch by name (odcf.errors holds them all)
     "OdcfError": ("odcf.errors", "OdcfError"),
+    "OntologyError": ("odcf.errors", "OntologyError"),
+    "PlanError": ("odcf.errors", "PlanError"),
+    "InvalidPlanError": ("odcf.errors", "InvalidPlanError"),
+    "StageError": ("odcf.errors", "StageError"),
+    "BudgetError": ("odcf.errors", "BudgetError"),
+    "ExportParityError": ("odcf.errors", "ExportParityError"),
+    "InputError": ("odcf.errors", "InputError"),
+    "SourceError": ("odcf.errors", "SourceError"),
+    "HandoffError": ("odcf.handoff.errors", "HandoffError"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -33,7 +43,18 @@ __all__ = sorted(_LAZY) + ["__version__"]
 if TYPE_CHECKING:  # pragma: no cover
     from odcf.compressor import CompressionResult, Compressor
     from odcf.document import Document, Segment, Source
-    from odcf.errors import OdcfError
+    from odcf.errors import (
+        BudgetError,
+        ExportParityError,
+        InputError,
+        InvalidPlanError,
+        OdcfError,
+        OntologyError,
+        PlanError,
+        SourceError,
+        StageError,
+    )
+    from odcf.handoff.errors import HandoffError
     from odcf.ontology.loader import load_ontology
     from odcf.plan.compiler import compile_plan
     from odcf.plan.model import Plan

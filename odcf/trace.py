@@ -9,7 +9,8 @@ A trace is one JSON object per line:
    ``inputs`` the sources as given — a file source is stored as its path and the sha256 of what was
    read (``{"file": ..., "sha256": ...}``), any other source in full.
 2. one line per stage event: ``{"type": "event", "stage", "tokens_in", "tokens_out", "ms", "decisions"}``.
-3. a footer: ``{"type": "footer", "output_sha256", "record_sha256", "tokens_in", "tokens_out", "output"}``.
+3. a footer: ``{"type": "footer", "output_sha256", "record_sha256", "tokens_in", "tokens_out", "output", "record"}``
+   (``record`` without its timings, so that replay can name the first field that differs).
 
 The trace id is derived from the inputs, the plan hash and the run settings, so the same run
 gets the same id; only the timings differ between two traces of one run. Writing a trace
@@ -53,6 +54,7 @@ _EVENT_FIELDS: dict[str, tuple[str, bool]] = {
 }
 _FOOTER_FIELDS: dict[str, tuple[str, bool]] = {
     "output_sha256": ("string", True), "record_sha256": ("string", True), "output": ("string", False),
+    "record": ("object", False),
 }
 _SOURCE_FIELDS = ("id", "kind", "layer", "origin", "timestamp", "confidence", "mandatory", "category",
                   "speaker", "read_range")
@@ -62,11 +64,50 @@ def _canon(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def record_digest(record: Mapping[str, Any]) -> str:
-    """sha256 of a record without its timings (``ms``), so two runs of one input compare equal."""
+def _timeless(record: Mapping[str, Any]) -> dict[str, Any]:
+    """*record* without its timings (``ms``), as JSON gives it back (a tuple is a list there)."""
     rec = dict(record)
     rec["stages"] = [{k: v for k, v in dict(ev).items() if k != "ms"} for ev in record.get("stages", ())]
-    return sha256(_canon(rec))
+    return json.loads(_canon(rec))
+
+
+def record_digest(record: Mapping[str, Any]) -> str:
+    """sha256 of a record without its timings (``ms``), so two runs of one input compare equal."""
+    return sha256(_canon(_timeless(record)))
+
+
+def first_field_difference(traced: Any, replayed: Any, path: str = "") -> str | None:
+    """The first field where two records (as JSON gives them) differ, as ``path: traced != replayed``
+    (``sources[0].segments[3].status: 'verbatim' != 'dropped'``, ``missing`` for a field one lacks);
+    ``None`` when equal. Keys are walked in sorted order, list items by position."""
+    if traced == replayed:
+        return None
+    if isinstance(traced, dict) and isinstance(replayed, dict):
+        for key in sorted(set(traced) | set(replayed)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in traced or key not in replayed:
+                return f"{sub}: {_brief(traced, key)} != {_brief(replayed, key)}"
+            found = first_field_difference(traced[key], replayed[key], sub)
+            if found:
+                return found
+    if isinstance(traced, list) and isinstance(replayed, list):
+        for k in range(max(len(traced), len(replayed))):
+            if k >= len(traced) or k >= len(replayed):
+                return f"{path}[{k}]: {_brief(traced, k)} != {_brief(replayed, k)}"
+            found = first_field_difference(traced[k], replayed[k], f"{path}[{k}]")
+            if found:
+                return found
+    return f"{path or '(record)'}: {_brief([traced], 0)} != {_brief([replayed], 0)}"
+
+
+def _brief(container: Any, key: Any) -> str:
+    """``repr`` of ``container[key]`` cut to 60 characters, ``missing`` when it has none."""
+    try:
+        value = container[key]
+    except (KeyError, IndexError):
+        return "missing"
+    text = repr(value) if not isinstance(value, (dict, list)) else _canon(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -254,6 +295,7 @@ def trace_lines(result: Any, *, inputs: Any, compressor: Any) -> list[dict[str, 
         "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out,
         "output": result.text,
+        "record": _timeless(record),
     })
     return lines
 
@@ -348,6 +390,7 @@ class ReplayReport:
     stage_differences: tuple[Mapping[str, Any], ...] = ()
     plan_hash_ok: bool = True
     record_identical: bool = True
+    record_difference: str | None = None  # the first field that differs: "sources[0].status: 'verbatim' != 'dropped'"
     notes: tuple[str, ...] = field(default=())
     traced_events: int = 0
     plan_hash_ignored: bool = False
@@ -366,7 +409,7 @@ class ReplayReport:
                        f"plan_hash is {self.plan_hashes[1][:12] or 'missing'} (the plan was edited after the run; "
                        "--ignore-plan-hash replays it anyway)")
         if not self.record_identical:
-            out.append("the delivery record differs")
+            out.append("the delivery record differs" + (f" at {self.record_difference}" if self.record_difference else ""))
         if not self.traced_events:
             out.append("the trace holds no stage events, so no stage was compared")
         elif self.stage_differences:
@@ -394,6 +437,7 @@ class ReplayReport:
             "plan_hash_ok": self.plan_hash_ok,
             "plan_hash_ignored": self.plan_hash_ignored,
             "record_identical": self.record_identical,
+            "record_difference": self.record_difference,
             "traced_events": self.traced_events,
             "failures": list(self.failures),
             "notes": list(self.notes),
@@ -443,7 +487,8 @@ def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = Fa
     record and the stage events.
 
     A plan that does not hash to the header's ``plan_hash`` was edited after the run: the replay is
-    not a reproduction unless *ignore_plan_hash* (then it is a note).
+    not a reproduction unless *ignore_plan_hash* (then it is a note, and the record's ``plan_hash``,
+    which the edit necessarily changes, is left out of the comparison: the rest must be the same).
     """
     from odcf.compressor import Compressor
     from odcf.errors import PlanError
@@ -488,18 +533,33 @@ def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = Fa
     now = [json.loads(_canon(_event_key({**ev.to_dict(), "decisions": ev.to_dict().get("data", {})})))
            for ev in result.document.trace]
     diffs = _event_differences(traced, now)
-    rec_ok = record_digest(result.record) == tr.footer.get("record_sha256")
-    if not rec_ok and "segment_details" not in result.record:
+    record = _timeless(result.record)
+    traced_record = tr.footer.get("record") if isinstance(tr.footer.get("record"), Mapping) else None
+    if ignore_plan_hash and not plan_ok and "plan_hash" in record:
+        # the record's plan_hash is the one field an edited plan must change: the traced record's stands for it
+        # (a trace without the record: the header's, or the plan's own when the header's was the edit)
+        hashes = [traced_record.get("plan_hash")] if traced_record is not None else [h.get("plan_hash"), plan.hash]
+        record["plan_hash"] = next((x for x in hashes if record_digest({**record, "plan_hash": x})
+                                    == tr.footer.get("record_sha256")), hashes[0])
+    rec_ok = record_digest(record) == tr.footer.get("record_sha256")
+    if not rec_ok and "segment_details" not in record:
         # a trace of an odcf that wrote record format 1: a record with all its segment entries is the same
         # in both formats but for the number
-        rec_ok = record_digest({**result.record, "record_format": 1}) == tr.footer.get("record_sha256")
+        rec_ok = record_digest({**record, "record_format": 1}) == tr.footer.get("record_sha256")
         if rec_ok:
-            notes.append(f"the traced record is of format 1, the replayed one of format {result.record.get('record_format')}; "
+            notes.append(f"the traced record is of format 1, the replayed one of format {record.get('record_format')}; "
                          "they are the same otherwise")
+    rec_diff = None
+    if not rec_ok:
+        if traced_record is not None:
+            rec_diff = first_field_difference(traced_record, record)
+        else:
+            notes.append("the trace does not hold the record (written by an older odcf); only its sha256 was compared")
     return ReplayReport(
         trace_id=tr.trace_id, identical=identical, expected_sha256=want_sha, actual_sha256=got_sha,
         first_difference=pos, expected_excerpt=exp_ex, actual_excerpt=act_ex, input_changes=tuple(changes),
-        stage_differences=tuple(diffs), plan_hash_ok=plan_ok, record_identical=rec_ok, notes=tuple(notes),
+        stage_differences=tuple(diffs), plan_hash_ok=plan_ok, record_identical=rec_ok,
+        record_difference=rec_diff, notes=tuple(notes),
         traced_events=len(tr.events), plan_hash_ignored=ignore_plan_hash and not plan_ok,
         plan_hashes=(plan.hash, str(h.get("plan_hash") or "")),
     )

@@ -283,6 +283,20 @@ def test_a_source_the_rules_leave_without_text_names_the_rule_in_the_record():
     assert f"source notes: {reason}" in r.record["warnings"] and "$5" in r.text
 
 
+def test_an_html_comment_holding_a_negation_is_not_delivered_and_the_record_counts_it():
+    # QA1 finding 1: "do not" protected the comment; it was delivered at a tight budget before the answer
+    from odcf import Compressor
+
+    doc = ("# Services Agreement\n\n<!-- internal draft, do not circulate -->\n\n## Payment\n\n"
+           "Invoices are payable within 30 days of receipt.\n")
+    r = Compressor.from_ontology("general").compress(doc, budget=4000, query="payment terms")
+    assert "<!--" not in r.text and "circulate" not in r.text and "within 30 days" in r.text
+    rules = next(s for s in r.record["stages"] if s["stage"] == "rules")
+    noise = rules["data"]["sources"][r.record["sources"][0]["id"]]["noise"]
+    assert noise["html_comments"] == 1 and "kept_protected" not in noise
+    assert noise["examples"] == ["<!-- internal draft, do not circulate -->"]
+
+
 DISCHARGE = """DISCHARGE SUMMARY
 
 Patient: John Doe. MRN 448812. Admitted 03/02/2024, discharged 03/07/2024.

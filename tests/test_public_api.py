@@ -76,6 +76,20 @@ def test_dir_lists_the_public_names_without_importing_them():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_error_classes_the_docs_name_are_importable_from_odcf():
+    # QA1 finding 6: the README says Compressor.compress refuses a NUL source with InputError, but
+    # only odcf.errors.InputError existed
+    from odcf import HandoffError, InputError, OntologyError, PlanError
+
+    with pytest.raises(InputError):
+        Compressor.from_ontology("general").compress(["a\x00b"], budget=50)
+    assert odcf.InputError is odcf.errors.InputError and issubclass(odcf.SourceError, odcf.InputError)
+    assert issubclass(HandoffError, odcf.OdcfError) and issubclass(OntologyError, OdcfError)
+    assert issubclass(odcf.InvalidPlanError, PlanError)
+    assert {"InputError", "HandoffError", "BudgetError", "StageError", "ExportParityError"} <= set(odcf.__all__)
+    assert odcf.__all__[:-1] == sorted(odcf.__all__[:-1]) and odcf.__all__[-1] == "__version__"
+
+
 def test_sources_in_an_unordered_collection_are_refused_saying_to_pass_a_list(plan):
     # QA: a set of sources made the output depend on PYTHONHASHSEED (ids, numbering and text)
     texts = ["Payment is due within 30 days.", "Liability is capped at $5,000.", "Notice period is 90 days."]

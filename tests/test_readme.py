@@ -76,3 +76,74 @@ def test_the_handoff_page_python_example_runs_as_written_on_its_json_example(tmp
     exec(compile(code, "docs/handoff.md", "exec"), scope)  # noqa: S102 - the project's own documentation
     r = scope["r"]
     assert r.text and r.tokens > 0 and r.record["role"] == "executor"
+
+
+def test_the_readme_batch_examples_run_clean_on_the_records_it_describes(tmp_path, monkeypatch, capsys):
+    # QA1 finding 2: the first command (`--role writer`) warned "required layer 'state': no input" on
+    # every plain `context` record
+    import json
+    import re
+    import shlex
+
+    from odcf.cli.main import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Batch jobs")
+    commands = re.findall(r"^odcf (batch \S+\.jsonl .*)$", readme[start:readme.index("```\n\n", start)], re.MULTILINE)
+    assert commands
+    example = re.search(r"^  `(\{\"id\": \"t1\", \"sources\": .*\})`\.$", readme[start:], re.MULTILINE)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tickets.jsonl").write_text(json.dumps({"id": "t1", "context": (
+        "Customer: My order #W4817420 arrived broken. I want a replacement.")}) + "\n", encoding="utf-8")
+    if example:
+        (tmp_path / "tickets_with_state.jsonl").write_text(example.group(1) + "\n", encoding="utf-8")
+    for command in commands:
+        args = [a if a != "2" else "0" for a in shlex.split(command)]  # no worker processes in a test
+        assert main(args) == 0
+        assert "0 with warnings" in capsys.readouterr().out
+        out = tmp_path / args[2]
+        row = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+        assert row["record"]["warnings"] == [] and "#W4817420" in row["text"]
+
+
+def _excerpt_of(excerpt, real, where="record"):
+    """Whether the README's *excerpt* is part of *real*: the keys it names with the same values, a
+    string ending in "…" a prefix, a list of segments by id, any other list the first items."""
+    if isinstance(excerpt, dict):
+        assert isinstance(real, dict), where
+        for key, value in excerpt.items():
+            assert key in real, f"{where}.{key}: not in the real record"
+            _excerpt_of(value, real[key], f"{where}.{key}")
+    elif isinstance(excerpt, list) and where.endswith(".segments"):
+        by_id = {seg["id"]: seg for seg in real}
+        for seg in excerpt:
+            _excerpt_of(seg, by_id[seg["id"]], f"{where}[{seg['id']}]")
+    elif isinstance(excerpt, list):
+        assert len(excerpt) <= len(real), where
+        for k, value in enumerate(excerpt):
+            _excerpt_of(value, real[k], f"{where}[{k}]")
+    elif isinstance(excerpt, str) and excerpt.endswith("…"):
+        assert real.startswith(excerpt[:-1]), f"{where}: {real!r} does not start with {excerpt[:-1]!r}"
+    else:
+        assert excerpt == real, f"{where}: the README says {excerpt!r}, the real run {real!r}"
+
+
+def test_the_readme_record_excerpt_is_the_real_record_of_the_tour_run(tmp_path, monkeypatch, capsys):
+    # QA1 finding 4: segment #2's score and reason had drifted, and its marker:shall span was left out
+    import json
+    import shlex
+
+    from odcf.cli.main import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```bash\nodcf compress examples/msa_excerpt.md")
+    command = readme[start + len("```bash\nodcf "):readme.index("```", start + 8)].replace("\\\n", " ")
+    args = shlex.split(command)
+    args[args.index("--record") + 1] = str(tmp_path / "record.json")
+    monkeypatch.chdir(ROOT)
+    assert main(args) == 0
+    capsys.readouterr()
+    real = json.loads((tmp_path / "record.json").read_text(encoding="utf-8"))
+    start = readme.index("```json\n", readme.index("### 4. Read the record")) + len("```json\n")
+    excerpt = json.loads(readme[start:readme.index("```", start)])
+    _excerpt_of(excerpt, real)

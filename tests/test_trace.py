@@ -170,6 +170,38 @@ def test_replay_of_a_plan_that_is_not_the_header_s_fails_unless_ignored(plan, tm
     assert "plan-mismatch" not in " ".join(rep.failures)
 
 
+def test_replay_ignoring_the_plan_hash_reproduces_a_run_whose_plan_edit_steers_nothing(plan, tmp_path, contract_text):
+    # QA1 finding 5: the record embeds the plan's hash, so every edit failed "the delivery record differs"
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, lambda lines: lines[0]["plan"].update(description="edited after the run"))
+    assert not replay(trace).reproduced
+    rep = replay(trace, ignore_plan_hash=True)
+    assert rep.reproduced and rep.record_identical and rep.record_difference is None and rep.plan_hash_ignored
+    # a trace written before the footer held the record; and one whose header's plan_hash is the edit
+    _rewrite(trace, lambda lines: lines[-1].pop("record") and None)
+    assert replay(trace, ignore_plan_hash=True).reproduced
+    _, trace, _, _ = _run(plan, tmp_path, contract_text)
+    _rewrite(trace, lambda lines: lines[0].update(plan_hash="ab") or lines[-1].pop("record") and None)
+    assert replay(trace, ignore_plan_hash=True).reproduced
+
+
+def test_replay_names_the_first_record_field_that_differs(plan, tmp_path, contract_text):
+    from odcf.trace import record_digest
+
+    _, trace, _, result = _run(plan, tmp_path, contract_text)
+    status = result.record["sources"][1]["status"]
+
+    def edit(lines):  # the traced run delivered the second source otherwise
+        rec = lines[-1]["record"]
+        rec["sources"][1]["status"] = "dropped" if status != "dropped" else "verbatim"
+        lines[-1]["record_sha256"] = record_digest(rec)
+    _rewrite(trace, edit)
+    rep = replay(trace)
+    want = f"sources[1].status: {'dropped' if status != 'dropped' else 'verbatim'!r} != {status!r}"
+    assert rep.identical and not rep.reproduced and rep.record_difference == want
+    assert f"the delivery record differs at {want}" in rep.failures and rep.to_dict()["record_difference"] == want
+
+
 def test_replay_of_a_trace_of_record_format_1_is_reproduced(plan, tmp_path, contract_text):
     from odcf.trace import record_digest
 

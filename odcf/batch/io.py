@@ -169,8 +169,11 @@ def _not_regular(mode: int) -> str:
         kind = "a socket"
     else:
         kind = "not a plain file"
-    return (f"is not a regular file or folder ({kind}); a batch job reads its input more than once "
-            "(to count, to compress, and on --resume): write it to a file first")
+    return f"is not a regular file or folder ({kind}); {READS_TWICE}"
+
+
+#: Why a batch job's input must be a regular file or folder (a pipe, stdin, can be read only once).
+READS_TWICE = "a batch job reads its input more than once (to count, to compress, and on --resume): write it to a file first"
 
 
 def line_limit(max_chars: int) -> int:

@@ -41,8 +41,9 @@ def register(sub: Any) -> None:
     p.add_argument("--no-entities", action="store_true", help="do not run spaCy NER for the density count")
     p.add_argument("--low-density", type=float, default=None, metavar="X",
                    help="flag segments under X entities per 100 tokens (default 1.0)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--table", action="store_true", help="print the tables even when stdout is not a terminal")
+    shape = p.add_mutually_exclusive_group()  # stdout holds one of them: `[--json | --table]`
+    shape.add_argument("--json", action="store_true", help="print the report as JSON")
+    shape.add_argument("--table", action="store_true", help="print the tables even when stdout is not a terminal")
     p.add_argument("--html", default=None, metavar="FILE", help="also write the HTML report of the run here")
     add_stage_flags(p)
     p.set_defaults(handler=run)

@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
             "goes on. Output is written in atomic parts: after a crash, rerun with --resume."
         ),
     )
-    p.add_argument("input", metavar="INPUT", help="a .jsonl/.jsonl.gz/.parquet file or a folder of them")
+    p.add_argument("input", metavar="INPUT", help="a .jsonl/.jsonl.gz/.parquet file or a folder of them (not stdin: the job reads it more than once)")
     p.add_argument("output", metavar="OUTPUT", help="a .jsonl or .parquet file")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
@@ -88,8 +88,13 @@ def run(args: argparse.Namespace) -> int:
     from odcf.batch.local import pool_size_hint
     from odcf.batch.worker import BatchConfig
     from odcf.compressor import role_unit_warning
-    from odcf.errors import OdcfError
+    from odcf.errors import InputError, OdcfError
 
+    if args.input == "-":
+        # `-` is stdin for odcf compress, analyze and handoff; not here (a file named "-" is ./-)
+        from odcf.batch.io import READS_TWICE
+
+        raise InputError(f"-: stdin is not a regular file or folder; {READS_TWICE}")
     try:
         config = BatchConfig(
             ontology=args.ontology, role=args.role, budget=args.budget, query_field=args.query_field,

@@ -62,7 +62,8 @@ def csv_list(text: str) -> tuple[str, ...]:
 def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) -> None:
     """Refuse, before anything runs, an output (``{"--out": path, ...}``) that names a file the run
     reads (an input, the ontology, an items file) or the same file as another output: it would
-    replace the source, or one output would silently replace the other."""
+    replace the source, or one output would silently replace the other. ``--out -`` is stdout (as ``-``
+    is stdin for an input); any other output named ``-`` is refused, not written to a file named "-"."""
     import os
 
     from odcf.errors import InputError
@@ -70,8 +71,10 @@ def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) 
     read = {os.path.realpath(p): p for p in inputs if p and p != "-" and os.path.isfile(p)}
     seen: dict[str, str] = {}
     for flag, target in outputs.items():
-        if not target:
+        if not target or (flag == "--out" and target == "-"):
             continue
+        if target == "-":
+            raise InputError(f"{flag} -: stdout holds the run's output; give {flag} a file name")
         real = os.path.realpath(target)
         if real in read:
             raise InputError(f"{flag} {target}: is a file this run reads ({read[real]}); writing there would replace it")

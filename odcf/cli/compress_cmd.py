@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
                         "(the text is then the sources' text alone; `odcf verify --text` checks it as a whole)")
     p.add_argument("--no-timings", action="store_true",
                    help="leave wall-clock times out of the record (byte-identical records across runs)")
-    p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
+    p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout (`-`: stdout)")
     p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
     p.add_argument("--json", action="store_true", help='print {"text","tokens_in","tokens_out","record"}')
     p.add_argument("--html", default=None, metavar="FILE", help="also write the HTML report of the run here")
@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_overwrites([*args.files, args.ontology],
                       {f"--{flag}": getattr(args, flag, None) for flag in ("out", "record", "html", "trace")})
+    if args.out == "-":
+        args.out = None  # stdout, as without --out
     sources = [read_source_file(path, index=k, layer=args.layer) for k, path in enumerate(args.files, start=1)]
     empty = [s.origin or s.id for s in sources if not has_visible_text(s.text)]  # a lone BOM is no text either
     if len(empty) == len(sources):

@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
                    help="a category upstream searched (repeatable), in addition to those the file declares")
     p.add_argument("--strict", action="store_true",
                    help="fail when required material is missing or does not fit the budget")
-    p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout")
+    p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the text here instead of stdout (`-`: stdout)")
     p.add_argument("--record", default=None, metavar="FILE", help="write the delivery record (JSON) here")
     p.add_argument("--json", action="store_true",
                    help='print {"text","tokens_in","tokens_out","budget","record"}')
@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from odcf.handoff.items import decode_items, load_items, parse_items
 
     refuse_overwrites([args.items, args.ontology], {"--out": args.out, "--record": args.record})
+    if args.out == "-":
+        args.out = None  # stdout, as without --out
 
     if args.items == "-":  # bytes, read as a file is (a byte-order mark removed)
         items: Any = parse_items(decode_items(sys.stdin.buffer.read(), "<stdin>"), where="<stdin>")

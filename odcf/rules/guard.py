@@ -55,6 +55,12 @@ class ProtectionGuard:
             return True
         if self.terms is not None and self.terms.search(text):
             return True
+        return self.holds_anchor(text)
+
+    def holds_anchor(self, text: str) -> bool:
+        """True when *text* holds an anchor match (a number, an id): words, terms and markers aside."""
+        if not text:
+            return False
         k = 0
         try:
             with regex_time_limit(self.seconds):

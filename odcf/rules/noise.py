@@ -4,7 +4,8 @@ Each rule is counted separately in the report:
 
 - ``zero_width``: U+200B, U+2060, U+FEFF, soft hyphen U+00AD; ZWJ/ZWNJ only next to ASCII
   (between emoji or in Indic/Persian script they carry meaning and stay);
-- ``html_comments``: ``<!-- ... -->`` (a comment alone on its line takes the line with it);
+- ``html_comments``: ``<!-- ... -->`` (a comment alone on its line takes the line with it), whatever words,
+  terms or markers it holds (``<!-- internal draft, do not circulate -->``): only an anchor keeps it;
 - ``draft_marks``: ``[draft]`` in any case;
 - ``track_changes``: CriticMarkup ``{++ins++}`` → ins, ``{--del--}`` → nothing, ``{~~old~>new~~}`` → new,
   ``{==hl==}`` → hl, ``{>>comment<<}`` → nothing;
@@ -33,7 +34,7 @@ Each rule is counted separately in the report:
 
 Fenced code blocks (``` or ~~~) and the lines of a unified diff's hunks (after ``@@ -a,b +c,d @@``) are
 left as they are, but for invisible characters. Nothing that holds a protected
-anchor, term or marker is ever removed: the removal is skipped and counted as ``kept_protected`` (but
+anchor, term or marker is ever removed (an HTML comment, which no reader sees, only for an anchor): the removal is skipped and counted as ``kept_protected`` (but
 for a page's number, which only a term or marker keeps, and a later copy of a running line, whose first
 copy keeps what it holds).
 
@@ -153,14 +154,17 @@ class _Cleaner:
         if text and len(self.examples) < 3 and text[:80] not in self.examples:
             self.examples.append(text[:80])
 
-    def _sub(self, rx: re.Pattern[str], name: str, text: str, repl: Any = "") -> str:
+    def _sub(self, rx: re.Pattern[str], name: str, text: str, repl: Any = "", *, anchors_only: bool = False) -> str:
+        """*text* without the matches of *rx*, but those that hold protected text (only an anchor's, with
+        *anchors_only*)."""
         out: list[str] = []
         pos = 0
+        keeps = self.guard.holds_anchor if anchors_only else self.guard.holds
         while True:
             m = rx.search(text, pos)
             if m is None:
                 break
-            if self.guard.holds(m.group(0)):
+            if keeps(m.group(0)):
                 # Keep the opening character and look again inside: a protected match must
                 # not shelter a smaller removable one (that would make a second pass differ).
                 self.counts["kept_protected"] += 1
@@ -260,7 +264,9 @@ class _Cleaner:
         return out
 
     def inline(self, text: str) -> str:
-        text = self._sub(_COMMENT, "html_comments", text)
+        # A comment is never rendered: the words in it are no text of the document, whatever they say
+        # ("do not circulate"); only a number or id in it (an anchor) keeps it, as on a TODO line.
+        text = self._sub(_COMMENT, "html_comments", text, anchors_only=True)
         text = self._sub(_DRAFT, "draft_marks", text, _draft_repl)
         return self._sub(_CRITIC, "track_changes", text, _critic_repl)
 

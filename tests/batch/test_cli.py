@@ -73,6 +73,15 @@ def test_a_fifo_input_says_what_it_is(tmp_path, ontology, capsys):
     assert "fifo.jsonl: is not a regular file or folder (a FIFO" in err and "no input files" not in err
 
 
+def test_stdin_as_input_says_why_it_cannot_be_read(tmp_path, ontology, capsys):
+    # QA1 finding 3: `odcf batch - OUT` said "-: no such file or directory"
+    assert main(["batch", "-", str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0"]) == 1
+    err = capsys.readouterr().err
+    assert ("-: stdin is not a regular file or folder; a batch job reads its input more than once (to count, to "
+            "compress, and on --resume): write it to a file first") in err and "no such file" not in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology, capsys):
     src = write_jsonl(tmp_path / "in.jsonl", records(2))
     out = tmp_path / "out.jsonl"

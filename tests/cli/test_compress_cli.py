@@ -49,6 +49,21 @@ def test_stdin_and_out_file(contract, tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().out == ""
 
 
+def test_out_dash_writes_to_stdout_and_another_output_named_dash_is_refused(contract, tmp_path, capsys, monkeypatch):
+    # QA1 finding 3: `--out -` wrote a file named "-"
+    monkeypatch.chdir(tmp_path)
+    assert main(["compress", str(contract), "--budget", "50"]) == 0
+    plain = capsys.readouterr().out
+    assert main(["compress", str(contract), "--budget", "50", "--out", "-"]) == 0
+    assert capsys.readouterr().out == plain and plain.strip() and not (tmp_path / "-").exists()
+    assert main(["compress", str(contract), "--budget", "50", "--json", "--out", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == plain.rstrip("\n")
+    assert main(["compress", str(contract), "--budget", "50", "--record", "-"]) == 1
+    err = capsys.readouterr().err
+    assert "--record -: stdout holds the run's output; give --record a file name" in err
+    assert not (tmp_path / "-").exists()
+
+
 def test_out_file_is_exactly_the_measured_text_and_verifies(contract, tmp_path, capsys):
     import hashlib
 

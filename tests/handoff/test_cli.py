@@ -43,6 +43,18 @@ def test_cli_text_json_and_record(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert payload["record"]["conflicts"][0]["entity"] == "#W4817420"
 
 
+def test_cli_out_dash_writes_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str], ontology_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # as `odcf compress --out -` (QA1 finding 3): stdout, not a file named "-"
+    monkeypatch.chdir(tmp_path)
+    p = write(tmp_path, ITEMS)
+    args = ["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "500"]
+    assert main(args) == 0
+    plain = capsys.readouterr().out
+    assert main([*args, "--out", "-"]) == 0
+    assert capsys.readouterr().out == plain and plain.startswith("[source 1/") and not (tmp_path / "-").exists()
+
+
 def test_cli_strict_names_the_missing_category(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                ontology_path: Path) -> None:
     items = dict(ITEMS, searched=["counterexamples"])

@@ -239,3 +239,14 @@ def test_replay_fails_without_stage_events_on_a_plan_mismatch_and_on_a_malformed
         assert main(["replay", write("bad.jsonl", [{**lines[0], field: value}, *lines[1:]])]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"header.{field}: expected" in err[0]
+
+
+def test_analyze_json_and_table_are_one_or_the_other(tmp_path, capsys):
+    # QA1 finding 7: docs/inspect.md writes [--json | --table]; both were accepted and --table was ignored
+    import pytest
+
+    a, _ = _files(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", str(a), "--json", "--table", "--no-entities"])
+    assert exc.value.code == 2
+    assert "argument --table: not allowed with argument --json" in capsys.readouterr().err

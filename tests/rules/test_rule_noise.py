@@ -51,6 +51,18 @@ def test_protected_lines_and_marks_are_never_removed():
     assert report["kept_protected"] == 5 and report["todo_lines"] == 1
 
 
+def test_an_html_comment_goes_whatever_words_it_holds_and_stays_only_for_an_anchor():
+    # "do not" (a marker of the general ontology), a term, a marker: no reader of the rendered text sees them
+    guard = ProtectionGuard.from_plan(Plan(domain="t", protection=ProtectionRules(
+        anchors=(Anchor("money", r"\$\d[\d,]*"),), terms=("force majeure",), markers=("do not", "★"))))
+    text = ("# MSA\n<!-- internal draft, do not circulate -->\nFees <!-- Force Majeure ★ --> apply.\n"
+            "<!-- paid $5,000 -->\nTODO: do not ship")
+    out, report = remove_noise(text, guard)
+    assert out == "# MSA\nFees  apply.\n<!-- paid $5,000 -->\nTODO: do not ship"
+    assert report["html_comments"] == 2 and report["kept_protected"] == 2  # the $5,000 comment, the TODO line
+    assert report["examples"][0] == "<!-- internal draft, do not circulate -->"
+
+
 def test_fenced_code_is_untouched():
     text = "x  \n```\ncode  \nTODO: keep in code\n<!-- html in code -->\n\n\n\n}}]);\n```\ny"
     out, report = remove_noise(text)
