@@ -14,7 +14,9 @@ A user turn stating a constraint (:func:`~odcf.handoff.reasoning.is_constraint`:
 "must be fully accessible", "max €160 per night", "severe peanut allergy") is never cut by
 position: condensed or as a bullet it holds up to ``turn_cap`` tokens and, when longer, keeps its
 constraint clauses first, the cuts marked " … " (:func:`~odcf.handoff.reasoning.cut_keeping_constraints`,
-the cut drafts get). A bullet's values are the turn's values, not the key names of its JSON (an id
+the cut drafts get). So is a user's turn that changes a value of their earlier turn (:func:`user_changes`,
+"Actually, budget is now EUR 5,200" after "the total budget is under EUR 4,500"), the stale value never handed over
+as the only one. A bullet's values are the turn's values, not the key names of its JSON (an id
 used as a key, ``"credit_card_5531920": {…}``, is a value), and
 a value the turn denies or replaces ("€40,000 not €50,000", "down from €50,000") is listed last as
 "not €50,000".
@@ -56,6 +58,8 @@ class LayeredTurn:
     tokens_out: int
     constraint: bool = False                  # a user turn stating a constraint
     clauses: tuple[int, int] | None = None    # (kept, total) when its constraint cut left clauses out
+    corrects: tuple[int, ...] = ()            # the user's earlier turns whose value this one changes
+    corrected_by: tuple[int, ...] = ()        # the user's later turns that change a value of this one
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"item": self.item.id, "turn": self.turn, "speaker": speaker_of(self.item),
@@ -64,6 +68,10 @@ class LayeredTurn:
             out["constraint"] = True
         if self.clauses is not None:
             out["clauses_kept"] = f"{self.clauses[0]} of {self.clauses[1]} (constraints first)"
+        if self.corrects:
+            out["corrects_turns"] = list(self.corrects)
+        if self.corrected_by:
+            out["corrected_by_turns"] = list(self.corrected_by)
         return out
 
 
@@ -113,12 +121,19 @@ def layer_history(
     n = len(items)
     recent: list[LayeredTurn] = []
     bullets: list[LayeredTurn] = []
+    changes = user_changes(items)
+    changed: dict[int, list[int]] = {}
+    for fix, stale in changes.items():
+        for k in stale:
+            changed.setdefault(k, []).append(fix)
     for k, it in enumerate(items):
         age = n - k
         body = it.text if it.text.strip() else "(empty)"
         t_in = counter.count(body)
         who = speaker_of(it)
-        constraint = who == "user" and is_constraint(it.text)
+        # a user's change of a value they gave before ("Actually, budget is now EUR 5,200") is what they ask now:
+        # a constraint as the turn it changes is, or the stale value went out alone as current
+        constraint = who == "user" and (is_constraint(it.text) or k in changes)
         cut: ConstraintCut | None = None
         if age <= verbatim:
             text, mode = f"{who}: {body}", "verbatim"
@@ -138,9 +153,28 @@ def layer_history(
             text, mode = f"- turn {k + 1} {who}: {body_text}", "bullet"
         turn = LayeredTurn(item=it, turn=k + 1, age=age, mode=mode, text=text, tokens_in=t_in,
                            tokens_out=counter.count(text), constraint=constraint,
-                           clauses=(cut.kept, cut.total) if cut is not None and cut.cut else None)
+                           clauses=(cut.kept, cut.total) if cut is not None and cut.cut else None,
+                           corrects=tuple(j + 1 for j in changes.get(k, ())),
+                           corrected_by=tuple(j + 1 for j in changed.get(k, ())))
         (bullets if mode == "bullet" else recent).append(turn)
     return LayeredHistory(recent=tuple(recent), bullets=tuple(bullets))
+
+
+def user_changes(items: Sequence[HandoffItem]) -> dict[int, list[int]]:
+    """The user's turns of *items* that change a value the user gave in an earlier turn, by the rank stage's
+    correction links (:func:`odcf.stages.rank.correction_links`, a user's "Actually, budget is now EUR 5,200"
+    changes their "the total budget is under EUR 4,500"): {index of the change: [indexes of the turns it changes]}."""
+    from odcf.stages.rank import correction_links
+
+    segs = [Segment(id=f"t{k}", source_id="history", index=k, text=it.text, original=it.text, kind="sentence",
+                    meta={"speaker": f"{speaker_of(it)}:"}) for k, it in enumerate(items)]
+    users = {f"t{k}" for k, it in enumerate(items) if speaker_of(it) == "user"}
+    out: dict[int, list[int]] = {}
+    for fix, stale in correction_links(segs).items():
+        mine = [int(s[1:]) for s in stale if s in users]
+        if fix in users and mine:
+            out[int(fix[1:])] = mine
+    return out
 
 
 def _analyzed(item: HandoffItem, plan: Plan, query: str | None) -> Document:

@@ -764,6 +764,11 @@ _CONDITION_BEFORE_RE = re.compile(_CONDITIONS + r"[^.;:!?,\n]*$")
 _CONDITION_OPENS_RE = re.compile(_CONDITIONS + r"[^.;:!?\n]*$")
 
 
+#: An ISO currency code, in capitals ("EUR 4,500", "USD 1,200", "5,200 CHF").
+_CURRENCY_CODES = (r"EUR|USD|GBP|CHF|JPY|CNY|RMB|AUD|CAD|NZD|SEK|NOK|DKK|PLN|CZK|HUF|RON|INR|HKD|SGD|ZAR|BRL|MXN"
+                   r"|KRW|TRY|AED|SAR|ILS")
+
+
 #: A user's change of a value in a conversation with an agent, the new value right after it: "Make it under €2,000
 #: total", "change the dates to 15 June", "switch it to 3 nights", "Actually, we'll be 4 people". Said by a user to an
 #: agent, "actually" and "make it" change what the user asked for before; in prose they are everywhere ("it actually
@@ -772,7 +777,7 @@ _CHAT_CHANGE_RE = re.compile(
     r"\b(?i:(?:make|change|move|switch|update|bump|push|cut|lower|raise|reduce|increase)\s+(?:it|that|this|them"
     r"|the\s+(?P<thing>[^\W\d_]+(?:\s+[^\W\d_]+)?))(?:\s+(?:to|into))?|actually\b[^.;!?\d]{0,40}?)\s*,?\s*"
     r"(?i:(?:under|below|over|above|at\s+most|at\s+least|max(?:imum)?|about|around|only|just|no\s+more\s+than)\s+)?"
-    r"[€$£¥]?\d")
+    r"(?:[€$£¥]|(?:" + _CURRENCY_CODES + r")\s?)?\d")
 
 
 def _cues(text: str, *, chat: bool = False) -> list[re.Match[str]]:
@@ -790,14 +795,16 @@ def _cues(text: str, *, chat: bool = False) -> list[re.Match[str]]:
 
 #: Where a sentence or a clause of a change ends: "Make it €2,000 total; flights are 3 hours" gives €2,000 total.
 _SENTENCE_END_RE = re.compile(r"[.;!?](?!\d)|\n")
-#: A currency sign before a number ("€2,000"): the kind of value it is, as a unit after it is.
-_CURRENCY_RE = re.compile(r"([€$£¥])\s?\d")
+#: A currency sign or code before a number ("€2,000", "EUR 2,000"): the kind of value it is, as a unit after it
+#: is (a code before is the kind the code after is: "EUR 4,500" and "5,200 EUR" are both eur).
+_CURRENCY_RE = re.compile(r"(?:([€$£¥])|\b(" + _CURRENCY_CODES + r"))\s?\d")
 
 
 def _value_kinds(text: str) -> set[str]:
-    """What the values of *text* (in figures, :func:`_as_figures`) are counted in: their currency signs and the
-    words or "%" after them, not a stop word ("€3,500 total" -> €, total; "15 to 18 June" -> june)."""
-    kinds = {m.group(1) for m in _CURRENCY_RE.finditer(text)}
+    """What the values of *text* (in figures, :func:`_as_figures`) are counted in: their currency signs or codes and
+    the words or "%" after them, not a stop word ("€3,500 total" -> €, total; "EUR 4,500 total" -> eur, total;
+    "15 to 18 June" -> june)."""
+    kinds = {m.group(1) or m.group(2).lower() for m in _CURRENCY_RE.finditer(text)}
     return kinds | {u for us in _units(text).values() for u in us
                     if u and (u == "%" or (len(u) >= 2 and u not in STOPWORDS))}
 
@@ -829,7 +836,8 @@ _DATE_VALUE_RE = re.compile(rf"(?i:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_
                             r"|\b\d{4}-\d\d-\d\d\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b)")
 _TIME_VALUE_RE = re.compile(r"(?i:\b\d{1,2}:\d\d\b|\b\d{1,2}(?:[:.]\d\d)?\s?(?:[ap]\.?m\b\.?))")
 _MONEY_VALUE_RE = re.compile(r"(?i:[€$£¥]\s?\d|\b\d[\d,.]*\s?(?:eur|usd|gbp|euros?|dollars?|pounds?)\b"
-                             r"|\b(?:eur|usd|gbp)\s?\d)")
+                             r"|\b(?:eur|usd|gbp)\s?\d)|\b\d[\d,.]*\s?(?:" + _CURRENCY_CODES + r")\b|\b(?:"
+                             + _CURRENCY_CODES + r")\s?\d")
 #: The words of a change that name a kind of value rather than a thing (stemmed, :func:`_stem`), and that kind.
 _KIND_WORDS = {"date": _DATE_VALUE_RE, "time": _TIME_VALUE_RE, "amount": _MONEY_VALUE_RE,
                "budget": _MONEY_VALUE_RE, "price": _MONEY_VALUE_RE, "cost": _MONEY_VALUE_RE}
@@ -1126,7 +1134,8 @@ CHAT_CONSTRAINT_RE = re.compile(
     r"|\b(?:is|are)\s+(?:essential|required|mandatory|a\s+must|non-negotiable|a\s+requirement)\b"
     r"|\bno\s+(?!(?:problems?|worries|worry|thanks|idea|rush|hurry|doubt|need|way|matter|one|longer|pressure|wonder"
     r"|preferences?|particular|clue|reason)\b)[^\W\d_]{3,}"
-    r"|\b(?:no\s+more\s+than|at\s+most|at\s+the\s+latest|max(?:imum)?|under|below|less\s+than)\s+[€$£¥]?\d"
+    r"|\b(?:no\s+more\s+than|at\s+most|at\s+the\s+latest|max(?:imum)?|under|below|less\s+than)\s+(?:[€$£¥]|(?-i:"
+    + _CURRENCY_CODES + r")\s?)?\d"
     r"|\b(?:I|we)\s+(?:cannot|can['’]t|can\s+not|won['’]t|will\s+not|do\s+not|don['’]t|never)\s+(?!(?:know|think"
     r"|remember|believe|see|understand|mind|care|worry|get|recall|need|have\s+(?:a|any)\s+preference)\b)\w+"
     r"|\b(?:I|we)(?:\s+would|['’]d)?\s+(?:prefer|rather)\b|\bplease\s+(?:also\s+)?(?:do\s+not|don['’]t|never|no)\b"

@@ -138,3 +138,36 @@ def test_bullet_values_are_values_and_a_correction_keeps_the_new_value(general: 
                             "flights €9,557.70 + hotel €15,096, which is €24,653.70.")
     out = gist(down, general.plan, COUNTER, cap=24)
     assert "(values: €50,000" not in out and "€40,000" in out
+
+
+def budget_change(cur: str) -> dict[str, Any]:
+    """A chat whose user states a budget early and changes it eight turns before the end, the turns around it the
+    assistant's options."""
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "Hi, an offsite in Lisbon for 6 people, 14 to 17 October."},
+        {"role": "assistant", "content": "Happy to help. What are the ground rules?"},
+        {"role": "user", "content": f"Never book anything before 9 am. The total budget is under {cur}4,500 for "
+                                    "flights and hotel together. Do not contact the supplier directly."},
+        {"role": "assistant", "content": f"Understood: nothing before 9 am and a total under {cur}4,500."}]
+    for k in range(12):
+        msgs.append({"role": "assistant", "content": f"Option {k + 1}: hotel number {k + 1} in Baixa at {cur}{150 + 5 * k} "
+                                                     "per night, breakfast included, ten minutes from the venue."})
+        msgs.append({"role": "user", "content": f"Noted, option {k + 1}."})
+        if k == 8:
+            msgs.append({"role": "user", "content": f"Actually, budget is now {cur}5,200 - finance approved the extra."})
+    msgs.append({"role": "user", "content": "Which option should we take?"})
+    return {"instruction": "Recommend which hotel option to book.", "messages": msgs}
+
+
+@pytest.mark.parametrize("cur", ["€", "EUR "])
+def test_a_users_change_of_an_earlier_constraint_is_delivered_with_it(general: Any, cur: str) -> None:
+    # QA2 finding 1: the user's early "under EUR 4,500" went out as a constraint bullet while their later
+    # "Actually, budget is now EUR 5,200" was dropped as a plain recent turn: the planner saw only the stale budget
+    for budget in (200, 300):
+        r = handoff(general, role="writer", items=budget_change(cur), budget=budget)
+        assert r.tokens <= budget
+        assert f"budget is now {cur}5,200" in r.text, (budget, r.text)
+        turns = {t["turn"]: t for t in r.record["handoff"]["history"]}
+        change = next(t for t in turns.values() if t.get("corrects_turns"))
+        assert change["constraint"] and change["corrects_turns"] == [3] and change["mode"] != "dropped", change
+        assert turns[3]["corrected_by_turns"] == [change["turn"]], turns[3]

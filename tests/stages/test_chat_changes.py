@@ -306,3 +306,39 @@ def test_a_change_that_names_the_kind_of_value_changes_the_users_last_value_of_t
     meeting = [s.replace(meta={"speaker": "Tom:" if s.meta["speaker"] == "assistant:" else "Lena:"})
                for s in _turns(*_BOOKING, f"user: {change}")]
     assert correction_links(meeting) == {}
+
+
+_OFFSITE = ("user: A team offsite in Lisbon for 6 people, 14 to 17 October.\n\n"
+            "assistant: Happy to help. What are the ground rules?\n\n"
+            "user: Never book anything before 9 am. The total budget is under {cur}4,500 for flights and hotel.\n\n"
+            "assistant: Understood.\n\n"
+            + "".join(f"assistant: Option {n}: hotel {h} at {{cur}}{p} per night, breakfast included, 10 minutes from the "
+                      f"venue.\n\nuser: Is there a gym?\n\nassistant: Yes, open from 6 am.\n\n"
+                      for n, h, p in ((1, "Alfama Stay", 180), (2, "Baixa House", 210), (3, "Rio Tejo", 165)))
+            + "user: Actually, budget is now {cur}5,200 - finance approved the extra.\n\n"
+            "assistant: Great.\n\n"
+            "user: Which option should we take, given everything I've told you?\n")
+
+
+@pytest.mark.parametrize("cur", ["€", "EUR ", "USD "])
+def test_a_users_change_in_a_chat_pasted_with_blank_lines_corrects_the_earlier_value_in_any_currency(cur):
+    # QA2 finding 2: in a chat whose messages are separated by blank lines, and with "EUR 5,200" (an ISO code
+    # before the amount, of no value kind), "Actually, budget is now EUR 5,200" was dropped while the stale
+    # "under EUR 4,500" was delivered as current
+    text = _OFFSITE.replace("{cur}", cur)
+    compressor = Compressor.from_ontology("agent_ops")
+    for budget in (60, 90, 120):
+        r = compressor.compress([{"id": "chat.txt", "text": text}], query="Which option should we take?", budget=budget)
+        assert f"budget is now {cur}5,200" in r.text, (budget, r.text)
+        # the stale value never goes alone: delivered with the change, or left out as corrected by it
+        stale = next(s.id for s in r.document.segments if f"under {cur}4,500" in s.text)
+        said = next(g for s in r.record["sources"] for g in s["segments"] if g["id"] == stale)
+        assert "rank: corrected by chat.txt#" in said["reason"], said
+
+
+def test_a_currency_code_before_or_after_an_amount_is_its_kind():
+    from odcf.stages.rank import _value_kinds
+
+    assert _value_kinds("under EUR 4,500 total") == {"eur", "total"}
+    assert _value_kinds("now 5,200 EUR") == {"eur"}
+    assert _value_kinds("USD 1,200") == {"usd"} and _value_kinds("CHF 300 a night") == {"chf"}

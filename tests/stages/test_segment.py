@@ -553,6 +553,22 @@ def test_a_chat_log_whose_messages_run_over_paragraphs_labels_every_part_with_it
     assert all("turn" not in s.meta for s in seg("Alice: We ship today.\nBob: Fine.\nAlice: Good.\nBob: Bye.\n"))
 
 
+def test_a_chat_pasted_with_blank_lines_between_one_paragraph_messages_has_turns():
+    # QA2 finding 2: "user: …" / "assistant: …" messages one paragraph each, blank lines between (how chat logs are
+    # pasted), got no speaker: no user's constraint, no correction of a user's earlier value applied
+    out = seg("user: A team offsite in Porto for 6 people.\n\nassistant: Happy to help. What is the budget?\n\n"
+              "user: The total budget is under EUR 4,500. Put the kickoff at 10:00.\n\nassistant: Noted.\n\n"
+              "user: Actually, budget is now EUR 5,200.\n")
+    assert [(s.meta.get("speaker"), s.meta.get("turn")) for s in out] == [
+        ("user:", 0), ("assistant:", 1), ("assistant:", 1), ("user:", 2), ("user:", 2), ("assistant:", 3), ("user:", 4)]
+    # names taking turns one paragraph each are a chat where the source is declared one (kind: chat), and
+    # labelled paragraphs of a document ("Note:", "Tip:") are none
+    names = "Alice: We ship today.\n\nBob: Fine.\n\nAlice: Good. It is late.\n\nBob: Bye.\n"
+    assert [s.meta.get("speaker") for s in seg(names, kind="chat")] == ["Alice:", "Bob:", "Alice:", "Bob:"]
+    assert not [s for s in seg(names) if "speaker" in s.meta]
+    assert not [s for s in seg(names.replace("Alice", "Note").replace("Bob", "Tip")) if "speaker" in s.meta]
+
+
 REPORT = ("# Weekly claims operations report\n\n## Team A\n\nStatus: green. Backlog 41 claims, 3 over SLA.\n\n"
           "The new intake form went live on Monday.\n\n## Team B\n\nStatus: amber. Backlog 77 claims, 12 over SLA.\n\n"
           "Two adjusters are on leave until 14 October.\n\n## Fraud referrals\n\n"

@@ -739,7 +739,7 @@ class Segmenter(Stage):
         # where each piece of a paragraph sits on its lines, and the numbered items it is in: render
         # keeps a line's break and says what is left out between two delivered pieces
         pieces = mark_items(text, lines, pieces, prose, blocks, list_marks=list_marks)
-        turns = chat_turns(lines, [p.start for p in pieces if p.kind == "heading"])
+        turns = chat_turns(lines, [p.start for p in pieces if p.kind == "heading"], chat=turn)
         starts = [t[0] for t in turns]
         return [in_turn(p, turns, starts) for p in pieces] if turns else pieces
 

@@ -163,11 +163,14 @@ LABEL_ONLY_RE = re.compile(LABEL + r"[ \t]*$")
 ROLE_NAME_RE = re.compile(r"(?i:" + ROLE_WORDS + r")(?:[ \t]*\([^()\n]*\))?:")
 
 
-def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = ()) -> list[tuple[int, int, str | None]]:
-    """The turns of a chat log whose messages run over paragraphs: ``(start offset, end of the label,
+def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = (), *,
+               chat: bool = False) -> list[tuple[int, int, str | None]]:
+    """The turns of a chat log whose messages are paragraphs: ``(start offset, end of the label,
     label)`` of each paragraph that opens with a speaker's label, when at least three do, a label
     comes back, and some paragraph between them opens without one (a message with a list or a
-    second paragraph); and ``(offset, offset, None)`` of each heading (at *headings*, the offsets of
+    second paragraph), every label is a role's or stamped ("user:" / "assistant:" messages one
+    paragraph each, the way a chat is pasted with blank lines between), or the source is declared
+    a chat (*chat*: ``kind: chat``, "dana:" / "alex:" one paragraph each); and ``(offset, offset, None)`` of each heading (at *headings*, the offsets of
     the segmenter's heading pieces) that ends a turn: one after the chat's last labelled paragraph
     (a section of the document after the transcript) unless its speaker is marked as below. A heading
     with a speaker's paragraph still to come is a part of the message it is in (an agent's "##
@@ -230,7 +233,11 @@ def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = ()) 
             else:
                 unlabelled_inside = True  # a paragraph of the turn without a label (or a field's)
     labels = [t[2] for t in turns if t[2] is not None]
-    if len(labels) < 3 or len(set(labels)) == len(labels) or not unlabelled_inside:
+    if len(labels) < 3 or len(set(labels)) == len(labels):
+        return []
+    if not (unlabelled_inside or chat or marked.issuperset(labels)):
+        # labelled paragraphs only ("Note: …", "Tip: …", "Note: …"), none of them a role's: a
+        # document's notes, no chat
         return []
     return turns
 
