@@ -22,6 +22,7 @@ import difflib
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -453,6 +454,23 @@ def _control_character(pattern: str) -> str | None:
 
 def _backtracking(regex: re.Pattern[str]) -> str | None:
     """The problem of a pattern that backtracks catastrophically (see ``backtracking_probe``), or None."""
+    # a verdict per pattern text: a batch loads its ontology in each worker, a service may load it per call
+    # (the main thread's only: elsewhere the probe's timer cannot arm, and its None proves nothing)
+    key = (regex.pattern, regex.flags)
+    if key in _BACKTRACKING:
+        return _BACKTRACKING[key]
+    problem = _backtracking_problem(regex)
+    if threading.current_thread() is threading.main_thread():
+        if len(_BACKTRACKING) >= 4096:
+            _BACKTRACKING.clear()
+        _BACKTRACKING[key] = problem
+    return problem
+
+
+_BACKTRACKING: dict[tuple[str, int], str | None] = {}
+
+
+def _backtracking_problem(regex: re.Pattern[str]) -> str | None:
     probe = backtracking_probe(regex)
     if probe is None:
         return None
