@@ -594,3 +594,18 @@ def test_the_backtracking_probe_skips_sound_shapes_and_arms_one_handler_per_patt
     loads_ontology(nested)
     loads_ontology(nested)
     assert len(calls) == 4
+
+
+def test_a_character_yaml_refuses_is_placed_by_line_and_column_in_odcf_words(tmp_path):
+    # QA: a NUL byte gave 'FILE:?: … unacceptable character #x0000 … in "<unicode string>", position 39'
+    path = tmp_path / "nul.yaml"
+    path.write_bytes(b"odcf: 1\r\ndomain: x\r\ndescription: Te\x00st.\n")
+    with pytest.raises(OntologyError) as info:
+        load_ontology(path)
+    assert [str(p) for p in info.value.problems] == [
+        f"{path}:3: <root>: invalid YAML: control character U+0000 at column 16; YAML allows no control "
+        "characters other than tab and line breaks"]
+    path.write_bytes("\ufeffodcf: 1\ndomain: x\ufffe\n".encode())
+    with pytest.raises(OntologyError, match=r"nul.yaml:2: <root>: invalid YAML: character U\+FFFE at column 10 "
+                                            r"is not allowed in YAML$"):
+        load_ontology(path)
