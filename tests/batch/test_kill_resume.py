@@ -69,7 +69,7 @@ def test_sigkill_then_resume(tmp_path, ontology):
     assert ids == expected  # every record once, in input order
     errors = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
     assert [e["line"] for e in errors] == [51, 102]
-    assert errors[1]["error"].startswith(f"duplicate id {recs[3]['id']!r}")
+    assert errors[1]["error"] == f"duplicate id {recs[3]['id']!r}: an earlier record (in.jsonl line 4) has the same id"
     assert len(rows) + len(errors) == N + 1
 
     # And the result is exactly what an uninterrupted run gives.
