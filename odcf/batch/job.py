@@ -207,9 +207,9 @@ def _changed_inputs(input: str | os.PathLike[str], files: list[InputFile]) -> st
         return str(exc)
     for f in files:
         if f.name not in now:
-            return f"{f.name} is gone"
+            return f"{f.shown} is gone"
         if now[f.name] != f.fingerprint():
-            return f"{f.name} was modified"
+            return f"{f.shown} was modified"
     extra = sorted(set(now) - {f.name for f in files})
     return f"{extra[0]} appeared" if extra else ""
 
