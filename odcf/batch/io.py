@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import os
+import re
 import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -246,6 +247,44 @@ def _lines(fh: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int, 
         yield lineno, None, size, digest.hexdigest()
 
 
+#: A record's opening when its first key is "id": a string or an integer value.
+_LEADING_ID_RE = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\\x00-\x1f]|\\.)*"|-?(?:0|[1-9][0-9]*)(?![0-9.eE]))')
+
+
+def _leading_id(text: str) -> str | None:
+    """The id of a record that cannot be parsed whole, when ``"id"`` is its first key (``{"id": "deep", …``)."""
+    m = _LEADING_ID_RE.match(text)
+    if not m:
+        return None
+    try:
+        return record_id({"id": json.loads(m.group(1))})
+    except ValueError:
+        return None
+
+
+def _deep_column(text: str) -> int | None:
+    """The 1-based column of the bracket that opens level ``MAX_DEPTH + 1`` of *text* (strings skipped)."""
+    depth = 0
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return i + 1
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
 def _readable_id(raw: str) -> str | None:
     """The id of a line that is not valid UTF-8, when the rest of it parses and the id itself was read
     intact (the error row then names the record, not ``null``)."""
@@ -284,8 +323,12 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
                     "(old Mac style), which JSON Lines does not; convert them to LF (tr '\\r' '\\n')")
         return RawRecord(key, where, error=f"invalid JSON: {exc.msg}{' ' if exc.msg.endswith(' at') else ' at '}column {exc.colno}{hint}",
                          detail={"raw": text})
-    except RecursionError:
-        return RawRecord(key, where, error="invalid JSON: nested too deeply", detail={"raw": text})
+    except RecursionError:  # deeper than Python's JSON reader goes: the id is read from the line's opening
+        column = _deep_column(text)
+        at = f" at column {column}" if column else ""
+        return RawRecord(key, where, error=(
+            f"record nested more than {MAX_DEPTH} levels deep (the limit){at}: too deep to read"),
+            detail={"raw": text}, rid=_leading_id(text))
     except ValueError as exc:  # NaN / Infinity, an integer of over 4,300 digits
         return RawRecord(key, where, error=f"invalid JSON: {exc}", detail={"raw": text})
     depth = nesting_depth(value)

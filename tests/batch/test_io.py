@@ -365,3 +365,16 @@ def test_a_file_that_cannot_be_read_is_named_by_the_path_given(tmp_path, monkeyp
     (rec,) = read_records(discover_inputs("b/sub/c.jsonl"))
     assert rec.where == {"file": "c.jsonl", "line": 1}
 
+
+def test_a_line_too_deep_to_read_keeps_its_id_and_says_the_limit_and_column(tmp_path):
+    # QA s29/qa3 #6: '{"id":"deep",…,"meta":[[[[…100000 levels…' gave id null and "invalid JSON: nested too deeply"
+    p = tmp_path / "deep.jsonl"
+    deep = '"meta": ' + "[" * 100_000 + "]" * 100_000
+    p.write_text('{"id": "deep", "context": "x", ' + deep + "}\n" + '{"context": "y", "id": 7, ' + deep + "}\n"
+                 + '{"id": 7.5, ' + deep + "}\n")
+    first, second, third = read_records(discover_inputs(p))
+    column = len('{"id": "deep", "context": "x", "meta": ') + 100  # the record's brace is level 1
+    assert (first.rid, first.where, first.error) == (
+        "deep", {"file": "deep.jsonl", "line": 1},
+        f"record nested more than 100 levels deep (the limit) at column {column}: too deep to read")
+    assert second.rid is None and third.rid is None  # "id" not the first key; not an id at all
