@@ -757,18 +757,14 @@ def may_backtrack(regex: re.Pattern[str]) -> bool:
                     return True
             elif name == "GROUPREF" or name == "GROUPREF_EXISTS":
                 return True
-            elif name == "BRANCH":
-                if inside or any(risky(branch, inside) for branch in av[1]):
-                    return True
-            elif name == "SUBPATTERN":
-                if risky(av[-1], inside):
-                    return True
-            elif name in ("ASSERT", "ASSERT_NOT"):
-                if risky(av[1], inside):
-                    return True
-            elif name == "ATOMIC_GROUP":
-                if risky(av, inside):
-                    return True
+            elif name == "BRANCH" and (inside or any(risky(branch, inside) for branch in av[1])):
+                return True
+            elif name == "SUBPATTERN" and risky(av[-1], inside):
+                return True
+            elif name in ("ASSERT", "ASSERT_NOT") and risky(av[1], inside):
+                return True
+            elif name == "ATOMIC_GROUP" and risky(av, inside):
+                return True
         return False
 
     return risky(tree, False) or variable >= 3
