@@ -82,5 +82,16 @@ class SourceError(InputError, ValueError):
     too, as it was."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by SIGINT (*how* ``"interrupted"``) or SIGTERM (``"terminated"``, what a
+    scheduler or ``docker stop`` sends); *hint* says how to continue, when there is a way. A
+    :class:`KeyboardInterrupt`, so that cleanup runs as for Ctrl-C."""
+
+    def __init__(self, how: str = "interrupted", hint: str = "") -> None:
+        super().__init__(how)
+        self.how = how
+        self.hint = hint
+
+
 def format_problems(problems: Sequence[Problem]) -> str:
     return "\n".join(str(p) for p in problems)

@@ -672,6 +672,14 @@ class regex_time_limit:  # noqa: N801 - used as a context manager, like a functi
         self._armed = True
         return self
 
+    def restart(self) -> None:
+        """Start the *seconds* again from now, keeping the handler: one limit for each of many short
+        searches costs a timer call each, not a handler swap (nothing when the limit did not arm)."""
+        if self._armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
     def __exit__(self, *exc: Any) -> None:
         if self._armed:
             import signal
@@ -697,22 +705,71 @@ def backtracking_probe(regex: re.Pattern[str], *, seconds: float = 0.5, length: 
     words and numbers followed by a separator (``(?:(?:[a-z]+ )+)+;`` needs ``ab ab …``). An
     exponential pattern needs about 2**length steps on its probe; a sound one, microseconds. A
     heuristic: it finds the common shapes, not every one. Only where :class:`regex_time_limit` can
-    arm (POSIX, main thread); elsewhere ``None``.
+    arm (POSIX, main thread); elsewhere ``None``. A pattern :func:`may_backtrack` clears is not
+    searched at all, and one timer serves all the probes of a pattern, started again for each.
     """
+    if not may_backtrack(regex):
+        return None
     written = regex.pattern
     units = dict.fromkeys(list(_PROBE_CHARS) + [c for c in written if c.isalnum()]
                           + [written[k:k + 2] for k in range(len(written) - 1) if written[k:k + 2].isalnum()]
                           + list(_PROBE_WORDS))
     # after the text the pattern opens with ("ID-(?:\d+)+!" backtracks only after "ID-")
-    for prefix in dict.fromkeys(("", _literal_prefix(regex))):
-        for unit in units:
-            probe = prefix + unit * length + "\x00"
-            try:
-                with regex_time_limit(seconds):
+    probe = ""
+    try:
+        with regex_time_limit(seconds) as limit:
+            for prefix in dict.fromkeys(("", _literal_prefix(regex))):
+                for unit in units:
+                    probe = prefix + unit * length + "\x00"
+                    limit.restart()
                     regex.search(probe)
-            except RegexTimeout:
-                return probe
+    except RegexTimeout:
+        return probe
     return None
+
+
+def may_backtrack(regex: re.Pattern[str]) -> bool:
+    r"""Whether *regex* has a shape that can backtrack catastrophically, by its parse tree alone: a
+    repetition holding another repetition, an alternation or a back-reference (``(a+)+``,
+    ``(?:ab|a)+``), a back-reference anywhere, or three variable repetitions side by side
+    (``\d*\d*\d*x``). ``True`` when the parser is unavailable or fails: the probe then runs.
+
+    >>> [may_backtrack(re.compile(p)) for p in (r"ID-\d+", r"\d{4}-\d{2}-\d{2}", r"(a+)+b", r"(?:ab|a)+c")]
+    [False, False, True, True]
+    """
+    try:
+        import re._parser as sre_parse  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        tree = sre_parse.parse(regex.pattern, regex.flags & ~re.UNICODE)
+    except Exception:  # noqa: BLE001 - the parser's internals differ between versions: probe then
+        return True
+    variable = 0
+
+    def risky(items: Any, inside: bool) -> bool:
+        nonlocal variable
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                low, high, body = av
+                if name != "POSSESSIVE_REPEAT" and high != low:
+                    variable += 1
+                if inside or risky(body, inside or (high > 1 and name != "POSSESSIVE_REPEAT")):
+                    return True
+            elif name == "GROUPREF" or name == "GROUPREF_EXISTS":
+                return True
+            elif name == "BRANCH" and (inside or any(risky(branch, inside) for branch in av[1])):
+                return True
+            elif name == "SUBPATTERN" and risky(av[-1], inside):
+                return True
+            elif name in ("ASSERT", "ASSERT_NOT") and risky(av[1], inside):
+                return True
+            elif name == "ATOMIC_GROUP" and risky(av, inside):
+                return True
+        return False
+
+    return risky(tree, False) or variable >= 3
 
 
 def _literal_prefix(regex: re.Pattern[str]) -> str:

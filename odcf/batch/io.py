@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import os
+import re
 import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -48,7 +49,9 @@ Key = tuple[int, int]
 
 @dataclass(frozen=True)
 class InputFile:
-    """One input file: its number in the job, its absolute path, and the name reports use."""
+    """One input file: its number in the job, its absolute path, the name error records use (its own
+    name for a file given alone, its path from the input folder) and *given*, the path the user gave
+    it by (the folder given joined with that name), which messages about the whole file use."""
 
     no: int
     path: str
@@ -56,6 +59,12 @@ class InputFile:
     format: str  # "jsonl" | "parquet"
     size: int
     mtime_ns: int
+    given: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The file as messages name it: the path as given (``b/in.jsonl``), not only its name."""
+        return self.given or self.name
 
     def fingerprint(self) -> dict[str, Any]:
         """What must not change between a run and its ``--resume``."""
@@ -111,7 +120,7 @@ def discover(path: str | os.PathLike[str], *, warn: bool = True) -> tuple[list[I
             raise InputError(
                 f"{root}: unknown input format (use {', '.join(JSONL_SUFFIXES + PARQUET_SUFFIXES)})"
             )
-        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns)], ""
+        return [InputFile(0, str(root.resolve()), root.name, fmt, st.st_size, st.st_mtime_ns, os.fspath(path))], ""
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{root}: {_not_regular(st.st_mode)}")
     found: list[tuple[str, Path, str]] = []
@@ -153,7 +162,8 @@ def discover(path: str | os.PathLike[str], *, warn: bool = True) -> tuple[list[I
     out = []
     for no, (name, full, fmt) in enumerate(found):
         st = full.stat()
-        out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns))
+        out.append(InputFile(no, str(full.resolve()), name, fmt, st.st_size, st.st_mtime_ns,
+                             os.path.join(os.fspath(path), name)))
     return out, unread
 
 
@@ -197,19 +207,19 @@ def _file_lines(f: InputFile, limit: int) -> Iterator[tuple[int, bytes | None, i
     lineno = 0
     if f.size == 0 and f.path.lower().endswith(".gz"):
         # gzip.open reads an empty file as no lines: a failed upload would pass as an empty input
-        raise InputError(f"{f.name}: not a readable gzip file (it is empty: 0 bytes); no line could be read")
+        raise InputError(f"{f.shown}: not a readable gzip file (it is empty: 0 bytes); no line could be read")
     try:
         with _open_binary(f) as fh:
             if fh.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff"):  # type: ignore[attr-defined]
                 # read as UTF-8 every line would be an error of its own, none saying why
-                raise InputError(f"{f.name}: is UTF-16 (it opens with a UTF-16 byte order mark); JSON Lines "
+                raise InputError(f"{f.shown}: is UTF-16 (it opens with a UTF-16 byte order mark); JSON Lines "
                                  "must be UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)")
             for item in _lines(fh, limit):
                 lineno = item[0]
                 yield item
     except (OSError, EOFError, zlib.error) as exc:
         kind = "gzip file" if f.path.lower().endswith(".gz") else "file"
-        raise InputError(f"{f.name}: not a readable {kind} ({exc}); "
+        raise InputError(f"{f.shown}: not a readable {kind} ({exc}); "
                          + (f"it breaks after line {lineno}" if lineno else "no line could be read")) from exc
 
 
@@ -238,6 +248,44 @@ def _lines(fh: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int, 
             digest.update(chunk)
             size += len(chunk)
         yield lineno, None, size, digest.hexdigest()
+
+
+#: A record's opening when its first key is "id": a string or an integer value.
+_LEADING_ID_RE = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\\x00-\x1f]|\\.)*"|-?(?:0|[1-9][0-9]*)(?![0-9.eE]))')
+
+
+def _leading_id(text: str) -> str | None:
+    """The id of a record that cannot be parsed whole, when ``"id"`` is its first key (``{"id": "deep", …``)."""
+    m = _LEADING_ID_RE.match(text)
+    if not m:
+        return None
+    try:
+        return record_id({"id": json.loads(m.group(1))})
+    except ValueError:
+        return None
+
+
+def _deep_column(text: str) -> int | None:
+    """The 1-based column of the bracket that opens level ``MAX_DEPTH + 1`` of *text* (strings skipped)."""
+    depth = 0
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return i + 1
+        elif ch in "]}":
+            depth -= 1
+    return None
 
 
 def _readable_id(raw: str) -> str | None:
@@ -278,8 +326,12 @@ def _parse_line(key: Key, where: dict[str, Any], data: bytes | None, size: int, 
                     "(old Mac style), which JSON Lines does not; convert them to LF (tr '\\r' '\\n')")
         return RawRecord(key, where, error=f"invalid JSON: {exc.msg}{' ' if exc.msg.endswith(' at') else ' at '}column {exc.colno}{hint}",
                          detail={"raw": text})
-    except RecursionError:
-        return RawRecord(key, where, error="invalid JSON: nested too deeply", detail={"raw": text})
+    except RecursionError:  # deeper than Python's JSON reader goes: the id is read from the line's opening
+        column = _deep_column(text)
+        at = f" at column {column}" if column else ""
+        return RawRecord(key, where, error=(
+            f"record nested more than {MAX_DEPTH} levels deep (the limit){at}: too deep to read"),
+            detail={"raw": text}, rid=_leading_id(text))
     except ValueError as exc:  # NaN / Infinity, an integer of over 4,300 digits
         return RawRecord(key, where, error=f"invalid JSON: {exc}", detail={"raw": text})
     depth = nesting_depth(value)
@@ -386,11 +438,11 @@ def _open_parquet(f: InputFile) -> Any:
     try:
         pfile = pq.ParquetFile(f.path)
     except Exception as exc:  # pyarrow raises several types for unreadable files
-        raise InputError(f"{f.name}: not a readable Parquet file: {_one_line(exc)}") from exc
+        raise InputError(f"{f.shown}: not a readable Parquet file: {_one_line(exc)}") from exc
     twice = _repeated_name(pfile.schema_arrow)
     if twice is not None:
         pfile.close()
-        raise InputError(f"{f.name}: {twice}; a record cannot hold both: rename one of them")
+        raise InputError(f"{f.shown}: {twice}; a record cannot hold both: rename one of them")
     return pfile
 
 

@@ -8,11 +8,13 @@ the same records with exactly the same messages.
 
 A part row is one JSON line::
 
-    {"k": [file, n], "id": "t-17", "ok":  {"id", "text", "tokens_in", "tokens_out", "record"}, "q": 1}
+    {"k": [file, n], "id": "t-17", "ok":  {"id", "text", "tokens_in", "tokens_out", "record"}, "q": 1,
+     "w": {"file", "line" | "row", "int"?}}
     {"k": [file, n], "id": null,   "err": {"id", "file", "line" | "row", "error", "record" | "raw", ...}}
 
 ``k`` is the record's key (file number, record number in that file). ``err`` is exactly the line
-written to ``OUTPUT.errors.jsonl``; ``ok`` is exactly the output row. ``q`` (present only when
+written to ``OUTPUT.errors.jsonl``; ``ok`` is exactly the output row; ``w`` is where the record is
+(what a later record with its id is told on resume). ``q`` (present only when
 true) says that the record has the job's query field: a job none of whose records has it warns
 that the field's name may be wrong, and the parts are the one place that sees every record,
 those of an interrupted run included.
@@ -46,8 +48,10 @@ class Done:
 
 
 WorkItem = Task | Done
-#: The ids claimed so far -> where the record that claimed one is (``{"file": …, "line": …}``) when it was
-#: refused before compression, else None: what a later record with the id is told (:func:`prepare`).
+#: The ids claimed so far -> where the record that claimed one is (``{"file": …, "line" | "row": …}``), with
+#: ``"failed": True`` when it was refused before compression and ``"int": True`` when its id was written as an
+#: integer; None where that is unknown (parts of an older run): what a later record with the id is told
+#: (:func:`prepare`).
 SeenIds = dict[str, dict[str, Any] | None]
 
 
@@ -65,15 +69,29 @@ def error_row(key: Key, rid: str | None, where: dict[str, Any], error: str, *,
                   **({"v": 1} if refused else {})})
 
 
-def _duplicate(rid: str, refused: dict[str, Any] | None) -> str:
-    """The error of a record whose id *rid* an earlier one claimed: *refused* is where that one is when
-    it was refused before compression (:data:`SeenIds`)."""
-    if refused is None:
+def _duplicate(rid: str, first: dict[str, Any] | None, *, as_int: bool = False) -> str:
+    """The error of a record whose id *rid* an earlier one claimed: *first* is where that one is
+    (:data:`SeenIds`); *as_int*: this record's id is written as an integer."""
+    if first is None:
         return f"duplicate id {rid!r}: an earlier record has the same id"
-    place = (f"{refused.get('file')} line {refused['line']}" if "line" in refused
-             else f"{refused.get('file')} row {refused.get('row')}")
+    unit = "line" if "line" in first else "row"
+    place = f"{first.get('file')} {unit} {first.get(unit)}"
+    if first.get("int") and not as_int:
+        written = f"; its id {rid} on {unit} {first.get(unit)}, an integer, is the same id once written as a string"
+    elif as_int and not first.get("int"):
+        written = f"; this record's id {rid}, an integer, is the same id once written as a string"
+    else:
+        written = ""
+    if not first.get("failed"):
+        return f"duplicate id {rid!r}: an earlier record ({place}) has the same id{written}"
     return (f"duplicate id {rid!r}: the earlier record with this id ({place}) failed, and this one is refused "
-            "too: ids are unique, and the first record with an id claims it even when it fails")
+            f"too: ids are unique, and the first record with an id claims it even when it fails{written}")
+
+
+def claim_of(where: dict[str, Any], record: Any, *, failed: bool = False) -> dict[str, Any]:
+    """What :data:`SeenIds` keeps of the record at *where* that claims an id."""
+    as_int = isinstance(record, Mapping) and isinstance(record.get("id"), int)
+    return {**where, **({"failed": True} if failed else {}), **({"int": True} if as_int else {})}
 
 
 def has_field(record: Any, name: str) -> bool:
@@ -81,8 +99,9 @@ def has_field(record: Any, name: str) -> bool:
     return isinstance(record, Mapping) and name in record
 
 
-def ok_row(key: Key, rid: str, result: dict[str, Any], *, queried: bool = False) -> str:
-    """The part row of a compressed record; ``ok`` is the output line."""
+def ok_row(key: Key, rid: str, result: dict[str, Any], *, queried: bool = False,
+           where: dict[str, Any] | None = None) -> str:
+    """The part row of a compressed record; ``ok`` is the output line, ``w`` *where* it is."""
     out = {
         "id": rid,
         "text": result["text"],
@@ -90,7 +109,8 @@ def ok_row(key: Key, rid: str, result: dict[str, Any], *, queried: bool = False)
         "tokens_out": result["tokens_out"],
         "record": result["record"],
     }
-    return dumps({"k": list(key), "id": rid, "ok": out, **({"q": 1} if queried else {})})
+    return dumps({"k": list(key), "id": rid, "ok": out, **({"q": 1} if queried else {}),
+                  **({"w": where} if where is not None else {})})
 
 
 def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int,
@@ -109,7 +129,7 @@ def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int
         if raw.error is not None:
             claims = raw.rid is not None and raw.rid not in seen_ids
             if claims:
-                seen_ids[raw.rid] = raw.where  # an id parsed or read intact: claimed, as by a refused record
+                seen_ids[raw.rid] = claim_of(raw.where, raw.detail.get("record"), failed=True)  # an id read intact
             yield Done(raw.key, error_row(raw.key, raw.rid, raw.where, raw.error, detail=raw.detail,
                                           queried=has_field(raw.detail.get("record"), query_field), refused=claims))
             continue
@@ -117,15 +137,16 @@ def prepare(raws: Iterable[RawRecord | Key], *, query_field: str, max_chars: int
         queried = has_field(raw.record, query_field)
         if rid is not None:
             if rid in seen_ids:
-                yield Done(raw.key, error_row(raw.key, rid, raw.where, _duplicate(rid, seen_ids[rid]),
+                as_int = isinstance(raw.record.get("id"), int)
+                yield Done(raw.key, error_row(raw.key, rid, raw.where, _duplicate(rid, seen_ids[rid], as_int=as_int),
                                               record=raw.record, queried=queried))
                 continue
-            seen_ids[rid] = None
+            seen_ids[rid] = claim_of(raw.where, raw.record)
         try:
             req = to_request(raw.record, query_field=query_field, max_chars=max_chars)
         except RecordError as exc:
             if rid is not None:
-                seen_ids[rid] = raw.where
+                seen_ids[rid] = claim_of(raw.where, raw.record, failed=True)
             yield Done(raw.key, error_row(raw.key, rid, raw.where, str(exc), record=raw.record, queried=queried,
                                           refused=rid is not None))
             continue

@@ -24,12 +24,13 @@ from typing import Any
 from odcf.batch.io import (InputFile, Key, count_records, discover, discover_inputs, format_of, parquet_columns,
                           read_records)
 from odcf.batch.items import SeenIds, WorkItem, prepare
-from odcf.batch.parts import Assembled, BatchIntegrityError, Chunk, PartStore, chunk_len, chunk_of, output_lock
+from odcf.batch.parts import (Assembled, BatchIntegrityError, Chunk, PartStore, all_chunks, chunk_len, chunk_of,
+                              output_lock)
 from odcf.batch.progress import Progress
 from odcf.batch.records import DEFAULT_QUERY_FIELD
 from odcf.batch.summary import BatchSummary
 from odcf.batch.worker import BatchConfig, Outcome
-from odcf.errors import InputError, OdcfError
+from odcf.errors import InputError, Interrupted, OdcfError
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,11 @@ def _run_locked(input: str | os.PathLike[str], output: str | os.PathLike[str], c
             outcomes = _engine_outcomes(engine, files, config, done, seen_ids, workers=workers,
                                         chunk_size=chunk_size, ray_address=ray_address)
             _write_parts(store, outcomes, counts, chunk_size, bar)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the finished parts stay, and the line says how to go on
+        finished = sum(chunk_len(c, counts, chunk_size) for c in all_chunks(counts, chunk_size)
+                       if store.part_path(c).exists())
+        raise Interrupted(getattr(exc, "how", "interrupted"),
+                          f"rerun with --resume to continue ({finished} of {total} records done)") from exc
     except BatchIntegrityError as exc:
         changed = _changed_inputs(input, files)
         if changed:
@@ -201,9 +207,9 @@ def _changed_inputs(input: str | os.PathLike[str], files: list[InputFile]) -> st
         return str(exc)
     for f in files:
         if f.name not in now:
-            return f"{f.name} is gone"
+            return f"{f.shown} is gone"
         if now[f.name] != f.fingerprint():
-            return f"{f.name} was modified"
+            return f"{f.shown} was modified"
     extra = sorted(set(now) - {f.name for f in files})
     return f"{extra[0]} appeared" if extra else ""
 

@@ -193,8 +193,16 @@ class PartStore:
         for chunk in order[:len(done)]:
             for row in self.read_part(chunk, counts, chunk_size):
                 if row.get("id") is not None and row["id"] not in seen:
-                    err = row.get("err") if row.get("v") else None
-                    seen[row["id"]] = {k: err[k] for k in ("file", "line", "row") if k in err} if err else None
+                    # where the record is: its error line says, a compressed one's row keeps it ("w")
+                    err = row.get("err")
+                    if err:
+                        where = {k: err[k] for k in ("file", "line", "row") if k in err}
+                        record = err.get("record")
+                        if isinstance(record, dict) and isinstance(record.get("id"), int):
+                            where["int"] = True
+                        seen[row["id"]] = {**where, **({"failed": True} if row.get("v") else {})}
+                    else:
+                        seen[row["id"]] = row.get("w")
         n = sum(chunk_len(c, counts, chunk_size) for c in done)
         logger.info("resuming: %d of %d chunk(s) (%d record(s)) already done", len(done), len(order), n)
         return done, seen

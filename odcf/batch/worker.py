@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from odcf.batch.io import Key
-from odcf.batch.items import Done, Task, WorkItem, error_row, has_field, ok_row
+from odcf.batch.items import Done, Task, WorkItem, claim_of, error_row, has_field, ok_row
 from odcf.batch.records import DEFAULT_MAX_CHARS, DEFAULT_QUERY_FIELD, RecordError, to_request
 from odcf.stages.assemble import EMPTY_INPUT, is_empty_reason
 
@@ -153,7 +153,8 @@ class Worker:
                                                        "characters and markup are removed"))
             if not cfg.timings:
                 result["record"] = without_timings(result["record"])
-            return Outcome(task.key, ok_row(task.key, task.id, result, queried=queried), True,
+            row = ok_row(task.key, task.id, result, queried=queried, where=claim_of(task.where, task.record))
+            return Outcome(task.key, row, True,
                            result["tokens_in"], result["tokens_out"])
         except RecordError as exc:
             message = str(exc)

@@ -50,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    old_term = _on_sigterm()
     try:
         return int(args.handler(args) or 0)
     except OdcfError as exc:
@@ -57,9 +58,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(exc, "exit_code", EXIT_ERROR)
     except BrokenPipeError:  # pragma: no cover - `odcf ... | head`
         return 0
-    except KeyboardInterrupt:  # pragma: no cover
-        print("odcf: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        how = getattr(exc, "how", "interrupted")
+        hint = getattr(exc, "hint", "")
+        print(f"odcf: {how}{'; ' + hint if hint else ''}", file=sys.stderr)
+        return 143 if how == "terminated" else 130
+    finally:
+        if old_term is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _on_sigterm() -> object:
+    """Make SIGTERM stop a command as Ctrl-C does (cleanup runs, one line says so) instead of ending
+    the process at once; the handler it replaces, or None where none can be set (not the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminate(signum: int, frame: object) -> None:
+        from odcf.errors import Interrupted
+
+        raise Interrupted("terminated")
+
+    return signal.signal(signal.SIGTERM, terminate)
 
 
 if __name__ == "__main__":  # pragma: no cover

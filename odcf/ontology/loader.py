@@ -22,6 +22,7 @@ import difflib
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -180,6 +181,8 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
             return None, {}, [Problem(source, extra, "", "more than one YAML document; an ontology is one mapping")]
     except yaml.MarkedYAMLError as exc:
         return None, {}, [Problem(source, *_yaml_error(text, exc))]
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses: it gives only an offset
+        return None, {}, [Problem(source, *_reader_error(text, exc))]
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         return None, {}, [Problem(source, None, "", f"invalid YAML: {exc}")]
     finally:
@@ -220,6 +223,24 @@ def _yaml_error(text: str, exc: yaml.MarkedYAMLError) -> tuple[int | None, str, 
     if exc.problem and "unknown escape character" in exc.problem:  # only double quotes have escapes
         what += f" (a regex in double quotes? {_SINGLE_QUOTES_HINT})"
     return line, "", f"invalid YAML: {what}"
+
+
+def _reader_error(text: str, exc: yaml.reader.ReaderError) -> tuple[int | None, str, str]:
+    """``(line, path, message)`` of a character YAML does not allow (a NUL, another control
+    character, U+FFFE): its line and column from the reader's offset, in odcf's words."""
+    at = exc.position if isinstance(exc.position, int) and 0 <= exc.position < len(text) else None
+    if at is None:  # pragma: no cover - the reader always reads a str here
+        return None, "", "invalid YAML: a character YAML does not allow"
+    offsets = newline_offsets(text)
+    before = bisect.bisect_left(offsets, at)
+    column = at - (offsets[before - 1] + 1 if before else 0) + 1
+    code = ord(text[at])
+    if code < 0x20 or 0x7F <= code <= 0x9F:
+        what = (f"control character U+{code:04X} at column {column}; YAML allows no control characters "
+                "other than tab and line breaks")
+    else:
+        what = f"character U+{code:04X} at column {column} is not allowed in YAML"
+    return before + 1, "", f"invalid YAML: {what}"
 
 
 def _plain(obj: Any, path: PathKey, lines: dict[PathKey, int], where: dict[int, PathKey],
@@ -453,6 +474,23 @@ def _control_character(pattern: str) -> str | None:
 
 def _backtracking(regex: re.Pattern[str]) -> str | None:
     """The problem of a pattern that backtracks catastrophically (see ``backtracking_probe``), or None."""
+    # a verdict per pattern text: a batch loads its ontology in each worker, a service may load it per call
+    # (the main thread's only: elsewhere the probe's timer cannot arm, and its None proves nothing)
+    key = (regex.pattern, regex.flags)
+    if key in _BACKTRACKING:
+        return _BACKTRACKING[key]
+    problem = _backtracking_problem(regex)
+    if threading.current_thread() is threading.main_thread():
+        if len(_BACKTRACKING) >= 4096:
+            _BACKTRACKING.clear()
+        _BACKTRACKING[key] = problem
+    return problem
+
+
+_BACKTRACKING: dict[tuple[str, int], str | None] = {}
+
+
+def _backtracking_problem(regex: re.Pattern[str]) -> str | None:
     probe = backtracking_probe(regex)
     if probe is None:
         return None

@@ -4,7 +4,9 @@ When at least ``min_lines`` consecutive lines share a prefix of at least ``min_c
 characters (log timestamps with the same date and logger, a repeated ``"user_id": "``), the
 run becomes ``[PREFIX: <prefix>]`` followed by the lines without it, and ``[/PREFIX]`` when
 other lines follow. :func:`unfold_prefixes` gives the original lines back. The prefix never
-ends inside a word or number, and never cuts through a span the caller protects.
+ends inside a word or number, and never cuts through a span the caller protects, and never takes a
+whole line: ``min_lines`` or more identical lines are written once as ``[REPEAT ×9: <line>]``
+instead (a prefix over empty lines would read as one line).
 
 >>> text = "\\n".join(f"2024-05-01 10:00:0{i} INFO db: query {i} ok" for i in range(5)) + "\\ndone"
 >>> folded = fold_prefixes(text)[0]
@@ -27,6 +29,7 @@ import re
 from collections.abc import Sequence
 
 _HEAD = re.compile(r"^\[PREFIX: (.*)\]$")
+_REPEAT = re.compile(r"^\[REPEAT ×([0-9]+): (.*)\]$")
 END = "[/PREFIX]"
 
 
@@ -63,8 +66,14 @@ def fold_prefixes(
     """Fold shared line prefixes in *text*. Returns ``(text, stats)``.
 
     *spans* are protected ``(start, end)`` offsets into *text*: no prefix cuts through one.
-    Stats: ``runs`` folded, ``lines`` folded, ``chars_saved``. Existing ``[PREFIX: ...]`` blocks
-    are left as they are, so folding twice changes nothing more.
+    Stats: ``runs`` folded, ``lines`` folded, ``chars_saved``, and of those ``repeats``, the runs of
+    identical lines, and ``repeated``, their lines. Existing ``[PREFIX: ...]`` blocks are left as they
+    are, so folding twice changes nothing more.
+
+    >>> print(fold_prefixes("head\\n" + "Section 9.1 applies.\\n" * 5 + "tail")[0])
+    head
+    [REPEAT ×5: Section 9.1 applies.]
+    tail
     """
     lines: list[tuple[int, str]] = []
     pos = 0
@@ -72,7 +81,7 @@ def fold_prefixes(
         lines.append((pos, line))
         pos += len(line) + 1
     out: list[str] = []
-    runs = folded = saved = 0
+    runs = folded = saved = repeats = repeated = 0
     i, n = 0, len(lines)
     while i < n:
         line = lines[i][1]
@@ -84,6 +93,18 @@ def fold_prefixes(
                 i += 1
                 if out[-1] == END:
                     break
+            continue
+        k = i + 1
+        while k < n and lines[k][1] == line:
+            k += 1
+        if k - i >= min_lines and len(line) >= min_chars and line != END:
+            out.append(f"[REPEAT ×{k - i}: {line}]")
+            runs += 1
+            repeats += 1
+            folded += k - i
+            repeated += k - i
+            saved += (k - i - 1) * len(line)
+            i = k
             continue
         common = len(line)
         j = i + 1
@@ -97,7 +118,9 @@ def fold_prefixes(
         if j - i >= min_lines:
             run = lines[i:j]
             length = _prefix_len(run, common, spans)
-            if length >= min_chars:
+            # a line that is all prefix would be left empty: '[PREFIX: the whole line]' over empty lines
+            # reads as one line, not as the same line written many times, so such a run is not folded
+            if length >= min_chars and all(len(ln) > length for _, ln in run):
                 out.append(f"[PREFIX: {line[:length]}]")
                 out.extend(text_ for _, text_ in ((s, ln[length:]) for s, ln in run))
                 if j < n and not _HEAD.match(lines[j][1]):
@@ -109,7 +132,8 @@ def fold_prefixes(
                 continue
         out.append(line)
         i += 1
-    return "\n".join(out), {"runs": runs, "lines": folded, "chars_saved": saved}
+    return "\n".join(out), {"runs": runs, "lines": folded, "chars_saved": saved, "repeats": repeats,
+                            "repeated": repeated}
 
 
 def unfold_prefixes(text: str) -> str:
@@ -117,6 +141,10 @@ def unfold_prefixes(text: str) -> str:
     out: list[str] = []
     prefix: str | None = None
     for line in text.split("\n"):
+        r = _REPEAT.match(line) if prefix is None else None
+        if r:
+            out.extend([r.group(2)] * int(r.group(1)))
+            continue
         m = _HEAD.match(line)
         if m:
             prefix = m.group(1)

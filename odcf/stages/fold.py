@@ -7,8 +7,8 @@
   the plan's rerank queries). Each run of omitted rows becomes ``[DATA_ROWS: k]``.
 - **List prefixes** (segments of kind ``list``): when ``min_prefix_lines`` or more consecutive
   lines share a prefix of ``min_prefix_chars`` or more characters, the prefix is written once as
-  ``[PREFIX: ...]`` (lossless; see :func:`odcf.rules.prefixes.unfold_prefixes`). Applied only when
-  it saves tokens.
+  ``[PREFIX: ...]`` (lossless; see :func:`odcf.rules.prefixes.unfold_prefixes`); as many identical
+  lines are one ``[REPEAT ×n: line]``. Applied only when it saves tokens.
 
 Folded segments get status ``folded`` and a reason such as
 ``fold: table 120 rows → 4 kept, [DATA_ROWS: 116]``. A fold that would lose a protected span is
@@ -242,6 +242,13 @@ class FoldStage(Stage):
         stats["lines"] += st["lines"]
         stats["tokens_saved"] += before - after
         details.append({"segment": seg.id, "kind": "list", **st, "tokens_in": before, "tokens_out": after})
-        runs = f"{st['runs']} runs" if st["runs"] > 1 else "1 run"
-        reason = f"fold: {st['lines']} lines in {runs} share a prefix, written once as [PREFIX: ...] (lossless)"
+        parts = []
+        prefixed, lines = st["runs"] - st["repeats"], st["lines"] - st["repeated"]
+        if prefixed:
+            parts.append(f"{lines} lines in {f'{prefixed} runs' if prefixed > 1 else '1 run'} share a prefix, "
+                         "written once as [PREFIX: ...]")
+        if st["repeats"]:
+            parts.append(f"{st['repeated']} identical lines in {st['repeats']} run{'s' if st['repeats'] > 1 else ''}"
+                         " written once each as [REPEAT ×n: ...]")
+        reason = f"fold: {'; '.join(parts)} (lossless)"
         return seg.with_reason(reason, text=text, status="folded")

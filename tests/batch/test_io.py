@@ -344,3 +344,37 @@ def test_an_unterminated_string_says_where_it_starts_once(tmp_path):
     p.write_text('{"id": "a", "context": "the line was cut\n', encoding="utf-8")
     (raw,) = list(read_records(discover_inputs(p)))
     assert raw.error == "invalid JSON: Unterminated string starting at column 24"
+
+
+def test_a_file_that_cannot_be_read_is_named_by_the_path_given(tmp_path, monkeypatch):
+    # QA s29/qa3 #5: 'utf16.jsonl: is UTF-16' for 'b/utf16.jsonl', where a missing file kept its folder;
+    # error records still name a file from the input folder ("sub/b.jsonl"), its own name when given alone
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b" / "sub").mkdir(parents=True)
+    (tmp_path / "b" / "u.jsonl").write_bytes('{"id": "a", "context": "x"}\n'.encode("utf-16"))
+    with pytest.raises(InputError, match=r"^b/u\.jsonl: is UTF-16 "):
+        count_records(discover_inputs("b/u.jsonl"))
+    (tmp_path / "b" / "u.jsonl").unlink()
+    (tmp_path / "b" / "sub" / "t.jsonl.gz").write_bytes(b"")
+    with pytest.raises(InputError, match=r"^b/sub/t\.jsonl\.gz: not a readable gzip file \(it is empty"):
+        count_records(discover_inputs("b"))
+    (tmp_path / "b" / "sub" / "t.jsonl.gz").unlink()
+    (tmp_path / "b" / "sub" / "c.jsonl").write_text('{"id": "c"}\n')
+    (rec,) = read_records(discover_inputs("b"))
+    assert rec.where == {"file": "sub/c.jsonl", "line": 1}
+    (rec,) = read_records(discover_inputs("b/sub/c.jsonl"))
+    assert rec.where == {"file": "c.jsonl", "line": 1}
+
+
+def test_a_line_too_deep_to_read_keeps_its_id_and_says_the_limit_and_column(tmp_path):
+    # QA s29/qa3 #6: '{"id":"deep",…,"meta":[[[[…100000 levels…' gave id null and "invalid JSON: nested too deeply"
+    p = tmp_path / "deep.jsonl"
+    deep = '"meta": ' + "[" * 100_000 + "]" * 100_000
+    p.write_text('{"id": "deep", "context": "x", ' + deep + "}\n" + '{"context": "y", "id": 7, ' + deep + "}\n"
+                 + '{"id": 7.5, ' + deep + "}\n")
+    first, second, third = read_records(discover_inputs(p))
+    column = len('{"id": "deep", "context": "x", "meta": ') + 100  # the record's brace is level 1
+    assert (first.rid, first.where, first.error) == (
+        "deep", {"file": "deep.jsonl", "line": 1},
+        f"record nested more than 100 levels deep (the limit) at column {column}: too deep to read")
+    assert second.rid is None and third.rid is None  # "id" not the first key; not an id at all

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import tracemalloc
 
 import pytest
@@ -378,7 +379,7 @@ def test_an_input_changed_while_the_job_ran_is_one_clear_error(tmp_path, ontolog
                 fh.write(json.dumps({"id": "late", "context": "appended while the job ran"}) + "\n")
 
     monkeypatch.setattr(PartStore, "write_part", append_during_the_run)
-    with pytest.raises(OdcfError, match=r"the input changed while the job ran \(in.jsonl was modified\)"):
+    with pytest.raises(OdcfError, match=re.escape(f"the input changed while the job ran ({src} was modified)")):
         run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, chunk_size=2)
     assert not (tmp_path / "out.jsonl").exists()
 
@@ -606,4 +607,20 @@ def test_a_duplicate_id_names_the_earlier_record_and_says_when_it_failed(tmp_pat
     assert by_line[1] == "empty context: nothing to compress"
     assert by_line[3] == ("duplicate id 'a': the earlier record with this id (in.jsonl line 1) failed, and this one "
                           "is refused too: ids are unique, and the first record with an id claims it even when it fails")
-    assert by_line[4] == "duplicate id 'b': an earlier record has the same id"
+    # QA s29/qa3 #3: the place is named whether the first record failed or not, and an integer id said
+    assert by_line[4] == "duplicate id 'b': an earlier record (in.jsonl line 2) has the same id"
+    src = write_jsonl(tmp_path / "in2.jsonl", [{"id": 5, "context": context_for(1)}, {"id": "5", "context": context_for(2)},
+                                               {"id": "7", "context": context_for(3)}, {"id": 7, "context": context_for(4)}])
+    run_batch(src, tmp_path / "out2.jsonl", config(ontology), workers=0)
+    assert [e["error"] for e in read_jsonl(tmp_path / "out2.jsonl.errors.jsonl")] == [
+        "duplicate id '5': an earlier record (in2.jsonl line 1) has the same id; its id 5 on line 1, an integer, "
+        "is the same id once written as a string",
+        "duplicate id '7': an earlier record (in2.jsonl line 3) has the same id; this record's id 7, an integer, "
+        "is the same id once written as a string"]
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"id": ["p1", "p2", "p1"], "context": [context_for(k) for k in range(3)]}),
+                   tmp_path / "in.parquet")
+    run_batch(tmp_path / "in.parquet", tmp_path / "out3.jsonl", config(ontology), workers=0)
+    (err,) = read_jsonl(tmp_path / "out3.jsonl.errors.jsonl")
+    assert (err["row"], err["error"]) == (2, "duplicate id 'p1': an earlier record (in.parquet row 0) has the same id")

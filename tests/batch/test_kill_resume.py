@@ -69,7 +69,7 @@ def test_sigkill_then_resume(tmp_path, ontology):
     assert ids == expected  # every record once, in input order
     errors = read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
     assert [e["line"] for e in errors] == [51, 102]
-    assert errors[1]["error"].startswith(f"duplicate id {recs[3]['id']!r}")
+    assert errors[1]["error"] == f"duplicate id {recs[3]['id']!r}: an earlier record (in.jsonl line 4) has the same id"
     assert len(rows) + len(errors) == N + 1
 
     # And the result is exactly what an uninterrupted run gives.
@@ -77,3 +77,32 @@ def test_sigkill_then_resume(tmp_path, ontology):
     assert main(["batch", *args[:1], str(clean), *args[2:], "--workers", "0"]) == 0
     assert out.read_bytes() == clean.read_bytes()
     assert (tmp_path / "out.jsonl.errors.jsonl").read_bytes() == (tmp_path / "clean.jsonl.errors.jsonl").read_bytes()
+
+
+def test_sigterm_ends_the_run_with_one_line_that_says_how_to_resume(tmp_path, ontology):
+    # QA s29/qa3 #4: SIGTERM (a scheduler, `docker stop`) ended the run with no word but Python's
+    # "leaked semaphore" warning, and left the lock file; SIGINT said only "odcf: interrupted"
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, records(N))
+    out = tmp_path / "out.jsonl"
+    args = [str(src), str(out), "--ontology", ontology, "--role", "writer", "--workers", "1",
+            "--chunk-size", str(CHUNK), "--no-timings", "--no-progress"]
+    proc = subprocess.Popen(odcf_cmd(*args), env={**os.environ, "OMP_NUM_THREADS": "1"}, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parts = out.with_name("out.jsonl.parts")
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None and not any(parts.glob("part-*.jsonl")):
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the job ended before it could be stopped: {proc.communicate()}"
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 143, err
+    done = sum(1 for part in parts.glob("part-*.jsonl") for _ in part.open())
+    assert err.strip().splitlines() == [f"odcf: terminated; rerun with --resume to continue ({done} of {N} records done)"]
+    assert 0 < done < N and not (tmp_path / ".out.jsonl.lock").exists()

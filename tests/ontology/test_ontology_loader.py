@@ -567,3 +567,45 @@ def test_a_control_character_error_says_how_to_write_one_on_purpose():
     plan = compile_plan(loads_ontology(with_minimal(
         "protect:\n  anchors:\n    - {name: ansi, pattern: '\\x1b\\[[0-9;]*m'}\n"), source="t.yaml"))
     assert [a.regex.search("ok \x1b[31mred").group(0) for a in plan.protection.anchors if a.name == "ansi"] == ["\x1b[31m"]
+
+
+def test_the_backtracking_probe_skips_sound_shapes_and_arms_one_handler_per_pattern(monkeypatch):
+    # QA: 2000 anchors 'ID{i}-\d+' took 16-40 s to load: every one was probed with some 200 texts,
+    # each under its own signal handler (428,804 signal.signal calls)
+    import re
+    import signal
+
+    from odcf.textutil import backtracking_probe, may_backtrack
+
+    calls: list[int] = []
+    real = signal.signal
+    monkeypatch.setattr(signal, "signal", lambda *a: calls.append(1) or real(*a))
+    assert not may_backtrack(re.compile(r"ID7-\d+")) and not may_backtrack(re.compile(r"\d{4}-\d{2}-\d{2}"))
+    assert backtracking_probe(re.compile(r"ID7-\d+")) is None and calls == []
+    # a nested repetition is still probed, under one handler for all its probe texts
+    assert backtracking_probe(re.compile(r"(?:Section|Clause)\s*\d+(?:\.\d+)*")) is None and len(calls) == 2
+    assert [may_backtrack(re.compile(p)) for p in (r"(a+)+$", r"(?:ab|a|b)+c", r"(\w)\1+x", r"\d*\d*\d*x")] == [
+        True, True, True, True]
+    loads_ontology(with_minimal("protect:\n  anchors:\n" + "".join(
+        f"    - {{name: a{i}, pattern: 'ID{i}-\\d+'}}\n" for i in range(300))))
+    assert len(calls) == 2
+    # a pattern probed once is not probed again when the ontology is loaded again in the process
+    nested = with_minimal("protect:\n  anchors:\n    - {name: art, pattern: 'Art(?:icle)?-cache\\s*\\d+(?:\\.\\d+)*'}\n")
+    loads_ontology(nested)
+    loads_ontology(nested)
+    assert len(calls) == 4
+
+
+def test_a_character_yaml_refuses_is_placed_by_line_and_column_in_odcf_words(tmp_path):
+    # QA: a NUL byte gave 'FILE:?: … unacceptable character #x0000 … in "<unicode string>", position 39'
+    path = tmp_path / "nul.yaml"
+    path.write_bytes(b"odcf: 1\r\ndomain: x\r\ndescription: Te\x00st.\n")
+    with pytest.raises(OntologyError) as info:
+        load_ontology(path)
+    assert [str(p) for p in info.value.problems] == [
+        f"{path}:3: <root>: invalid YAML: control character U+0000 at column 16; YAML allows no control "
+        "characters other than tab and line breaks"]
+    path.write_bytes("\ufeffodcf: 1\ndomain: x\ufffe\n".encode())
+    with pytest.raises(OntologyError, match=r"nul.yaml:2: <root>: invalid YAML: character U\+FFFE at column 10 "
+                                            r"is not allowed in YAML$"):
+        load_ontology(path)

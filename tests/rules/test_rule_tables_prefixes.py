@@ -89,7 +89,7 @@ def test_prefix_never_cuts_a_protected_span():
 def test_prefix_folding_twice_changes_nothing_more():
     text = "\n".join(f"2024-05-01 12:30:00 INFO very.long.logger.name.here: item {i}" for i in range(6)) + "\nx"
     once, _ = fold_prefixes(text)
-    assert fold_prefixes(once) == (once, {"runs": 0, "lines": 0, "chars_saved": 0})
+    assert fold_prefixes(once) == (once, {"runs": 0, "lines": 0, "chars_saved": 0, "repeats": 0, "repeated": 0})
     assert unfold_prefixes(once) == text
 
 
@@ -123,3 +123,18 @@ def test_property_table_fold_keeps_wanted_rows_and_is_idempotent(rows, max_rows,
     assert stats["rows"] == stats["kept"] + stats["omitted"]
     again = fold_table(out, keep, max_rows=max_rows, head_rows=head, tail_rows=tail)
     assert again is None or again[0] == out
+
+
+def test_identical_lines_are_written_once_with_their_count_never_as_a_prefix_over_empty_lines():
+    # QA s29/qa3 #7: 20 identical lines became '[PREFIX: the whole line]' and empty lines, called lossless
+    line = "Section 9.1 责任上限为 $250,000，不得超过。 👍🏽 é"
+    text = "intro\n" + "\n".join([line] * 20) + "\nSection 9.1 ends"
+    out, stats = fold_prefixes(text)
+    assert out == f"intro\n[REPEAT ×20: {line}]\nSection 9.1 ends"
+    assert (stats["runs"], stats["lines"], stats["repeats"], stats["repeated"]) == (1, 20, 1, 20)
+    assert unfold_prefixes(out) == text and fold_prefixes(out)[0] == out
+    # a run in which one line is all prefix is left alone rather than folded into an empty line
+    mixed = "\n".join(["2024-05-01 12:30 INFO api:"] + [f"2024-05-01 12:30 INFO api: call {i}" for i in range(5)])
+    out = fold_prefixes(mixed)[0]
+    assert out.split("\n")[:2] == ["2024-05-01 12:30 INFO api:", "[PREFIX: 2024-05-01 12:30 INFO api: call ]"]
+    assert "" not in out.split("\n") and unfold_prefixes(out) == mixed

@@ -219,3 +219,13 @@ def test_property_prefix_folding_is_lossless_and_idempotent(plan, lines):
     for span in doc.segments[0].protected:
         assert span.text in out.text
     assert FoldStage()(once, plan).segments[0].text == out.text
+
+
+def test_identical_lines_fold_into_one_line_that_says_how_many_times_it_repeats(plan):
+    # QA s29/qa3 #7: the record called '[PREFIX: the whole line]' over empty lines a lossless fold
+    text = "\n".join(["- Section 9.1 caps liability at $250,000 and may not be exceeded."] * 20)
+    seg = _only(FoldStage()(_prepare(text, plan), plan), "list")
+    assert seg.status == "folded" and seg.text.startswith("[REPEAT ×") and "[PREFIX" not in seg.text
+    assert unfold_prefixes(seg.text) == seg.original
+    assert "identical lines in 1 run written once each as [REPEAT ×n: ...] (lossless)" in seg.reasons[-1]
+    assert "share a prefix" not in seg.reasons[-1]
