@@ -211,15 +211,16 @@ _TITLE_ABBREV = frozenset(
 
 # A sentence ends at . ! ? followed by space and a likely sentence start (a capital, a digit, or a
 # CJK character: "Done. 下一步。"), or right after a CJK full stop, exclamation, question mark or
-# semicolon. An opening quotation mark or bracket may stand before that start, with one space after it as in
-# tokenised text ("… in a precise manner . ( File Photo ) The DRDO …", "“ Presently , …"). The closing
+# semicolon. An opening quotation mark or bracket may stand before that start, a curly quote or a bracket
+# with one space after it as in tokenised text ("… in a precise manner . ( File Photo ) The DRDO …",
+# "“ Presently , …"; not a straight quote, which as often closes the sentence before: 'stop now . " Then'). The closing
 # quotation marks and brackets right after the mark (group "close" or "cjk") belong to the sentence they
 # close: 'the pump "simply stopped running."', '他说：“我不去。”'.
 _CLOSERS = "\"'\u201d\u2019)\\]\u00bb\u300d\u300f\uff09"
 _BOUNDARY_RE = re.compile(
     r"(?:(?<=[.!?])(?P<close>[" + _CLOSERS + r"]*)\s+"
     # a footnote opens with its mark: "¹ Restated for …", "† Not audited."
-    r"(?=(?:[\"'\u201c\u2018(\[\u300c\u300e] ?)?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "])"
+    r"(?=(?:[\"'\u201c\u2018(\[\u300c\u300e]|[\u201c\u2018(\[\u300c\u300e] )?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "])"
     r"|(?<=[\u3002\uff01\uff1f\uff1b])(?P<cjk>[" + _CLOSERS + r"]*)\s*)"
 )
 

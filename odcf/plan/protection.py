@@ -104,23 +104,24 @@ def resolve_connectives(spec: Iterable[str]) -> tuple[str, ...]:
     return tuple(out.values())
 
 
-#: "provided" is the verb, not the condition "provided (that)", after an auxiliary or a subject
-#: pronoun ("are being provided", "we provided") or before a preposition or a closing mark ("provided
-#: by the vendor", "as provided in Section 5", "Service provided:").
+#: "provided" is the verb, not the condition "provided (that)", after an auxiliary, a subject pronoun
+#: or a determiner ("are being provided", "we provided", "the provided list") or before a preposition
+#: or a closing mark ("provided by the vendor", "as provided in Section 5", "Service provided:").
 _PROVIDED_VERB_BEFORE_RE = re.compile(
     r"(?<![\w'])(?:am|is|are|was|were|be|been|being|has|have|had|having|get|gets|got|gotten|i|we|you|he|she|"
-    r"it|they|who|which)\s+$", re.IGNORECASE)
+    r"it|they|who|which|the|a|an|this|that|these|those|any|all|each|every|its|their|our|your|his|her)\s+$",
+    re.IGNORECASE)
 _PROVIDED_VERB_AFTER_RE = re.compile(
     r"\s*(?:(?:by|to|for|with|in|on|at|as|from|under|herein|here|hereunder|below|above|free|upon)(?![\w'])|[:.)\]]|$)",
     re.IGNORECASE)
-#: "No." before a number is the abbreviation of "number" ("invoice No. 4471", "no.12").
-_NUMBER_ABBREVIATION_RE = re.compile(r"\.\s?\d")
+#: "No." before a number or "of" is the abbreviation of "number" ("invoice No. 4471", "no.12", "No. of items: 5").
+_NUMBER_ABBREVIATION_RE = re.compile(r"\.\s?(?:\d|of\b)")
 
 
 def not_a_connective(text: str, start: int, end: int) -> bool:
     """Whether the connective word at ``text[start:end]`` is used as something else there: the verb
-    "provided" ("the data provided by the vendor", "we provided the logs"), or "No." for "number"
-    ("invoice No. 4471"). Both the lexical guard (protect) and the parsed one (entities) skip such words.
+    "provided" ("the data provided by the vendor", "we provided the logs", "the provided list"), or "No."
+    for "number" ("invoice No. 4471", "No. of items"). Both the lexical guard (protect) and the parsed one (entities) skip such words.
 
     >>> t = "Data provided by the vendor. Pay in 30 days provided the invoice is correct. See No. 4471."
     >>> [not_a_connective(t, m.start(), m.end()) for m in re.finditer(r"provided|No", t)]

@@ -107,7 +107,8 @@ def test_the_verb_provided_and_no_for_number_are_not_connectives(plan):
     # "provided" the verb (after an auxiliary or a subject, before a preposition or a colon) and "No."
     # before a number guard nothing; the condition "provided (that) …" and the negation "no" still do
     text = ("The data provided by the vendor was wrong. We provided the logs. As provided in Section 5, fees apply. "
-            "Service provided: cleaning. See invoice No. 4471 and no.12 today. "
+            "Service provided: cleaning. See invoice No. 4471 and no.12 today. Use the provided list. "
+            "No. of items: 5. "
             "Payment is due in 30 days provided the invoice is correct. "
             "Refunds are issued, provided that the goods are unused. No refunds are given after 14 days.")
     doc = protect(text, plan)

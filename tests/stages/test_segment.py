@@ -31,8 +31,11 @@ def test_tokenised_text_ends_a_sentence_before_an_opening_bracket_or_quote_and_a
         "The DRDO is working on projects to predict avalanches in a much precise manner .",
         "( File Photo ) The DRDO is working on four projects , the government said on Friday .",
         "“ Presently , the DRDO is working on four projects , ” he said in a written response ."]
-    # an opening mark before a lower-case word opens no sentence
+    # an opening mark before a lower-case word opens no sentence; a straight quote with a space after it may
+    # as well close the sentence before: it is left where it stands
     assert len(split_sentences("See p. ( a ) below. Done. ( see below ) ok")) == 2
+    text = 'He said " stop now . " Then he left .'
+    assert [text[a:b] for a, b in split_sentences(text)] == [text]
 
 
 def test_no_cut_after_the_abbreviations_of_claims_and_addresses():
