@@ -46,8 +46,8 @@ SAMPLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "customer_service": (
         "Order #W2611340 (item 6469567736) was refunded $47.84 to gift_card_1725971 for james_li_5688; "
         "ticket TKT-20931, tracking 357962501027. Call +1 415-555-0134 or mail james.li@example.com "
-        "before Mar 3, 2024; refunds take 5 business days (10% restocking fee). ZIP 10083.",
-        ("#W2611340", "6469567736", "$47.84", "gift_card_1725971", "james_li_5688", "TKT-20931",
+        "before Mar 3, 2024; refunds take 5 business days (10% restocking fee). ZIP 10083. Booking M20IZO, flight HAT214.",
+        ("M20IZO", "HAT214", "#W2611340", "6469567736", "$47.84", "gift_card_1725971", "james_li_5688", "TKT-20931",
          "357962501027", "+1 415-555-0134", "james.li@example.com", "Mar 3, 2024", "5 business days", "10%",
          "10083"),
     ),
@@ -218,3 +218,11 @@ def test_a_numeric_id_with_a_suffix_is_protected_whole():
     assert {"1002394857-01", "940011189922385-1", "1002394857"} <= found
     ops = {a.name: a.regex for a in compile_file("agent_ops").protection.anchors}["long_numeric_id"]
     assert [m.group() for m in ops.finditer("order 12345678901-2 and 12345678901")] == ["12345678901-2", "12345678901"]
+
+
+def test_a_booking_reference_is_an_identifier_and_a_word_in_capitals_is_not():
+    # a tau-bench reservation id, "the reservation ID (which you provided as M20IZO)", was protected only by the
+    # condition "provided" read into the verb; once that verb guarded nothing, nothing protected the id
+    rx = {a.name: a.regex for a in compile_file("customer_service").protection.anchors}["booking_reference"]
+    found = [m.group() for m in rx.finditer("Reservation M20IZO / NQNU5R on HAT214: REFUND 12345 A1234 MP3 done.")]
+    assert found == ["M20IZO", "NQNU5R", "HAT214"]
