@@ -359,13 +359,59 @@ def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:
 #: A word of a query (for :func:`_names_as_phrase`), and what may stand between two words of one phrase: spaces,
 #: quotes, emphasis and commas (a comma joins, as "and" does); anything else ("?", ";", ".", "(") ends the phrase.
 _QUERY_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
-_PHRASE_GAP_RE = re.compile(r"[\s,\"'`*_\u2018\u2019\u201c\u201d]*")
+_PHRASE_GAP_RE = re.compile(r"[\s,&/\"'`*_\u2018\u2019\u201c\u201d]*")
 _JOINERS = frozenset({"and", "or"})
+#: What joins two words as "and" does: a comma, "&", "/" (in a gap between words).
+_JOIN_MARKS = frozenset(",&/")
+_JOIN = "&"  # the one form of "and", "&", "/" and "," in :func:`_joined_words`
 
 
 def _substance(word: str) -> bool:
     """Whether a (lowercased) word of a query says what it asks about: no stopword, number or "Section"."""
     return word not in STOPWORDS and word not in _CLAUSE_WORD and not any(c.isdigit() for c in word)
+
+
+def _joined_words(text: str) -> list[str]:
+    """The words of *text*, lowercased, with "and", "&", "/" and a comma as one joiner (:data:`_JOIN`) and any other
+    mark between two words ("?", ";", "(") as an empty word that no title holds: "Termination & Renewal",
+    "termination/renewal" and "termination and renewal" are each ``["termination", "&", "renewal"]``."""
+    out: list[str] = []
+    end = 0
+    for m in _QUERY_WORD_RE.finditer(text):
+        gap = text[end:m.start()]
+        if out and _PHRASE_GAP_RE.fullmatch(gap) is None:
+            out.append("")
+        elif out and any(c in _JOIN_MARKS for c in gap) and out[-1] != _JOIN:
+            out.append(_JOIN)
+        word = m.group(0).lower()
+        if word != "and":
+            out.append(word)
+        elif out and out[-1] != _JOIN:
+            out.append(_JOIN)
+        end = m.end()
+    return out
+
+
+def _names_verbatim(query: str, heading: str) -> bool:
+    """Whether *query* holds the title of *heading* word for word (its number, "Section" and the like before it
+    aside): its words in order, next to each other, in the same forms, whatever stands around them ("What are
+    the termination and renewal terms?", "termination & renewal" hold "## 5 Termination and Renewal";
+    "payment terms and termination notice" does not hold "12 Term and Termination": "terms" is another form).
+
+    >>> _names_verbatim("What are the termination and renewal terms?", "## 5 Termination and Renewal")
+    True
+    >>> _names_verbatim("payment terms and termination notice", "## 12 Term and Termination")
+    False
+    """
+    title = _joined_words(heading)
+    while title and (title[0] in _CLAUSE_WORD or title[0] == _JOIN or any(c.isdigit() for c in title[0])
+                     or _ROMAN_RE.fullmatch(title[0])):
+        title = title[1:]  # "12", "Section 5", "IV."
+    if not title:
+        return False
+    asked = _joined_words(query)
+    n = len(title)
+    return any(asked[k:k + n] == title for k in range(len(asked) - n + 1))
 
 
 def _names_as_phrase(query: str, title: set[str]) -> bool:
@@ -404,7 +450,7 @@ def _names_as_phrase(query: str, title: set[str]) -> bool:
             if e > s:
                 if _PHRASE_GAP_RE.fullmatch(gap) is None:
                     break
-                joined = joined or "," in gap
+                joined = joined or any(c in _JOIN_MARKS for c in gap)
             if _substance(w):
                 if _stem(w) not in title:
                     break
@@ -440,7 +486,7 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
         if not title or len(title) > TITLE_WORDS or not title <= asked or 3 * len(title) < len(asked) \
                 or len(title) < size:
             continue
-        if not _names_as_phrase(query or "", title):
+        if not _names_verbatim(query or "", seg.text) and not _names_as_phrase(query or "", title):
             continue  # "payment terms and termination notice" does not name "12 Term and Termination"
         if title <= {_stem(w) for w in GENERIC_TITLE_WORDS} and _elsewhere(segments, i, asked - title):
             continue  # "summary of the risks" asks for the risks ("## Risk Factors"), not "## Summary"
