@@ -133,7 +133,7 @@ def layer_history(
         who = speaker_of(it)
         # a user's change of a value they gave before ("Actually, budget is now EUR 5,200") is what they ask now:
         # a constraint as the turn it changes is, or the stale value went out alone as current
-        constraint = who == "user" and (is_constraint(it.text) or k in changes)
+        constraint = who == "user" and (user_constraint(it.text) or k in changes)
         cut: ConstraintCut | None = None
         if age <= verbatim:
             text, mode = f"{who}: {body}", "verbatim"
@@ -158,6 +158,24 @@ def layer_history(
                            corrected_by=tuple(j + 1 for j in changed.get(k, ())))
         (bullets if mode == "bullet" else recent).append(turn)
     return LayeredHistory(recent=tuple(recent), bullets=tuple(bullets))
+
+
+_SENTENCE_RE = re.compile(r"[^.!?\n]*(?:[.!?]+(?!\d)|$)")
+
+
+def user_constraint(text: str) -> bool:
+    """Whether a user's turn states a constraint: a prohibition, obligation, limit or negation
+    (:func:`~odcf.handoff.reasoning.is_constraint`), or a sentence, not a question, that the compress chat rules
+    count as a user's constraint (:data:`odcf.stages.rank.CHAT_CONSTRAINT_RE`: "The total budget is under EUR 4,500",
+    "no hostels", "direct flights only"), so that handoff keeps what compress keeps.
+
+    >>> user_constraint("The total budget is under EUR 4,500 for flights and hotel together."), user_constraint("Noted, option 7.")
+    (True, False)
+    """
+    from odcf.stages.rank import CHAT_CONSTRAINT_RE
+
+    return is_constraint(text) or any(CHAT_CONSTRAINT_RE.search(m.group(0)) and not m.group(0).rstrip().endswith("?")
+                                      for m in _SENTENCE_RE.finditer(text) if m.group(0).strip())
 
 
 def user_changes(items: Sequence[HandoffItem]) -> dict[int, list[int]]:

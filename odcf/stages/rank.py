@@ -359,13 +359,59 @@ def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:
 #: A word of a query (for :func:`_names_as_phrase`), and what may stand between two words of one phrase: spaces,
 #: quotes, emphasis and commas (a comma joins, as "and" does); anything else ("?", ";", ".", "(") ends the phrase.
 _QUERY_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
-_PHRASE_GAP_RE = re.compile(r"[\s,\"'`*_\u2018\u2019\u201c\u201d]*")
+_PHRASE_GAP_RE = re.compile(r"[\s,&/\"'`*_\u2018\u2019\u201c\u201d]*")
 _JOINERS = frozenset({"and", "or"})
+#: What joins two words as "and" does: a comma, "&", "/" (in a gap between words).
+_JOIN_MARKS = frozenset(",&/")
+_JOIN = "&"  # the one form of "and", "&", "/" and "," in :func:`_joined_words`
 
 
 def _substance(word: str) -> bool:
     """Whether a (lowercased) word of a query says what it asks about: no stopword, number or "Section"."""
     return word not in STOPWORDS and word not in _CLAUSE_WORD and not any(c.isdigit() for c in word)
+
+
+def _joined_words(text: str) -> list[str]:
+    """The words of *text*, lowercased, with "and", "&", "/" and a comma as one joiner (:data:`_JOIN`) and any other
+    mark between two words ("?", ";", "(") as an empty word that no title holds: "Termination & Renewal",
+    "termination/renewal" and "termination and renewal" are each ``["termination", "&", "renewal"]``."""
+    out: list[str] = []
+    end = 0
+    for m in _QUERY_WORD_RE.finditer(text):
+        gap = text[end:m.start()]
+        if out and _PHRASE_GAP_RE.fullmatch(gap) is None:
+            out.append("")
+        elif out and any(c in _JOIN_MARKS for c in gap) and out[-1] != _JOIN:
+            out.append(_JOIN)
+        word = m.group(0).lower()
+        if word != "and":
+            out.append(word)
+        elif out and out[-1] != _JOIN:
+            out.append(_JOIN)
+        end = m.end()
+    return out
+
+
+def _names_verbatim(query: str, heading: str) -> bool:
+    """Whether *query* holds the title of *heading* word for word (its number, "Section" and the like before it
+    aside): its words in order, next to each other, in the same forms, whatever stands around them ("What are
+    the termination and renewal terms?", "termination & renewal" hold "## 5 Termination and Renewal";
+    "payment terms and termination notice" does not hold "12 Term and Termination": "terms" is another form).
+
+    >>> _names_verbatim("What are the termination and renewal terms?", "## 5 Termination and Renewal")
+    True
+    >>> _names_verbatim("payment terms and termination notice", "## 12 Term and Termination")
+    False
+    """
+    title = _joined_words(heading)
+    while title and (title[0] in _CLAUSE_WORD or title[0] == _JOIN or any(c.isdigit() for c in title[0])
+                     or _ROMAN_RE.fullmatch(title[0])):
+        title = title[1:]  # "12", "Section 5", "IV."
+    if not title:
+        return False
+    asked = _joined_words(query)
+    n = len(title)
+    return any(asked[k:k + n] == title for k in range(len(asked) - n + 1))
 
 
 def _names_as_phrase(query: str, title: set[str]) -> bool:
@@ -404,7 +450,7 @@ def _names_as_phrase(query: str, title: set[str]) -> bool:
             if e > s:
                 if _PHRASE_GAP_RE.fullmatch(gap) is None:
                     break
-                joined = joined or "," in gap
+                joined = joined or any(c in _JOIN_MARKS for c in gap)
             if _substance(w):
                 if _stem(w) not in title:
                     break
@@ -440,7 +486,7 @@ def titled_hits(segments: Sequence[Segment], query: str | None) -> tuple[list[st
         if not title or len(title) > TITLE_WORDS or not title <= asked or 3 * len(title) < len(asked) \
                 or len(title) < size:
             continue
-        if not _names_as_phrase(query or "", title):
+        if not _names_verbatim(query or "", seg.text) and not _names_as_phrase(query or "", title):
             continue  # "payment terms and termination notice" does not name "12 Term and Termination"
         if title <= {_stem(w) for w in GENERIC_TITLE_WORDS} and _elsewhere(segments, i, asked - title):
             continue  # "summary of the risks" asks for the risks ("## Risk Factors"), not "## Summary"
@@ -800,13 +846,24 @@ _SENTENCE_END_RE = re.compile(r"[.;!?](?!\d)|\n")
 _CURRENCY_RE = re.compile(r"(?:([€$£¥])|\b(" + _CURRENCY_CODES + r"))\s?\d")
 
 
+#: A currency's sign, code and names, as one kind of value: "€4,500", "EUR 4,500" and "5,200 euros" are all eur.
+_CURRENCY_KIND = {
+    **dict.fromkeys(("€", "eur", "euro", "euros"), "eur"),
+    **dict.fromkeys(("$", "usd", "dollar", "dollars"), "usd"),
+    **dict.fromkeys(("£", "gbp", "pound", "pounds"), "gbp"),
+    **dict.fromkeys(("¥", "jpy", "yen"), "jpy"),
+    **dict.fromkeys(("chf", "franc", "francs"), "chf"),
+}
+
+
 def _value_kinds(text: str) -> set[str]:
     """What the values of *text* (in figures, :func:`_as_figures`) are counted in: their currency signs or codes and
-    the words or "%" after them, not a stop word ("€3,500 total" -> €, total; "EUR 4,500 total" -> eur, total;
-    "15 to 18 June" -> june)."""
+    the words or "%" after them, not a stop word, a currency's sign, code and names as one (:data:`_CURRENCY_KIND`:
+    "€3,500 total" -> eur, total; "EUR 4,500 total" -> eur, total; "5,200 euros" -> eur; "15 to 18 June" -> june)."""
     kinds = {m.group(1) or m.group(2).lower() for m in _CURRENCY_RE.finditer(text)}
-    return kinds | {u for us in _units(text).values() for u in us
-                    if u and (u == "%" or (len(u) >= 2 and u not in STOPWORDS))}
+    kinds |= {u for us in _units(text).values() for u in us
+              if u and (u == "%" or (len(u) >= 2 and u not in STOPWORDS))}
+    return {_CURRENCY_KIND.get(kind, kind) for kind in kinds}
 
 
 #: The words after "make the"/"change the" in a change that name no thing: "Make the flight under €120" names
@@ -827,6 +884,20 @@ def _things(cues: Sequence[re.Match[str]]) -> set[str]:
             for w in words(m.group("thing"), stop=True) if w not in _NOT_THING}
 
 
+#: Words of an "actually" change before its value that name no thing: "Actually, budget is now EUR 5,200" names
+#: the budget.
+_NOT_SAID_THING = _NOT_THING | {"actually", "now", "alone", "instead", "really", "still", "currently", "anyway"}
+
+
+def _said_things(cues: Sequence[re.Match[str]]) -> set[str]:
+    """What an "actually" change of *cues* (:data:`_CHAT_CHANGE_RE`) says of before its value, stemmed, currencies
+    aside: "Actually, the hotel deposit alone is EUR 900" -> {hotel, deposit}; "Actually, budget is now 5,200 euros"
+    -> {budget}; "Actually, we can spend €2,000" -> {spend}; "Actually, we are now 8 people" -> nothing."""
+    return {_stem(w) for m in cues if m.re is _CHAT_CHANGE_RE and not m.group("thing")
+            for w in words(m.group(0), stop=True)
+            if w not in _NOT_SAID_THING and w not in _CURRENCY_KIND and not any(c.isdigit() for c in w)}
+
+
 _MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?"
            r"|nov(?:ember)?|dec(?:ember)?")
 #: The values of a kind a change may name instead of the thing it changes ("change the dates to 15 June", "move the
@@ -844,7 +915,7 @@ _KIND_WORDS = {"date": _DATE_VALUE_RE, "time": _TIME_VALUE_RE, "amount": _MONEY_
 
 
 def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], kinds: Sequence[set[str]],
-                   things: set[str] = frozenset()) -> list[str]:
+                   things: set[str] = frozenset(), said: set[str] = frozenset()) -> list[str]:
     """What a user's change in a conversation (segment *k*, :data:`_CHAT_CHANGE_RE`) changes: the last segment of
     *window* in the same user's turns that gives a value of the same kind (:func:`_value_kinds`), of those sharing the
     most kinds with it, and where the change names what it changes (*things*, :func:`_things`), only one that names
@@ -852,12 +923,20 @@ def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], k
     no number and one rare word; "Make the flight under €120" changes no "hotel … max €150 a night". Where the
     change names a kind of value (:data:`_KIND_WORDS`: "Change the dates to 15 June") and gives one of that kind, a
     segment that gives a value of that kind counts as naming it ("from 14 June to 18 June" says no "dates"), that
-    kind shared."""
+    kind shared. An "actually" change changes no segment that names only some of what it says of (*said*,
+    :func:`_said_things`): "Actually, the hotel deposit alone is EUR 900" is no new "total budget … for flights and
+    hotel", which names the hotel but no deposit; one that names none of it may be what it changes ("Actually, we can
+    spend €2,000" changes "Budget is €3,500")."""
     seg = segments[k]
+
+    def half_named(j: int) -> bool:
+        named_here = said & {_stem(w) for w in words(segments[j].text)}
+        return bool(named_here) and named_here != said
+
     named = [_KIND_WORDS[t] for t in sorted(things) if t in _KIND_WORDS and _KIND_WORDS[t].search(seg.text)]
     shared = {j: len(kinds[j] & kinds[k]) + any(r.search(segments[j].text) for r in named) for j in window
               if segments[j].source_id == seg.source_id
-              and segments[j].meta.get("speaker") == seg.meta.get("speaker")
+              and segments[j].meta.get("speaker") == seg.meta.get("speaker") and not half_named(j)
               and (not things or things & {_stem(w) for w in words(segments[j].text)}
                    or any(r.search(segments[j].text) for r in named))}
     best = max(shared.values(), default=0)
@@ -916,7 +995,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found and k in changes:
-            found = _changed_value(segments, k, window, kinds, _things(cues[k]))
+            found = _changed_value(segments, k, window, kinds, _things(cues[k]), _said_things(cues[k]))
         if not found:
             found = _zh_amended(segments, k, window, *zh, *replaced[k]) if zh else []
         if not found:

@@ -171,3 +171,26 @@ def test_a_users_change_of_an_earlier_constraint_is_delivered_with_it(general: A
         change = next(t for t in turns.values() if t.get("corrects_turns"))
         assert change["constraint"] and change["corrects_turns"] == [3] and change["mode"] != "dropped", change
         assert turns[3]["corrected_by_turns"] == [change["turn"]], turns[3]
+
+
+@pytest.mark.parametrize("cur", ["€", "EUR "])
+def test_a_users_plain_limit_is_a_constraint_turn(general: Any, cur: str) -> None:
+    # QA s29/qa4 #7: "The total budget is under EUR 4,500 …" (no must, no never) was no constraint in handoff,
+    # though compress's chat rules count "under €2,000 total" as one: it was dropped while "Noted, option 7."
+    # went out as a bullet
+    msgs = [{"role": "user", "content": "A team offsite in Lisbon for 6 people, 14 to 17 October."},
+            {"role": "assistant", "content": "Happy to help."},
+            {"role": "user", "content": f"The total budget is under {cur}4,500 for flights and hotel together."},
+            {"role": "assistant", "content": "Understood."}]
+    for k in range(12):
+        msgs.append({"role": "assistant", "content": f"Option {k + 1}: hotel number {k + 1} in Baixa at {cur}{150 + 5 * k} "
+                                                     "per night, breakfast included, ten minutes from the venue."})
+        msgs.append({"role": "user", "content": f"Noted, option {k + 1}."})
+    msgs.append({"role": "user", "content": "Which option should we take?"})
+    items = {"instruction": "Recommend which hotel option to book.", "messages": msgs}
+    for budget in (300, 400):
+        r = handoff(general, role="writer", items=items, budget=budget)
+        assert r.tokens <= budget
+        assert f"under {cur}4,500" in r.text, (budget, r.text)
+        turn = r.record["handoff"]["history"][2]
+        assert turn["constraint"] and turn["mode"] != "dropped", turn

@@ -342,3 +342,27 @@ def test_a_currency_code_before_or_after_an_amount_is_its_kind():
     assert _value_kinds("under EUR 4,500 total") == {"eur", "total"}
     assert _value_kinds("now 5,200 EUR") == {"eur"}
     assert _value_kinds("USD 1,200") == {"usd"} and _value_kinds("CHF 300 a night") == {"chf"}
+
+
+@pytest.mark.parametrize("new", ["5,200 euros", "5,200 EUR", "€5,200", "EUR 5,200"])
+def test_a_currency_written_as_a_word_is_the_kind_of_its_code_and_sign(new):
+    # QA s29/qa4 #4: "Actually, budget is now 5,200 euros" was no change of "under EUR 4,500" ("euros" was
+    # another kind than "eur"), and the stale budget went out alone
+    segs = _turns("user: The total budget must stay under EUR 4,500 for flights and hotel together.",
+                  "assistant: Noted.", f"user: Actually, budget is now {new} - finance approved the extra.")
+    assert correction_links(segs) == {"s2": ["s0"]}
+    from odcf.stages.rank import _value_kinds
+
+    assert _value_kinds("5,200 euros") == _value_kinds("EUR 4,500") == _value_kinds("€4,500") == {"eur"}
+    assert _value_kinds("300 dollars") == _value_kinds("$300") == {"usd"}
+    assert _value_kinds("40 pounds") == _value_kinds("£40") and _value_kinds("900 yen") == _value_kinds("JPY 900")
+
+
+def test_an_actually_change_of_another_thing_changes_nothing():
+    # QA s29/qa4 #12: "Actually, the hotel deposit alone is EUR 900" was recorded as correcting "The total
+    # budget must stay under EUR 4,500 for flights and hotel together": it names the hotel, not its deposit
+    head = "user: The total budget must stay under EUR 4,500 for flights and hotel together."
+    segs = _turns(head, "assistant: Noted.", "user: Actually, the hotel deposit alone is EUR 900, paid by card.")
+    assert correction_links(segs) == {}
+    for change in ("Actually, the total budget is now EUR 5,200.", "Actually, we can spend EUR 5,200 in total."):
+        assert correction_links(_turns(head, "assistant: Noted.", f"user: {change}")) == {"s2": ["s0"]}, change

@@ -2187,3 +2187,32 @@ def test_common_words_of_a_list_of_questions_do_not_name_a_section_title():
         for answer in ("shall not exceed EUR 250,000", "within 45 days of receipt", "90 days' written notice"):
             assert answer in r.text, (stages, answer, r.text)
         assert r.tokens_out <= 150
+
+
+def test_a_title_said_word_for_word_is_named_whatever_stands_around_it():
+    # QA s29/qa4 #5: after the rule above, "What are the termination and renewal terms?", "termination &
+    # renewal", "termination/renewal" and "termination and renewal notice" named no section, and all of
+    # "## 5 Termination and Renewal" was dropped; the title's words in order, in the same forms ("&", "/",
+    # "," as "and"), name it whatever is glued around; "terms" is another form of "Term" and still glued
+    from odcf.document import Document, Source
+    from odcf.plan.model import Plan
+    from odcf.stages.rank import titled_hits
+    from odcf.stages.segment import Segmenter
+
+    text = ("# Agreement\n\n## 4 Notices\n\nNotices are given in writing to the addresses above, and a notice of "
+            "termination or non-renewal is valid only when signed.\n\n## 5 Termination and Renewal\n\n"
+            "Section 5.1 The agreement runs for 3 years from 1 April 2024. Section 5.2 It renews for 12 months "
+            "unless a party objects 120 days before expiry.\n\n## 6 Effects of Termination\n\n"
+            "On termination or non-renewal, each party returns the other's confidential information.\n\n"
+            "## 12 Term and Termination\n\nSection 12.2 Either party may terminate on 90 days' written notice.\n")
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+    for query in ("What are the termination and renewal terms?", "termination & renewal", "termination/renewal",
+                  "termination and renewal notice", "Termination, renewal"):
+        assert titled_hits(segs, query)[0] == ['(section "5 Termination and Renewal")'], query
+    for query in ("payment terms and termination notice", "payment terms & termination notice",
+                  "payment terms/termination notice"):
+        assert titled_hits(segs, query)[0] == [], query
+    assert titled_hits(segs, "term & termination")[0] == ['(section "12 Term and Termination")']
+    r = Compressor(Plan(domain="t")).compress(text, query="What are the termination and renewal terms?",
+                                             budget=60, annotate=False)
+    assert "Section 5.1" in r.text and "Effects of Termination" not in r.text, r.text
