@@ -358,7 +358,7 @@ def _elsewhere(segments: Sequence[Segment], i: int, wanted: set[str]) -> bool:
 
 #: A word of a query (for :func:`_names_as_phrase`), and what may stand between two words of one phrase: spaces,
 #: quotes, emphasis and commas (a comma joins, as "and" does); anything else ("?", ";", ".", "(") ends the phrase.
-_QUERY_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
+_PHRASE_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
 _PHRASE_GAP_RE = re.compile(r"[\s,&/\"'`*_\u2018\u2019\u201c\u201d]*")
 _JOINERS = frozenset({"and", "or"})
 #: What joins two words as "and" does: a comma, "&", "/" (in a gap between words).
@@ -377,7 +377,7 @@ def _joined_words(text: str) -> list[str]:
     "termination/renewal" and "termination and renewal" are each ``["termination", "&", "renewal"]``."""
     out: list[str] = []
     end = 0
-    for m in _QUERY_WORD_RE.finditer(text):
+    for m in _PHRASE_WORD_RE.finditer(text):
         gap = text[end:m.start()]
         if out and _PHRASE_GAP_RE.fullmatch(gap) is None:
             out.append("")
@@ -433,7 +433,7 @@ def _names_as_phrase(query: str, title: set[str]) -> bool:
         return True
     toks: list[tuple[str, str]] = []  # (word, what stands between it and the word before)
     end = 0
-    for m in _QUERY_WORD_RE.finditer(query):
+    for m in _PHRASE_WORD_RE.finditer(query):
         toks.append((m.group(0).lower(), query[end:m.start()]))
         end = m.end()
 
