@@ -674,6 +674,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "is a short remark later in a speaker's line and goes only with the sentence before it"
                         if prior.paragraph == seg.paragraph and "speaker" in seg.meta
                         and _REPLY_RE.fullmatch(seg.original.strip())
+                        else "is a short remark on the sentence before it and goes only with it"
+                        if prior.index == seg.index - 1 and "speaker" not in seg.meta
+                        and _REPLY_RE.fullmatch(seg.original.strip()) and len(seg.original.split()) <= 2
                         else "speaks of what the paragraph before it names and goes "
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
@@ -795,6 +798,17 @@ def _short_reply(seg: Segment, prev: Segment | None, nxt: Segment | None) -> boo
             and _asks(prev) and _SHORT_REPLY_RE.fullmatch(_speech(seg)) is not None)
 
 
+def _short_remark(seg: Segment, prev: Segment, nxt: Segment | None) -> bool:
+    """Whether *seg*, a remark of two words or fewer (:data:`_REPLY_RE`: "Verified.", "Not verified."), is a
+    sentence of prose after *prev*, in its paragraph or as a paragraph of its own right after it: it says
+    something of that sentence only ("Step 3: … 2,100 psi, below the 2,800 psi minimum. Not verified."). Three
+    words of prose may say something of their own ("The others passed.")."""
+    if "speaker" in seg.meta or "speaker" in prev.meta or len(seg.original.split()) > 2:
+        return False
+    return prev.paragraph == seg.paragraph or (
+        nxt is None or nxt.source_id != seg.source_id or nxt.paragraph != seg.paragraph)
+
+
 def _heading_level(seg: Segment) -> int:
     """1–6 for a markdown heading (its ``#``), the level the segmenter gave a plain-text one
     ("ARTICLE 10 — INDEMNITY": 2, see :mod:`odcf.stages.segment.headings`), 7 for a bold title, and for a
@@ -876,6 +890,9 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
       table, code block or quoted block right after a list item ending in ":" too); the first
       sentence of the paragraph under a sentence ending in ":" -> that sentence;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
+    - a remark of three words or fewer later in a speaker's line ("… we saw age 1834. Not urgent."), or of two
+      after a sentence of prose in its paragraph or as a paragraph of its own ("Verified.", :func:`_short_remark`) ->
+      the sentence before it;
     - a transcript's turn that is only a short reply ("Customer: OK", :func:`_short_reply`) -> the question
       ending the turn before it, another speaker's; in a conversation with the one served
       (:func:`~odcf.stages.rank._user_turns`), a short question that is a whole turn of the other side
@@ -1001,10 +1018,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             if title is not None and title[1] == prev.id:
                 heads.add(prev.id)  # "18.6 Pari passu ranking. Its payment obligations …": still only a title
         elif (prev is not None and prev.source_id == seg.source_id and seg.kind == "sentence"
-                and prev.kind == "sentence" and prev.paragraph == seg.paragraph and "speaker" in seg.meta
-                and not seg.meta.get("opens_line") and _REPLY_RE.fullmatch(seg.original.strip())):
+                and prev.kind == "sentence" and _REPLY_RE.fullmatch(seg.original.strip())
+                and ((prev.paragraph == seg.paragraph and "speaker" in seg.meta and not seg.meta.get("opens_line"))
+                     or _short_remark(seg, prev, nxt))):
             # "Tom Becker: … the TTL is 900 seconds but we saw age 1834. Not urgent.": a short remark later in
-            # a speaker's line says something of the sentence before it, never of what is delivered above it
+            # a speaker's line says something of the sentence before it, never of what is delivered above it;
+            # so does a checklist's "Verified." after its step, in the step's paragraph or as one of its own
             out[seg.id] = prev.id
         elif _short_reply(seg, prev, nxt) and prev is not None:
             # "Customer: OK" after "Agent: … Shall I cancel the order and refund the full amount of $89.90?":

@@ -5,7 +5,8 @@ later chat turn is a second event, and history has its own layering). Two live s
 the same layer and of different sources (``within_source=True`` also
 compares segments of one source; an exact copy of a block of ``copy_tokens`` or more inside one
 source, a log printed again, is merged regardless, and so is an exact copy of a sentence of prose, not
-of a row, a list item, a log line or a conversation's turn, whose repeats count) are duplicates when their texts are equal after
+of a row, a list item, a log line or a conversation's turn, whose repeats count, nor one that follows another
+thing than its first copy, short or a transcript's answer, see :func:`_said_again`) are duplicates when their texts are equal after
 whitespace and case folding, or when the cosine of their embeddings is at least
 ``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
 an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
@@ -47,6 +48,10 @@ logger = logging.getLogger(__name__)
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|without|cannot)\b|n't|不|没|未|无|非", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
+#: A sentence of prose this short or shorter is never merged with its repeat in its source (its context is its meaning).
+_SHORT_WORDS = 6
+#: A transcript's question or answer label ("Q: …", "A: …", "Answer: …").
+_QA_LABEL = re.compile(r"\s*(?:Q|A|Question|Answer)\s*:\s", re.IGNORECASE)
 #: Protection rules whose span texts must agree for two segments to merge.
 _VALUE_RULES = ("anchor:", "term", "entity:")
 
@@ -78,6 +83,42 @@ def _prose(seg: Segment) -> bool:
     41 times is 41 failures), nor a turn of a conversation, where a second "Seat selection is not included"
     is said again at another time."""
     return seg.kind == "sentence" and "speaker" not in seg.meta
+
+
+def _said_again(a: Segment, b: Segment, leads: dict[str, str] | None) -> bool:
+    """Whether *b*, the same sentence of prose as *a* in their source, is *a* said again rather than a
+    statement about another thing: it has more than ``_SHORT_WORDS`` words (a short "Yes.", "Verified.",
+    "Agreed." means what it answers), is no answer or question of a Q/A transcript ("A: I do not remember
+    doing that." after two different questions), and both copies follow the same thing (:func:`_leads`:
+    "The motion was carried by a majority vote." after "Item 3. …" and after "Item 4. …" records two
+    decisions, a refrain after each stanza is sung each time)."""
+    if min(len(a.text.split()), len(b.text.split())) <= _SHORT_WORDS or _QA_LABEL.match(a.text):
+        return False
+    leads = leads or {}
+    return leads.get(a.id) == leads.get(b.id)
+
+
+def _leads(doc: Document) -> dict[str, str]:
+    """For each sentence that opens its paragraph and is read with what comes before it, that (the
+    paragraph before, folded): a sentence that is a paragraph of its own, or that opens the paragraph
+    right after a heading, a list item or a question, says something about that heading, item or
+    question. A sentence opening a paragraph of several sentences of prose stands on its own."""
+    by_para: dict[tuple[str, int], list[Segment]] = {}
+    for seg in doc.segments:
+        by_para.setdefault((seg.source_id, seg.paragraph), []).append(seg)
+    out: dict[str, str] = {}
+    before: list[Segment] | None = None
+    source = None
+    for (source_id, _), segs in by_para.items():
+        if source_id != source:
+            before, source = None, source_id
+        first = segs[0]
+        if before is not None and first.kind == "sentence":
+            prev = before[-1]
+            if len(segs) == 1 or prev.kind in ("heading", "list") or prev.text.rstrip().endswith("?"):
+                out[first.id] = _norm(" ".join(s.original for s in before))
+        before = segs
+    return out
 
 
 def _norm(text: str) -> str:
@@ -172,6 +213,7 @@ class SemanticDedup(Stage):
         for s in live:
             by_text.setdefault((s.layer, _norm(s.text)), []).append(s)
         blocks: dict[tuple[str, int], str] | None = None  # each paragraph's text, read when a copy may need it
+        leads: dict[str, str] | None = None  # what a sentence opening its paragraph follows, read when needed
         for group in by_text.values():
             if len(group) < 2:
                 continue
@@ -181,10 +223,13 @@ class SemanticDedup(Stage):
             best = min(group, key=lambda s: _keeper_key(s, sources[s.source_id], position[s.id]))
             copy = 0 < self.copy_tokens <= counter.count(best.text)  # a long block printed again
             prose = self.copy_tokens > 0 and all(_prose(s) for s in group)  # a sentence said again
+            if prose:
+                leads = leads if leads is not None else _leads(doc)
             if not copy and not self.within_source and self.copy_tokens > 0:
                 blocks = blocks if blocks is not None else _paragraphs(doc)
             for other in group:
-                if other is not best and (self.within_source or copy or prose or other.source_id != best.source_id
+                if other is not best and (self.within_source or copy or other.source_id != best.source_id
+                                          or (prose and _said_again(best, other, leads))
                                           or _same_long_block(best, other, blocks, counter, self.copy_tokens)):
                     a, b = sorted((best, other), key=lambda s: position[s.id])
                     pairs[(a.id, b.id)] = 1.0

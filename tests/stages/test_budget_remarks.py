@@ -31,3 +31,30 @@ def test_a_short_remark_later_in_a_speakers_line_goes_only_with_the_sentence_bef
         reason = next(g["reason"] for g in r.record["sources"][0]["segments"] if g["id"] == remark)
         linked += "short remark later in a speaker's line" in reason
     assert linked > 0  # left out for the want of its sentence, and the record says so
+
+
+CHECKLIST = (
+    "# Pre-flight checklist, aircraft G-ABCD, 2024-05-03\n\n"
+    "Step 1: Fuel quantity checked against the load sheet, 5,400 kg. Verified.\n\n"
+    "Step 2: Hydraulic pressure in system A read 3,000 psi. Verified.\n\n"
+    "Step 3: Hydraulic pressure in system B read 2,100 psi, below the 2,800 psi minimum. Not verified.\n\n"
+    "Step 4: Flaps set to 5 degrees for take-off.\n\nVerified.\n\n"
+    "Step 5: Transponder code 4721 entered.\n\nVerified.\n"
+)
+
+
+def test_a_short_remark_after_a_sentence_of_prose_goes_only_with_that_sentence(plan):
+    # QA s29/qa4 #11: a checklist's "Verified." was delivered under the title without its step (b=69), and for
+    # a dropped step under the one above (b=92), so the output read as a fully verified checklist
+    linked = 0
+    for budget in range(40, 120, 4):
+        r = Compressor.from_ontology("general").compress(CHECKLIST, budget=budget, annotate=False, timings=False)
+        segs = r.document.segments
+        for k, seg in enumerate(segs):
+            if seg.text.lower().endswith("verified.") and len(seg.text.split()) <= 2:
+                before = segs[k - 1]
+                assert seg.dropped or not before.dropped, (budget, before.text, r.text)
+                if seg.dropped and before.dropped:
+                    reason = next(g["reason"] for g in r.record["sources"][0]["segments"] if g["id"] == seg.id)
+                    linked += "is a short remark on the sentence before it and goes only with it" in reason
+    assert linked > 0  # left out with its step, and the record says so

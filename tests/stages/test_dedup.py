@@ -121,6 +121,38 @@ def test_a_prose_sentence_said_again_inside_one_source_goes_out_once():
     assert not any(s.dropped for s in run([Source(id="a", text=notes)]).segments)
 
 
+def test_a_repeat_that_follows_another_thing_is_another_statement():
+    # QA s29/qa4 #2, #3: the outcome after each agenda item, a refrain after each stanza, a witness's answer to
+    # two questions went out once (the later items read as undecided, the $85,000 question as unanswered)
+    def statuses(text):
+        return [s.status for s in run([Source(id="a", text=text)]).segments]
+
+    minutes = "\n\n".join(f"Item {k}. The board considered {what}.\n\nThe motion was carried by a majority vote."
+                           for k, what in enumerate(("the proposed budget of $2.4 million", "appointing Grant & Co as auditor",
+                                                     "a dividend of 4 pence per share"), 1))
+    assert statuses(minutes) == ["verbatim"] * 6
+    headed = minutes.replace("Item ", "## Item ").replace(". The board", "\n\nThe board")
+    assert statuses(headed) == ["verbatim"] * 9
+    # after a heading, the paragraph it opens is about that heading, though it goes on
+    sections = "\n\n".join(f"## {k} {t}\n\nThe motion was carried by a majority vote. It takes effect at once."
+                            for k, t in ((3, "Auditor"), (4, "Dividend")))
+    assert "merged" not in statuses(sections)
+    poem = "\n\n".join(f"{line}\n\nWe will never go down to the sea." for line in
+                        ("The river rose above the town.", "The water took the mill and bridge."))
+    assert statuses(poem) == ["verbatim"] * 4
+    depo = ("Q: Did you sign the supply contract on 4 March 2022?\n\nA: I do not remember doing that at all.\n\n"
+            "Q: Did you approve the payment of $85,000 to Acme Ltd?\n\nA: I do not remember doing that at all.\n")
+    assert statuses(depo) == ["verbatim"] * 4
+    # in one paragraph a Q/A answer, or a short sentence (6 words or fewer), keeps its repeat too
+    assert "merged" not in statuses(depo.replace("\n\n", " "))
+    short = "\n\n".join(f"The crew has verified this step. Step {k} is {what}." for k, what in ((1, "the fuel"), (2, "the flaps")))
+    assert "merged" not in statuses(short)
+    assert "merged" in statuses(short.replace("this step", "this step of the checklist"))
+    # the same sentence after the same thing still goes out once
+    assert statuses(f"Item 1 was raised.\n\n{TEXT}\n\nItem 1 was raised.\n\n{TEXT}") == ["verbatim"] * 3 + ["merged"]
+    # (and test_a_prose_sentence_said_again_inside_one_source_goes_out_once: the contract's boilerplate)
+
+
 def test_short_fragments_are_never_merged():
     out = run([Source(id="a", text="Yes, indeed."), Source(id="b", text="Yes, indeed.")])
     assert not any(s.dropped for s in out.segments)
