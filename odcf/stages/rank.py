@@ -1624,18 +1624,56 @@ def _name_like(core: str, *, opens: bool) -> bool:
     return not opens and core[0].isupper() and core != "I"
 
 
-def fact_density(seg: Segment) -> float:
-    """Share of the segment's words that carry a fact: inside a protected span that is not a connective
-    or a marker (numbers, identifiers, terms), or name-like (:func:`_name_like`), capped at 1. Capitals
-    count only where at least one word in four opens in lower case (a title or a menu, "Home About
-    Contact", names nothing by them). For a document with no query, where similarity to the plan's generic queries says
-    little about which segment holds facts."""
+#: What a word named by its capital alone weighs in :func:`fact_density`, against a figure's 1.
+_CAPITAL_WEIGHT = 0.5
+#: In how many segments of one source a word must open in capitals to be that text's defined term or
+#: running name ("the Parties", "the Agreement", "Supplier"), which names no new fact where it recurs.
+_RECURRING_SEGMENTS = 3
+
+
+#: Small words that a capital turns into Title Case where they do not open a sentence ("Follow Us on …").
+_SMALL_WORDS = (STOPWORDS - {"the"}) | {"us"}
+
+
+def _all_caps(core: str) -> bool:
+    return len(core) > 1 and core.isalpha() and core.isupper()
+
+
+def recurring_capitals(segments: Sequence[Segment]) -> dict[str, frozenset[str]]:
+    """Per source, the words (lower-cased) that open in a capital in at least :data:`_RECURRING_SEGMENTS`
+    of its segments: its defined terms and running names, which :func:`fact_density` does not count."""
+    seen: dict[str, Counter[str]] = {}
+    for seg in segments:
+        caps = {core.lower() for core in (tok.strip(_OUTER_PUNCT) for tok in seg.original.split())
+                if core and core[0].isupper()}
+        seen.setdefault(seg.source_id, Counter()).update(caps)
+    return {src: frozenset(w for w, n in counts.items() if n >= _RECURRING_SEGMENTS)
+            for src, counts in seen.items()}
+
+
+def fact_density(seg: Segment, recurring: Collection[str] = frozenset()) -> float:
+    """Weighted share of the segment's words that carry a fact, capped at 1. A figure, an @handle or #tag,
+    or a word inside a protected span that is not a connective, a marker or a name (numbers, codes, terms)
+    weighs 1; a name — a capital not opening a sentence, or a protected span with no figure that the entity
+    model found or that opens in a capital ("LinkedIn") — weighs :data:`_CAPITAL_WEIGHT`, and nothing where it is one of *recurring* (the source's
+    defined terms, :func:`recurring_capitals`), in a run of capitals ("IN WITNESS WHEREOF", "THIS MASTER
+    SUPPLY AGREEMENT"), or in Title Case — a segment with a capitalised small word not opening a sentence,
+    "Follow Us on Twitter", "Written Above" — or where fewer than one word in four opens in lower case (a
+    title or a menu, "Home About Contact", names nothing by them). For a document with no query, where
+    similarity to the plan's generic queries says little about which segment holds facts."""
     text = seg.original
     if not text:
         return 0.0
-    spans = [(sp.start, sp.end) for sp in seg.protected
-             if not sp.rule.startswith(("marker", "connective", "dep:"))]
-    n = covered = named = lower = 0
+    facts: list[tuple[int, int]] = []
+    names: list[tuple[int, int]] = []
+    for sp in seg.protected:
+        if sp.rule.startswith(("marker", "connective", "dep:")):
+            continue
+        span = text[sp.start:sp.end]
+        # a name, found by the entity model or by its shape ("LinkedIn"), not a figure, code or term
+        name = not any(c.isdigit() for c in span) and (sp.rule.startswith("entity:") or span[:1].isupper())
+        (names if name else facts).append((sp.start, sp.end))
+    words_: list[tuple[str, bool, str]] = []  # (core, opens a sentence, "fact" | "name" | "")
     opens = True
     last = 0
     for m in _FACT_WORD_RE.finditer(text):
@@ -1647,22 +1685,27 @@ def fact_density(seg: Segment) -> float:
         if not core or not any(c.isalnum() for c in core):
             opens = opens or bool(_ENDS_SENTENCE_RE.search(tok))
             continue
-        n += 1
-        if core[0].islower():
-            lower += 1
-        if any(a < m.end() and m.start() < b for a, b in spans):
-            covered += 1
-        elif _name_like(core, opens=opens):
-            if core[0].isupper() and core[0] not in "@#" and not any(c.isdigit() for c in core):
-                named += 1  # by its capital alone
-            else:
-                covered += 1
+        inside = "fact" if any(a < m.end() and m.start() < b for a, b in facts) else (
+            "name" if any(a < m.end() and m.start() < b for a, b in names) else "")
+        words_.append((core, opens, inside))
         opens = bool(_ENDS_SENTENCE_RE.search(tok))
+    n = len(words_)
     if not n:
         return 0.0
-    if lower * 4 < n:
-        named = 0
-    return min(1.0, (covered + named) / n)
+    lower = sum(1 for core, _, _ in words_ if core[0].islower())
+    title_case = any(not o and len(core) > 1 and core[0].isupper() and core.lower() in _SMALL_WORDS
+                     for core, o, _ in words_)
+    weight = 0.0
+    for i, (core, o, inside) in enumerate(words_):
+        if inside == "fact" or _name_like(core, opens=True):  # a figure, an @handle or #tag
+            weight += 1.0
+        elif (not core[0].isupper() or core == "I" or (o and not inside) or lower * 4 < n or title_case
+              or core.lower() in recurring
+              or (_all_caps(core) and any(_all_caps(words_[j][0]) for j in (i - 1, i + 1) if 0 <= j < n))):
+            continue
+        else:
+            weight += _CAPITAL_WEIGHT
+    return min(1.0, weight / n)
 
 
 class LexicalRanker(Stage):
@@ -1678,6 +1721,7 @@ class LexicalRanker(Stage):
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
         live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
+        recurring = recurring_capitals(live) if not doc.query else {}
         tokenized = [words(t, stop=True) for t in scoring_texts(doc, live)]
         bm25 = BM25(tokenized) if live else None
         rel = [0.0] * len(live)
@@ -1707,7 +1751,7 @@ class LexicalRanker(Stage):
             d = density(seg)
             if not doc.query and detect_language(seg.text[:400]) == "en":
                 # no query to steer by: a segment's names count as its numbers do (see fact_density)
-                d = max(d, fact_density(seg))
+                d = max(d, fact_density(seg, recurring.get(seg.source_id, frozenset())))
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * d))
         top_raw = max(raw) if raw else 0.0
         names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors])

@@ -55,6 +55,7 @@ from odcf.stages.rank import (
     lift_corrections,
     lift_hits,
     query_hits,
+    recurring_capitals,
     scoring_texts,
     unlift,
 )
@@ -363,7 +364,9 @@ class EmbeddingReranker(Stage):
             if not doc.query:
                 # no caller query: similarity to the plan's generic queries says little about which
                 # segment holds the facts, so the share of words that carry one leads (fact_density)
-                facts = np.array([fact_density(s) for s in chosen], dtype=np.float64)
+                recurring = recurring_capitals([s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS])
+                facts = np.array([fact_density(s, recurring.get(s.source_id, frozenset())) for s in chosen],
+                                 dtype=np.float64)
                 blended = NO_QUERY_FACT_WEIGHT * facts + (1.0 - NO_QUERY_FACT_WEIGHT) * blended
                 top = float(blended.max()) if len(blended) else 0.0
                 blended = blended / top if top > 0 else blended
