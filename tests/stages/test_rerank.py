@@ -318,3 +318,24 @@ def test_table_rows_are_ordered_by_the_query_words_their_cells_hold():
     rows = {s.text.splitlines()[-1].split(",", 1)[0]: s.score for s in out.segments if s.kind == "table"}
     assert len(rows) == 4 and max(rows, key=rows.get) == "A-2"  # P1 and open; the header's words count for no row
     assert rows["A-2"] > rows["A-3"] > rows["A-1"] and rows["A-4"] > rows["A-1"]
+
+
+def test_table_rows_saying_the_negation_the_query_asks_about_rank_first():
+    # QA s29/qa5 #1: "Which pass/fail requirements do we not meet?" kept the "Met" row and dropped both
+    # "NOT MET" rows ("not" is a stopword, "meet" no "met"): no row held a query word, none was reordered
+    table = ("| Req. | Requirement | Our status |\n|---|---|---|\n"
+             "| REQ-01 | ISO/IEC 27001:2022 certificate | Met (valid until 2026-03-31) |\n"
+             "| REQ-02 | ISO 20000-1:2018 certificate | NOT MET — expired on 2024-02-29 |\n"
+             "| REQ-03 | Turnover USD 6,000,000 | Met (USD 8.2 million) |\n"
+             "| REQ-05 | Service desk staffed 24/7 | Not met — night shift abroad |\n")
+    stages = [Segmenter(max_table_tokens=1), Protector(), LexicalRanker(),
+              EmbeddingReranker(embedder="hash", first_pass="lexical")]
+
+    def ranked(query):
+        out = Pipeline(stages).run(Document.from_sources([Source(id="t.md", text=table)], query=query), PLAN)
+        rows = {s.text.splitlines()[-1].split("|")[1].strip(): s.score for s in out.segments if s.kind == "table"}
+        assert len(rows) == 4
+        return sorted(rows, key=lambda r: -rows[r])
+
+    assert set(ranked("Which pass/fail requirements do we not meet?")[:2]) == {"REQ-02", "REQ-05"}
+    assert set(ranked("Which requirements failed?")[:2]) == {"REQ-02", "REQ-05"}
