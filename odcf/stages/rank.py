@@ -1180,6 +1180,39 @@ def _user_turns(segments: Sequence[Segment]) -> set[str]:
                  or _CLIENT_SPEAKER_RE.match(str(seg.meta["speaker"]).strip()))}
 
 
+#: The line opening a message of a mail thread or a ticket's log, naming its sender: "From: …", or a title, a dash
+#: and a name with its role in brackets, "Message 3 — Jana Novak (customer) — 2024-03-11 18:40 UTC", "Internal
+#: note — Mei Tanaka (engineering) — …". A customer's (:data:`_CUSTOMER_SENDER_RE`) opens the customer's part,
+#: another's ends it.
+_MESSAGE_HEADER_RE = re.compile(r"^\W*(?:(?i:from):|[^\W\d][\w.#' ]{0,40}?\s+(?:[—–]|-{1,2})\s+[^()—–\n]{1,60}\([^()\n]{1,40}\))")
+#: The sender of such a message named as the one served: "Message 1 — Jana Novak (customer) — 2024-03-11",
+#: "From: Jana Novak (client)", "From: Customer <jana@…>" (not "Customer Support", "customer service").
+_CUSTOMER_SENDER_RE = re.compile(
+    r"(?:\(\s*|\b(?:from:\s*))(?:customer|client|caller|patient|guest|requester)\b(?!\s+(?:service|support|care|success))",
+    re.IGNORECASE)
+#: A prohibition opening a customer's sentence or list item: "Do NOT roll back to 5.1 — …", "Never call after 8 pm."
+#: (not "Don't worry", "Never mind").
+_PROHIBITION_RE = re.compile(r"^[\W\d]*(?i:please\s+)?(?i:do\s+not|don['’]t|never)\s+(?!(?i:worry|hesitate|mind|know)\b)\w+")
+
+
+def _customer_messages(segments: Sequence[Segment]) -> set[str]:
+    """The ids of the segments of a mail thread or ticket log written by the customer: those after a message
+    header naming its sender as the one served (:data:`_CUSTOMER_SENDER_RE`, "Message 1 — Jana Novak (customer) —
+    …") up to the next message header (:data:`_MESSAGE_HEADER_RE`). A thread whose messages are not labelled so
+    has none: "From: Jana Novak" alone says nothing of who is served."""
+    out: set[str] = set()
+    source, customer = None, False
+    for seg in segments:
+        if seg.source_id != source:
+            source, customer = seg.source_id, False
+        for line in seg.original.splitlines():
+            if _MESSAGE_HEADER_RE.match(line):
+                customer = bool(_CUSTOMER_SENDER_RE.search(line))
+        if customer and not any(_MESSAGE_HEADER_RE.match(line) for line in seg.original.splitlines()):
+            out.add(seg.id)
+    return out
+
+
 #: A sentence of nothing but courtesy: "I'm sorry to hear that.", "Thanks.", "Noted.", "Understood.", "Happy to
 #: help!", "Have a nice day." Said by an agent, it tells the reader nothing a user's constraint has to make room for.
 _COURTESY_RE = re.compile(
@@ -1231,7 +1264,8 @@ def _says_more(stale: str, change: str) -> bool:
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
                      links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
-    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`, or a correction there of what the user said
+    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`, and so in a customer's message of a ticket
+    thread (:func:`_customer_messages`) with a prohibition opening it (:data:`_PROHIBITION_RE`), or a correction there of what the user said
     before, with what it corrects in the same user's turns: *links*, by default :func:`correction_links`; in a
     transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
     best score among the other segments of its source, headings and the courtesy of the user's other side
@@ -1246,9 +1280,12 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
     ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
     """
     users = _user_turns(segments)
+    mail = _customer_messages(segments)
     constraint = {seg.id for seg in segments if seg.id in scores
                   and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
-                  and (USER_CONSTRAINT_RE.search(seg.text) or seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
+                  and (USER_CONSTRAINT_RE.search(seg.text)
+                       or (seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
+                           or seg.id in mail and (CHAT_CONSTRAINT_RE.search(seg.text) or _PROHIBITION_RE.match(seg.text)))
                        and not seg.text.rstrip().endswith("?"))}
     if users:
         # a user's change of what they asked for ("Actually, make it 15 June, not 14 June.") is what they ask now,
