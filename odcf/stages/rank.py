@@ -478,13 +478,58 @@ def exact_hits(segments: Sequence[Segment], query: str | None,
     return names, hits | failing
 
 
+#: An anchor whose name is a kind of identifier: "ticket_id", "order_number", "tracking_number" (the kind's words, then
+#: the identifier's word).
+_ID_ANCHOR_RE = re.compile(r"^((?:[a-z]+_)*[a-z]+)_(?:id|number|no|ref|reference|code)$")
+#: The words a query asks for identifiers by: "ids", "numbers", "references" (not "no", a negation as often).
+_ID_WORDS = frozenset("id ids identifier identifiers number numbers ref refs reference references code codes".split())
+
+
+def kind_hits(segments: Sequence[Segment], query: str | None,
+              named: Sequence[tuple[str, re.Pattern[str]]] = ()) -> tuple[list[str], set[str]]:
+    """The anchors (*named*: the plan's ``protect.anchors``, name and pattern) of a kind of identifier
+    (:data:`_ID_ANCHOR_RE`) whose kind *query* names with a word asking for identifiers (:data:`_ID_WORDS`),
+    and naming none of that shape itself, and the ids of the segments holding a match of one: "What are the
+    ticket and incident ids?" asks for what ``ticket_id`` matches, "INC-90317" and "CS-48213", which no word of
+    the query names (the sentences holding the incident id scored 0.03 and went out for none).
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+    ...         for i, t in enumerate(["Escalated as INC-90317.", "It failed twice.", "Order ORD-7741 shipped."])]
+    >>> ticket = ("ticket_id", re.compile(r"\\b(?:INC|CS)-\\d{3,}\\b"))
+    >>> kind_hits(segs, "What are the ticket and incident ids?", [ticket])
+    (['ticket_id'], {'s0'})
+    >>> kind_hits(segs, "Which ticket failed?", [ticket]), kind_hits(segs, "Why did INC-90317 fail, ticket id?", [ticket])
+    (([], set()), ([], set()))
+    """
+    asked = set(words(query or ""))
+    if not asked & _ID_WORDS:
+        return [], set()
+    names: list[str] = []
+    hits: set[str] = set()
+    for name, pattern in named:
+        m = _ID_ANCHOR_RE.match(name)
+        if not m or pattern.search(query or "") \
+                or not all(w in asked or w + "s" in asked for w in m.group(1).split("_")):
+            continue
+        found = {s.id for s in segments if pattern.search(s.text)}
+        if found:
+            names.append(name)
+            hits |= found
+    return names, hits
+
+
 def query_hits(segments: Sequence[Segment], query: str | None,
-               anchors: Sequence[re.Pattern[str]] = ()) -> tuple[list[str], set[str], set[str]]:
+               anchors: Sequence[re.Pattern[str]] = (),
+               named: Sequence[tuple[str, re.Pattern[str]]] = ()) -> tuple[list[str], set[str], set[str]]:
     """:func:`exact_hits` in its two tiers: the names, the segments holding what *query* names (an
-    identifier, a section by its title), and the lines reporting a failure that are not among them
+    identifier, a section by its title, the identifiers of a kind an anchor of *named* declares:
+    :func:`kind_hits`), and the lines reporting a failure that are not among them
     (:func:`failure_hits`), which :func:`lift_hits` puts below them."""
     failing = failure_hits(segments, query)
     names, hits = _named_hits(segments, query, anchors)
+    kinds, of_kind = kind_hits(segments, query, named)
+    names, hits = [*names, *kinds], hits | of_kind
     titles, titled = titled_hits(segments, query)
     names, hits = [*names, *titles], hits | titled
     hits |= adjacent_rows(segments, query, hits, names)
@@ -1668,7 +1713,8 @@ class LexicalRanker(Stage):
                 d = max(d, fact_density(seg))
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * d))
         top_raw = max(raw) if raw else 0.0
-        names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors])
+        names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors],
+                                          [(a.name, a.regex) for a in plan.protection.anchors])
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores, courtesies = demote_pleasantries(live, scores)

@@ -339,7 +339,8 @@ class EmbeddingReranker(Stage):
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
         # what the query names exactly, and the segments holding it
-        names, hits, failing = query_hits(english, task, [a.regex for a in plan.protection.anchors])
+        names, hits, failing = query_hits(english, task, [a.regex for a in plan.protection.anchors],
+                                          [(a.name, a.regex) for a in plan.protection.anchors])
         leads: set[str] = set()  # the best segment for each question of a compound query
         # MiniLM's vocabulary is English: a Chinese query ("质保期") embedded by it scores English
         # segments by noise (a bilingual contract's "Article 5 Acceptance" heading came first);

@@ -339,3 +339,36 @@ def test_table_rows_saying_the_negation_the_query_asks_about_rank_first():
 
     assert set(ranked("Which pass/fail requirements do we not meet?")[:2]) == {"REQ-02", "REQ-05"}
     assert set(ranked("Which requirements failed?")[:2]) == {"REQ-02", "REQ-05"}
+
+
+KIND_TICKET = (
+    "Ticket CS-48213: shipment sync failing since the v5.2 upgrade.\n\n"
+    "The shipment sync fails for about 12 orders in every batch of 500 since the tenant moved to version 5.2. "
+    "The affected orders stay in status pending and the warehouse cannot print labels for them. "
+    "Calls to the carrier gateway in the EU region time out after 30 seconds under load. "
+    "The engineers found that 5.2 raised max_parallel from 4 to 16 per worker. "
+    "The gateway rate-limits at 50 requests per second per tenant, so bursts are rejected. "
+    "A per-tenant max_parallel setting of 4 was applied on 2024-03-14 with a hot reload. "
+    "No failed orders were seen in the six days after the change.\n\n"
+    "Assignee: Rafael Ortiz (Tier 2) | Escalated to: Engineering (INC-90317) | Channel: e-mail | SLA: P1\n\n"
+    "The ticket stays open until the fix is deployed, and the incident is reviewed by the support lead.\n")
+
+
+@pytest.mark.parametrize("query, kept", [("What are the ticket and incident ids?", "INC-90317"),
+                                         ("ticket numbers", "INC-90317")])
+def test_a_query_asking_for_ids_of_an_anchors_kind_lifts_the_segments_holding_its_matches(query, kept):
+    # QA s29/qa5 #5: "What are the ticket and incident ids?" lost INC-90317, which the ontology's ticket_id anchor
+    # matches: no word of the query names it, and the sentences holding it scored 0.03-0.05
+    from odcf.compressor import Compressor
+
+    r = Compressor.from_ontology("customer_service").compress(
+        KIND_TICKET, query=query, role="executor", budget=50, annotate=False, timings=False)
+    assert kept in r.text and "CS-48213" in r.text, r.text
+    (event,) = [e for e in r.document.trace if e.stage == "rerank"]
+    assert "ticket_id" in event.data["query_identifiers"]
+    # a query that names no identifier word, or names the id itself, is left as it was
+    r = Compressor.from_ontology("customer_service").compress(
+        KIND_TICKET, query="Which ticket is about the rate limit?", role="executor", budget=50, annotate=False,
+        timings=False)
+    (event,) = [e for e in r.document.trace if e.stage == "rerank"]
+    assert "ticket_id" not in event.data.get("query_identifiers", [])
