@@ -559,6 +559,15 @@ _SHELL_NOUNS = frozenset("""
     error errors change changes version versions scenario scenarios situation situations request requests
     claim claims statement statements
 """.split())
+#: "either"/"neither"/"both" standing alone for what the sentence before states, as the subject of its opening
+#: clause, whatever its length: "If either fails, we should not bid: …" after "(a) the re-audit is passed, and (b) we
+#: sign a teaming agreement", "Neither of them applies.", "Both are required." Not "Either way, …", "Either party
+#: may …", nor "either … or …" later in a sentence, which names its own pair.
+_PRONOUN_QUANTIFIER_RE = re.compile(
+    r"^[\"'\u201c\u2018(\[]*(?:(?i:if|when|unless|once|where|should|because|since)\s+)?((?i:either|neither|both))\s+"
+    r"(?:of\s+(?:them|these|those|the\s+two|the\s+above)\b"
+    r"|(?:is|are|was|were|has|have|had|can|cannot|could|will|would|may|might|must|shall|should|does|do|did"
+    r"|fails?|failed|applies|apply|applied|holds?|happens?|occurs?|lapses?|expires?|passes|succeeds?|works?)\b)")
 #: A copula before "such" makes it an intensifier ("It was such good news."), not a reference back.
 _COPULA_SUCH_RE = re.compile(r"\b(?i:is|was|are|were|be|been|being)\s+$")
 
@@ -566,7 +575,9 @@ _COPULA_SUCH_RE = re.compile(r"\b(?i:is|was|are|were|be|been|being)\s+$")
 def demonstrative_back(sentence: str) -> str | None:
     """"these"/"those" with its noun in *sentence* of at most 12 words (:data:`_DEMONSTRATIVE_RE`), not as its
     first word, or "both"/"either"/"such"/"the two"/"the above" … with its noun anywhere in it
-    (:data:`_QUANTIFIER_RE`), and not in a lead-in ending in ":" ("Fill in these fields:" points ahead), or None.
+    (:data:`_QUANTIFIER_RE`), and not in a lead-in ending in ":" ("Fill in these fields:" points ahead); or, in a
+    sentence of any length, "either"/"neither"/"both" alone as its opening clause's subject (:data:`_PRONOUN_QUANTIFIER_RE`,
+    "If either fails, …"); or None.
 
     >>> demonstrative_back("A claim made after these periods will not be accepted.")
     'these periods'
@@ -589,8 +600,14 @@ def demonstrative_back(sentence: str) -> str | None:
     >>> [demonstrative_back(s) for s in ("Such Confidential Information shall be returned within 10 days.",
     ...  "The above Fees are exclusive of VAT.", "Either option is accepted.")]
     ['Such Confidential Information', 'The above Fees', 'Either option']
+    >>> [demonstrative_back(s) for s in ("If either fails, we should not bid: both are pass/fail and failing one means "
+    ...  "disqualification.", "Neither of them applies.", "Both are required.", "Either way, the fee is due.",
+    ...  "Either Party may terminate.", "If either party objects, the term ends.", "You may pay either by card or cash.")]
+    ['either', 'Neither', 'Both', None, None, None, None]
     """
     text = sentence.strip()
+    if m := _PRONOUN_QUANTIFIER_RE.match(text):
+        return m.group(1)
     if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
         return None
     m = _DEMONSTRATIVE_RE.search(text, 1)

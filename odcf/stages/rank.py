@@ -524,13 +524,58 @@ def exact_hits(segments: Sequence[Segment], query: str | None,
     return names, hits | failing
 
 
+#: An anchor whose name is a kind of identifier: "ticket_id", "order_number", "tracking_number" (the kind's words, then
+#: the identifier's word).
+_ID_ANCHOR_RE = re.compile(r"^((?:[a-z]+_)*[a-z]+)_(?:id|number|no|ref|reference|code)$")
+#: The words a query asks for identifiers by: "ids", "numbers", "references" (not "no", a negation as often).
+_ID_WORDS = frozenset("id ids identifier identifiers number numbers ref refs reference references code codes".split())
+
+
+def kind_hits(segments: Sequence[Segment], query: str | None,
+              named: Sequence[tuple[str, re.Pattern[str]]] = ()) -> tuple[list[str], set[str]]:
+    """The anchors (*named*: the plan's ``protect.anchors``, name and pattern) of a kind of identifier
+    (:data:`_ID_ANCHOR_RE`) whose kind *query* names with a word asking for identifiers (:data:`_ID_WORDS`),
+    and naming none of that shape itself, and the ids of the segments holding a match of one: "What are the
+    ticket and incident ids?" asks for what ``ticket_id`` matches, "INC-90317" and "CS-48213", which no word of
+    the query names (the sentences holding the incident id scored 0.03 and went out for none).
+
+    >>> from odcf.document import Segment
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+    ...         for i, t in enumerate(["Escalated as INC-90317.", "It failed twice.", "Order ORD-7741 shipped."])]
+    >>> ticket = ("ticket_id", re.compile(r"\\b(?:INC|CS)-\\d{3,}\\b"))
+    >>> kind_hits(segs, "What are the ticket and incident ids?", [ticket])
+    (['ticket_id'], {'s0'})
+    >>> kind_hits(segs, "Which ticket failed?", [ticket]), kind_hits(segs, "Why did INC-90317 fail, ticket id?", [ticket])
+    (([], set()), ([], set()))
+    """
+    asked = set(words(query or ""))
+    if not asked & _ID_WORDS:
+        return [], set()
+    names: list[str] = []
+    hits: set[str] = set()
+    for name, pattern in named:
+        m = _ID_ANCHOR_RE.match(name)
+        if not m or pattern.search(query or "") \
+                or not all(w in asked or w + "s" in asked for w in m.group(1).split("_")):
+            continue
+        found = {s.id for s in segments if pattern.search(s.text)}
+        if found:
+            names.append(name)
+            hits |= found
+    return names, hits
+
+
 def query_hits(segments: Sequence[Segment], query: str | None,
-               anchors: Sequence[re.Pattern[str]] = ()) -> tuple[list[str], set[str], set[str]]:
+               anchors: Sequence[re.Pattern[str]] = (),
+               named: Sequence[tuple[str, re.Pattern[str]]] = ()) -> tuple[list[str], set[str], set[str]]:
     """:func:`exact_hits` in its two tiers: the names, the segments holding what *query* names (an
-    identifier, a section by its title), and the lines reporting a failure that are not among them
+    identifier, a section by its title, the identifiers of a kind an anchor of *named* declares:
+    :func:`kind_hits`), and the lines reporting a failure that are not among them
     (:func:`failure_hits`), which :func:`lift_hits` puts below them."""
     failing = failure_hits(segments, query)
     names, hits = _named_hits(segments, query, anchors)
+    kinds, of_kind = kind_hits(segments, query, named)
+    names, hits = [*names, *kinds], hits | of_kind
     titles, titled = titled_hits(segments, query)
     names, hits = [*names, *titles], hits | titled
     hits |= adjacent_rows(segments, query, hits, names)
@@ -1259,6 +1304,39 @@ def _user_turns(segments: Sequence[Segment]) -> set[str]:
                  or _CLIENT_SPEAKER_RE.match(str(seg.meta["speaker"]).strip()))}
 
 
+#: The line opening a message of a mail thread or a ticket's log, naming its sender: "From: …", or a title, a dash
+#: and a name with its role in brackets, "Message 3 — Jana Novak (customer) — 2024-03-11 18:40 UTC", "Internal
+#: note — Mei Tanaka (engineering) — …". A customer's (:data:`_CUSTOMER_SENDER_RE`) opens the customer's part,
+#: another's ends it.
+_MESSAGE_HEADER_RE = re.compile(r"^\W*(?:(?i:from):|[^\W\d][\w.#' ]{0,40}?\s+(?:[—–]|-{1,2})\s+[^()—–\n]{1,60}\([^()\n]{1,40}\))")
+#: The sender of such a message named as the one served: "Message 1 — Jana Novak (customer) — 2024-03-11",
+#: "From: Jana Novak (client)", "From: Customer <jana@…>" (not "Customer Support", "customer service").
+_CUSTOMER_SENDER_RE = re.compile(
+    r"(?:\(\s*|\b(?:from:\s*))(?:customer|client|caller|patient|guest|requester)\b(?!\s+(?:service|support|care|success))",
+    re.IGNORECASE)
+#: A prohibition opening a customer's sentence or list item: "Do NOT roll back to 5.1 — …", "Never call after 8 pm."
+#: (not "Don't worry", "Never mind").
+_PROHIBITION_RE = re.compile(r"^[\W\d]*(?i:please\s+)?(?i:do\s+not|don['’]t|never)\s+(?!(?i:worry|hesitate|mind|know)\b)\w+")
+
+
+def _customer_messages(segments: Sequence[Segment]) -> set[str]:
+    """The ids of the segments of a mail thread or ticket log written by the customer: those after a message
+    header naming its sender as the one served (:data:`_CUSTOMER_SENDER_RE`, "Message 1 — Jana Novak (customer) —
+    …") up to the next message header (:data:`_MESSAGE_HEADER_RE`). A thread whose messages are not labelled so
+    has none: "From: Jana Novak" alone says nothing of who is served."""
+    out: set[str] = set()
+    source, customer = None, False
+    for seg in segments:
+        if seg.source_id != source:
+            source, customer = seg.source_id, False
+        for line in seg.original.splitlines():
+            if _MESSAGE_HEADER_RE.match(line):
+                customer = bool(_CUSTOMER_SENDER_RE.search(line))
+        if customer and not any(_MESSAGE_HEADER_RE.match(line) for line in seg.original.splitlines()):
+            out.add(seg.id)
+    return out
+
+
 #: A sentence of nothing but courtesy: "I'm sorry to hear that.", "Thanks.", "Noted.", "Understood.", "Happy to
 #: help!", "Have a nice day." Said by an agent, it tells the reader nothing a user's constraint has to make room for.
 _COURTESY_RE = re.compile(
@@ -1310,7 +1388,8 @@ def _says_more(stale: str, change: str) -> bool:
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
                      links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
-    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`, or a correction there of what the user said
+    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`, and so in a customer's message of a ticket
+    thread (:func:`_customer_messages`) with a prohibition opening it (:data:`_PROHIBITION_RE`), or a correction there of what the user said
     before, with what it corrects in the same user's turns: *links*, by default :func:`correction_links`; in a
     transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
     best score among the other segments of its source, headings and the courtesy of the user's other side
@@ -1325,9 +1404,12 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
     ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
     """
     users = _user_turns(segments)
+    mail = _customer_messages(segments)
     constraint = {seg.id for seg in segments if seg.id in scores
                   and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
-                  and (USER_CONSTRAINT_RE.search(seg.text) or seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
+                  and (USER_CONSTRAINT_RE.search(seg.text)
+                       or (seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
+                           or seg.id in mail and (CHAT_CONSTRAINT_RE.search(seg.text) or _PROHIBITION_RE.match(seg.text)))
                        and not seg.text.rstrip().endswith("?"))}
     if users:
         # a user's change of what they asked for ("Actually, make it 15 June, not 14 June.") is what they ask now,
@@ -1754,7 +1836,8 @@ class LexicalRanker(Stage):
                 d = max(d, fact_density(seg, recurring.get(seg.source_id, frozenset())))
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * d))
         top_raw = max(raw) if raw else 0.0
-        names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors])
+        names, hits, failing = query_hits(live, doc.query, [a.regex for a in plan.protection.anchors],
+                                          [(a.name, a.regex) for a in plan.protection.anchors])
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores, courtesies = demote_pleasantries(live, scores)

@@ -160,13 +160,26 @@ def question_leads(segs: Sequence[Segment], sims: np.ndarray) -> list[int | None
     return leads
 
 
+#: A query that asks about what is not so ("which requirements do we not meet", "which checks failed",
+#: "items missing"); the "fail" of "pass/fail" asks nothing of the kind.
+_ASKS_NEGATION_RE = re.compile(
+    r"\b(?:not|never|cannot|unmet|missing|non-?compliant|(?<!/)fail(?:s|ed|ing)?(?!/))\b|n't", re.IGNORECASE)
+#: A cell that says it is not so: "NOT MET — …", "No", "Non-compliant", "Failed", "Missing", "n/a" is none.
+_SAYS_NEGATION_RE = re.compile(
+    r"\b(?:not|no|never|none|cannot|without|unmet|missing|non-\w+|fail(?:s|ed|ing)?)\b|n't", re.IGNORECASE)
+
+
 def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query: str) -> tuple[dict[str, float], int]:
     """*scores* with the parts of each table (rows, see odcf.stages.segment) reordered by how many of
     *query*'s distinct words (stopwords left out) their cells hold, then by their own score: the table's
     scores are handed out again in that order, so that the table keeps its share against the rest. A
     row's cells embed as noise (MiniLM put "SUP-10236,…,P3,closed,Question about pricing tiers" closest
     to "which P1 tickets are open", and the one row holding ``P1``, ``open`` and "Workaround:" last); the
-    header's column names count for no row. Returns the scores and how many segments changed score.
+    header's column names count for no row. A query asking about what is not so (:data:`_ASKS_NEGATION_RE`,
+    "which requirements do we not meet") counts its negation as a word that a row saying one in its cells
+    (:data:`_SAYS_NEGATION_RE`, "NOT MET — certificate expired") holds, and such a row ranks at least at
+    the table's best score: "not" is a stopword and "meet" is no "met", so the one "Met" row had gone out
+    for the two failing ones. Returns the scores and how many segments changed score.
 
     >>> from odcf.document import Segment
     >>> rows = ["id,prio,state\\nA-1,P3,closed", "A-2,P1,open", "A-3,P1,pending"]
@@ -174,8 +187,14 @@ def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query
     ...                 meta={"table_header": "id,prio,state", "table_part": i}) for i, t in enumerate(rows)]
     >>> rows_by_query_words(segs, {"s0": 0.9, "s1": 0.4, "s2": 0.6}, "which P1 tickets are open")
     ({'s0': 0.4, 's1': 0.9, 's2': 0.6}, 2)
+    >>> rows = ["req,status\\nR-1,Met", "R-2,NOT MET", "R-3,Met", "R-4,Not met"]
+    >>> segs = [Segment(id=f"s{i}", source_id="t", index=i, text=t, original=t, kind="table",
+    ...                 meta={"table_header": "req,status", "table_part": i}) for i, t in enumerate(rows)]
+    >>> rows_by_query_words(segs, {"s0": 0.9, "s1": 0.4, "s2": 0.6, "s3": 0.2}, "which do we not meet?")
+    ({'s0': 0.4, 's1': 0.9, 's2': 0.2, 's3': 0.899999}, 4)
     """
-    asked = set(words(query, stop=True))
+    negated = bool(_ASKS_NEGATION_RE.search(query))
+    asked = set(words(query, stop=True)) | ({"\0not"} if negated else set())
     tables: dict[tuple[str, int], list[Segment]] = {}
     for seg in segs:
         part = seg.meta.get("table_part")
@@ -185,15 +204,21 @@ def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query
     moved = 0
     for parts in tables.values():
         held: dict[str, int] = {}
+        nays: list[Segment] = []  # the rows saying the negation asked about
         for seg in parts:
             header = seg.meta.get("table_header") or ""
             cells = seg.text[len(header):] if header and seg.text.startswith(header) else seg.text
-            held[seg.id] = len(asked & set(words(cells, stop=True)))
+            said = {"\0not"} if negated and _SAYS_NEGATION_RE.search(cells) else set()
+            held[seg.id] = len(asked & (set(words(cells, stop=True)) | said))
+            nays += [seg] if said else []
         if len(set(held.values())) < 2:
             continue
         values = sorted((scores[s.id] for s in parts), reverse=True)
         ranked = sorted(parts, key=lambda s: (-held[s.id], -scores[s.id], s.index))
+        nays.sort(key=ranked.index)
         for seg, v in zip(ranked, values):
+            if seg in nays:  # they answer the query: at the table's best, in rank order
+                v = max(v, round(values[0] - 1e-6 * nays.index(seg), 6))
             if out[seg.id] != v:
                 out[seg.id] = v
                 moved += 1
@@ -315,7 +340,8 @@ class EmbeddingReranker(Stage):
         new_scores: dict[str, float] = {}
         data: dict[str, Any] = {"segments": len(live), "embedded": 0, "queries": len(queries) + bool(task)}
         # what the query names exactly, and the segments holding it
-        names, hits, failing = query_hits(english, task, [a.regex for a in plan.protection.anchors])
+        names, hits, failing = query_hits(english, task, [a.regex for a in plan.protection.anchors],
+                                          [(a.name, a.regex) for a in plan.protection.anchors])
         leads: set[str] = set()  # the best segment for each question of a compound query
         # MiniLM's vocabulary is English: a Chinese query ("质保期") embedded by it scores English
         # segments by noise (a bilingual contract's "Article 5 Acceptance" heading came first);

@@ -146,6 +146,23 @@ def test_a_short_sentence_naming_both_conditions_goes_only_with_the_sentence_sta
               "unless both conditions are met", "reported within 30 days of discovery", range(20, 300, 5))
 
 
+BID_NOTE = (
+    "## 2. Compliance\n\n"
+    "The bid security of USD 96,000 is a bank guarantee valid for 180 days from the submission deadline.\n\n"
+    "My recommendation: go, but only if (a) the ISO 20000-1 re-audit is passed before the deadline, and (b) we "
+    "sign a teaming agreement with a local night-shift partner by 2024-06-07. If either fails, we should not bid: "
+    "both are pass/fail and failing one means disqualification.\n\n"
+    "## 3. Pricing\n\n"
+    "The ceiling price is USD 4,800,000 for the initial 4 years, excluding taxes.\n")
+
+
+def test_a_sentence_opening_with_either_alone_goes_only_with_the_conditions_it_stands_for(plan):
+    # QA s29/qa5 #2: "If either fails, we should not bid: …" (15 words, "either" with no noun) was delivered
+    # while the sentence stating the two conditions was dropped "no room": a no-bid rule about nothing
+    only_with(_sweep(plan, BID_NOTE, "When should we not bid?"),
+              "If either fails, we should not bid", "(b) we sign a teaming agreement", range(20, 200, 5))
+
+
 @pytest.mark.parametrize("sentence", ["Either party may terminate on 90 days' notice.",
                                       "The notice binds both parties."])
 def test_either_party_names_the_parties_not_the_sentence_before(sentence):

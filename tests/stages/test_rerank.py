@@ -318,3 +318,57 @@ def test_table_rows_are_ordered_by_the_query_words_their_cells_hold():
     rows = {s.text.splitlines()[-1].split(",", 1)[0]: s.score for s in out.segments if s.kind == "table"}
     assert len(rows) == 4 and max(rows, key=rows.get) == "A-2"  # P1 and open; the header's words count for no row
     assert rows["A-2"] > rows["A-3"] > rows["A-1"] and rows["A-4"] > rows["A-1"]
+
+
+def test_table_rows_saying_the_negation_the_query_asks_about_rank_first():
+    # QA s29/qa5 #1: "Which pass/fail requirements do we not meet?" kept the "Met" row and dropped both
+    # "NOT MET" rows ("not" is a stopword, "meet" no "met"): no row held a query word, none was reordered
+    table = ("| Req. | Requirement | Our status |\n|---|---|---|\n"
+             "| REQ-01 | ISO/IEC 27001:2022 certificate | Met (valid until 2026-03-31) |\n"
+             "| REQ-02 | ISO 20000-1:2018 certificate | NOT MET — expired on 2024-02-29 |\n"
+             "| REQ-03 | Turnover USD 6,000,000 | Met (USD 8.2 million) |\n"
+             "| REQ-05 | Service desk staffed 24/7 | Not met — night shift abroad |\n")
+    stages = [Segmenter(max_table_tokens=1), Protector(), LexicalRanker(),
+              EmbeddingReranker(embedder="hash", first_pass="lexical")]
+
+    def ranked(query):
+        out = Pipeline(stages).run(Document.from_sources([Source(id="t.md", text=table)], query=query), PLAN)
+        rows = {s.text.splitlines()[-1].split("|")[1].strip(): s.score for s in out.segments if s.kind == "table"}
+        assert len(rows) == 4
+        return sorted(rows, key=lambda r: -rows[r])
+
+    assert set(ranked("Which pass/fail requirements do we not meet?")[:2]) == {"REQ-02", "REQ-05"}
+    assert set(ranked("Which requirements failed?")[:2]) == {"REQ-02", "REQ-05"}
+
+
+KIND_TICKET = (
+    "Ticket CS-48213: shipment sync failing since the v5.2 upgrade.\n\n"
+    "The shipment sync fails for about 12 orders in every batch of 500 since the tenant moved to version 5.2. "
+    "The affected orders stay in status pending and the warehouse cannot print labels for them. "
+    "Calls to the carrier gateway in the EU region time out after 30 seconds under load. "
+    "The engineers found that 5.2 raised max_parallel from 4 to 16 per worker. "
+    "The gateway rate-limits at 50 requests per second per tenant, so bursts are rejected. "
+    "A per-tenant max_parallel setting of 4 was applied on 2024-03-14 with a hot reload. "
+    "No failed orders were seen in the six days after the change.\n\n"
+    "Assignee: Rafael Ortiz (Tier 2) | Escalated to: Engineering (INC-90317) | Channel: e-mail | SLA: P1\n\n"
+    "The ticket stays open until the fix is deployed, and the incident is reviewed by the support lead.\n")
+
+
+@pytest.mark.parametrize("query, kept", [("What are the ticket and incident ids?", "INC-90317"),
+                                         ("ticket numbers", "INC-90317")])
+def test_a_query_asking_for_ids_of_an_anchors_kind_lifts_the_segments_holding_its_matches(query, kept):
+    # QA s29/qa5 #5: "What are the ticket and incident ids?" lost INC-90317, which the ontology's ticket_id anchor
+    # matches: no word of the query names it, and the sentences holding it scored 0.03-0.05
+    from odcf.compressor import Compressor
+
+    r = Compressor.from_ontology("customer_service").compress(
+        KIND_TICKET, query=query, role="executor", budget=50, annotate=False, timings=False)
+    assert kept in r.text and "CS-48213" in r.text, r.text
+    (event,) = [e for e in r.document.trace if e.stage == "rerank"]
+    assert "ticket_id" in event.data["query_identifiers"]
+    # a query that names no identifier word, or names the id itself, is left as it was
+    r = Compressor.from_ontology("customer_service").compress(
+        KIND_TICKET, query="Which ticket is about the rate limit?", role="executor", budget=50, annotate=False,
+        timings=False)
+    (event,) = [e for e in r.document.trace if e.stage == "rerank"]
+    assert "ticket_id" not in event.data.get("query_identifiers", [])
