@@ -145,7 +145,7 @@ def _stamp(line: str, parts: tuple[tuple[str, int, int], ...]) -> str:
 def _log_repeats(live: Sequence[Segment], position: dict[str, int]) -> dict[str, Segment]:
     """A line of one log block said again with another time and nothing else changed but its varying
     parts (:func:`odcf.stages.rank.log_template`: durations, pids, hex and request ids, addresses,
-    counters, a worker's or thread's number) goes out once: the first copy, with `` [×n; last <time>]``
+    counters, a worker's or thread's number) goes out once: the first copy, with `` [REPEATED: ×n, last <time>]``
     at its end (how many times the log wrote it, and when last), the later copies merged into it with
     a reason that names it and what differed. A log line is written with its time; one that has none,
     or copies all alike (two identical lines, which may be two events), keep their repeats, and so does
@@ -166,7 +166,8 @@ def _log_repeats(live: Sequence[Segment], position: dict[str, int]) -> dict[str,
         keeper, kline, kparts = members[0]
         _, last_line, last_parts = members[-1]
         last = _stamp(last_line, last_parts)
-        note = f" [×{len(members)}; last {last}]" if last != _stamp(kline, kparts) else f" [×{len(members)}]"
+        note = (f" [REPEATED: ×{len(members)}, last {last}]" if last != _stamp(kline, kparts)
+                else f" [REPEATED: ×{len(members)}]")
         for seg, line, parts in members[1:]:
             kinds = list(dict.fromkeys(kind for (kind, a, b), (_, c, d) in zip(kparts, parts) if kline[a:b] != line[c:d]))
             what = (" but for its " + (", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0])

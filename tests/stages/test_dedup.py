@@ -231,7 +231,7 @@ def test_a_log_line_written_again_at_other_times_goes_out_once_with_its_count():
     copies = [s for s in out.segments if "status=502" in s.text]
     assert [s.status for s in copies] == ["folded"] + ["merged"] * 5
     first = copies[0]
-    assert first.text.endswith("2024-03-11T00:13:20Z " + error.format(w=1, st=502) + " [×6; last 2024-03-11T05:13:25Z]")
+    assert first.text.endswith("2024-03-11T00:13:20Z " + error.format(w=1, st=502) + " [REPEATED: ×6, last 2024-03-11T05:13:25Z]")
     assert first.merged_from == tuple(s.id for s in copies[1:])
     assert copies[1].reasons[-1] == (f"dedup: same log line as {first.id} but for its time and worker; "
                                      f"kept {first.id} (the first in the log)")
@@ -259,5 +259,5 @@ def test_a_repeated_log_line_goes_out_once_within_the_budget():
 
     r = Compressor(plan, stages={"rerank": False, "dedup": {"embedder": "hash"}}).compress(
         text, query="What was the root cause and the fix?", budget=160, annotate=False)
-    assert r.text.count("POST /v2/shipments failed") == 1 and "[×20; last 2024-03-11T19:13:29Z]" in r.text, r.text
+    assert r.text.count("POST /v2/shipments failed") == 1 and "[REPEATED: ×20, last 2024-03-11T19:13:29Z]" in r.text, r.text
     assert "rate limit of 50 requests per second" in r.text and "max_parallel setting of 4" in r.text, r.text
