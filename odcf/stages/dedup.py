@@ -142,18 +142,22 @@ def _stamp(line: str, parts: tuple[tuple[str, int, int], ...]) -> str:
     return line[start:end]
 
 
-def _log_repeats(live: Sequence[Segment], position: dict[str, int]) -> dict[str, Segment]:
+def _log_repeats(live: Sequence[Segment], position: dict[str, int], doc: Document) -> dict[str, Segment]:
     """A line of one log block said again with another time and nothing else changed but its varying
     parts (:func:`odcf.stages.rank.log_template`: durations, pids, hex and request ids, addresses,
     counters, a worker's or thread's number) goes out once: the first copy, with `` [REPEATED: ×n, last <time>]``
     at its end (how many times the log wrote it, and when last), the later copies merged into it with
     a reason that names it and what differed. A log line is written with its time; one that has none,
     or copies all alike (two identical lines, which may be two events), keep their repeats, and so does
-    a line that differs in any other value (status=502 / status=503, 91% / 99%, another host)."""
+    a line that differs in any other value (status=502 / status=503, 91% / 99%, another host), and a
+    line with a stack trace under it (each trace its own: "… ERROR … Unhandled exception" over another cause)."""
+    # the line each part of a stack trace goes with (odcf.stages.segment: its ``trace_of``, pieces back)
+    heads = {doc.segments[i - k].id for i, seg in enumerate(doc.segments)
+             if (k := seg.meta.get("trace_of")) and 0 <= i - k}
     groups: dict[tuple[str, int, str, str], list[tuple[Segment, str, tuple[tuple[str, int, int], ...]]]] = {}
     for seg in live:
         line = _log_line(seg)
-        if line is None:
+        if line is None or seg.id in heads:
             continue
         template, parts = log_template(line)
         if any(kind == "time" for kind, _, _ in parts):
@@ -274,7 +278,7 @@ class SemanticDedup(Stage):
         n_live = len(live)
         # a log line written again at another time: out once, with its count (before the rest, which
         # keeps a log line's exact repeats and would block these on their differing numbers)
-        log_updates = _log_repeats(live, position) if self.log_repeats else {}
+        log_updates = _log_repeats(live, position, doc) if self.log_repeats else {}
         live = [s for s in live if s.id not in log_updates]
 
         counter = get_counter(doc.tokenizer or plan.tokenizer)

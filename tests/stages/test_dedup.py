@@ -246,6 +246,14 @@ def test_a_log_line_written_again_at_other_times_goes_out_once_with_its_count():
                                           log_repeats=False).segments)
     untimed = "```\n" + "\n".join(error.format(w=w, st=502) for w in (1, 2, 3)) + "\n```\n"
     assert not any(s.dropped for s in run([Source(id="t", text=untimed)]).segments)
+    # a line with a stack trace under it goes with its own trace: each says another cause
+    frames = "\n".join(f"    at com.acme.sync.Worker.step{i}(Worker.java:{i * 10})" for i in range(30))
+    traced = "\n".join(f"2024-03-11 0{k}:10:00 INFO [sync-worker-{k + 1}] batch started tenant=acme items=500\n"
+                       f"2024-03-11 0{k}:13:00 ERROR [sync-worker-{k + 1}] Unhandled exception in the sync loop\n"
+                       f"java.lang.IllegalStateException: carrier {k} refused the label\n{frames}" for k in range(3))
+    out = run([Source(id="t", text=traced)])
+    assert [s.status for s in out.segments if "Unhandled" in s.text] == ["verbatim"] * 3
+    assert [s.status for s in out.segments if "batch started" in s.text] == ["folded", "merged", "merged"]
 
 
 def test_a_repeated_log_line_goes_out_once_within_the_budget():
