@@ -6,7 +6,8 @@ the same layer and of different sources (``within_source=True`` also
 compares segments of one source; an exact copy of a block of ``copy_tokens`` or more inside one
 source, a log printed again, is merged regardless, and so is an exact copy of a sentence of prose, not
 of a row, a list item, a log line or a conversation's turn, whose repeats count, nor one that follows another
-thing than its first copy, short or a transcript's answer, see :func:`_said_again`) are duplicates when their texts are equal after
+thing than its first copy, short or a transcript's answer, see :func:`_said_again`; a line of a log written again
+at other times goes out once with its count, see :func:`_log_repeats`) are duplicates when their texts are equal after
 whitespace and case folding, or when the cosine of their embeddings is at least
 ``threshold`` (0.92 by default) — unless they differ in what protection is about: a number,
 an anchor, a dictionary term, an entity or a negation. "The fee is 5%" and "The fee is 7%"
@@ -40,6 +41,7 @@ import numpy as np
 from odcf.document import Document, Segment, Source, TraceEvent
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.stages.rank import log_template
 from odcf.stages.rerank import PINNED_LAYERS, candidate_count
 from odcf.tokens import get_counter
 
@@ -121,6 +123,72 @@ def _leads(doc: Document) -> dict[str, str]:
     return out
 
 
+def _log_line(seg: Segment) -> str | None:
+    """The one line of a log that *seg* is (a line of a code block or of a log, its block's fence aside), or None."""
+    if not (seg.kind == "code" or "code_part" in seg.meta) or "speaker" in seg.meta:
+        return None
+    lines = [line for line in seg.text.split("\n") if line.strip() and not line.lstrip().startswith(("```", "~~~"))]
+    return lines[0] if len(lines) == 1 else None
+
+
+def _stamp(line: str, parts: tuple[tuple[str, int, int], ...]) -> str:
+    """The time a log *line* was written: its first run of date and time parts ("2024-03-12T21:33:10Z")."""
+    times = [(a, b) for kind, a, b in parts if kind == "time"]
+    start, end = times[0]
+    for a, b in times[1:]:
+        if a - end > 1:
+            break
+        end = b
+    return line[start:end]
+
+
+def _log_repeats(live: Sequence[Segment], position: dict[str, int], doc: Document) -> dict[str, Segment]:
+    """A line of one log block said again with another time and nothing else changed but its varying
+    parts (:func:`odcf.stages.rank.log_template`: durations, pids, hex and request ids, addresses,
+    counters, a worker's or thread's number) goes out once: the first copy, with `` [REPEATED: ×n, last <time>]``
+    at its end (how many times the log wrote it, and when last), the later copies merged into it with
+    a reason that names it and what differed. A log line is written with its time; one that has none,
+    or copies all alike (two identical lines, which may be two events), keep their repeats, and so does
+    a line that differs in any other value (status=502 / status=503, 91% / 99%, another host), and a
+    line with a stack trace under it (each trace its own: "… ERROR … Unhandled exception" over another cause)."""
+    # the line each part of a stack trace goes with (odcf.stages.segment: its ``trace_of``, pieces back)
+    heads = {doc.segments[i - k].id for i, seg in enumerate(doc.segments)
+             if (k := seg.meta.get("trace_of")) and 0 <= i - k}
+    groups: dict[tuple[str, int, str, str], list[tuple[Segment, str, tuple[tuple[str, int, int], ...]]]] = {}
+    for seg in live:
+        line = _log_line(seg)
+        if line is None or seg.id in heads:
+            continue
+        template, parts = log_template(line)
+        if any(kind == "time" for kind, _, _ in parts):
+            groups.setdefault((seg.source_id, seg.paragraph, seg.layer, template), []).append((seg, line, parts))
+    updates: dict[str, Segment] = {}
+    for members in groups.values():
+        if len(members) < 2 or all(line == members[0][1] for _, line, _ in members):
+            continue
+        members.sort(key=lambda m: position[m[0].id])
+        keeper, kline, kparts = members[0]
+        _, last_line, last_parts = members[-1]
+        last = _stamp(last_line, last_parts)
+        note = (f" [REPEATED: ×{len(members)}, last {last}]" if last != _stamp(kline, kparts)
+                else f" [REPEATED: ×{len(members)}]")
+        for seg, line, parts in members[1:]:
+            kinds = list(dict.fromkeys(kind for (kind, a, b), (_, c, d) in zip(kparts, parts) if kline[a:b] != line[c:d]))
+            what = (" but for its " + (", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0])
+                    if kinds else ", said again")
+            updates[seg.id] = seg.with_reason(f"dedup: same log line as {keeper.id}{what}; kept {keeper.id} "
+                                              f"(the first in the log)", status="merged")
+        lines = keeper.text.split("\n")
+        lines[lines.index(kline)] = kline + note
+        merged = tuple(seg.id for seg, _, _ in members[1:])
+        best = max(seg.score or 0.0 for seg, _, _ in members)
+        updates[keeper.id] = keeper.with_reason(
+            f"dedup: kept over {', '.join(merged)}, the same log line at other times; '{note.strip()}' added",
+            text="\n".join(lines), status="folded", merged_from=keeper.merged_from + merged,
+            score=round(best, 6) if keeper.score is not None else keeper.score)
+    return updates
+
+
 def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip().casefold()
 
@@ -163,7 +231,8 @@ class SemanticDedup(Stage):
     inside one source: off, since a source's own repetitions are part of what it says),
     ``copy_tokens`` (an exact copy of a block at least this long inside one source — a log or
     a file listing printed again — is merged all the same; 0 switches that off), ``layers``
-    (the layers deduplicated).
+    (the layers deduplicated), ``log_repeats`` (a log line written again at other times goes out once,
+    with its count: :func:`_log_repeats`; False keeps every copy).
     """
 
     name = "dedup"
@@ -173,7 +242,8 @@ class SemanticDedup(Stage):
 
     def __init__(self, *, threshold: float = 0.92, embedder: str = "minilm", threads: int | None = None,
                  safety: float = 1.5, min_candidates: int = 64, min_words: int = 5,
-                 within_source: bool = False, copy_tokens: int = 40, layers: Sequence[str] = ("fact",)) -> None:
+                 within_source: bool = False, copy_tokens: int = 40, layers: Sequence[str] = ("fact",),
+                 log_repeats: bool = True) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"dedup: threshold must be within (0, 1], got {threshold}")
         self.threshold = float(threshold)
@@ -185,6 +255,7 @@ class SemanticDedup(Stage):
         self.within_source = bool(within_source)
         self.copy_tokens = int(copy_tokens)
         self.layers = tuple(layers)
+        self.log_repeats = bool(log_repeats)
         self._embedder: Any = None
 
     def _model(self) -> Any:
@@ -205,6 +276,10 @@ class SemanticDedup(Stage):
         live = [s for s in doc.segments if not s.dropped and s.layer in self.layers
                 and s.layer not in PINNED_LAYERS and len(s.text.split()) >= self.min_words]
         n_live = len(live)
+        # a log line written again at another time: out once, with its count (before the rest, which
+        # keeps a log line's exact repeats and would block these on their differing numbers)
+        log_updates = _log_repeats(live, position, doc) if self.log_repeats else {}
+        live = [s for s in live if s.id not in log_updates]
 
         counter = get_counter(doc.tokenizer or plan.tokenizer)
         # Exact duplicates (after whitespace/case folding) among all live segments.
@@ -256,8 +331,9 @@ class SemanticDedup(Stage):
 
         merged, kept, blocked = self._groups(live, pairs, sources, position, _contexts(doc))
         by_id = {s.id: s for s in live}
-        updates: dict[str, Segment] = {}
-        decisions: list[dict[str, Any]] = []
+        updates: dict[str, Segment] = dict(log_updates)
+        decisions: list[dict[str, Any]] = [{"kept": s.id, "merged": m, "cosine": 1.0, "log_line": True}
+                                           for s in log_updates.values() if s.status == "folded" for m in s.merged_from]
         for keeper_id, members in kept.items():
             keeper = by_id[keeper_id]
             best = max([keeper.score or 0.0] + [by_id[m].score or 0.0 for m, _ in members])
@@ -275,7 +351,8 @@ class SemanticDedup(Stage):
         segments = tuple(updates.get(s.id, s) for s in doc.segments)
         event = TraceEvent(stage=self.name, data={
             "segments": n_live, "embedded": len(cands) if len(cands) > 1 else 0, "k": k,
-            "threshold": self.threshold, "merged": len(merged), "blocked": blocked,
+            "threshold": self.threshold, "merged": len(merged) + sum(s.status == "merged" for s in log_updates.values()),
+            "blocked": blocked,
             "decisions": decisions[:200],
         })
         return doc.with_event(event, segments=segments)

@@ -284,6 +284,51 @@ _VARYING_RE = re.compile(
     re.IGNORECASE)
 
 
+#: A numbered worker, thread, pod or process of one service ("[sync-worker-2]", "Thread-7", "pool-1-thread-3"):
+#: which of them wrote a log line, not what the line says. Only :func:`log_template` masks its number; a
+#: failure report keeps it (:func:`failure_template`: "worker-12 exited with code 137" is that worker's failure).
+_WORKER_RE = re.compile(r"\b(worker|thread|pod|proc|process|executor|consumer|runner)([-_#]?)\d+\b", re.IGNORECASE)
+_ADDRESS_RE = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?")
+_HEX_ID_RE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|(?=\d*[a-f])[0-9a-f]{6,}", re.IGNORECASE)
+_DURATION_RE = re.compile(r"\d+(?:\.\d+)?\s?[a-zµ]+", re.IGNORECASE)
+
+
+def _varying_kind(text: str) -> str:
+    """What a part of a line masked by :data:`_VARYING_RE` (or :data:`_WORKER_RE`) is, in a word."""
+    if _ADDRESS_RE.fullmatch(text):
+        return "address"
+    if _HEX_ID_RE.fullmatch(text):
+        return "id"
+    if text.startswith("["):
+        return "pid"
+    if _DURATION_RE.fullmatch(text):
+        return "duration"
+    if any(c in text for c in "-/:"):
+        return "time"
+    return "number"
+
+
+def log_template(line: str) -> tuple[str, tuple[tuple[str, int, int], ...]]:
+    """One line of a log with what differs between two records of one event masked: the parts
+    :func:`failure_template` masks (times, dates, durations, pids, hex and request ids, addresses,
+    counters) and a worker's or thread's number; with those parts, each as (kind, start, end) in
+    *line* (kind: ``time``, ``duration``, ``pid``, ``id``, ``address``, ``number``, ``worker``).
+
+    >>> log_template("2024-03-11T01:53:29Z ERROR [sync-worker-2] POST /v2/shipments failed status=502 after 30000ms")[0]
+    '#T# ERROR [sync-worker-#] POST /v2/shipments failed status=502 after #'
+    """
+    parts = [(m.start(), m.end(), _varying_kind(m.group(0))) for m in _VARYING_RE.finditer(line)]
+    parts += [(m.end(2), m.end(), "worker") for m in _WORKER_RE.finditer(line)
+              if not any(a <= m.end(2) < b for a, b, _ in parts)]
+    parts.sort()
+    out, at = [], 0
+    for a, b, _ in parts:
+        out.append(line[at:a] + "#")
+        at = b
+    out.append(line[at:])
+    return "".join(out), tuple((kind, a, b) for a, b, kind in parts)
+
+
 def failure_template(text: str) -> tuple[str, ...]:
     """The lines of *text* that report a failure, with what differs between two reports of one failure
     masked (:data:`_VARYING_RE`): two lines of a log that say the same thing at another time, from

@@ -213,3 +213,59 @@ def test_the_same_words_going_on_from_different_first_sentences_are_two_statemen
     # the same paragraph twice is still one
     again = run([Source(id="a", text=notes[0].text), Source(id="b", text=notes[0].text)])
     assert sum(s.status == "merged" for s in again.segments) == 2
+
+
+def test_a_log_line_written_again_at_other_times_goes_out_once_with_its_count():
+    # QA s29/qa5 #3: "… ERROR [sync-worker-N] POST /v2/shipments failed status=502 … after 30000ms" 22 times in a
+    # ticket's log, differing only in time and worker, went out 14 times (700 of 1269 tokens) while the
+    # root cause and the fix were dropped
+    error = "ERROR [sync-worker-{w}] POST /v2/shipments failed status={st} upstream=carrier-gw-eu1 err=ETIMEDOUT after 30000ms"
+    lines = []
+    for k in range(6):
+        lines.append(f"2024-03-11T0{k}:10:00Z INFO [sync-worker-{k % 4 + 1}] batch finished ok={480 + k} failed={20 - k}")
+        lines.append(f"2024-03-11T0{k}:13:2{k}Z " + error.format(w=k % 4 + 1, st=502))
+    lines.append("2024-03-11T07:00:00Z " + error.format(w=2, st=503))  # another status: another failure
+    lines.append("2024-03-11T07:30:00Z ERROR [billing-worker-2] disk usage at 91% on /var/lib/pg")
+    lines.append("2024-03-11T07:40:00Z ERROR [billing-worker-3] disk usage at 99% on /var/lib/pg")
+    out = run([Source(id="t", text="Relevant logs:\n\n```\n" + "\n".join(lines) + "\n```\n")])
+    copies = [s for s in out.segments if "status=502" in s.text]
+    assert [s.status for s in copies] == ["folded"] + ["merged"] * 5
+    first = copies[0]
+    assert first.text.endswith("2024-03-11T00:13:20Z " + error.format(w=1, st=502) + " [REPEATED: ×6, last 2024-03-11T05:13:25Z]")
+    assert first.merged_from == tuple(s.id for s in copies[1:])
+    assert copies[1].reasons[-1] == (f"dedup: same log line as {first.id} but for its time and worker; "
+                                     f"kept {first.id} (the first in the log)")
+    assert copies[4].reasons[-1].startswith(f"dedup: same log line as {first.id} but for its time;")  # worker 1 again
+    # a line that differs in a value of its own (status 503, ok=/failed= counts, 91% / 99%) keeps its place
+    for kept in ("status=503", "ok=480", "ok=485", "disk usage at 91%", "disk usage at 99%"):
+        (seg,) = [s for s in out.segments if kept in s.text]
+        assert seg.status == "verbatim" and "×" not in seg.text, kept
+    assert next(e for e in out.trace if e.stage == "dedup").data["merged"] == 5
+    # switched off, every copy stays; a log line without its time, or two alike, keeps its repeats
+    assert not any(s.dropped for s in run([Source(id="t", text="```\n" + "\n".join(lines) + "\n```\n")],
+                                          log_repeats=False).segments)
+    untimed = "```\n" + "\n".join(error.format(w=w, st=502) for w in (1, 2, 3)) + "\n```\n"
+    assert not any(s.dropped for s in run([Source(id="t", text=untimed)]).segments)
+    # a line with a stack trace under it goes with its own trace: each says another cause
+    frames = "\n".join(f"    at com.acme.sync.Worker.step{i}(Worker.java:{i * 10})" for i in range(30))
+    traced = "\n".join(f"2024-03-11 0{k}:10:00 INFO [sync-worker-{k + 1}] batch started tenant=acme items=500\n"
+                       f"2024-03-11 0{k}:13:00 ERROR [sync-worker-{k + 1}] Unhandled exception in the sync loop\n"
+                       f"java.lang.IllegalStateException: carrier {k} refused the label\n{frames}" for k in range(3))
+    out = run([Source(id="t", text=traced)])
+    assert [s.status for s in out.segments if "Unhandled" in s.text] == ["verbatim"] * 3
+    assert [s.status for s in out.segments if "batch started" in s.text] == ["folded", "merged", "merged"]
+
+
+def test_a_repeated_log_line_goes_out_once_within_the_budget():
+    plan = Plan(domain="t", roles={"default": RoleContract("default", 160)})
+    log = "\n".join(f"2024-03-11T{h:02d}:13:29Z ERROR [sync-worker-{h % 4 + 1}] POST /v2/shipments failed status=502 "
+                    f"upstream=carrier-gw-eu1 err=ETIMEDOUT after 30000ms" for h in range(20))
+    text = (f"Relevant logs:\n\n```\n{log}\n```\n\nRoot cause: version 5.2 raised max_parallel from 4 to 16, above the "
+            "carrier gateway's rate limit of 50 requests per second.\n\nFix: a per-tenant max_parallel setting of 4, "
+            "applied by hot reload with no restart.\n")
+    from odcf.compressor import Compressor
+
+    r = Compressor(plan, stages={"rerank": False, "dedup": {"embedder": "hash"}}).compress(
+        text, query="What was the root cause and the fix?", budget=160, annotate=False)
+    assert r.text.count("POST /v2/shipments failed") == 1 and "[REPEATED: ×20, last 2024-03-11T19:13:29Z]" in r.text, r.text
+    assert "rate limit of 50 requests per second" in r.text and "max_parallel setting of 4" in r.text, r.text
