@@ -67,8 +67,8 @@ def fold_prefixes(
 
     *spans* are protected ``(start, end)`` offsets into *text*: no prefix cuts through one.
     Stats: ``runs`` folded, ``lines`` folded, ``chars_saved``, and of those ``repeats``, the runs of
-    identical lines, and ``repeated``, their lines. Existing ``[PREFIX: ...]`` blocks are left as they
-    are, so folding twice changes nothing more.
+    identical lines, and ``repeated``, their lines. Existing ``[PREFIX: ...]`` blocks and ``[REPEAT ×n: ...]``
+    lines are left as they are, so folding twice changes nothing more.
 
     >>> print(fold_prefixes("head\\n" + "Section 9.1 applies.\\n" * 5 + "tail")[0])
     head
@@ -94,6 +94,10 @@ def fold_prefixes(
                 if out[-1] == END:
                     break
             continue
+        if _REPEAT.match(line):  # an earlier fold's repeat: as it is (and no prefix of two such lines)
+            out.append(line)
+            i += 1
+            continue
         k = i + 1
         while k < n and lines[k][1] == line:
             k += 1
@@ -108,7 +112,7 @@ def fold_prefixes(
             continue
         common = len(line)
         j = i + 1
-        while j < n and not _HEAD.match(lines[j][1]) and lines[j][1] != END:
+        while j < n and not _HEAD.match(lines[j][1]) and not _REPEAT.match(lines[j][1]) and lines[j][1] != END:
             c = len(os.path.commonprefix([line[:common], lines[j][1]]))
             # stop where the usable prefix (ending between words) gets too short; it only shrinks
             if c < min_chars or _prefix_len(lines[i:j + 1], c, ()) < min_chars:

@@ -138,3 +138,12 @@ def test_identical_lines_are_written_once_with_their_count_never_as_a_prefix_ove
     out = fold_prefixes(mixed)[0]
     assert out.split("\n")[:2] == ["2024-05-01 12:30 INFO api:", "[PREFIX: 2024-05-01 12:30 INFO api: call ]"]
     assert "" not in out.split("\n") and unfold_prefixes(out) == mixed
+
+
+def test_two_repeat_lines_in_a_row_are_not_folded_again_under_their_shared_prefix():
+    # hypothesis (s29): '[REPEAT ×2: "user_id": "a]' over '[REPEAT ×2: 2024-05-01 …]' became '[PREFIX: [REPEAT ×2: ]' on a
+    # second fold: folding was not idempotent
+    text = "\n".join(['"user_id": "a'] * 2 + ["2024-05-01 12:30:00 INFO api: a"] * 2)
+    once, _ = fold_prefixes(text, min_lines=2, min_chars=1)
+    assert once.splitlines() == ['[REPEAT ×2: "user_id": "a]', "[REPEAT ×2: 2024-05-01 12:30:00 INFO api: a]"]
+    assert fold_prefixes(once, min_lines=2, min_chars=1)[0] == once and unfold_prefixes(once) == text
