@@ -1877,7 +1877,7 @@ class LexicalRanker(Stage):
             relevance = (r / top_rel) if top_rel > 0 else 0.0
             d = density(seg)
             if not doc.query and detect_language(seg.text[:400]) == "en":
-                # no query to steer by: a segment's names count as its numbers do (see fact_density)
+                # no query to steer by: the share of its words that carry a fact (figures; names at half weight)
                 d = max(d, fact_density(seg, recurring.get(seg.source_id, frozenset())))
             raw.append((0.2 + relevance) * (0.5 + self.density_weight * d))
         top_raw = max(raw) if raw else 0.0
