@@ -329,9 +329,21 @@ class SemanticDedup(Stage):
                 if a.layer == b.layer and (self.within_source or a.source_id != b.source_id):
                     pairs.setdefault((a.id, b.id), round(float(sims[i, j]), 4))
 
+        self._apart: set[str] = set()
         merged, kept, blocked = self._groups(live, pairs, sources, position, _contexts(doc))
         by_id = {s.id: s for s in live}
         updates: dict[str, Segment] = dict(log_updates)
+        # the same sentence said in one source after two different first sentences ("The investigator confirmed …"
+        # under "Participant P-0112 …" and under "Participant P-0114 …") is kept apart, and each copy then goes
+        # only with the first sentence of its paragraph: delivered without it, it reads as the other copy (and a
+        # second compression, no longer seeing the first sentences, would merge the two)
+        openers = _openers(doc)
+        for sid in sorted(self._apart, key=lambda i: position[i]):
+            seg, opener = by_id[sid], openers.get(sid)
+            if opener is not None and not seg.meta.get("budget_needs"):
+                updates[sid] = seg.replace(meta={**seg.meta, "budget_needs": opener,
+                                                 "budget_needs_what": "the first sentence of its paragraph (the same "
+                                                 "words follow another sentence elsewhere in the source)"})
         decisions: list[dict[str, Any]] = [{"kept": s.id, "merged": m, "cosine": 1.0, "log_line": True}
                                            for s in log_updates.values() if s.status == "folded" for m in s.merged_from]
         for keeper_id, members in kept.items():
@@ -344,7 +356,7 @@ class SemanticDedup(Stage):
                     f"({_why(sources[keeper.source_id], sources[seg.source_id])})",
                     status="merged")
                 decisions.append({"kept": keeper_id, "merged": mid, "cosine": cos})
-            updates[keeper_id] = keeper.with_reason(
+            updates[keeper_id] = updates.get(keeper_id, keeper).with_reason(
                 f"dedup: kept over {', '.join(m for m, _ in members)}",
                 merged_from=keeper.merged_from + tuple(m for m, _ in members),
                 score=round(best, 6) if keeper.score is not None else keeper.score)
@@ -392,6 +404,8 @@ class SemanticDedup(Stage):
                 if (not same and sig(keeper) != sig(by_id[other_id])) \
                         or not _same_context(keeper, by_id[other_id], contexts):
                     blocked.add(tuple(sorted((keeper.id, other_id))))  # type: ignore[arg-type]
+                    if same and keeper.source_id == by_id[other_id].source_id:
+                        self._apart.update((keeper.id, other_id))  # said again after another first sentence
                     continue
                 merged.add(other_id)
                 kept.setdefault(keeper.id, []).append((other_id, cos))
@@ -415,6 +429,17 @@ def _contexts(doc: Document) -> dict[str, str]:
             context = _norm(opener.original)
             if not (_prose(opener) and said[(seg.source_id, context)] > 1):
                 out[seg.id] = context
+    return out
+
+
+def _openers(doc: Document) -> dict[str, str]:
+    """For each sentence that is not the first of its paragraph, the id of that first segment."""
+    first: dict[tuple[str, int], Segment] = {}
+    out: dict[str, str] = {}
+    for seg in doc.segments:
+        opener = first.setdefault((seg.source_id, seg.paragraph), seg)
+        if opener is not seg and seg.kind == "sentence":
+            out[seg.id] = opener.id
     return out
 
 

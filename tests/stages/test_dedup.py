@@ -210,6 +210,13 @@ def test_the_same_words_going_on_from_different_first_sentences_are_two_statemen
     out = run(notes)
     assert not any(s.status == "merged" for s in out.segments)
     assert next(e for e in out.trace if e.stage == "dedup").data["blocked"] == 1
+    # in one source, each copy then goes only with the first sentence of its paragraph (a second compression,
+    # no longer seeing the first sentences, merged the two: compressing twice changed the text, s29)
+    one = run([Source(id="n", text="\n\n".join(n.text for n in notes))])
+    copies = [s for s in one.segments if s.original == said]
+    openers = [s for s in one.segments if s.original.startswith("Participant")]
+    assert [c.meta.get("budget_needs") for c in copies] == [o.id for o in openers]
+    assert not any(s.status == "merged" for s in one.segments)
     # the same paragraph twice is still one
     again = run([Source(id="a", text=notes[0].text), Source(id="b", text=notes[0].text)])
     assert sum(s.status == "merged" for s in again.segments) == 2
