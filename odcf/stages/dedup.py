@@ -329,19 +329,18 @@ class SemanticDedup(Stage):
                 if a.layer == b.layer and (self.within_source or a.source_id != b.source_id):
                     pairs.setdefault((a.id, b.id), round(float(sims[i, j]), 4))
 
-        self._apart: set[str] = set()
-        merged, kept, blocked = self._groups(live, pairs, sources, position, _contexts(doc))
+        openers = _openers(doc)
+        merged, kept, blocked, apart = self._groups(live, pairs, sources, position, _contexts(doc, openers))
         by_id = {s.id: s for s in live}
         updates: dict[str, Segment] = dict(log_updates)
         # the same sentence said in one source after two different first sentences ("The investigator confirmed …"
         # under "Participant P-0112 …" and under "Participant P-0114 …") is kept apart, and each copy then goes
         # only with the first sentence of its paragraph: delivered without it, it reads as the other copy (and a
         # second compression, no longer seeing the first sentences, would merge the two)
-        openers = _openers(doc)
-        for sid in sorted(self._apart, key=lambda i: position[i]):
+        for sid in sorted(apart, key=lambda i: position[i]):
             seg, opener = by_id[sid], openers.get(sid)
             if opener is not None and not seg.meta.get("budget_needs"):
-                updates[sid] = seg.replace(meta={**seg.meta, "budget_needs": opener,
+                updates[sid] = seg.replace(meta={**seg.meta, "budget_needs": opener.id,
                                                  "budget_needs_what": "the first sentence of its paragraph (the same "
                                                  "words follow another sentence elsewhere in the source)"})
         decisions: list[dict[str, Any]] = [{"kept": s.id, "merged": m, "cosine": 1.0, "log_line": True}
@@ -371,9 +370,10 @@ class SemanticDedup(Stage):
 
     def _groups(self, live: Sequence[Segment], pairs: dict[tuple[str, str], float],
                 sources: dict[str, Source], position: dict[str, int], contexts: dict[str, str] | None = None,
-                ) -> tuple[set[str], dict[str, list[tuple[str, float]]], int]:
+                ) -> tuple[set[str], dict[str, list[tuple[str, float]]], int, set[str]]:
         """Greedy grouping: the best keeper claims its duplicates first. Two segments whose
-        *contexts* differ are never one (see :func:`_contexts`)."""
+        *contexts* differ are never one (see :func:`_contexts`); the last item returned holds the
+        copies of one sentence in one source kept apart so (each goes only with its first sentence)."""
         contexts = contexts or {}
         by_id = {s.id: s for s in live}
         neighbours: dict[str, dict[str, float]] = {}
@@ -385,6 +385,7 @@ class SemanticDedup(Stage):
         merged: set[str] = set()
         kept: dict[str, list[tuple[str, float]]] = {}
         blocked: set[tuple[str, str]] = set()
+        apart: set[str] = set()
         sig_cache: dict[str, Any] = {}
 
         def sig(s: Segment) -> Any:
@@ -405,14 +406,14 @@ class SemanticDedup(Stage):
                         or not _same_context(keeper, by_id[other_id], contexts):
                     blocked.add(tuple(sorted((keeper.id, other_id))))  # type: ignore[arg-type]
                     if same and keeper.source_id == by_id[other_id].source_id:
-                        self._apart.update((keeper.id, other_id))  # said again after another first sentence
+                        apart.update((keeper.id, other_id))  # said again after another first sentence
                     continue
                 merged.add(other_id)
                 kept.setdefault(keeper.id, []).append((other_id, cos))
-        return merged, kept, len(blocked)
+        return merged, kept, len(blocked), apart
 
 
-def _contexts(doc: Document) -> dict[str, str]:
+def _contexts(doc: Document, openers: dict[str, Segment]) -> dict[str, str]:
     """For each sentence that is not the first of its paragraph, that first sentence (folded): what
     it goes on from. "The investigator confirmed a diagnosis of diabetic kidney disease …" under
     "Participant P-0112 was screened …" and the same words under "Participant P-0114 …" are two
@@ -421,25 +422,22 @@ def _contexts(doc: Document) -> dict[str, str]:
     on from: a contract whose paragraphs of boilerplate open with "Notices under this Section …" or
     "Schedule B sets out …" said "The Supplier shall maintain ISO 9001 certification …" once."""
     said = Counter((seg.source_id, _norm(seg.original)) for seg in doc.segments if _prose(seg))
-    first: dict[tuple[str, int], Segment] = {}
     out: dict[str, str] = {}
-    for seg in doc.segments:
-        opener = first.setdefault((seg.source_id, seg.paragraph), seg)
-        if opener is not seg and seg.kind == "sentence":
-            context = _norm(opener.original)
-            if not (_prose(opener) and said[(seg.source_id, context)] > 1):
-                out[seg.id] = context
+    for sid, opener in openers.items():
+        context = _norm(opener.original)
+        if not (_prose(opener) and said[(opener.source_id, context)] > 1):
+            out[sid] = context
     return out
 
 
-def _openers(doc: Document) -> dict[str, str]:
-    """For each sentence that is not the first of its paragraph, the id of that first segment."""
+def _openers(doc: Document) -> dict[str, Segment]:
+    """For each sentence that is not the first of its paragraph (*openers* of :func:`_contexts`), that first segment."""
     first: dict[tuple[str, int], Segment] = {}
-    out: dict[str, str] = {}
+    out: dict[str, Segment] = {}
     for seg in doc.segments:
         opener = first.setdefault((seg.source_id, seg.paragraph), seg)
         if opener is not seg and seg.kind == "sentence":
-            out[seg.id] = opener.id
+            out[seg.id] = opener
     return out
 
 
