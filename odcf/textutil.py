@@ -217,10 +217,21 @@ _TITLE_ABBREV = frozenset(
 # quotation marks and brackets right after the mark (group "close" or "cjk") belong to the sentence they
 # close: 'the pump "simply stopped running."', '他说：“我不去。”'.
 _CLOSERS = "\"'\u201d\u2019)\\]\u00bb\u300d\u300f\uff09"
+#: The roles of a chat with an agent, as its tags and labels name them ("user:", "[assistant]").
+ROLE_WORDS = r"user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer"
+#: A separator run between two messages ("---", "===", "___", "***"): after a sentence's end on one line, it
+#: opens the next message of a thread whose lines were joined ("… within 4 days.  --- Message 3 — Agent …").
+SEPARATOR_RUN = r"(?:-{3,}|={3,}|_{3,}|\*{3,})(?=\s)"
+SEPARATOR_RE = re.compile(SEPARATOR_RUN)
+#: What opens a message inside a line after a sentence's end: a separator run, or a chat role's label in
+#: lower case, which a sentence never opens with ("… arrived today. agent: …"; a capitalised label,
+#: "Message 3 (customer, 2024-05-01):", "From: …", is a sentence start anyway).
+MESSAGE_OPEN_RE = re.compile(SEPARATOR_RUN + r"|(?:" + ROLE_WORDS + r")(?:[ \t]*\([^()\n]{1,24}\))?:[ \t]")
 _BOUNDARY_RE = re.compile(
     r"(?:(?<=[.!?])(?P<close>[" + _CLOSERS + r"]*)\s+"
     # a footnote opens with its mark: "¹ Restated for …", "† Not audited."
-    r"(?=(?:[\"'\u201c\u2018(\[\u300c\u300e]|[\u201c\u2018(\[\u300c\u300e] )?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "])"
+    r"(?=(?:[\"'\u201c\u2018(\[\u300c\u300e]|[\u201c\u2018(\[\u300c\u300e] )?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "]"
+    r"|" + MESSAGE_OPEN_RE.pattern + ")"
     r"|(?<=[\u3002\uff01\uff1f\uff1b])(?P<cjk>[" + _CLOSERS + r"]*)\s*)"
 )
 
@@ -240,8 +251,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         mark = m.start()  # right after the final . ! ? 。 …
         if mark <= start:
             continue
-        if _ends_with_abbreviation(text[start:mark], text[m.end():m.end() + 1]) or _in_inline_code(text, start, mark):
-            continue
+        if (_ends_with_abbreviation(text[start:mark], text[m.end():m.end() + 1])
+                and not SEPARATOR_RE.match(text, m.end())) or _in_inline_code(text, start, mark):
+            continue  # "Acme Ltd.  --- Message 3 …": a separator ends the sentence, whatever its last word
         spaced = m.group("close") is not None
         closers = m.group("close") if spaced else m.group("cjk")
         cut = mark + _closing(text, start, mark, closers, spaced=spaced)

@@ -96,6 +96,7 @@ from odcf.stages.segment.yamlparts import (
 from odcf.textutil import (
     CLAUSE_GOES_ON,
     HAN_RE,
+    SEPARATOR_RE,
     STOPWORDS,
     iter_lines_with_offsets,
     loads_json,
@@ -720,8 +721,15 @@ class Segmenter(Stage):
                 last_label = None
             # the next line of a message (no label of its own): the message's speaker, not its opening
             said_by = label if label is not None else last_label
+            first_paragraph = paragraph
             for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words,
                                         backward=said_by is None):
+                if ss > 0 and SEPARATOR_RE.match(text, ps + ss):
+                    # "… within 4 days.  --- Message 3 — Agent …": a thread whose lines were joined into one;
+                    # the separator opens the next message, a paragraph of its own (its refund is delivered
+                    # under its own header, never after the message above's), and not the line's speaker's
+                    paragraph += 1
+                    said_by = label = None
                 cuts = [c for a, b in _cut_long(text, ps + ss, ps + se, sentence_chars or self.max_sentence_chars)
                         for c in _clauses(text, a, b, self.clause_cut_chars)]
                 for part, (cs, ce) in enumerate(cuts):
@@ -733,7 +741,7 @@ class Segmenter(Stage):
                     if j == i + 1 and lone_numbered_title(lines, i):
                         meta = {**(meta or {}), "lone_number": True}  # "4.5 Bathrooms": a listing's value
                     pieces.append(Piece(cs, ce, kind, paragraph, meta))
-            prose[paragraph] = (i, j)
+            prose[first_paragraph] = (i, j)
             paragraph += 1
             i = j
         # where each piece of a paragraph sits on its lines, and the numbered items it is in: render
@@ -1212,7 +1220,8 @@ def _attach_short(text: str, spans: list[tuple[int, int]], min_words: int, *,
     pending: int | None = None
     for k, (a, b) in enumerate(spans):
         start = a if pending is None else pending
-        short = _word_count(text[a:b]) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
+        short = (_word_count(text[a:b]) < min_words and k + 1 < len(spans) and "\n\n" not in text[b:spans[k + 1][0]]
+                 and not SEPARATOR_RE.match(text, spans[k + 1][0]))  # "Thanks. --- Message 3 …": another message
         if short and "\n" in text[b:spans[k + 1][0]] and not _opens_line(text, start):
             # the last sentence of a line that others open is no lead-in of the next line: joined to it,
             # "Interest compounds monthly." took clause 7.3's first sentence into clause 7.2

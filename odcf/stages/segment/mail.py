@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from odcf.stages.segment.lines import FENCE_RE, HEADING_RE, Piece
+from odcf.textutil import ROLE_WORDS
 
 #: The field names of an email's header ("From: Lina Park", "Sent: 3 June 2024 10:14").
 MAIL_FIELDS = r"(?i:from|to|cc|bcc|date|sent|subject|reply-to)"
@@ -38,8 +39,6 @@ NOT_SPEAKER = (r"(?:" + LOG_LEVELS + r"|PANIC|EMERG"
 #: An agent log's role tag in brackets, without a colon: "[user]", "[assistant]", "[system]",
 #: "[assistant -> get_order]" (a tool call), "[tool get_order]" (its result); a role word, then maybe
 #: the tool's name. "[Note]" or "[2]" is no role.
-#: The roles of a chat with an agent, as its tags and labels name them.
-ROLE_WORDS = r"user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer"
 ROLE_TAG = (r"\[(?i:" + ROLE_WORDS + r")"
             r"(?:[ \t]*(?:->|→|:)[ \t]*[\w.\-]{1,40}|[ \t]+[\w.\-]{1,40})?\]")
 #: A speaker label opening a line of a transcript or chat log: "Professor E:", "PhD C:", "Dr. Kim:",
