@@ -198,6 +198,7 @@ class OnnxEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._input_names: tuple[str, ...] = ()
+        self._file_key: str | None = None
 
     def warm_up(self) -> None:
         """Load the tokenizer and the session (once per process)."""
@@ -210,6 +211,13 @@ class OnnxEmbedder:
         out = self._session.get_outputs()[0]
         if out.shape[-1] != DIM:
             raise StageError(f"embedding model {path}: expected output width {DIM}, got {out.shape}")
+
+    def file_key(self) -> str:
+        """What this model's vectors depend on: the sha256 of model and tokenizer, and the truncation."""
+        if self._file_key is None:
+            model = Path(self.model_path or default_model_path())
+            self._file_key = f"{self.name}:{_file_sha256(model)}:{_file_sha256(self.tokenizer_path)}:{self.max_tokens}"
+        return self._file_key
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         self.warm_up()
@@ -394,6 +402,48 @@ class CachedEmbedder:
                 while len(self._cache) > self.max_entries:
                     self._cache.popitem(last=False)
         return out
+
+
+#: A list of at least this many texts given to :func:`encode_lasting` keeps its vectors on disk: a
+#: large ontology's concept queries (2,000 concepts took 31 s to embed on 2 cores) are embedded once
+#: per model and query list, not on every ``odcf compress``
+LASTING_MIN_TEXTS = 64
+
+
+def encode_lasting(emb: CachedEmbedder, texts: Sequence[str]) -> np.ndarray:
+    """``emb.encode(texts)``, kept under :func:`cache_dir` when *texts* are many and the model is ONNX.
+
+    The file is named by the sha256 of the model, its tokenizer, the truncation length and the texts,
+    so it is only ever read back for the same texts under the same model; a vector does not depend
+    on the batch it was computed in (:class:`CachedEmbedder` relies on the same), so reading it back
+    gives what encoding would. An unreadable file is recomputed and an unwritable cache costs the
+    encoding next time, nothing else.
+    """
+    inner = emb.inner
+    if len(texts) < LASTING_MIN_TEXTS or not isinstance(inner, OnnxEmbedder):
+        return emb.encode(texts)
+    h = hashlib.sha256(inner.file_key().encode())
+    for t in texts:
+        h.update(t.encode("utf-8", "surrogatepass") + b"\x00")
+    path = cache_dir() / f"vectors-{h.hexdigest()[:32]}.npy"
+    if path.is_file():
+        try:
+            vecs = np.load(path)
+            if vecs.shape == (len(texts), inner.dim) and vecs.dtype == np.float32:
+                return vecs
+            logger.warning("cached vectors %s have shape %s, expected %s; recomputing",
+                           path, vecs.shape, (len(texts), inner.dim))
+        except (OSError, ValueError) as exc:
+            logger.warning("cached vectors %s unreadable (%s); recomputing", path, exc)
+    vecs = emb.encode(texts)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npy")
+        np.save(tmp, vecs)
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.warning("could not cache %d vectors at %s: %s", len(texts), path, exc)
+    return vecs
 
 
 _EMBEDDERS: dict[str, CachedEmbedder] = {}

@@ -381,7 +381,10 @@ class EmbeddingReranker(Stage):
                          "mean_segment_tokens": round(mean_tokens, 2)})
 
             model = self._model()
-            qvec = model.encode(qtexts)
+            from odcf.backends.embedder import encode_lasting
+
+            # the plan's queries are the same on every call: a large ontology's are kept on disk
+            qvec = np.vstack([model.encode(asked), encode_lasting(model, queries)]) if queries else model.encode(asked)
             svec = model.encode([scored_as[s.id] for s in chosen])
             data["embedded"] = len(chosen)
             data["embedded_tokens"] = sum(counter.count(s.text) for s in chosen)

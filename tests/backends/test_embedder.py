@@ -90,3 +90,54 @@ def test_static_embedder_is_a_cached_distillation(tmp_path, monkeypatch):
     assert v[0] @ v[1] > v[0] @ v[2]
     again = StaticEmbedder(threads=1).encode(["The tenant must pay rent monthly."])
     assert np.allclose(again[0], v[0], atol=1e-6)
+
+
+def _concepts(n: int) -> list[str]:
+    return [f"concept {i}: liability cap, indemnity and termination notice {i * 7}" for i in range(n)]
+
+
+def test_a_long_query_list_is_embedded_once_per_model_and_read_back_exactly(monkeypatch, tmp_path):
+    """2,000 concept queries took 31 s to embed on every `odcf compress`: they are kept on disk."""
+    from odcf.backends.embedder import LASTING_MIN_TEXTS, CachedEmbedder, OnnxEmbedder, encode_lasting
+
+    monkeypatch.setenv("ODCF_CACHE", str(tmp_path))
+    texts = _concepts(LASTING_MIN_TEXTS + 6)
+    first = encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), texts)
+    files = list(tmp_path.glob("vectors-*.npy"))
+    assert len(files) == 1
+    assert first.tobytes() == CachedEmbedder(OnnxEmbedder(threads=1)).encode(texts).tobytes()
+
+    fresh = CachedEmbedder(OnnxEmbedder(threads=1))
+
+    def no_model(_texts):
+        raise AssertionError("the model ran although the vectors were on disk")
+
+    monkeypatch.setattr(fresh.inner, "encode", no_model)
+    assert encode_lasting(fresh, texts).tobytes() == first.tobytes()
+    # other texts are another file: never read back for the wrong list
+    other = encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), texts[:-1] + ["a different concept"])
+    assert len(list(tmp_path.glob("vectors-*.npy"))) == 2
+    assert other[:-1].tobytes() == first[:-1].tobytes()  # a vector does not depend on its batch
+    assert not np.array_equal(other[-1], first[-1])
+
+
+def test_a_short_query_list_and_a_broken_cache_are_encoded_as_usual(monkeypatch, tmp_path, caplog):
+    from odcf.backends.embedder import LASTING_MIN_TEXTS, CachedEmbedder, OnnxEmbedder, encode_lasting
+
+    monkeypatch.setenv("ODCF_CACHE", str(tmp_path))
+    short = _concepts(LASTING_MIN_TEXTS - 1)
+    encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), short)
+    assert not list(tmp_path.glob("vectors-*.npy"))
+
+    texts = _concepts(LASTING_MIN_TEXTS)
+    want = CachedEmbedder(OnnxEmbedder(threads=1)).encode(texts)
+    encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), texts)
+    (path,) = tmp_path.glob("vectors-*.npy")
+    path.write_bytes(b"not an array")
+    with caplog.at_level("WARNING", logger="odcf"):
+        got = encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), texts)
+    assert got.tobytes() == want.tobytes()
+    assert "unreadable" in caplog.text
+    # an unwritable cache costs the encoding, nothing else
+    monkeypatch.setenv("ODCF_CACHE", str(path / "under-a-file"))
+    assert encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), texts).tobytes() == want.tobytes()
