@@ -153,3 +153,17 @@ def test_an_anchor_that_runs_past_its_limit_is_an_ontology_error_naming_its_file
     assert main(["compress", str(doc), "--ontology", str(path), "--budget", "50"]) == 2
     assert f"{path}:8: protect.anchors[1].pattern: anchor 'redos' ran past 0.2 s" in capsys.readouterr().err
 
+
+def test_provided_after_its_subject_with_no_verb_of_a_condition_is_the_verb_not_a_connective(plan):
+    import dataclasses
+
+    plan = dataclasses.replace(plan, protection=dataclasses.replace(
+        plan.protection, connectives=plan.protection.connectives + ("provided", "provided that")))
+    text = ("The insured provided receipts for several contents items. The adjuster then provided an estimate. "
+            "Cover applies provided notice is given within 30 days. Payment is due in 30 days provided the invoice "
+            "is correct. Provided the roof is sound, the claim is paid. Refunds are issued, provided that the goods "
+            "are unused.")
+    doc = protect(text, plan)
+    found = sorted(sp.text for s in doc.segments for sp in s.protected if sp.rule.startswith("connective:provided"))
+    assert found == ["Provided the roof is sound", "provided notice is given within",
+                     "provided that the goods are unused", "provided the invoice is correct"], found
