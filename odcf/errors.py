@@ -59,6 +59,12 @@ class StageError(OdcfError):
     """A stage that cannot run: missing requirement, missing model, bad option."""
 
 
+class PatternTimeoutError(OntologyError, StageError):
+    """A pattern of the ontology that ran past its time limit while a stage searched a text (catastrophic
+    backtracking the load-time probe did not find): an ontology error, exit 2, naming ``FILE:LINE:
+    protect.anchors[0].pattern`` where the plan knows its file, and a stage error, which it stops."""
+
+
 class BudgetError(OdcfError):
     """Strict mode: required material alone does not fit the budget."""
 

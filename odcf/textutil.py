@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -800,6 +800,112 @@ def may_backtrack(regex: re.Pattern[str]) -> bool:
         return False
 
     return risky(tree, False) or variable >= 3
+
+
+def ambiguous_alternation(regex: re.Pattern[str]) -> tuple[str, tuple[str, ...]] | None:
+    r"""An alternation of plain words repeated without bound whose branches can spell the same text in
+    two ways, as ``(INC|IN|I|NC|C)+`` spells "INC" as INC, IN+C and I+NC: a run of such text has
+    exponentially many ways to match, each tried before the search fails. Returns a shortest text
+    found spelt two ways (``""`` when only the Sardinas–Patterson test tells) and the words the
+    repetition spells, or ``None``. Branches that merely share a prefix are not enough:
+    ``(?:ab|a)+`` reads "abab" in one way only and stays linear.
+
+    >>> [ambiguous_alternation(re.compile(p)) for p in (r"(?:ab|cd)+", r"(Mr|Mrs|Ms)\.", r"(?:ab|a)+c")]
+    [None, None, None]
+    >>> ambiguous_alternation(re.compile(r"(INC|IN|I|NC|C)+-X"))
+    ('INC', ('INC', 'IN', 'I', 'NC', 'C'))
+    """
+    try:
+        import re._parser as sre_parse  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        tree = sre_parse.parse(regex.pattern, regex.flags & ~re.UNICODE)
+    except Exception:  # noqa: BLE001 - the parser's internals differ between versions: the probe then
+        return None
+    fold_case = bool(regex.flags & re.IGNORECASE)
+
+    def words(items: Any) -> list[str] | None:
+        """The texts a sequence of literals, small character sets and alternations of them spells
+        (the parser writes ``(a|aa)`` as ``a(?:|a)``), or None."""
+        out = [""]
+        for op, av in items:
+            name = str(op)
+            if name == "LITERAL":
+                tails: list[str] | None = [chr(av)]
+            elif name == "IN" and all(str(o) == "LITERAL" for o, _ in av):
+                tails = [chr(c) for _, c in av]
+            elif name == "BRANCH":
+                spelt = [words(b) for b in av[1]]
+                tails = None if any(w is None for w in spelt) else [w for ws in spelt for w in ws]  # type: ignore[union-attr]
+            elif name == "SUBPATTERN" and not av[1] and not av[2]:
+                tails = words(av[-1])
+            else:
+                return None
+            if tails is None:
+                return None
+            out = [w + t for w in out for t in tails]
+            if len(out) > 64:
+                return None
+        return [w.casefold() if fold_case else w for w in out]
+
+    def walk(items: Any) -> tuple[str, tuple[str, ...]] | None:
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                spelt = words(av[2]) if av[1] == sre_parse.MAXREPEAT else None
+                code = tuple(dict.fromkeys(w for w in spelt or () if w))
+                if 1 < len(code) and not _uniquely_decodable(code):
+                    return _spelt_twice(code), code
+                found = walk(av[2])
+            elif name == "BRANCH":
+                found = next((f for b in av[1] if (f := walk(b))), None)
+            elif name == "SUBPATTERN":
+                found = walk(av[-1])
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                found = walk(av[1])
+            elif name in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT"):
+                found = None  # never backtracks into
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+    return walk(tree)
+
+
+def _uniquely_decodable(code: tuple[str, ...]) -> bool:
+    """The Sardinas–Patterson test: no text splits into words of *code* in two ways."""
+    words = set(code)
+
+    def quotient(heads: Iterable[str], texts: Iterable[str]) -> set[str]:
+        return {t[len(h):] for h in heads for t in texts if t.startswith(h)}
+
+    dangling = quotient(words, words) - {""}  # what is left of a word after a shorter one it opens with
+    seen: set[frozenset[str]] = set()
+    while dangling:
+        if dangling & words:
+            return False
+        key = frozenset(dangling)
+        if key in seen:
+            return True
+        seen.add(key)
+        dangling = (quotient(words, dangling) | quotient(dangling, words)) - {""}
+    return True
+
+
+def _spelt_twice(code: tuple[str, ...]) -> str:
+    """A shortest text of up to three words of *code* that splits into them in two ways, or ""."""
+    texts = sorted({a + b + c for a in code for b in code + ("",) for c in (code + ("",) if b else ("",))},
+                   key=lambda t: (len(t), t))
+    for text in texts:
+        ways = [1] + [0] * len(text)
+        for end in range(1, len(text) + 1):
+            ways[end] = sum(ways[end - len(w)] for w in code if text.endswith(w, 0, end))
+        if ways[-1] > 1:
+            return text
+    return ""
 
 
 def _literal_prefix(regex: re.Pattern[str]) -> str:

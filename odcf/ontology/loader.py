@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from odcf.errors import OdcfError, OntologyError, Problem
+from odcf.errors import OdcfError, OntologyError, PatternTimeoutError, Problem
 from odcf.ontology import state_schema
 from odcf.ontology.schema import (
     ESSENTIAL_STAGES,
@@ -45,7 +45,7 @@ from odcf.ontology.schema import (
     format_path,
     known_keys_at,
 )
-from odcf.textutil import backtracking_probe
+from odcf.textutil import ambiguous_alternation, backtracking_probe
 
 logger = logging.getLogger(__name__)
 
@@ -491,6 +491,13 @@ _BACKTRACKING: dict[tuple[str, int], str | None] = {}
 
 
 def _backtracking_problem(regex: re.Pattern[str]) -> str | None:
+    ambiguous = ambiguous_alternation(regex)
+    if ambiguous is not None:
+        text, words = ambiguous
+        spelt = f": {text!r} is" if text else " text is"
+        return (f"pattern backtracks catastrophically: a repetition of {'|'.join(words)!r}{spelt} spelt by its "
+                "branches in more than one way, so a run of it that fails to match is tried every way; rewrite "
+                "the branches so that no text splits into them two ways (e.g. '(a|aa)+' as 'a+')")
     probe = backtracking_probe(regex)
     if probe is None:
         return None
@@ -684,6 +691,22 @@ def _whole_file_problems(data: Mapping[Any, Any], lines: dict[PathKey, int], sou
 
 
 # -- public API -----------------------------------------------------------------------------------
+def anchor_timeout_error(source_file: str | None, anchors: Sequence[str], name: str, message: str
+                         ) -> PatternTimeoutError:
+    """The error of anchor *name* (one of the plan's *anchors*, in order) that ran past its time limit:
+    ``FILE:LINE: protect.anchors[i].pattern: message`` when the plan came from *source_file* and the file
+    still reads, *message* alone otherwise."""
+    index = anchors.index(name) if name in anchors else None
+    if source_file is None or index is None:
+        return PatternTimeoutError(message)
+    path: PathKey = ("protect", "anchors", index, "pattern")
+    try:
+        _data, lines, _problems = _parse_yaml(Path(source_file).read_bytes(), source_file)
+    except OSError:
+        lines = {}
+    return PatternTimeoutError([Problem(source_file, _line(lines, path), format_path(_str_path(path)), message)])
+
+
 def loads_ontology(text: str | bytes, source: str = "<string>") -> Ontology:
     """Validate an ontology given as YAML text; *source* names it in problems."""
     raw = text.encode("utf-8") if isinstance(text, str) else text

@@ -114,13 +114,20 @@ _PROVIDED_VERB_BEFORE_RE = re.compile(
 _PROVIDED_VERB_AFTER_RE = re.compile(
     r"\s*(?:(?:by|to|for|with|in|on|at|as|from|under|herein|here|hereunder|below|above|free|upon)(?![\w'])|[:.)\]]|$)",
     re.IGNORECASE)
+#: What opens the clause "provided" stands in: the text's start, a sentence end, a semicolon, a colon.
+_CLAUSE_OPENING_RE = re.compile(r"(?:^|[.!?;:]\s+|\n)[^.!?;:\n]*$")
+#: A finite verb the condition "provided …" holds ("provided the invoice IS correct", "provided notice IS given").
+_FINITE_VERB_RE = re.compile(
+    r"(?<![\w'])(?:am|is|are|was|were|be|has|have|had|does|do|did|will|shall|may|might|must|can|could|would|"
+    r"should|remains?|occurs?|applies|apply)(?![\w'])", re.IGNORECASE)
 #: "No." before a number or "of" is the abbreviation of "number" ("invoice No. 4471", "no.12", "No. of items: 5").
 _NUMBER_ABBREVIATION_RE = re.compile(r"\.\s?(?:\d|of\b)")
 
 
 def not_a_connective(text: str, start: int, end: int) -> bool:
     """Whether the connective word at ``text[start:end]`` is used as something else there: the verb
-    "provided" ("the data provided by the vendor", "we provided the logs", "the provided list"), or "No."
+    "provided" ("the data provided by the vendor", "we provided the logs", "the provided list", "The insured
+    provided receipts"), or "No."
     for "number" ("invoice No. 4471", "No. of items"). Both the lexical guard (protect) and the parsed one (entities) skip such words.
 
     >>> t = "Data provided by the vendor. Pay in 30 days provided the invoice is correct. See No. 4471."
@@ -130,10 +137,28 @@ def not_a_connective(text: str, start: int, end: int) -> bool:
     word = text[start:end].casefold()
     if word == "provided":
         return bool(_PROVIDED_VERB_BEFORE_RE.search(text, max(0, start - 12), start)
-                    or _PROVIDED_VERB_AFTER_RE.match(text, end))
+                    or _PROVIDED_VERB_AFTER_RE.match(text, end)
+                    or _provided_by_its_subject(text, start, end))
     if word == "no":
         return bool(_NUMBER_ABBREVIATION_RE.match(text, end))
     return False
+
+
+def _provided_by_its_subject(text: str, start: int, end: int) -> bool:
+    """Whether a bare "provided" (no "that", no comma after it) is the verb of the clause's own subject:
+    one to three words open the clause before it ("The insured provided receipts for the items") and no
+    finite verb follows it in the clause, as one does in the condition ("… in 30 days provided the
+    invoice is correct", "Cover applies provided notice is given")."""
+    if re.match(r"\s*(?:that\b|,)", text[end:end + 8], re.IGNORECASE):
+        return False
+    opening = _CLAUSE_OPENING_RE.search(text, max(0, start - 80), start)
+    if opening is None:
+        return False
+    before = re.sub(r"^[^\w]+", "", opening.group(0)).split()
+    if not 1 <= len(before) <= 3:
+        return False
+    rest = re.match(r"[^.!?;:,\n]*", text[end:end + 200])
+    return not _FINITE_VERB_RE.search(rest.group(0) if rest else "")
 
 
 __all__ = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.textutil import RegexTimeout, regex_time_limit
 
@@ -25,13 +24,14 @@ class ProtectionGuard:
 
     A user's anchor that backtracks catastrophically on a line would hang the rules stage: each
     test runs under the same time limit as the protect stage (``seconds``), and past it is a
-    :class:`~odcf.errors.StageError` naming the anchor."""
+    :class:`~odcf.errors.PatternTimeoutError` (a stage and an ontology error) naming the anchor."""
 
     anchors: tuple[re.Pattern[str], ...] = ()
     terms: re.Pattern[str] | None = None
     markers: tuple[str, ...] = ()
     names: tuple[str, ...] = ()  # the anchors' names, for the error
     seconds: float = 5.0
+    source_file: str | None = None  # the ontology's, for the error
 
     @classmethod
     def from_plan(cls, plan: Plan | None) -> ProtectionGuard:
@@ -45,6 +45,7 @@ class ProtectionGuard:
             terms=term_re,
             markers=tuple(m for m in prot.markers if m),
             names=tuple(a.name for a in prot.anchors),
+            source_file=plan.source_file,
         )
 
     def holds(self, text: str) -> bool:
@@ -68,8 +69,11 @@ class ProtectionGuard:
                     if rx.search(text):
                         return True
         except RegexTimeout:
+            from odcf.ontology.loader import anchor_timeout_error
+
             name = self.names[k] if k < len(self.names) else str(k)
-            raise StageError(
+            raise anchor_timeout_error(
+                self.source_file, self.names, name,
                 f"anchor {name!r} ran past {self.seconds:g} s on a line of {len(text):,} characters ({text[:40]!r}...): "
                 "its pattern backtracks catastrophically; rewrite it (`odcf ontology check` probes patterns for "
                 "the common cases of this)") from None

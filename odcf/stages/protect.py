@@ -40,6 +40,7 @@ class _Matchers:
         self.connectives = _connective_regex(plan.protection.connectives)
         self.markers = tuple(m for m in plan.protection.markers if m)
         self.anchors = tuple((a.name, a.regex) for a in plan.protection.anchors)
+        self.source_file = plan.source_file
 
 
 def _build_automaton(terms: Iterable[str]) -> Any:
@@ -141,7 +142,10 @@ class Protector(Stage):
                             if hit.end() > hit.start():
                                 spans.append(Span(hit.start(), hit.end(), hit.group(0), f"anchor:{name}"))
             except RegexTimeout:
-                raise StageError(
+                from odcf.ontology.loader import anchor_timeout_error
+
+                raise anchor_timeout_error(
+                    m.source_file, [n for n, _ in m.anchors], name,
                     f"anchor {name!r} ran past {self.anchor_seconds:g} s on a text of {len(text):,} characters "
                     f"({text[:40]!r}...): its pattern backtracks catastrophically; rewrite it "
                     "(`odcf ontology check` probes patterns for the common cases of this)") from None

@@ -115,3 +115,55 @@ def test_the_verb_provided_and_no_for_number_are_not_connectives(plan):
     found = sorted(sp.rule for seg in doc.segments for sp in seg.protected if sp.rule.startswith("connective:")
                    and sp.rule.split(":", 1)[1] in ("provided", "provided that", "no"))
     assert found == ["connective:no", "connective:provided", "connective:provided that"]
+
+
+def test_an_anchor_that_runs_past_its_limit_is_an_ontology_error_naming_its_file_line_and_field(
+        tmp_path, monkeypatch, capsys):
+    # a pattern the load-time checks miss stops the run as an ontology error (exit 2) that says where it is
+    import dataclasses
+
+    import pytest
+
+    from odcf.cli.main import main
+    from odcf.errors import OntologyError, StageError
+    from odcf.ontology import loader
+    from odcf.plan.compiler import compile_file
+    from odcf.rules.guard import ProtectionGuard
+
+    path = tmp_path / "ev.yaml"
+    path.write_text("odcf: 1\ndomain: d\nconcepts:\n  - name: refund\nprotect:\n  anchors:\n"
+                    "    - {name: ref, pattern: 'Ref \\d+'}\n"
+                    "    - {name: redos, pattern: '(a+)+b'}\npipeline:\n  protect: {anchor_seconds: 0.2}\n",
+                    encoding="utf-8")
+    monkeypatch.setattr(loader, "_backtracking_problem", lambda regex: None)  # as if the probe missed it
+    plan = compile_file(path)
+    with pytest.raises(OntologyError) as info:
+        protect("Ref 12345 is fine. " + "a" * 40, plan, anchor_seconds=0.2)
+    assert isinstance(info.value, StageError) and info.value.exit_code == 2
+    assert [str(p) for p in info.value.problems] == [
+        f"{path}:8: protect.anchors[1].pattern: anchor 'redos' ran past 0.2 s on a text of 59 characters "
+        "('Ref 12345 is fine. aaaaaaaaaaaaaaaaaaaaa'...): its pattern backtracks catastrophically; rewrite it "
+        "(`odcf ontology check` probes patterns for the common cases of this)"]
+    guard = dataclasses.replace(ProtectionGuard.from_plan(plan), seconds=0.2)
+    with pytest.raises(OntologyError, match=r"ev.yaml:8: protect.anchors\[1\].pattern: anchor 'redos' ran past 0.2 s"):
+        guard.holds_anchor("a" * 40)
+    # the CLI says it in one error and exits 2, as for any ontology error
+    doc = tmp_path / "doc.md"
+    doc.write_text("Ref 12345 is fine. " + "a" * 40 + "\n", encoding="utf-8")
+    assert main(["compress", str(doc), "--ontology", str(path), "--budget", "50"]) == 2
+    assert f"{path}:8: protect.anchors[1].pattern: anchor 'redos' ran past 0.2 s" in capsys.readouterr().err
+
+
+def test_provided_after_its_subject_with_no_verb_of_a_condition_is_the_verb_not_a_connective(plan):
+    import dataclasses
+
+    plan = dataclasses.replace(plan, protection=dataclasses.replace(
+        plan.protection, connectives=plan.protection.connectives + ("provided", "provided that")))
+    text = ("The insured provided receipts for several contents items. The adjuster then provided an estimate. "
+            "Cover applies provided notice is given within 30 days. Payment is due in 30 days provided the invoice "
+            "is correct. Provided the roof is sound, the claim is paid. Refunds are issued, provided that the goods "
+            "are unused.")
+    doc = protect(text, plan)
+    found = sorted(sp.text for s in doc.segments for sp in s.protected if sp.rule.startswith("connective:provided"))
+    assert found == ["Provided the roof is sound", "provided notice is given within",
+                     "provided that the goods are unused", "provided the invoice is correct"], found
