@@ -329,3 +329,21 @@ def test_compress_help_names_the_default_role(capsys):
     with pytest.raises(SystemExit):
         main(["compress", "--help"])
     assert "`default` role, 4000 tokens" in " ".join(capsys.readouterr().out.split())
+
+
+def test_without_role_or_budget_the_note_says_what_dedup_did_to_an_input_that_fits(tmp_path, capsys):
+    # QA1 finding 2: "fits it, so nothing was compressed" while dedup had merged a third of the text
+    p = tmp_path / "notes.md"
+    para = ("The insured stated that the water heater in the basement was installed in 2014 by a licensed plumber, "
+            "that it was never serviced since then, and that the supply line burst on March 3, 2026 while nobody "
+            "was at home, so the water ran for about six hours before the neighbour called.\n\n")
+    p.write_text("# Notes\n\nThe roof was inspected on March 3, 2026.\n\n" + para * 3 + "Payment is due in 30 days.\n",
+                 encoding="utf-8")
+    assert main(["compress", str(p), "--json", "--no-timings"]) == 0
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)["record"]
+    merged = sum(seg["status"] == "merged" for src in record["sources"] for seg in src["segments"])
+    assert merged and record["tokens_out"] < record["tokens_in"]
+    assert "nothing was compressed" not in captured.err
+    assert (f"fits it, so nothing was cut for the budget, but {merged} segments were merged as duplicates "
+            f"({record['tokens_in']} -> {record['tokens_out']} tokens); give --role or --budget") in captured.err
