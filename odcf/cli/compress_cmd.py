@@ -13,6 +13,7 @@ from odcf.cli.common import (
     preset_role_note,
     refuse_overwrites,
     stage_overrides,
+    text_arg,
 )
 from odcf.document import LAYERS
 from odcf.errors import InputError
@@ -29,8 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="input files; `-` reads stdin")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
-    p.add_argument("--query", "-q", default=None, help="what the reader needs; ranks and protects by it")
-    p.add_argument("--role", "-r", default=None,
+    p.add_argument("--query", "-q", type=text_arg, default=None, help="what the reader needs; ranks and protects by it")
+    p.add_argument("--role", "-r", type=text_arg, default=None,
                    help="role contract to apply (see `odcf plan`; default: the plan's `default` role, 4000 tokens "
                         "unless the ontology defines one)")
     p.add_argument("--budget", "-b", type=int, default=None,
@@ -40,7 +41,7 @@ def register(sub: Any) -> None:
                    help="the layer every input file belongs to (default: fact): a role's contract takes or "
                         "forbids layers, instruction text is never compressed, state must be JSON that validates "
                         "against the plan's state_schema")
-    p.add_argument("--instruction", default=None, metavar="TEXT",
+    p.add_argument("--instruction", type=text_arg, default=None, metavar="TEXT",
                    help="an instruction (the text itself, not a file), delivered first and never compressed; "
                         "the record lists it as source `instruction`, origin `--instruction`")
     p.add_argument("--strict", action="store_true", help="fail when required material alone exceeds the budget")
