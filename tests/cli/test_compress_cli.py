@@ -368,13 +368,13 @@ def test_an_ascii_locale_gets_utf8_on_stdout_and_a_utf8_query_from_argv(tmp_path
     env |= {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "PYTHONPATH": root}
     argv = [sys.executable, "-m", "odcf", "compress", str(doc), "-q", "what did Renée say about the café refund",
             "-b", "120", "--no-timings", "--json", "--out", "-"]
-    run = subprocess.run(argv, env=env, capture_output=True, timeout=300)
+    run = subprocess.run(argv, env=env, capture_output=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr.decode("utf-8", "replace")
     payload = json.loads(run.stdout.decode("utf-8"))
     assert payload["record"]["query"] == "what did Renée say about the café refund"
     assert "café" in payload["text"]  # not ASCII: written as UTF-8
-    plain = subprocess.run(argv[:-3] + ["--out", "-"], env=env, capture_output=True, timeout=300)
+    plain = subprocess.run(argv[:-3] + ["--out", "-"], env=env, capture_output=True, timeout=300, check=False)
     assert plain.returncode == 0 and plain.stdout.decode("utf-8").startswith(payload["text"])
     # bytes that are no UTF-8 are one clear line, naming the option
-    bad = subprocess.run([os.fsencode(a) for a in argv[:6]] + [b"q\xff"], env=env, capture_output=True, timeout=300)
+    bad = subprocess.run([os.fsencode(a) for a in argv[:6]] + [b"q\xff"], env=env, capture_output=True, timeout=300, check=False)
     assert bad.returncode == 2 and b"argument --query/-q: b'q\\xff' is not UTF-8 text (byte 0xff at byte 1)" in bad.stderr
