@@ -232,7 +232,7 @@ def test_check_warns_of_a_role_budget_no_model_could_take_and_still_passes(tmp_p
     line = next(i for i, ln in enumerate(huge.read_text(encoding="utf-8").splitlines(), 1) if "50000000" in ln)
     code, out, err = run(capsys, "ontology", "check", str(huge))
     assert code == 0 and out.startswith(f"ok {huge} (")
-    assert err.splitlines() == [f"{huge}:{line}: roles.planner.budget: warning: 50000000 tokens is more than any "
-                                "model's context window (odcf warns above 2000000 tokens); a slip of a few zeros?"]
+    assert err.splitlines() == [(f"{huge}:{line}: roles.planner.budget: warning: 50000000 tokens is more than any "
+                                 "model's context window (odcf warns above 2000000 tokens); a slip of a few zeros?")]
     huge.write_text(text.replace("budget: 4000 ", "budget: 2000000 "), encoding="utf-8")
     assert run(capsys, "ontology", "check", str(huge))[::2] == (0, "")  # at the limit: no warning
