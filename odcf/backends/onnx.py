@@ -36,13 +36,24 @@ def _ort() -> Any:
 
 
 def default_threads() -> int:
-    """Intra-op threads: ``ODCF_THREADS`` if set, else the CPU count capped at 4."""
-    env = os.environ.get("ODCF_THREADS")
+    """Intra-op threads of every ONNX model odcf runs (the embedder and the token compressor): the
+    environment's ``ODCF_THREADS``, which must be a positive integer (``ODCF_THREADS=0``, ``-2`` or
+    ``abc`` is a StageError, whichever model loads first); unset or empty, ``OMP_NUM_THREADS`` when it
+    is a positive integer (another library's variable: any other value is left to it); else the CPU
+    count capped at 4."""
+    env = os.environ.get("ODCF_THREADS", "").strip()
     if env:
         try:
-            return max(1, int(env))
+            n = int(env)
         except ValueError:
-            raise StageError(f"ODCF_THREADS must be a positive integer, got {env!r}") from None
+            n = 0
+        if n < 1:
+            raise StageError(f"ODCF_THREADS must be a positive integer (the ONNX models' intra-op threads), "
+                             f"got {env!r}")
+        return n
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
     return max(1, min(4, os.cpu_count() or 1))
 
 

@@ -13,6 +13,7 @@ from odcf.cli.common import (
     add_stage_flags,
     refuse_overwrites,
     stage_overrides,
+    text_arg,
 )
 from odcf.document import LAYERS
 from odcf.fileio import write_text
@@ -31,8 +32,8 @@ def register(sub: Any) -> None:
     p.add_argument("--plan", default=None, metavar="FILE",
                    help="measure under this compiled plan (the JSON `odcf plan --format json` writes) instead of "
                         "compiling --ontology")
-    p.add_argument("--role", "-r", default=None, help="role contract to apply")
-    p.add_argument("--query", "-q", default=None, help="what the reader needs")
+    p.add_argument("--role", "-r", type=text_arg, default=None, help="role contract to apply")
+    p.add_argument("--query", "-q", type=text_arg, default=None, help="what the reader needs")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
     p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
     p.add_argument("--layer", default="fact", choices=LAYERS,

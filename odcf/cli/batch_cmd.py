@@ -14,6 +14,7 @@ from odcf.cli.common import (
     add_stage_flags,
     preset_role_note,
     stage_overrides,
+    text_arg,
 )
 
 #: The exit code of a job that ran to the end with failed records: every record, or with
@@ -39,12 +40,12 @@ def register(sub: Any) -> None:
     p.add_argument("output", metavar="OUTPUT", help="a .jsonl or .parquet file")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
-    p.add_argument("--role", "-r", default=None,
+    p.add_argument("--role", "-r", type=text_arg, default=None,
                    help="role contract to apply to every record (default: the plan's `default` role, 4000 tokens "
                         "unless the ontology defines one)")
     p.add_argument("--budget", "-b", type=int, default=None,
                    help="token budget (default: the role's; without --role, the `default` role's)")
-    p.add_argument("--query-field", default=DEFAULT_QUERY_FIELD, metavar="F",
+    p.add_argument("--query-field", type=text_arg, default=DEFAULT_QUERY_FIELD, metavar="F",
                    help=f"record field holding the query (default: {DEFAULT_QUERY_FIELD}); a job warns when no "
                         "record has a field named otherwise")
     p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)

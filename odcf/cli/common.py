@@ -12,6 +12,48 @@ TOKENIZER_HELP = ("what tokens are counted in, and so the unit of the budget: o2
                   "is then counted in this one, and the record warns of it")
 
 
+def text_arg(value: str) -> str:
+    """A command-line text (``--query``, ``--role``, ``--instruction``): argv comes decoded in the
+    locale's encoding with surrogate escapes, so under an ASCII locale (``LC_ALL=C``) a typed UTF-8
+    "Renée" arrives as "Ren\\udcc3\\udca9e"; its bytes are taken back as UTF-8 ("Renée"). Bytes that are
+    no UTF-8 are refused here, naming them, for argparse to say which option holds them."""
+    import argparse
+    import os
+
+    if not any("\ud800" <= ch <= "\udfff" for ch in value):
+        return value
+    try:
+        raw = os.fsencode(value)
+    except UnicodeError:  # not argv's own escapes: a surrogate typed in some other way
+        return value
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte {exc.start}); odcf reads "
+            "command-line text as UTF-8, whatever the locale") from None
+
+
+def utf8_output() -> None:
+    """Write stdout and stderr as UTF-8 whatever the locale: the delivered text and odcf's own marks
+    (" … ", "×") are UTF-8, as ``--out FILE`` writes them, and an ASCII locale (``LC_ALL=C``) must not
+    turn them into a UnicodeEncodeError. The streams keep their error handlers."""
+    import codecs
+    import io
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            if codecs.lookup(encoding).name != "utf-8":
+                stream.reconfigure(encoding="utf-8", errors=stream.errors)
+        except (LookupError, ValueError, io.UnsupportedOperation):  # pragma: no cover - an exotic stream
+            continue
+
+
 def add_stage_flags(p: argparse.ArgumentParser) -> None:
     from odcf.pipeline import ESSENTIAL, STAGE_ORDER
 

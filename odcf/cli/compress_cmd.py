@@ -13,6 +13,7 @@ from odcf.cli.common import (
     preset_role_note,
     refuse_overwrites,
     stage_overrides,
+    text_arg,
 )
 from odcf.document import LAYERS
 from odcf.errors import InputError
@@ -29,8 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="input files; `-` reads stdin")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
-    p.add_argument("--query", "-q", default=None, help="what the reader needs; ranks and protects by it")
-    p.add_argument("--role", "-r", default=None,
+    p.add_argument("--query", "-q", type=text_arg, default=None, help="what the reader needs; ranks and protects by it")
+    p.add_argument("--role", "-r", type=text_arg, default=None,
                    help="role contract to apply (see `odcf plan`; default: the plan's `default` role, 4000 tokens "
                         "unless the ontology defines one)")
     p.add_argument("--budget", "-b", type=int, default=None,
@@ -40,7 +41,7 @@ def register(sub: Any) -> None:
                    help="the layer every input file belongs to (default: fact): a role's contract takes or "
                         "forbids layers, instruction text is never compressed, state must be JSON that validates "
                         "against the plan's state_schema")
-    p.add_argument("--instruction", default=None, metavar="TEXT",
+    p.add_argument("--instruction", type=text_arg, default=None, metavar="TEXT",
                    help="an instruction (the text itself, not a file), delivered first and never compressed; "
                         "the record lists it as source `instruction`, origin `--instruction`")
     p.add_argument("--strict", action="store_true", help="fail when required material alone exceeds the budget")
@@ -110,11 +111,38 @@ def run(args: argparse.Namespace) -> int:
     _print_warnings(result)
     budget = result.record["budget"]
     if args.role is None and args.budget is None and result.tokens_in <= budget:
-        # the first run of a user's ontology often names no role: say what was used, and that it did nothing
+        # the first run of a user's ontology often names no role: say what was used, and what it did
         print(f"odcf compress: note: no --role or --budget: the `default` role's budget of {budget} tokens was "
-              f"used and the input ({result.tokens_in} tokens) fits it, so nothing was compressed; give --role "
-              "or --budget", file=sys.stderr)
+              f"used and the input ({result.tokens_in} tokens) fits it, so {_fit_outcome(result.record)}; give "
+              "--role or --budget", file=sys.stderr)
     return 0
+
+
+#: What a segment status says in the no-role note, in this order.
+_CHANGES = (("merged", "merged as duplicates"), ("folded", "folded"), ("compressed", "compressed"),
+            ("dropped", "dropped"))
+
+
+def _fit_outcome(record: dict[str, Any]) -> str:
+    """What a run whose input fits the budget did, from its *record*: "nothing was compressed" only
+    when every segment went out as read; else what changed all the same (dedup merges, folds, tokens
+    the rules stage removed), with the token figures, e.g. "nothing was cut for the budget, but 76
+    segments were merged as duplicates (1957 -> 1298 tokens)"."""
+    counts: dict[str, int] = {}
+    for src in record.get("sources", ()):
+        for seg in src.get("segments", ()):
+            counts[seg.get("status")] = counts.get(seg.get("status"), 0) + 1
+    parts = [f"{counts[status]} segment{'s were' if counts[status] != 1 else ' was'} {label}"
+             for status, label in _CHANGES if counts.get(status)]
+    for event in record.get("stages", ()):
+        removed = event.get("tokens_in", 0) - event.get("tokens_out", 0) if event.get("stage") == "rules" else 0
+        if removed > 0:  # comments, editor marks, TODO lines: not delivered as read
+            parts.append(f"the rules stage removed {removed} token{'s' if removed != 1 else ''}")
+    if not parts:
+        return "nothing was compressed"
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (f"nothing was cut for the budget, but {listed} ({record['tokens_in']} -> {record['tokens_out']} "
+            "tokens)")
 
 
 def _print_warnings(result: Any) -> None:

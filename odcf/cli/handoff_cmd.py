@@ -16,6 +16,7 @@ from odcf.cli.common import (
     add_stage_flags,
     refuse_overwrites,
     stage_overrides,
+    text_arg,
 )
 from odcf.fileio import write_text
 
@@ -28,14 +29,14 @@ def register(sub: Any) -> None:
     )
     p.add_argument("items", metavar="ITEMS.json", help="handoff items: a list, or an object with "
                    "instruction/searched/state/items/messages (`-` reads stdin)")
-    p.add_argument("--role", "-r", required=True, help="the receiving role (researcher, planner, writer, "
+    p.add_argument("--role", "-r", type=text_arg, required=True, help="the receiving role (researcher, planner, writer, "
                    "reviewer, executor, fixer, or one the ontology defines)")
     p.add_argument("--ontology", "-O", default=None, metavar="ONT",
                    help="a task_ontology.yaml path or a bundled name (default: general)")
     p.add_argument("--budget", "-b", type=int, default=None, help="token budget (default: the role's)")
     p.add_argument("--tokenizer", default=None, metavar="NAME", help=TOKENIZER_HELP)
-    p.add_argument("--query", "-q", default=None, help="what the receiving agent needs (default: the task goal)")
-    p.add_argument("--searched", action="append", default=[], metavar="CATEGORY",
+    p.add_argument("--query", "-q", type=text_arg, default=None, help="what the receiving agent needs (default: the task goal)")
+    p.add_argument("--searched", type=text_arg, action="append", default=[], metavar="CATEGORY",
                    help="a category upstream searched (repeatable), in addition to those the file declares")
     p.add_argument("--strict", action="store_true",
                    help="fail when required material is missing or does not fit the budget")

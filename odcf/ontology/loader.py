@@ -807,3 +807,25 @@ def _sorted_unique(problems: list[Problem]) -> list[Problem]:
     seen: set[Problem] = set()
     unique = [p for p in problems if not (p in seen or seen.add(p))]
     return sorted(unique, key=lambda p: (p.line if p.line is not None else 0, p.path))
+
+
+#: The largest role budget `odcf ontology check` takes without a warning, in tokens (and about 4 bytes a
+#: token for a role counted in bytes): more than the context window of any model one could deliver to.
+MAX_SENSIBLE_BUDGET = 2_000_000
+
+
+def check_warnings(ontology: Ontology) -> list[Problem]:
+    """What is valid in *ontology* but likely a slip, for `odcf ontology check` to warn of (never an
+    error: the file loads and runs): a role budget over :data:`MAX_SENSIBLE_BUDGET` tokens, e.g.
+    ``roles.reviewer.budget: 50000000 tokens is more than any model's context window …``."""
+    out: list[Problem] = []
+    for name, role in ontology.roles.items():
+        in_bytes = role.unit == "bytes"
+        limit = MAX_SENSIBLE_BUDGET * (4 if in_bytes else 1)
+        if role.budget is not None and role.budget > limit:
+            unit = "bytes" if in_bytes else "tokens"
+            out.append(ontology.problem(
+                ("roles", name, "budget"),
+                f"warning: {role.budget} {unit} is more than any model's context window (odcf warns above "
+                f"{limit} {unit}); a slip of a few zeros?"))
+    return out

@@ -141,3 +141,22 @@ def test_a_short_query_list_and_a_broken_cache_are_encoded_as_usual(monkeypatch,
     # an unwritable cache costs the encoding, nothing else
     monkeypatch.setenv("ODCF_CACHE", str(path / "under-a-file"))
     assert encode_lasting(CachedEmbedder(OnnxEmbedder(threads=1)), texts).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5"])
+def test_odcf_threads_is_one_rule_for_every_onnx_model(value, monkeypatch):
+    # QA3 finding 7: the embedder ignored ODCF_THREADS=abc (the token compressor refused it), and both
+    # took 0 and -2 though the message says "positive integer"
+    from odcf.backends.onnx import default_threads
+
+    monkeypatch.setenv("ODCF_THREADS", value)
+    for make in (default_threads, OnnxEmbedder):
+        with pytest.raises(StageError, match=f"ODCF_THREADS must be a positive integer .*got '{value}'"):
+            make()
+    monkeypatch.setenv("ODCF_THREADS", "3")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert default_threads() == 3 and OnnxEmbedder().threads == 3
+    monkeypatch.delenv("ODCF_THREADS")
+    assert default_threads() == 2 and OnnxEmbedder().threads == 2  # OMP_NUM_THREADS, as before, for both
+    monkeypatch.setenv("OMP_NUM_THREADS", "abc")  # another library's variable: left to it
+    assert default_threads() == OnnxEmbedder().threads >= 1

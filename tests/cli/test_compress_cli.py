@@ -329,3 +329,52 @@ def test_compress_help_names_the_default_role(capsys):
     with pytest.raises(SystemExit):
         main(["compress", "--help"])
     assert "`default` role, 4000 tokens" in " ".join(capsys.readouterr().out.split())
+
+
+def test_without_role_or_budget_the_note_says_what_dedup_did_to_an_input_that_fits(tmp_path, capsys):
+    # QA1 finding 2: "fits it, so nothing was compressed" while dedup had merged a third of the text
+    p = tmp_path / "notes.md"
+    para = ("The insured stated that the water heater in the basement was installed in 2014 by a licensed plumber, "
+            "that it was never serviced since then, and that the supply line burst on March 3, 2026 while nobody "
+            "was at home, so the water ran for about six hours before the neighbour called.\n\n")
+    p.write_text("# Notes\n\nThe roof was inspected on March 3, 2026.\n\n" + para * 3 + "Payment is due in 30 days.\n",
+                 encoding="utf-8")
+    assert main(["compress", str(p), "--json", "--no-timings"]) == 0
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)["record"]
+    merged = sum(seg["status"] == "merged" for src in record["sources"] for seg in src["segments"])
+    assert merged and record["tokens_out"] < record["tokens_in"]
+    assert "nothing was compressed" not in captured.err
+    assert (f"fits it, so nothing was cut for the budget, but {merged} segments were merged as duplicates "
+            f"({record['tokens_in']} -> {record['tokens_out']} tokens); give --role or --budget") in captured.err
+
+
+def test_an_ascii_locale_gets_utf8_on_stdout_and_a_utf8_query_from_argv(tmp_path):
+    # QA3 finding 3: under LC_ALL=C, `--out -` died with a UnicodeEncodeError on odcf's own " … ", and the
+    # UTF-8 query "Renée" was refused as a "lone surrogate" (argv decoded as ASCII with surrogate escapes)
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import odcf
+
+    doc = tmp_path / "thread.md"
+    doc.write_text("# Thread\n\n" + "".join(
+        f"Message {k}: the customer asked about order #W48{k:05d} and a refund of ${k}.00 for the café visit.\n\n"
+        for k in range(1, 40)), encoding="utf-8")
+    root = str(Path(odcf.__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHON"))}
+    env |= {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "PYTHONPATH": root}
+    argv = [sys.executable, "-m", "odcf", "compress", str(doc), "-q", "what did Renée say about the café refund",
+            "-b", "120", "--no-timings", "--json", "--out", "-"]
+    run = subprocess.run(argv, env=env, capture_output=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr.decode("utf-8", "replace")
+    payload = json.loads(run.stdout.decode("utf-8"))
+    assert payload["record"]["query"] == "what did Renée say about the café refund"
+    assert "café" in payload["text"]  # not ASCII: written as UTF-8
+    plain = subprocess.run(argv[:-3] + ["--out", "-"], env=env, capture_output=True, timeout=300, check=False)
+    assert plain.returncode == 0 and plain.stdout.decode("utf-8").startswith(payload["text"])
+    # bytes that are no UTF-8 are one clear line, naming the option
+    bad = subprocess.run([os.fsencode(a) for a in argv[:6]] + [b"q\xff"], env=env, capture_output=True, timeout=300, check=False)
+    assert bad.returncode == 2 and b"argument --query/-q: b'q\\xff' is not UTF-8 text (byte 0xff at byte 1)" in bad.stderr

@@ -222,3 +222,17 @@ def test_plan_and_errors_tell_declared_roles_from_shipped_presets(capsys, tmp_pa
             "reviewer): it is odcf's shipped preset, this run's budget 40 from --budget, not the preset's 6000") in err
     code, _, err = run(capsys, "compress", str(doc), "-O", str(ont), "-r", "reviewer", "--no-timings")
     assert code == 0 and "note:" not in err
+
+
+def test_check_warns_of_a_role_budget_no_model_could_take_and_still_passes(tmp_path, capsys):
+    # QA1 finding 8: a 50,000,000-token role budget was taken without a word
+    text = GOOD.read_text(encoding="utf-8")
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(text.replace("budget: 4000 ", "budget: 50000000 "), encoding="utf-8")
+    line = next(i for i, ln in enumerate(huge.read_text(encoding="utf-8").splitlines(), 1) if "50000000" in ln)
+    code, out, err = run(capsys, "ontology", "check", str(huge))
+    assert code == 0 and out.startswith(f"ok {huge} (")
+    assert err.splitlines() == [(f"{huge}:{line}: roles.planner.budget: warning: 50000000 tokens is more than any "
+                                 "model's context window (odcf warns above 2000000 tokens); a slip of a few zeros?")]
+    huge.write_text(text.replace("budget: 4000 ", "budget: 2000000 "), encoding="utf-8")
+    assert run(capsys, "ontology", "check", str(huge))[::2] == (0, "")  # at the limit: no warning
