@@ -16,6 +16,7 @@ import difflib
 import importlib
 import inspect
 import logging
+import os
 import types
 import typing
 import time
@@ -98,6 +99,10 @@ def resolve_stage_options(plan: Plan, overrides: Mapping[str, Any] | None = None
         elif isinstance(section, Mapping):
             options.update({k: v for k, v in section.items() if k != "enabled"})
             enabled = bool(section.get("enabled", True))
+            where = options.get("model_path")
+            if isinstance(where, str) and where and plan.source_file and not os.path.isabs(where):
+                # written in the ontology, so relative to its file: the same file works from any folder
+                options["model_path"] = os.path.join(os.path.dirname(plan.source_file), where)
         ov = overrides.get(name)
         if isinstance(ov, bool):
             enabled = ov

@@ -23,7 +23,11 @@ batch to its longest member. Only onnxruntime, tokenizers and numpy are needed: 
 
 A model folder holds the ONNX file and ``metadata.json``; the metadata names the ONNX file
 (``"file"``), the tokenizer (``"tokenizer"``: a name under ``odcf/data/tokenizers/`` or a path
-relative to the folder), ``max_len`` and the calibrated ``threshold``.
+relative to the folder), ``max_len`` and the calibrated ``threshold``; since ``metadata_version`` 1
+also the tokenizer file's ``tokenizer_sha256`` and ``tokenizer_vocab_size``, checked at load. Every
+load also runs the tokenizer's highest id through the model once, so that a tokenizer larger than
+the model's word embedding is one :class:`~odcf.errors.StageError` naming both files, not an ONNX
+Runtime error at the first text.
 """
 from __future__ import annotations
 
@@ -54,6 +58,14 @@ _WORD_RE = re.compile(r"\S+")
 _SENT_END_RE = re.compile(r"[.!?;。！？；…][\"'’”)\]]*$")
 _TOKENIZERS: dict[str, Any] = {}
 _TOK_LOCK = threading.Lock()
+#: sha256 of model and tokenizer files, by (resolved path, mtime_ns, size): a 17 MB model is hashed once.
+_SHA: dict[tuple[str, int, int], str] = {}
+#: The ``metadata_version`` that ``odcf export`` writes and this odcf reads.
+METADATA_VERSION = 1
+#: (model, tokenizer) pairs whose highest id has run through the model once in this process.
+_PROBED: set[tuple[str, str]] = set()
+#: The shipped model's file name.
+ONNX_DEFAULT = "model.int8.onnx"
 
 
 def split_words(text: str) -> list[tuple[int, int]]:
@@ -117,19 +129,58 @@ def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
     return onnx_file, meta
 
 
-def check_sha256(onnx_file: Path, meta: dict[str, Any]) -> None:
-    """Refuse an ONNX file whose sha256 is not the one its metadata (and so the delivery record) names."""
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file, computed once per path, modification time and size."""
+    resolved = Path(path).resolve()
+    st = resolved.stat()
+    key = (str(resolved), st.st_mtime_ns, st.st_size)
+    digest = _SHA.get(key)
+    if digest is None:
+        h = hashlib.sha256()
+        with open(resolved, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        digest = _SHA[key] = h.hexdigest()
+    return digest
+
+
+def check_sha256(onnx_file: Path, meta: dict[str, Any]) -> str:
+    """Refuse an ONNX file whose sha256 is not the one its metadata (and so the delivery record) names.
+
+    Returns the file's sha256 (computed when the metadata names none)."""
     want = meta.get("sha256")
-    if not want:
-        return
-    h = hashlib.sha256()
-    with open(onnx_file, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    if h.hexdigest() != str(want).lower():
-        raise StageError(f"compressor model {onnx_file}: its sha256 {h.hexdigest()[:16]}… is not the "
+    got = file_sha256(onnx_file)
+    if want and got != str(want).lower():
+        raise StageError(f"compressor model {onnx_file}: its sha256 {got[:16]}… is not the "
                          f"{str(want)[:16]}… that metadata.json names; the file was replaced or damaged "
                          "(export the model again)")
+    return got
+
+
+def tokenizer_vocab_size(tok: Any) -> int:
+    """One more than the tokenizer's highest id: the word-embedding rows a model needs for it."""
+    return max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1
+
+
+def check_metadata_version(onnx_file: Path, meta: dict[str, Any]) -> str | None:
+    """Refuse metadata of a newer format than this odcf reads; a warning (for the delivery record)
+    when it has no ``metadata_version`` and lacks keys that then silently take their defaults (a
+    model trained with letter case whose metadata lost ``token_types`` would run without it)."""
+    version = meta.get("metadata_version")
+    if version is None:
+        defaults = {"token_types": "none: letter case is not read", "max_len": "256", "threshold": "0.5"}
+        lacking = [f"{k} ({v})" for k, v in defaults.items() if k not in meta]
+        if not lacking:  # an export from before metadata_version: every key it needs is there
+            return None
+        where = "metadata.json has" if meta else "no metadata.json beside it, so it has"
+        return (f"compressor model {onnx_file}: {where} no metadata_version and no {', '.join(lacking)}: "
+                "defaults used; if the model was trained otherwise (letter case), export it again")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise StageError(f"compressor model {onnx_file}: metadata_version must be a positive integer, got {version!r}")
+    if version > METADATA_VERSION:
+        raise StageError(f"compressor model {onnx_file}: metadata_version {version} is newer than this odcf reads "
+                         f"({METADATA_VERSION}); upgrade odcf or export the model with this one")
+    return None
 
 
 def _load_json(path: Path) -> dict[str, Any]:
@@ -176,6 +227,12 @@ class TokenClassifier:
     max_len: int = 256
     batch_size: int = 1
     threads: int | None = None
+    #: The ONNX file's full sha256 (set by :meth:`load`).
+    sha256: str | None = None
+    #: The model path as given to :meth:`load`, or ``"bundled"`` for the shipped model.
+    path: str = "bundled"
+    #: Why the delivery record should doubt the metadata (:func:`check_metadata_version`), else None.
+    warning: str | None = None
 
     @classmethod
     def load(
@@ -194,7 +251,8 @@ class TokenClassifier:
                 "or retrain it with `odcf train` and `odcf export`"
             )
         onnx_file, meta = read_metadata(path)
-        check_sha256(onnx_file, meta)
+        sha = check_sha256(onnx_file, meta)
+        warning = check_metadata_version(onnx_file, meta)
         model_max = int(meta.get("max_len", 256))
         n = int(max_len or model_max)
         if n < 8:
@@ -208,6 +266,10 @@ class TokenClassifier:
             max_len=n,
             batch_size=batch_size,
             threads=threads,
+            sha256=sha,
+            path=("bundled" if model_path is None or path.resolve() in (DEFAULT_MODEL_DIR, DEFAULT_MODEL_DIR / ONNX_DEFAULT)
+                  else str(model_path)),
+            warning=warning,
         )
         clf.warm_up()
         return clf
@@ -231,6 +293,31 @@ class TokenClassifier:
         if self._case and "token_type_ids" not in self._inputs:
             raise StageError(f"compressor model {self.onnx_file}: token_types is {types!r} but the ONNX "
                              "graph has no token_type_ids input")
+        self._check_tokenizer()
+
+    def _check_tokenizer(self) -> None:
+        """Refuse a tokenizer that is not the model's: another file than the export's (sha256), another
+        vocabulary size, or ids past the model's word embedding (one run of the highest id)."""
+        meta, mismatch = self.metadata, f"tokenizer {self.tokenizer_file} does not match compressor model {self.onnx_file}"
+        want_sha = meta.get("tokenizer_sha256")
+        if want_sha and file_sha256(self.tokenizer_file) != str(want_sha).lower():
+            raise StageError(f"{mismatch}: its sha256 {file_sha256(self.tokenizer_file)[:16]}… is not the "
+                             f"{str(want_sha)[:16]}… of the tokenizer the model was exported with")
+        size = tokenizer_vocab_size(self._tok)
+        want_size = meta.get("tokenizer_vocab_size")
+        if want_size is not None and want_size != size:
+            raise StageError(f"{mismatch}: its vocabulary has {size} ids, the model's {want_size}")
+        key = (str(self.onnx_file.resolve()), str(Path(self.tokenizer_file).resolve()))
+        if key in _PROBED:
+            return
+        try:
+            self._run([_Chunk(0, np.zeros(1, dtype=np.int64), np.asarray([size - 1], dtype=np.int64),
+                              np.zeros(1, dtype=np.int64))], check=False)
+        except Exception as exc:  # onnxruntime raises its own exception types
+            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            raise StageError(f"{mismatch}: the model cannot read the tokenizer's highest id {size - 1} (its word "
+                             f"embedding has fewer rows than the tokenizer's {size} ids; ONNX Runtime: {first})") from None
+        _PROBED.add(key)
 
     @property
     def threshold(self) -> float:
@@ -305,7 +392,7 @@ class TokenClassifier:
             lo = cut
         return chunks
 
-    def _run(self, batch: list[_Chunk]) -> np.ndarray:
+    def _run(self, batch: list[_Chunk], *, check: bool = True) -> np.ndarray:
         width = max(len(c.ids) for c in batch) + 2
         input_ids = np.full((len(batch), width), self._pad, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -318,6 +405,19 @@ class TokenClassifier:
             mask[r, :n + 2] = 1
             types[r, 1:n + 1] = c.types
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types}
-        logits = self._session.run([self._output], {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        feeds = {k: v for k, v in feeds.items() if k in self._inputs}
+        if not check:  # the load-time probe: its error is raised as one StageError, not logged as well
+            import onnxruntime
+
+            quiet = onnxruntime.RunOptions()
+            quiet.log_severity_level = 4
+            logits = self._session.run([self._output], feeds, quiet)[0]
+        else:
+            try:
+                logits = self._session.run([self._output], feeds)[0]
+            except Exception as exc:  # onnxruntime raises its own exception types
+                first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+                raise StageError(f"compressor model {self.onnx_file} (tokenizer {self.tokenizer_file}) failed to "
+                                 f"run: {first}") from None
         logits = np.asarray(logits, dtype=np.float64)
         return 1.0 / (1.0 + np.exp(logits[..., 0] - logits[..., 1]))

@@ -11,6 +11,7 @@ from typing import Any
 
 from odcf.cli.common import (
     TOKENIZER_HELP,
+    add_model_flag,
     add_stage_flags,
     preset_role_note,
     stage_overrides,
@@ -81,6 +82,7 @@ def register(sub: Any) -> None:
                           help="never draw the progress bar, even on a terminal (the summary is still printed)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_stage_flags(p)
+    add_model_flag(p)
     p.set_defaults(handler=run)
 
 

@@ -67,19 +67,31 @@ def add_stage_flags(p: argparse.ArgumentParser) -> None:
                         f"{essential} cannot be switched off")
 
 
+def add_model_flag(p: argparse.ArgumentParser) -> None:
+    """``--model PATH``: the token compressor's model, for commands that run the pipeline."""
+    p.add_argument("--model", default=None, metavar="PATH",
+                   help="the compress stage's model (a folder from `odcf export`, or its .onnx), as "
+                        "stages={'compress': {'model_path': PATH}}; switches compress on (--enable compress is implied)")
+
+
 def stage_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     enable = getattr(args, "enable", []) or []
     disable = getattr(args, "disable", []) or []
+    model = getattr(args, "model", None)
     both = sorted(set(enable) & set(disable))
-    if both:
+    if both or (model is not None and "compress" in disable):
         from odcf.errors import InputError
 
-        raise InputError(f"--enable and --disable both name {', '.join(both)}: say one")
+        if both:
+            raise InputError(f"--enable and --disable both name {', '.join(both)}: say one")
+        raise InputError("--model sets the compress stage's model, and --disable compress switches it off: say one")
     for name in enable:
         out[name] = True
     for name in disable:
         out[name] = False
+    if model is not None:
+        out["compress"] = {"model_path": model}
     return out
 
 

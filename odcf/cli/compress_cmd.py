@@ -9,6 +9,7 @@ from typing import Any
 
 from odcf.cli.common import (
     TOKENIZER_HELP,
+    add_model_flag,
     add_stage_flags,
     preset_role_note,
     refuse_overwrites,
@@ -56,6 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("--html", default=None, metavar="FILE", help="also write the HTML report of the run here")
     p.add_argument("--trace", default=None, metavar="FILE", help="also write the JSONL trace (for `odcf replay`) here")
     add_stage_flags(p)
+    add_model_flag(p)
     p.set_defaults(handler=run)
 
 

@@ -187,9 +187,19 @@ class TokenCompressor(Stage):
     # -- the stage ------------------------------------------------------------------------------
     def __call__(self, doc: Document, plan: Plan) -> Document:
         self.warm_up()
+        out = self._compress(doc, plan)
+        warning = self._clf.warning
+        if warning and warning not in out.meta.get("warnings", ()):  # once per record
+            out = out.replace(meta={**out.meta, "warnings": [*out.meta.get("warnings", ()), warning]})
+        return out
+
+    def _compress(self, doc: Document, plan: Plan) -> Document:
         counter = get_counter(doc.tokenizer or _unit(doc, plan) or plan.tokenizer)
         work, skipped, fixed_tokens = self._select(doc, plan, counter)
-        data: dict[str, Any] = {"model": self._clf.metadata.get("sha256", str(self._clf.onnx_file.name))[:16],
+        # "model": the sha256's first 16 characters, as before; the full sha256, and the path as given
+        # ("bundled" for the shipped model, so that records stay the same on every machine)
+        data: dict[str, Any] = {"model": self._clf.sha256[:16], "model_sha256": self._clf.sha256,
+                                "model_path": self._clf.path,
                                 "skipped": {k: len(v) for k, v in skipped.items() if v}}
         if skipped.get("script"):
             data["skipped_script"] = skipped["script"][:20]

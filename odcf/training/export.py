@@ -355,9 +355,11 @@ def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str
     import torch
     import transformers
 
-    from odcf.backends.token_classifier import CASE_TYPES
+    from odcf.backends.token_classifier import CASE_TYPES, METADATA_VERSION, load_tokenizer, tokenizer_vocab_size
 
+    tok_file = stamp["config"]["tokenizer"]
     return {
+        "metadata_version": METADATA_VERSION,
         "file": ONNX_NAME,
         "sha256": sha256_file(onnx_file),
         "bytes": onnx_file.stat().st_size,
@@ -368,7 +370,10 @@ def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str
         "layers": report.get("config", {}).get("layers") or list(range(cfg.num_hidden_layers)),
         "num_hidden_layers": cfg.num_hidden_layers,
         "hidden_size": cfg.hidden_size,
-        "tokenizer": Path(stamp["config"]["tokenizer"]).parent.name,
+        "tokenizer": Path(tok_file).parent.name,
+        # checked whenever the model is loaded: a tokenizer other than this one gives other ids
+        "tokenizer_sha256": sha256_file(tok_file),
+        "tokenizer_vocab_size": tokenizer_vocab_size(load_tokenizer(tok_file)),
         "max_len": max_len,
         "train_max_len": int(stamp["config"]["max_len"]),
         "threshold": threshold,

@@ -140,3 +140,61 @@ def test_a_model_file_that_is_not_the_one_its_metadata_names_is_refused(tmp_path
     (folder / "model.onnx").write_bytes((other / "model.onnx").read_bytes() + b"\0")
     with pytest.raises(StageError, match=r"model.onnx: its sha256 .* is not the .* that metadata.json names"):
         TokenClassifier.load(folder, threads=1)
+
+
+def _tiny_copy(folder: Path, **meta_changes: object) -> Path:
+    """The tiny fixture model in *folder*, its metadata changed (a value of None removes the key)."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(TINY / "model.onnx", folder / "model.onnx")
+    meta = json.loads((TINY / "metadata.json").read_text(encoding="utf-8"))
+    for key, value in meta_changes.items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    return folder
+
+
+def _own_tokenizer(folder: Path, shift: int) -> None:
+    """``mytok/tokenizer.json`` beside the model: the shipped vocabulary, every ordinary id moved by *shift*."""
+    from odcf.backends.token_classifier import TOKENIZERS_DIR
+
+    data = json.loads((TOKENIZERS_DIR / "minilm-uncased" / "tokenizer.json").read_text(encoding="utf-8"))
+    data["model"]["vocab"] = {p: (i + shift if i > 103 else i) for p, i in data["model"]["vocab"].items()}
+    (folder / "mytok").mkdir()
+    (folder / "mytok" / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_a_tokenizer_larger_than_the_model_is_one_clear_error_at_load(tmp_path: Path) -> None:
+    # QA: ids past the model's word embedding failed at the first text with a raw ONNX Runtime error
+    folder = _tiny_copy(tmp_path / "m", tokenizer="mytok", tokenizer_sha256=None, tokenizer_vocab_size=None,
+                        metadata_version=None)
+    _own_tokenizer(folder, 40_000)
+    with pytest.raises(StageError, match=r"tokenizer .*mytok/tokenizer.json does not match compressor model "
+                                         r".*model.onnx: the model cannot read the tokenizer's highest id 70521"):
+        TokenClassifier.load(folder, threads=1)
+
+
+def test_a_tokenizer_other_than_the_exported_one_is_refused_by_its_sha256(tmp_path: Path) -> None:
+    # QA: a same-size tokenizer with other ids ran silently with other probabilities
+    folder = _tiny_copy(tmp_path / "m", tokenizer="mytok")
+    _own_tokenizer(folder, 0)  # same ids, other bytes: the file is not the one the model was exported with
+    with pytest.raises(StageError, match=r"does not match compressor model .*: its sha256 [0-9a-f]{16}… is not the "
+                                         r"be50c3628f2bf5bb… of the tokenizer the model was exported with"):
+        TokenClassifier.load(folder, threads=1)
+    # an export from before the sha: the vocabulary size still counts
+    other = _tiny_copy(tmp_path / "m2", tokenizer="mytok", tokenizer_sha256=None)
+    _own_tokenizer(other, 0)
+    data = json.loads((other / "mytok" / "tokenizer.json").read_text(encoding="utf-8"))
+    data["model"]["vocab"]["zzzz-extra"] = 30522
+    (other / "mytok" / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(StageError, match="its vocabulary has 30523 ids, the model's 30522"):
+        TokenClassifier.load(other, threads=1)
+
+
+def test_metadata_of_a_newer_format_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StageError, match="metadata_version 99 is newer than this odcf reads"):
+        TokenClassifier.load(_tiny_copy(tmp_path / "m", metadata_version=99), threads=1)

@@ -378,3 +378,30 @@ def test_an_ascii_locale_gets_utf8_on_stdout_and_a_utf8_query_from_argv(tmp_path
     # bytes that are no UTF-8 are one clear line, naming the option
     bad = subprocess.run([os.fsencode(a) for a in argv[:6]] + [b"q\xff"], env=env, capture_output=True, timeout=300, check=False)
     assert bad.returncode == 2 and b"argument --query/-q: b'q\\xff' is not UTF-8 text (byte 0xff at byte 1)" in bad.stderr
+
+
+def test_model_flag_and_an_ontology_model_path_relative_to_its_file(contract, tmp_path, capsys, monkeypatch):
+    # QA: the CLI had no way to name your own model, and an ontology's relative model_path was read
+    # against the current folder, so the same file worked or failed depending on where it ran
+    import shutil
+    from pathlib import Path
+
+    import odcf
+
+    tiny = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_token_classifier"
+    shutil.copytree(tiny, tmp_path / "proj" / "models" / "mine")
+    general = Path(odcf.__file__).parent / "data" / "ontologies" / "general.yaml"
+    ont = tmp_path / "proj" / "ont.yaml"
+    ont.write_text(general.read_text(encoding="utf-8")
+                   + "\npipeline:\n  compress:\n    model_path: models/mine\n    threads: 1\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for argv, path in ((["-O", str(ont)], str(tmp_path / "proj" / "models/mine")),
+                       (["--model", "../proj/models/mine"], "../proj/models/mine")):
+        assert main(["compress", str(contract), "--budget", "40", "--json", "--no-timings", *argv]) == 0
+        record = json.loads(capsys.readouterr().out)["record"]
+        ev = next(e for e in record["stages"] if e["stage"] == "compress")["data"]
+        assert ev["model_path"] == path and len(ev["model_sha256"]) == 64
+    assert main(["compress", str(contract), "--model", "x", "--disable", "compress"]) != 0
+    assert "--model sets the compress stage's model, and --disable compress switches it off" in capsys.readouterr().err

@@ -587,3 +587,33 @@ def test_a_segment_left_with_only_its_speaker_label_is_dropped_not_delivered_as_
     assert s.status == "dropped"
     assert s.reasons[-1].startswith("compress: no word of 17 kept but its label")
     assert out.trace[-1].data["emptied"] == 1
+
+
+def test_the_record_names_the_model_by_full_sha256_and_path_and_warns_of_metadata_without_version(tmp_path) -> None:
+    # QA: an .onnx without metadata (or metadata without sha256) was named only "model.onnx", and
+    # ran without its letter case with no warning
+    import hashlib
+    import shutil
+
+    from odcf.compressor import Compressor
+
+    shutil.copyfile(Path(TINY) / "model.onnx", tmp_path / "model.onnx")
+    given = str(tmp_path / "model.onnx")
+    sha = hashlib.sha256((tmp_path / "model.onnx").read_bytes()).hexdigest()
+    text = "The indemnification threshold of 2024 applies to every subcontractor unless waived in writing by both parties."
+    for model, warned in ((given, True), (TINY, False)):
+        c = Compressor.from_ontology("general", stages={"rerank": False, "entities": False,
+                                                        "compress": {"model_path": model, "threads": 1}})
+        r = c.compress([{"id": "doc", "text": text}], budget=15, timings=False)
+        ev = next(e for e in r.record["stages"] if e["stage"] == "compress")["data"]
+        assert (ev["model"], ev["model_sha256"], ev["model_path"]) == (sha[:16], sha, model)
+        notes = [w for w in r.record["warnings"] if "no metadata_version" in w]
+        assert len(notes) == warned, r.record["warnings"]
+    assert notes == [] and warned is False
+    assert "no metadata.json beside it, so it has no metadata_version and no token_types" in c_warning(given)
+
+
+def c_warning(model: str) -> str:
+    from odcf.backends.token_classifier import TokenClassifier
+
+    return str(TokenClassifier.load(model, threads=1).warning)
