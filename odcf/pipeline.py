@@ -27,6 +27,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
+from odcf.textutil import find_value
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -277,9 +278,10 @@ def protected_intact(seg: Segment) -> list[str]:
     missing: list[str] = []
     pos = 0
     for span in sorted(seg.protected, key=lambda s: (s.start, s.end)):
-        found = seg.text.find(span.text, pos) if span.text else pos
+        # a whole value: a protected "8" is not found in the "80" beside it
+        found = find_value(seg.text, span.text, pos) if span.text else pos
         if found < 0:
-            found = seg.text.find(span.text)
+            found = find_value(seg.text, span.text)
             if found < 0:
                 missing.append(span.text)
                 continue

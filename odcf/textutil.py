@@ -961,3 +961,58 @@ def fold(text: str) -> tuple[str, list[int]]:
             space = False
         pos.append(i)
     return "".join(out), pos
+
+
+def _joins_number(text: str, at: int, step: int) -> bool:
+    """Whether the character at *at* (next to a value's edge digit, *step* away from it) carries the
+    number on: a digit, or a decimal/thousands mark followed by a digit ("8" of "80", "1.8", "1,000")."""
+    if not 0 <= at < len(text):
+        return False
+    if text[at].isdigit():
+        return True
+    nxt = at + step
+    return text[at] in ".," and 0 <= nxt < len(text) and text[nxt].isdigit()
+
+
+def find_value(text: str, needle: str, start: int = 0, *, spaces: bool = False,
+               ignore_case: bool = False) -> int:
+    """Where *needle* occurs in *text* from *start* as a whole value, or -1: an edge digit of the
+    needle may not continue a longer number in the text, so "8" is not found in "instead of 80"
+    (nor in "1.8" or "8,000") while "8" is found in "8th" or "v8". With ``spaces`` the white space
+    inside either may differ ("March 3" matches "March\\n3").
+
+    >>> find_value("instead of 80", "8"), find_value("size 8, not 80", "8"), find_value("8th", "8")
+    (-1, 5, 0)
+    """
+    if not needle:
+        return start if start <= len(text) else -1
+    if spaces:
+        chars = [c for c in needle if not c.isspace()]
+        if not chars:
+            return -1
+        pattern = r"\s*".join(re.escape(c) for c in chars)
+    else:
+        pattern = re.escape(needle)
+    rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    hits = ((m.start(), m.end()) for m in _overlapping(rx, text, start))
+    first, last = needle.lstrip()[:1].isdigit(), needle.rstrip()[-1:].isdigit()
+    for s, e in hits:
+        if first and _joins_number(text, s - 1, -1):
+            continue
+        if last and _joins_number(text, e, 1):
+            continue
+        return s
+    return -1
+
+
+def has_value(text: str, needle: str, **kwargs: Any) -> bool:
+    """Whether *needle* occurs in *text* as a whole value (see :func:`find_value`)."""
+    return find_value(text, needle, **kwargs) >= 0
+
+
+def _overlapping(rx: re.Pattern[str], text: str, start: int) -> Iterator[re.Match[str]]:
+    """Every match of *rx* from each position on, overlapping ones included ("88" in "888" twice)."""
+    m = rx.search(text, start)
+    while m is not None:
+        yield m
+        m = rx.search(text, m.start() + 1)

@@ -324,3 +324,27 @@ def test_the_best_sentence_too_long_for_a_small_budget_is_delivered_in_clauses(b
     assert r.tokens_out <= budget
     # the condition on lisinopril goes with the list's first clause, never on its own
     assert ("only if creatinine falls below 1.3 mg/dL" in r.text) == ("resume lisinopril" in r.text)
+
+
+class Shortener(Stage):
+    """A lossy stage that deletes the protected "8" and keeps the "80" after it."""
+
+    name = "shortener"
+    requires = frozenset({"protected"})
+    lossy = True
+
+    def __call__(self, doc, plan):
+        segs = tuple(s.replace(text=s.text.replace("to 8 instead", "instead"), status="compressed")
+                     for s in doc.segments)
+        return doc.with_event(TraceEvent(stage=self.name), segments=segs)
+
+
+def test_the_guard_does_not_find_a_protected_number_inside_a_longer_one():
+    from odcf.plan.model import Anchor, ProtectionRules
+
+    plan = Plan(domain="d", protection=ProtectionRules(anchors=(Anchor("number", r"\b\d+\b"),)))
+    doc = Document.from_sources([Source(id="a", text="It set the pool size to 8 instead of 80.")])
+    out = Pipeline([Segmenter(), Protector(), Shortener()]).run(doc, plan)
+    (seg,) = out.segments
+    assert seg.text == "It set the pool size to 8 instead of 80."
+    assert any(r.startswith("guard: shortener altered protected span '8'") for r in seg.reasons)

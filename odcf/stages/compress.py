@@ -34,6 +34,8 @@ With a rate or a budget, a word's probability is first multiplied by its segment
 (the rank/rerank score over the best compressed segment's; ``relevance=False`` switches this off),
 so that the kept words gather in the passages that matter for the query rather than thinning
 every passage alike. Words that overlap a protected span are always kept and count towards the rate, and so are
+the words holding a digit and the content words of the query, whatever the ontology protects
+(:func:`asked_and_numbers`: "14 days' written notice" for "termination notice" keeps "notice"), and
 the words that say what a protected value is (:func:`value_labels`: "Initial ACV payment =", "5% of Coverage A"). A compressed
 segment is rebuilt from its original text: kept words verbatim, each preceded by the whitespace
 that preceded it in the original, or the last line break among the words dropped before it (so a line's
@@ -61,7 +63,7 @@ from odcf.plan.model import Plan
 from odcf.plan.protection import WHOLE_CLAUSE_CONNECTIVES
 from odcf.render import render
 from odcf.stages.base import Stage, call_budget
-from odcf.textutil import STOPWORDS
+from odcf.textutil import STOPWORDS, words as word_tokens
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
 
@@ -113,6 +115,7 @@ class _Work:
     words: tuple[tuple[int, int], ...]
     forced: np.ndarray
     labels: int = 0  # forced words that only :func:`value_labels` keeps
+    own: tuple[int, int] = (0, 0)  # words kept as a word of the query / as holding a digit (:func:`asked_and_numbers`)
     lead: int = 0  # words of the line's own mark and label ("user:", "3.", "**Tool result:**")
 
 
@@ -253,6 +256,7 @@ class TokenCompressor(Stage):
             "segments": changed, "emptied": emptied, "candidates": len(work), "words_in": words_in, "words_kept": words_kept,
             "forced": int(sum(int(w.forced.sum()) for w in work)),
             "labels": {"words": sum(w.labels for w in work)},
+            "always_kept": {"query_words": sum(w.own[0] for w in work), "number_words": sum(w.own[1] for w in work)},
             "kept_ratio": round(words_kept / words_in, 4) if words_in else None,
         })
         return doc.with_event(TraceEvent(stage=self.name, data=data), segments=tuple(new_segments))
@@ -264,6 +268,7 @@ class TokenCompressor(Stage):
         skipped: dict[str, list[str]] = {"instruction": [], "layer": [], "structured": [], "changed": [],
                                          "script": [], "items": [], "short": [], "guarded": []}
         fixed = 0
+        asked = query_words(doc.query)
         # a sentence cut for length is guarded whole: the exception in one part governs the others
         group_of: dict[str, str | None] = {}
         guarded_groups: set[str | None] = set()
@@ -301,7 +306,9 @@ class TokenCompressor(Stage):
                 skipped[why].append(seg.id)
                 fixed += counter.count(seg.text)
                 continue
-            work.append(_Work(i, seg, words, *_forced_and_labels(words, seg), lead=_lead_words(words, seg.original)))
+            own = asked_and_numbers(words, seg.original, asked)
+            work.append(_Work(i, seg, words, *_forced_and_labels(words, seg, own), lead=_lead_words(words, seg.original),
+                              own=(int(own[0].sum()), int(own[1].sum()))))
         return work, skipped, fixed
 
     def _target(self, doc: Document, plan: Plan, work: Sequence[_Work], fixed: int, counter: Any) -> tuple[str, float, dict[str, Any]]:
@@ -493,14 +500,49 @@ def _lead_words(words: Sequence[tuple[int, int]], text: str) -> int:
 OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=", "==", "≠", "!=", "±", "+/-", "≈", "~"})
 
 
-def forced_words(words: Sequence[tuple[int, int]], seg: Segment) -> np.ndarray:
-    """Words of ``seg.original`` that overlap a protected span or are a comparison sign, and the
-    words that say what a protected value is (see :func:`value_labels`): all must be kept."""
-    return _forced_and_labels(words, seg)[0]
+def query_words(query: str | None) -> frozenset[str]:
+    """The content words of *query* (lower-cased, stopwords left out) that a segment keeps wherever it holds them.
+
+    >>> sorted(query_words("What is the liability cap and the termination notice?"))
+    ['cap', 'liability', 'notice', 'termination']
+    """
+    return frozenset(word_tokens(query, stop=True)) if query and query.strip() else frozenset()
 
 
-def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment) -> tuple[np.ndarray, int]:
-    """:func:`forced_words`, and how many of them only :func:`value_labels` keeps (for the trace)."""
+def asked_and_numbers(words: Sequence[tuple[int, int]], text: str,
+                      asked: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+    """Two masks over *words* of *text*: the words that are a content word of the query (*asked*, see
+    :func:`query_words`; "notice." for "… termination notice"), and the words holding a digit ("500", "2.7.1",
+    "3f9a2c7be41d"). Both are kept like protected spans, whatever the ontology protects: the question's
+    own words say what the passage answers, and odcf keeps exact numbers.
+
+    >>> t = "Either party may terminate on 14 days' written notice under release 2.7.1."
+    >>> w = [(m.start(), m.end()) for m in re.finditer(r"\\S+", t)]
+    >>> q, n = asked_and_numbers(w, t, frozenset({"notice"}))
+    >>> [t[s:e] for (s, e), k in zip(w, q) if k], [t[s:e] for (s, e), k in zip(w, n) if k]
+    (['notice'], ['14', '2.7.1.'])
+    """
+    asked_mask = np.zeros(len(words), dtype=bool)
+    digits = np.zeros(len(words), dtype=bool)
+    for i, (s, e) in enumerate(words):
+        word = text[s:e]
+        digits[i] = any(ch.isdigit() for ch in word)
+        if asked and not digits[i]:
+            asked_mask[i] = any(tok in asked for tok in word_tokens(word))
+    return asked_mask, digits
+
+
+def forced_words(words: Sequence[tuple[int, int]], seg: Segment, asked: frozenset[str] = frozenset()) -> np.ndarray:
+    """Words of ``seg.original`` that overlap a protected span, hold a digit, are a word of the query
+    (*asked*, see :func:`asked_and_numbers`) or are a comparison sign, and the words that say what a
+    protected value is (see :func:`value_labels`): all must be kept."""
+    return _forced_and_labels(words, seg, asked_and_numbers(words, seg.original, asked))[0]
+
+
+def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment,
+                       own: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
+    """:func:`forced_words` (*own*: the masks of :func:`asked_and_numbers`), and how many of them only
+    :func:`value_labels` keeps (for the trace)."""
     forced = np.zeros(len(words), dtype=bool)
     if not words:
         return forced, 0
@@ -512,15 +554,21 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment) -> tuple[
     # which heading or item it is ("#", "3.", "-")
     forced[:_lead_words(words, text)] = True
     if not seg.protected:
-        return forced, 0
+        return _with_own(forced, own), 0
     starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
     ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))
     protected = np.zeros(len(words), dtype=bool)
     for span in seg.protected:
         protected |= (starts < span.end) & (ends > span.start)
     out = _bridged(words, text, forced | protected)
+    out = _with_own(out, own)
     labels = value_labels(words, text, protected) & ~out
     return out | labels, int(labels.sum())
+
+
+def _with_own(forced: np.ndarray, own: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """*forced* plus the query's words and the numbers (:func:`asked_and_numbers`): kept, like protected spans."""
+    return forced if own is None else forced | own[0] | own[1]
 
 
 #: The most words between two kept protected words that are kept with them: what joins two amounts

@@ -50,7 +50,7 @@ from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.plan.model import Plan
 from odcf.plan.protection import not_a_connective
 from odcf.stages.base import Stage
-from odcf.textutil import STOPWORDS, not_for_english_ner
+from odcf.textutil import STOPWORDS, has_value, not_for_english_ner
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ class EntityGuard(Stage):
             if seg.text != seg.original:
                 # spaCy reads the original; a span an earlier stage removed (a folded table row) is
                 # not in the text delivered and is not protected there
-                new = [sp for sp in new if sp.text in seg.text]
+                new = [sp for sp in new if has_value(seg.text, sp.text)]
             if new:
                 added[seg.id] = tuple(new)
         return added

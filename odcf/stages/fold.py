@@ -42,6 +42,7 @@ from odcf.plan.model import Plan
 from odcf.rules.prefixes import fold_prefixes
 from odcf.rules.tables import fold_table
 from odcf.stages.base import Stage
+from odcf.textutil import has_value
 from odcf.tokens import get_counter
 
 #: Words a query term list never keeps rows for.
@@ -115,7 +116,7 @@ def _span_ranges(seg: Segment) -> list[tuple[int, int]]:
 
 
 def _spans_survive(seg: Segment, text: str) -> bool:
-    return all(span.text in text for span in seg.protected)
+    return all(has_value(text, span.text) for span in seg.protected)
 
 
 class FoldStage(Stage):

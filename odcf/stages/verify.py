@@ -12,9 +12,11 @@ dropped rows are recorded by the fold stage itself), it collects from the *origi
   Chinese text, which spaCy's English model cannot read, is still checked);
 - every match of the plan's anchors and every dictionary term.
 
-Each must still appear in the segment's text (whitespace-insensitive). NER is the costly
-part: with ``scope="auto"`` it runs on the best-scored changed segments whose current texts
-fill ``budget_factor`` (3) × the budget — those the budget can deliver — and the others get the
+Each must still appear in the segment's text, white space aside, as a whole value: a number
+found only as part of a longer one does not count (a lost "8" is not found in "80", "1.8" or
+"8,000"). NER is the costly part: with ``scope="auto"`` it runs on the best-scored changed
+segments whose current texts fill ``budget_factor`` (3) × the budget — those the budget can
+deliver — and the others get the
 pattern, anchor and term checks only; the trace counts both (``ner_checked``,
 ``patterns_only``). ``scope="all"`` runs NER on every changed segment. A segment that lost
 one is reverted: ``text = original``, status ``reverted``, reason
@@ -35,7 +37,7 @@ from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
 from odcf.plan.protection import default_entity_labels
 from odcf.stages.base import Stage
-from odcf.textutil import fold, not_for_english_ner
+from odcf.textutil import fold, has_value, not_for_english_ner
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -48,12 +50,6 @@ _FALLBACK: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("PERCENT", re.compile(r"\d+(?:\.\d+)?\s*(?:%|％)|百分之[零一二三四五六七八九十百点\d]+")),
     ("NUMBER", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")),
 )
-_SPACE = re.compile(r"\s+")
-
-
-def _squash(text: str) -> str:
-    return _SPACE.sub("", text)
-
 
 def fallback_entities(text: str) -> list[tuple[str, str]]:
     """``(text, label)`` of dates, amounts, percentages and numbers found by pattern.
@@ -172,21 +168,16 @@ class Verifier(Stage):
     def _lost(self, seg: Segment, plan: Plan, ents: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """What the original holds and the current text lacks, in the order checked."""
         text = seg.text
-        squashed = _squash(text)
-        low = squashed.casefold()
         lost: list[tuple[str, str]] = []
         seen: set[str] = set()
 
         def check(needle: str, label: str, *, fold_case: bool = False) -> None:
+            # a whole value, white space aside: a lost "8" is not found in the "80" kept beside it
             if not needle or needle in seen:
                 return
             seen.add(needle)
-            if needle in text:
-                return
-            s = _squash(needle)
-            if (s.casefold() in low) if fold_case else (s in squashed):
-                return
-            lost.append((needle, label))
+            if not has_value(text, needle, spaces=True, ignore_case=fold_case):
+                lost.append((needle, label))
 
         for what, label in ents:
             check(what, label)

@@ -130,3 +130,26 @@ def test_a_term_written_over_a_line_break_or_after_a_two_character_lowercase_is_
     a, b = out.segments
     assert a.status == b.status == "reverted"
     assert "'actual cash value' (term)" in a.reasons[-1] and "'actual cash\\nvalue' (term)" in b.reasons[-1]  # the reason quotes it as repr does
+
+
+def test_a_lost_number_is_not_found_inside_a_longer_one_kept_beside_it():
+    # "8" was found as the first digit of "80", so the compressed sentence passed as safe
+    text = "The commit set the maximum pool size to 8 instead of 80."
+    out = run([text], ["the maximum pool size to 8 "], ner=False)
+    (seg,) = out.segments
+    assert seg.status == "reverted" and seg.text == text
+    assert seg.reasons[-1] == "verify: lost entity '8' (NUMBER); reverted"
+    # nor inside a decimal or a thousands group; a number kept whole still passes, whatever follows it
+    out = run(["Version 1.8 ships 8 fixes.", "It took 8,000 tries, not 8 alone.", "The 8th run and 80 more."],
+              [" 8 fixes", "not 8 alone", " more"], ner=False)
+    a, b, c = out.segments
+    assert a.status == b.status == "reverted" and "'8' (NUMBER)" in a.reasons[-1] + b.reasons[-1]
+    assert c.status == "compressed" and c.text == "The 8th run and 80."
+
+
+def test_a_lost_single_word_term_is_reverted():
+    # the term check compared against the folded original, so a one-word term was never missed
+    plan = Plan(domain="t", protection=ProtectionRules(terms=("subrogation",)))
+    out = run(["Subrogation rights pass to the insurer."], ["Subrogation "], plan=plan, ner=False)
+    (seg,) = out.segments
+    assert seg.status == "reverted" and seg.reasons[-1] == "verify: lost entity 'Subrogation' (term); reverted"
