@@ -159,8 +159,9 @@ def _jieba():  # pragma: no cover - exercised through words()
 
 
 def words(text: str, *, stop: bool = False) -> list[str]:
-    """Lowercased word tokens. CJK runs go through jieba; ``stop=True`` removes stopwords."""
+    """Lowercased word tokens, in NFC (:func:`nfc`). CJK runs go through jieba; ``stop=True`` removes stopwords."""
     out: list[str] = []
+    text = nfc(text)
     if _CJK_RE.search(text):
         jb = _jieba()
         for tok in jb.lcut(text):
@@ -1016,3 +1017,48 @@ def _overlapping(rx: re.Pattern[str], text: str, start: int) -> Iterator[re.Matc
     while m is not None:
         yield m
         m = rx.search(text, m.start() + 1)
+
+
+def nfc(text: str) -> str:
+    """*text* in Unicode NFC, what odcf matches and scores by: "Renée" typed with a combining accent
+    ("Rene\\u0301e", as macOS file names and text copied from PDFs are) is then the same word as
+    "Renée". Only for matching: the delivered text keeps the source's characters.
+
+    >>> nfc("Rene\\u0301e") == "Ren\\u00e9e"
+    True
+    """
+    return text if text.isascii() or unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+def nfc_map(text: str) -> tuple[str, list[int]]:
+    """:func:`nfc` of *text* and, for each offset into it (its length included), the offset in *text*
+    it stands for, so that a match found in the normalised text points at the same characters in
+    *text*: a character with its combining marks is normalised as one piece, and each offset inside a
+    piece that changed points at the piece's start.
+
+    >>> nfc_map("cafe\\u0301 ok")
+    ('café ok', [0, 1, 2, 3, 5, 6, 7, 8])
+    """
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text, list(range(len(text) + 1))
+    out: list[str] = []
+    pos: list[int] = []
+    start = 0
+    for i in range(1, len(text) + 1):
+        if i < len(text):
+            c = text[i]
+            # a piece goes on while the next character is a combining mark or composes with the one before
+            # (Hangul jamo); no ASCII character ever composes with what stands before it
+            if not c.isascii() and (unicodedata.combining(c) or (
+                    piece := unicodedata.normalize("NFC", text[start:i])) + c != unicodedata.normalize("NFC", piece + c)):
+                continue
+        piece = text[start:i]
+        norm = unicodedata.normalize("NFC", piece)
+        out.append(norm)
+        pos.extend(range(start, i) if norm == piece else [start] * len(norm))
+        start = i
+    pos.append(len(text))
+    joined = "".join(out)
+    if joined != unicodedata.normalize("NFC", text):  # pieces that compose across their edge: match as written
+        return text, list(range(len(text) + 1))
+    return joined, pos

@@ -34,6 +34,7 @@ import numpy as np
 
 from odcf.backends.onnx import default_threads
 from odcf.errors import StageError
+from odcf.textutil import nfc
 
 logger = logging.getLogger(__name__)
 
@@ -375,6 +376,8 @@ class CachedEmbedder:
             warm()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        # a text embeds as its NFC form: "Rene\u0301e" (combining accent) is the same name as "Renée"
+        texts = [nfc(t) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         missing: dict[str, list[int]] = {}
         with self._lock:

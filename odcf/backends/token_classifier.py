@@ -45,6 +45,7 @@ import numpy as np
 
 from odcf.backends.onnx import get_session
 from odcf.errors import StageError
+from odcf.textutil import nfc
 
 logger = logging.getLogger(__name__)
 
@@ -334,7 +335,8 @@ class TokenClassifier:
         """Like :meth:`word_probs` with the words given as character spans of each text."""
         chunks: list[_Chunk] = []
         for ti, (text, sp) in enumerate(zip(texts, spans)):
-            chunks.extend(self._chunks(ti, [text[s:e] for s, e in sp]))
+            # each word as its NFC form (odcf.textutil.nfc): a combining accent reads as the composed letter
+            chunks.extend(self._chunks(ti, [nfc(text[s:e]) for s, e in sp]))
         sums = [np.zeros(len(sp), dtype=np.float64) for sp in spans]
         counts = [np.zeros(len(sp), dtype=np.float64) for sp in spans]
         order = sorted(range(len(chunks)), key=lambda i: (len(chunks[i].ids), i))

@@ -33,11 +33,13 @@ anything runs. Capabilities used so far:
 from __future__ import annotations
 
 import abc
+from bisect import bisect_left
 from typing import Any, ClassVar
 
-from odcf.document import Document
+from odcf.document import Document, Segment, Span
 from odcf.errors import PlanError
 from odcf.plan.model import Plan
+from odcf.textutil import nfc, nfc_map
 
 
 class Stage(abc.ABC):
@@ -79,3 +81,34 @@ def call_budget(doc: Document, plan: Plan) -> int | None:
     except (PlanError, KeyError, AttributeError):
         return None
     return int(b) if isinstance(b, int) and not isinstance(b, bool) and b > 0 else None
+
+
+def _in_nfc(seg: Segment) -> Segment:
+    text, original = nfc(seg.text), nfc(seg.original)
+    if text == seg.text and original == seg.original:
+        return seg
+    norm, pos = nfc_map(seg.original)
+    spans = tuple(Span(a := bisect_left(pos, sp.start), b := bisect_left(pos, sp.end), norm[a:b], sp.rule)
+                  for sp in seg.protected)
+    return seg.replace(text=text, original=original, protected=spans)
+
+
+def in_nfc(doc: Document) -> Document:
+    """*doc* as a scoring stage reads it: each segment's text and original, its protected spans and
+    the query in Unicode NFC (:func:`~odcf.textutil.nfc`), so that the same text typed with combining
+    accents ("Rene\u0301e", as text copied from a PDF is) scores and matches as the composed spelling.
+    A stage that only scores runs on this and hands back :func:`with_text_of` its result: the
+    delivered text keeps the source's characters."""
+    return doc.replace(segments=tuple(_in_nfc(s) for s in doc.segments),
+                       query=nfc(doc.query) if doc.query is not None else None)
+
+
+def with_text_of(out: Document, doc: Document) -> Document:
+    """*out* (a stage's result on :func:`in_nfc` of *doc*) with the text, original and protected
+    spans of each segment, and the query, as *doc* has them."""
+    before = {s.id: s for s in doc.segments}
+    segments = tuple(s.replace(text=b.text, original=b.original, protected=b.protected)
+                     if (b := before.get(s.id)) is not None and s.text == nfc(b.text) and s.original == nfc(b.original)
+                     and (s.text, s.original, s.protected) != (b.text, b.original, b.protected) else s
+                     for s in out.segments)
+    return out.replace(segments=segments, query=doc.query)

@@ -43,6 +43,7 @@ from odcf.plan.model import Plan
 from odcf.stages.base import Stage
 from odcf.stages.rank import log_template
 from odcf.stages.rerank import PINNED_LAYERS, candidate_count
+from odcf.textutil import nfc
 from odcf.tokens import get_counter
 
 logger = logging.getLogger(__name__)
@@ -190,7 +191,8 @@ def _log_repeats(live: Sequence[Segment], position: dict[str, int], doc: Documen
 
 
 def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().casefold()
+    # NFC: the same sentence typed with combining accents is the same sentence (odcf.textutil.nfc)
+    return _SPACE.sub(" ", nfc(text)).strip().casefold()
 
 
 def signature(seg: Segment) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:

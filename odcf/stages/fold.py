@@ -42,7 +42,7 @@ from odcf.plan.model import Plan
 from odcf.rules.prefixes import fold_prefixes
 from odcf.rules.tables import fold_table
 from odcf.stages.base import Stage
-from odcf.textutil import has_value
+from odcf.textutil import has_value, nfc
 from odcf.tokens import get_counter
 
 #: Words a query term list never keeps rows for.
@@ -155,7 +155,7 @@ class FoldStage(Stage):
         self.min_prefix_chars = min_prefix_chars
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
-        texts = [doc.query or ""]
+        texts = [nfc(doc.query or "")]  # matched in NFC, rows as the query (odcf.textutil.nfc)
         if self.keep_concept_rows:
             texts.extend(t for q in plan.queries for t in q.terms)
         terms = _term_regex(query_terms(texts))
@@ -200,7 +200,7 @@ class FoldStage(Stage):
             if any(s < end and e > start for s, e in ranges):
                 why["protected"] += 1
                 return True
-            if terms is not None and terms.search(row.lower()):
+            if terms is not None and terms.search(nfc(row).lower()):
                 why["query"] += 1
                 return True
             return False

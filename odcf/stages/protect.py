@@ -24,7 +24,7 @@ from odcf.plan.model import Plan
 from odcf.plan.protection import not_a_connective
 from odcf.stages.base import Stage
 from odcf.textutil import HAN_RE as _CJK
-from odcf.textutil import RegexTimeout, fold, phrase_regex, regex_time_limit
+from odcf.textutil import RegexTimeout, fold, nfc_map, phrase_regex, regex_time_limit
 
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 # punctuation that ends a clause; a comma or dot inside a number ("$50,000", "3.5") does not
@@ -132,6 +132,16 @@ class Protector(Stage):
         return doc.with_event(event, segments=tuple(out))
 
     def spans_for(self, text: str, m: _Matchers) -> list[Span]:
+        """The protected spans of *text*, matched in its NFC form (:func:`~odcf.textutil.nfc_map`): a
+        term or anchor written with combining accents ("Mu\u0308ller") is found as in the composed
+        spelling, and each span points at the characters of *text* as written."""
+        norm, pos = nfc_map(text)
+        if norm == text:
+            return self._spans(text, m)
+        return [Span(pos[sp.start], pos[sp.end], text[pos[sp.start]:pos[sp.end]], sp.rule)
+                for sp in self._spans(norm, m)]
+
+    def _spans(self, text: str, m: _Matchers) -> list[Span]:
         spans: list[Span] = []
         if self.anchors and m.anchors:
             name = ""

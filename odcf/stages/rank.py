@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
-from odcf.stages.base import Stage
+from odcf.stages.base import Stage, in_nfc, with_text_of
 from odcf.stages.segment.headings import segment_level
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
 from odcf.stages.segment.mail import pleasantry
@@ -1847,6 +1847,10 @@ class LexicalRanker(Stage):
         self.density_weight = density_weight
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
+        # scored in NFC: the same text with combining accents scores the same (odcf.stages.base.in_nfc)
+        return with_text_of(self._score(in_nfc(doc), plan), doc)
+
+    def _score(self, doc: Document, plan: Plan) -> Document:
         live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
         recurring = recurring_capitals(live) if not doc.query else {}
         tokenized = [words(t, stop=True) for t in scoring_texts(doc, live)]

@@ -44,7 +44,7 @@ import numpy as np
 
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
-from odcf.stages.base import Stage
+from odcf.stages.base import Stage, in_nfc, with_text_of
 from odcf.stages.rank import (
     demote_boilerplate,
     demote_pleasantries,
@@ -331,6 +331,10 @@ class EmbeddingReranker(Stage):
         return sem / top if top > 0 else sem
 
     def __call__(self, doc: Document, plan: Plan) -> Document:
+        # scored in NFC: the same text with combining accents scores the same (odcf.stages.base.in_nfc)
+        return with_text_of(self._score(in_nfc(doc), plan), doc)
+
+    def _score(self, doc: Document, plan: Plan) -> Document:
         live = [s for s in doc.segments if not s.dropped and s.layer not in PINNED_LAYERS]
         langs = {s.id: detect_language(s.text[:400]) for s in live}
         english = [s for s in live if langs[s.id] == "en"]
