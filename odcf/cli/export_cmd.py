@@ -38,6 +38,6 @@ def run(args: argparse.Namespace) -> int:
     meta = export_run(args.run, args.out, tolerance=args.tolerance, min_agreement=args.min_agreement,
                       max_len=args.max_len, threads=args.threads,
                       threshold_keep_share=args.threshold_share)
-    keys = ("file", "bytes", "sha256", "num_hidden_layers", "threshold", "parity", "int8_agreement")
+    keys = ("file", "bytes", "sha256", "num_hidden_layers", "threshold", "parity", "int8_agreement", "agreement_gate")
     sys.stdout.write(json.dumps({k: meta[k] for k in keys}, indent=2) + "\n")
     return 0

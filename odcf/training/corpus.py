@@ -20,7 +20,8 @@ Fields of a line (``.jsonl`` or ``.jsonl.gz``; blank lines are skipped):
   *must-keep* (extra loss weight) and counts as a gold entity in ``odcf eval``.
 * ``keep`` (optional): character spans of ordinary *keep* words (the words a summary of the
   document needs). Without it, content words are *keep* (spaCy part of speech in the build's
-  ``content_pos``, not a stop word) and negations too, as for WNUT-17.
+  ``content_pos``, not a stop word) and negations too, as for WNUT-17. ``"keep": []`` is not the
+  same: no ordinary keep word at all (the build warns, naming the documents).
 * ``split`` (optional): ``train``, ``dev`` or ``test``; by default a stable hash of ``id`` puts
   one document in ten in test and one in ten in dev (``odcf.training.data.stable_split``, the rule
   that splits QMSum meetings).

@@ -32,6 +32,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -283,6 +285,88 @@ def _answer_vocab(adoc: Any) -> tuple[set[str], set[str]]:
 
 
 # -- your own corpus -------------------------------------------------------------------------------
+#: The most characters spaCy tags at once when a corpus document without ``keep`` spans is labelled
+#: by part of speech: a longer text is tagged in pieces (:func:`text_blocks`), a few at a time
+#: (:data:`POS_BATCH_CHARS`), so that the memory of a build does not grow with the longest document
+#: (spaCy's tagger took about 3 GB per MB of text tagged at once: one 5 MB document, more than 15 GB).
+POS_BLOCK_CHARS = 10_000
+#: A batch of pieces tagged together holds at most this many characters (or one piece).
+POS_BATCH_CHARS = 40_000
+#: Seconds between two progress lines while corpus documents are tagged.
+PROGRESS_EVERY_S = 10.0
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s")
+
+
+def text_blocks(text: str, limit: int = POS_BLOCK_CHARS) -> list[tuple[int, int]]:
+    """Consecutive ``(start, end)`` pieces of *text* of at most *limit* characters that together
+    cover it, each cut after the last blank line in reach, else the last line end, else the last
+    sentence end, else the last whitespace (a hard cut only inside a run of *limit* non-space
+    characters), so that no word is split and each piece is a stretch a tagger reads well alone.
+
+    >>> text_blocks("One two.\\n\\nThree four. Five six.", limit=20)
+    [(0, 10), (10, 22), (22, 31)]
+    """
+    out: list[tuple[int, int]] = []
+    lo, n = 0, len(text)
+    while lo < n:
+        if n - lo <= limit:
+            out.append((lo, n))
+            break
+        part = text[lo:lo + limit]
+        cut = part.rfind("\n\n") + 2
+        if cut < 2:
+            cut = part.rfind("\n") + 1
+        if cut < 1:
+            cut = max((m.end() for m in _SENTENCE_END.finditer(part)), default=0)
+        if cut < 1:
+            cut = max(part.rfind(" "), part.rfind("\t")) + 1
+        if cut < 1:
+            cut = limit
+        out.append((lo, lo + cut))
+        lo += cut
+    return out
+
+
+def content_spans(nlp: Any, docs: Sequence[Any], content_pos: Sequence[str], *,
+                  limit: int = POS_BLOCK_CHARS) -> Iterator[list[tuple[int, int]]]:
+    """For each corpus document, in order: the character spans of its content words (spaCy part of
+    speech in *content_pos*, not a stop word) and negations. Each text is tagged in
+    :func:`text_blocks` pieces, a batch of at most :data:`POS_BATCH_CHARS` characters at a time;
+    a progress line is logged every :data:`PROGRESS_EVERY_S` seconds."""
+    blocks = [text_blocks(d.text, limit) for d in docs]
+    total = sum(len(d.text) for d in docs)
+    pieces = ((d.text[a:b], (i, a)) for i, d in enumerate(docs) for a, b in blocks[i])
+    tagged = (out for batch in _batches(pieces) for out in nlp.pipe(batch, as_tuples=True, batch_size=len(batch)))
+    done, last = 0, time.monotonic()
+    for i, d in enumerate(docs):
+        spans: list[tuple[int, int]] = []
+        for _ in blocks[i]:
+            sdoc, (j, offset) = next(tagged)
+            assert j == i, (j, i)
+            spans += [(offset + t.idx, offset + t.idx + len(t.text)) for t in sdoc
+                      if t.lower_ in NEGATIONS or (t.pos_ in content_pos and not t.is_stop)]
+            done += len(sdoc.text)
+            if time.monotonic() - last >= PROGRESS_EVERY_S:
+                last = time.monotonic()
+                logger.info("corpus: tagging parts of speech, %.1f of %.1f MB (%.0f%%), document %s",
+                            done / 1e6, total / 1e6, 100 * done / max(total, 1), d.where)
+        yield spans
+
+
+def _batches(pieces: Iterator[tuple[str, Any]]) -> Iterator[list[tuple[str, Any]]]:
+    """*pieces* in lists of at most :data:`POS_BATCH_CHARS` characters (a longer piece alone)."""
+    batch: list[tuple[str, Any]] = []
+    size = 0
+    for piece in pieces:
+        if batch and size + len(piece[0]) > POS_BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+        batch.append(piece)
+        size += len(piece[0])
+    if batch:
+        yield batch
+
+
 def corpus_examples(cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[Example]:
     """Examples from ``cfg.corpus``: entity spans must-keep, keep spans (or content words) keep."""
     from odcf.stages.compress import MIN_LATIN_SHARE, latin_share
@@ -297,18 +381,19 @@ def corpus_examples(cfg: BuildConfig, nlp: Any, anchors: AnchorSet) -> Iterator[
                        ", ".join(d.where for d in other_script[:10]) + (" …" if len(other_script) > 10 else ""))
     if not docs:
         raise InputError(f"corpus {', '.join(cfg.corpus)}: no document in mainly Latin script to train on")
+    empty_keep = [d for d in docs if d.keep == ()]
+    if empty_keep:
+        logger.warning("corpus: %d document(s) give \"keep\": [] (no ordinary keep word: every word outside "
+                       "entities and anchors is trained towards drop); leave \"keep\" out to have content words "
+                       "kept: %s", len(empty_keep),
+                       ", ".join(f"id {d.id!r} ({d.where})" for d in empty_keep[:10])
+                       + (" …" if len(empty_keep) > 10 else ""))
     need_pos = [d for d in docs if d.keep is None]
-    nlp.max_length = max([nlp.max_length] + [len(d.text) + 1 for d in need_pos])
-    parsed = dict(zip((d.id for d in need_pos), nlp.pipe((d.text for d in need_pos), batch_size=32)))
+    tagged = content_spans(nlp, need_pos, cfg.content_pos)
     for d in docs:
         words = words_of(d.text)
         ent = touched(words, d.entities)
-        if d.keep is not None:
-            keep = touched(words, d.keep)
-        else:
-            content = [(t.idx, t.idx + len(t.text)) for t in parsed[d.id]
-                       if t.lower_ in NEGATIONS or (t.pos_ in cfg.content_pos and not t.is_stop)]
-            keep = touched(words, content)
+        keep = touched(words, d.keep if d.keep is not None else next(tagged))
         yield _with_anchors("corpus", f"corpus/{d.id}", d.split or stable_split(f"corpus:{d.id}"), d.text, words,
                             [int(e or k) for e, k in zip(ent, keep)],
                             [MUST_KEEP_WEIGHT if e else 1.0 for e in ent], [int(e) for e in ent], anchors)
@@ -401,11 +486,14 @@ def build_dataset(cfg: BuildConfig) -> Any:
         it = (wnut_examples(data_dir, cfg, nlp, anchors) if source == "wnut17"
               else corpus_examples(cfg, nlp, anchors) if source == "corpus"
               else qmsum_examples(data_dir, cfg, nlp, anchors, cache))
-        n = 0
+        n, last = 0, time.monotonic()
         for ex in it:
             for piece in window(ex, tok, cfg.max_len):
                 rows[piece.split].append(_row(piece))
                 n += 1
+            if time.monotonic() - last >= PROGRESS_EVERY_S:
+                last = time.monotonic()
+                logger.info("%s: %d windows so far (last document %s)", source, n, ex.doc)
         logger.info("%s: %d windows", source, n)
     if cfg.qmsum_train_windows:
         q = [r for r in rows["train"] if r["source"] == "qmsum"]

@@ -197,7 +197,7 @@ def evaluate(
         test = list(build_dataset(cfg)["test"])
     clf = TokenClassifier.load(model_path, threads=max(threads))
     out: dict[str, Any] = {"model": str(model_path), "metadata": {k: clf.metadata.get(k) for k in (
-        "sha256", "bytes", "num_hidden_layers", "threshold", "max_len", "int8_agreement", "train")},
+        "sha256", "bytes", "num_hidden_layers", "threshold", "max_len", "int8_agreement", "agreement_gate", "train")},
         "sources": {}, "speed": [], "machine": {"cpu": platform.processor() or platform.machine()}}
     for source in sorted({r["source"] for r in test}):
         rows = [r for r in test if r["source"] == source]
@@ -236,30 +236,51 @@ def _pct(d: dict[str, Any] | None) -> str:
     return f"{100 * d['share']:.1f}% ({d['kept']}/{d['of']})"
 
 
-def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
-    """A side-by-side table of several evaluated models (e.g. the 3-layer student vs the 6-layer model)."""
-    lines = ["", "## Model comparison (same held-out data, same machine, same run of this command)", "",
-             "| model | layers | bytes | WNUT entities kept 3:1 words | WNUT entities kept 5.2:1 words | "
-             "WNUT entities kept 3:1 o200k tokens | WNUT F1 (thr) | "
-             "QMSum label-keep kept 3:1 | QMSum numbers kept 3:1 | words/s, 1 thread |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+_COMPARISON_COLUMNS = ("model", "layers", "bytes", "WNUT entities kept 3:1 words", "WNUT entities kept 5.2:1 words",
+                       "WNUT entities kept 3:1 o200k tokens", "WNUT F1 (thr)", "QMSum label-keep kept 3:1",
+                       "QMSum numbers kept 3:1", "words/s, 1 thread")
+
+
+def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]],
+                      peers: Sequence[tuple[str, dict[str, Any]]] = ()) -> list[str]:
+    """A side-by-side table of several evaluated models (e.g. the 3-layer student vs the 6-layer model)
+    and the model-free *peers* (``(label, {source: metrics})``); a column empty ("—") in every row,
+    such as the WNUT-17 and QMSum columns of an evaluation on your corpus alone, is left out."""
+    table = []
     for name, res in rows:
         meta = res["metadata"]
         w = res["sources"].get("wnut17", {})
         speed = next((s["words_per_s"] for s in res["speed"] if s["threads"] == 1 and s.get("batch_size", 1) == 1), "—")
         wnut, qmsum = _comparison_cells(res["sources"])
-        lines.append(f"| {name} | {meta.get('num_hidden_layers')} | {meta.get('bytes')} | {wnut} | "
-                     f"{w.get('threshold', {}).get('f1', '—')} | {qmsum} | {speed} |")
+        table.append([name, *(str(meta[k]) if meta.get(k) is not None else "—" for k in ("num_hidden_layers", "bytes")), *wnut,
+                      str(w.get("threshold", {}).get("f1", "—")), *qmsum, str(speed)])
+    for label, sources in peers:
+        wnut, qmsum = _comparison_cells(sources)
+        table.append([label, "—", "—", *wnut, "—", *qmsum, "—"])
+    shown = [c for c in range(len(_COMPARISON_COLUMNS)) if c == 0 or any(row[c] != "—" for row in table)]
+    lines = ["", "## Model comparison (same held-out data, same machine, same run of this command)", "",
+             "| " + " | ".join(_COMPARISON_COLUMNS[c] for c in shown) + " |", "|" + "---|" * len(shown)]
+    lines += ["| " + " | ".join(row[c] for c in shown) + " |" for row in table]
     return lines
 
 
-def _comparison_cells(sources: dict[str, Any]) -> tuple[str, str]:
+def _comparison_cells(sources: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The WNUT entity cells (3:1 and 5.2:1 words, 3:1 tokens) and the QMSum cells of a comparison row."""
     w, q = sources.get("wnut17", {}), sources.get("qmsum", {})
     r3, r5, t3 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}", f"tokens_{RATES[0]:.3f}"
-    wnut = " | ".join(_pct(w.get(k, {}).get("entity_kept")) for k in (r3, r5, t3))
-    qmsum = f"{_pct(q.get(r3, {}).get('label_keep_kept'))} | {_pct(q.get(r3, {}).get('number_kept'))}"
+    wnut = [_pct(w.get(k, {}).get("entity_kept")) for k in (r3, r5, t3)]
+    qmsum = [_pct(q.get(r3, {}).get("label_keep_kept")), _pct(q.get(r3, {}).get("number_kept"))]
     return wnut, qmsum
+
+
+def model_label(model_path: str | Path) -> str:
+    """How the comparison table names the evaluated model: "shipped" for the shipped model, else
+    "model under test" and its path."""
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+
+    path = Path(model_path).resolve()
+    shipped = Path(DEFAULT_MODEL_DIR).resolve()
+    return "shipped" if shipped in (path, path.parent) else f"model under test ({model_path})"
 
 
 def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tuple[str, dict[str, Any]]] = ()) -> str:
@@ -291,18 +312,21 @@ def render_markdown(res: dict[str, Any], *, command: str, compare: Sequence[tupl
                      f"{t['recall']:.3f} | {t['f1']:.3f} |")
     agr = meta.get("int8_agreement") or {}
     if agr:
-        lines += ["", f"int8 vs fp32 keep-decision agreement on {agr.get('words')} held-out words: "
+        kept = (agr.get("threshold_kept") or {}).get("int8")
+        sides = (f" (the int8 model keeps {kept} and drops {agr['words'] - kept} of them at the threshold)"
+                 if kept is not None else "")
+        gate = meta.get("agreement_gate") or {}
+        lowered = (f" Exported under a lowered gate: --min-agreement {gate['min_agreement']:g} (default "
+                   f"{gate['default']:g}).") if gate.get("lowered") and not gate.get("passes_default") else ""
+        lines += ["", f"int8 vs fp32 keep-decision agreement on {agr.get('words')} held-out words{sides}: "
                   f"{100 * agr.get('threshold', 0):.2f}% at the threshold, {100 * agr.get('rate', 0):.2f}% at a global 1/3 rate "
-                  f"(largest probability difference {agr.get('max_abs_prob_diff')})."]
+                  f"(largest probability difference {agr.get('max_abs_prob_diff')}).{lowered}"]
     lines += _speed_rows(res)
     if compare or res.get("heuristic"):
-        lines += render_comparison([("shipped", res), *compare])
-        for key, label in (("heuristic", "heuristic peer (no model: digits first, stop words last, longer words first)"),
-                           ("heuristic_case", "heuristic peer + case (capitalised words right after digits)")):
-            h = res.get(key) or {}
-            if h:
-                wnut, qmsum = _comparison_cells(h)
-                lines.append(f"| {label} | — | — | {wnut} | — | {qmsum} | — |")
+        peers = [(label, res[key]) for key, label in (
+            ("heuristic", "heuristic peer (no model: digits first, stop words last, longer words first)"),
+            ("heuristic_case", "heuristic peer + case (capitalised words right after digits)")) if res.get(key)]
+        lines += render_comparison([(model_label(res["model"]), res), *compare], peers)
     train = meta.get("train") or {}
     if train:
         lines += ["", f"Training: {train.get('wall_s')} s wall ({train.get('train_s')} s in the training loop) with "

@@ -177,8 +177,10 @@ def _parity_batches(items: Sequence[dict[str, np.ndarray]], batch_size: int = 16
     return out
 
 
-def decision_agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, threshold: float, rate: float) -> dict[str, Any]:
-    """Share of words on which two models make the same keep decision (threshold and global rate)."""
+def decision_agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, threshold: float, rate: float,
+                       names: tuple[str, str] = ("a", "b")) -> dict[str, Any]:
+    """Share of words on which two models make the same keep decision (threshold and global rate),
+    and how many words each model (named by *names*) keeps at the threshold."""
     from odcf.training.metrics import select_global
 
     fa, fb = np.concatenate(a), np.concatenate(b)
@@ -187,8 +189,37 @@ def decision_agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, thre
     rb = select_global(b, rate=rate)
     return {"words": int(len(fa)), "threshold": round(thr, 5), "rate": round(float((ra == rb).mean()), 5),
             "threshold_disagree": int(((fa >= threshold) != (fb >= threshold)).sum()),
+            # the words each model keeps and drops at the threshold: an agreement of 100% with every
+            # word on one side (a barely trained model) says nothing
+            "threshold_kept": {names[0]: int((fa >= threshold).sum()), names[1]: int((fb >= threshold).sum())},
             "rate_disagree": int((ra != rb).sum()),
             "rate_value": rate, "max_abs_prob_diff": round(float(np.abs(fa - fb).max()), 5)}
+
+
+def agreement_gate(agreement: dict[str, Any], min_agreement: float) -> dict[str, Any]:
+    """The agreement gate the export passed: the least of the two agreements, the gate used, and
+    whether it was lowered below :data:`DEFAULT_MIN_AGREEMENT` and would have passed the default.
+
+    >>> agreement_gate({"threshold": 1.0, "rate": 0.97842}, 0.95)
+    {'agreement': 0.97842, 'min_agreement': 0.95, 'default': 0.98, 'lowered': True, 'passes_default': False}
+    """
+    worst = min(agreement["threshold"], agreement["rate"])
+    return {"agreement": worst, "min_agreement": min_agreement, "default": DEFAULT_MIN_AGREEMENT,
+            "lowered": min_agreement < DEFAULT_MIN_AGREEMENT, "passes_default": worst >= DEFAULT_MIN_AGREEMENT}
+
+
+def portable_paths(paths: Sequence[str]) -> list[str]:
+    """*paths* relative to the folder that holds them all (one file: its name), so that a shared
+    ``metadata.json`` does not carry the trainer's local folders.
+
+    >>> portable_paths(["/home/me/data/a.jsonl", "/home/me/data/more/b.jsonl"])
+    ['a.jsonl', 'more/b.jsonl']
+    """
+    if not paths:
+        return []
+    full = [os.path.abspath(p) for p in paths]
+    base = os.path.commonpath([os.path.dirname(p) for p in full])
+    return [Path(os.path.relpath(p, base)).as_posix() for p in full]
 
 
 def calibrate_threshold(probs: Sequence[np.ndarray], keep_share: float) -> float:
@@ -261,7 +292,7 @@ def export_run(
         texts = [r["text"] for r in held]
         p_fp, p_q = (clf.word_probs(texts) for clf in clfs)
         threshold, rule = _pick_threshold(report, clfs[1], list(dd["dev"]), threshold_keep_share)
-        agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3)
+        agreement = decision_agreement(p_fp, p_q, threshold=threshold, rate=1 / 3, names=("fp32", "int8"))
         logger.info("int8 vs fp32 keep-decision agreement on %d held-out words: %s", agreement["words"], agreement)
         if min(agreement["threshold"], agreement["rate"]) < min_agreement:
             raise ExportParityError(
@@ -272,9 +303,15 @@ def export_run(
                 "needs more held-out text), or pass --min-agreement to ship it anyway; nothing was written"
             )
         meta = _metadata(int8, cfg, report, stamp, case=case, max_len=max_len, threshold=threshold, rule=rule)
+        gate = agreement_gate(agreement, min_agreement)
+        if gate["lowered"] and not gate["passes_default"]:
+            logger.warning("int8 agreement %.2f%% passed only the lowered gate --min-agreement %g (default %g); "
+                           "metadata.json records it under agreement_gate", 100 * gate["agreement"], min_agreement,
+                           DEFAULT_MIN_AGREEMENT)
         meta.update({
             "parity": parity,
             "int8_agreement": agreement,
+            "agreement_gate": gate,
             "held_out": _held_out_metrics(held, {"int8": p_q, "fp32": p_fp}, threshold),
             "exported": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         })
@@ -388,12 +425,21 @@ def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str
         "training_data": {s: DATA_LICENSES.get(s, s) for s in stamp["config"]["sources"]},
         "training_stats": stamp.get("stats"),
         "ontology_files": stamp.get("ontology_files"),
-        **({"corpus_files": stamp["corpus_files"]} if stamp.get("corpus_files") else {}),
+        **({"corpus_files": dict(zip(portable_paths(list(stamp["corpus_files"])), stamp["corpus_files"].values()))}
+           if stamp.get("corpus_files") else {}),
         "train": {k: report.get(k) for k in ("wall_s", "train_s", "threads", "train_windows", "train_subtokens", "cpu", "cpu_count")},
-        "train_config": report.get("config"),
+        "train_config": _portable_config(report.get("config")),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnxruntime": onnxruntime.__version__, "datasets": datasets.__version__},
     }
+
+
+def _portable_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The training configuration with its corpus paths made :func:`portable_paths`."""
+    build = (config or {}).get("build") or {}
+    if not build.get("corpus"):
+        return config
+    return {**config, "build": {**build, "corpus": portable_paths(build["corpus"])}}
 
 
 def _pick_threshold(report: dict[str, Any], clf: Any, dev_rows: list[dict[str, Any]],

@@ -187,3 +187,115 @@ def test_empty_file_bom_and_a_file_given_twice(tmp_path: Path) -> None:
     for twice in ((str(bom), str(bom)), (str(bom.parent), str(bom))):
         with pytest.raises(InputError, match=r"bom.jsonl: corpus file given twice"):
             corpus_digest(twice)
+
+
+def test_text_blocks_cover_a_multi_megabyte_text_in_bounded_pieces_without_splitting_words() -> None:
+    from odcf.training.data import POS_BLOCK_CHARS, text_blocks
+
+    # paragraphs, long lines with only sentence ends, and a run of characters with no space at all
+    para = "Acme Corp shall not deliver goods after 3 May. The buyer pays invoice INV-7 in full.\n"
+    paragraphs = (para * 5 + "\n") * 5000
+    text = paragraphs + "No line ends here. " * 3000 + "x" * (POS_BLOCK_CHARS + 5) + " tail"
+    assert len(text) > 2_000_000
+    blocks = text_blocks(text)
+    assert blocks[0][0] == 0 and blocks[-1][1] == len(text)
+    assert all(a < b <= a + POS_BLOCK_CHARS for a, b in blocks)
+    assert all(b == a2 for (_, b), (a2, _) in zip(blocks, blocks[1:]))  # contiguous: offsets add up
+    cuts = [b for _, b in blocks[:-1]]
+    hard = [c for c in cuts if not text[c - 1].isspace()]
+    assert len(hard) == 1 and set(text[hard[0] - 1:hard[0] + 1]) == {"x"}  # only inside the no-space run
+    assert all(text[c - 2:c] == "\n\n" for c in cuts if c < len(paragraphs))  # at blank lines
+    assert text_blocks("One two.\n\nThree four. Five six.", limit=20) == [(0, 10), (10, 22), (22, 31)]
+    assert text_blocks("short", limit=20) == [(0, 5)]
+
+
+def test_a_long_document_without_keep_is_tagged_in_bounded_pieces_with_the_same_labels(monkeypatch) -> None:
+    spacy = pytest.importorskip("spacy")
+    from spacy.language import Language
+
+    from odcf.training import data
+    from odcf.training.corpus import CorpusDoc
+    from odcf.training.labels import AnchorSet
+
+    @Language.component("odcf_test_pos")
+    def _pos(doc):  # a stand-in tagger: its tags depend on the token alone, so pieces change nothing
+        for t in doc:
+            t.pos_ = "NUM" if t.like_num else "NOUN" if t.is_alpha and len(t.text) > 3 else "ADP"
+        return doc
+
+    class Recording:
+        """spaCy's blank English with the stand-in tagger, noting the longest text and batch it got."""
+
+        def __init__(self) -> None:
+            self.nlp = spacy.blank("en")
+            self.nlp.add_pipe("odcf_test_pos")
+            self.longest = self.biggest_batch = 0
+            self.max_length = self.nlp.max_length
+
+        def pipe(self, items, **kw):
+            items = list(items)
+            texts = [t for t, _ in items] if kw.get("as_tuples") else items
+            self.biggest_batch = max(self.biggest_batch, sum(map(len, texts)))
+            self.longest = max([self.longest, *map(len, texts)])
+            return self.nlp.pipe(items, **kw)
+
+    text = "\n\n".join(f"The vendor Acme Corp shall not deliver goods after {i} May unless the buyer pays "
+                       f"invoice INV-{i} in full.\nLate payment costs {i % 9}% a month." for i in range(2500))
+    docs = [CorpusDoc("big", text, (), None, "train", "c.jsonl:1"),
+            CorpusDoc("small", "Payment is not due within 30 days.", (), None, "train", "c.jsonl:2")]
+    monkeypatch.setattr(data, "read_corpus", lambda *paths: iter(docs))
+    cfg = data.BuildConfig(data_dir="", out_dir="unused", ontology_dir=None, sources=("corpus",), corpus=("c.jsonl",))
+    anchors = AnchorSet.build(None)
+    nlp = Recording()
+    pieces = list(data.corpus_examples(cfg, nlp, anchors))
+    assert len(text) > 10 * data.POS_BLOCK_CHARS
+    assert nlp.longest <= data.POS_BLOCK_CHARS and nlp.biggest_batch <= data.POS_BATCH_CHARS
+    # the same labels as the whole text tagged at once
+    monkeypatch.setattr(data, "POS_BLOCK_CHARS", len(text))
+    monkeypatch.setattr(data, "POS_BATCH_CHARS", 2 * len(text))
+    monkeypatch.setattr(data, "text_blocks", lambda t, limit=0: [(0, len(t))])
+    nlp.nlp.max_length = len(text) + 1
+    whole = list(data.corpus_examples(cfg, nlp, anchors))
+    assert nlp.longest == len(text)
+    assert [(e.doc, e.labels, e.weights) for e in pieces] == [(e.doc, e.labels, e.weights) for e in whole]
+    words = pieces[1].text.split()
+    assert [w for w, lab in zip(words, pieces[1].labels) if lab] == ["Payment", "not", "30", "days."]
+
+
+def test_paragraph_pieces_get_the_tagger_labels_of_the_whole_text() -> None:
+    spacy = pytest.importorskip("spacy")
+    from odcf.training.corpus import CorpusDoc
+    from odcf.training.data import BuildConfig, content_spans
+
+    nlp = spacy.load(BuildConfig(data_dir="", out_dir="").spacy_model, disable=["parser", "ner"])
+    text = "\n\n".join(f"The vendor Acme Corp shall not deliver goods after {i} May unless the buyer pays invoice "
+                       f"INV-{i} in full. Payment is due within {30 + i} days." for i in range(30))
+    doc = CorpusDoc("x", text, (), None, None, "c.jsonl:1")
+    pos = BuildConfig(data_dir="", out_dir="").content_pos
+    whole = next(content_spans(nlp, [doc], pos, limit=len(text)))
+    pieces = next(content_spans(nlp, [doc], pos, limit=400))
+    assert whole == pieces and len(whole) > 300
+    assert {text[a:b] for a, b in whole} >= {"vendor", "Acme", "not", "deliver", "Payment"}
+
+
+def test_an_empty_keep_list_is_warned_about_with_the_document_id(tmp_path: Path, caplog) -> None:
+    pytest.importorskip("datasets")
+    pytest.importorskip("spacy")
+    from odcf.training.data import BuildConfig, build_dataset
+
+    rows = contract_rows(12)
+    rows[3]["keep"] = []
+    rows[5]["keep"] = [[0, 9]]
+    rows[0]["split"], rows[1]["split"], rows[2]["split"] = "train", "dev", "test"
+    corpus = write_jsonl(tmp_path / "c.jsonl", rows)
+    with caplog.at_level("WARNING"):
+        dd = build_dataset(BuildConfig(data_dir="", out_dir=str(tmp_path / "r"), ontology_dir=None,
+                                       sources=("corpus",), corpus=(str(corpus),)))
+    warned = [r.getMessage() for r in caplog.records if '"keep": []' in r.getMessage()]
+    assert len(warned) == 1 and "1 document(s)" in warned[0] and f"id 'doc-3' ({corpus}:4)" in warned[0]
+    rows_by_doc = {r["doc"]: r for s in dd for r in dd[s]}
+    empty, absent = rows_by_doc["corpus/doc-3"], rows_by_doc["corpus/doc-4"]
+    words = empty["text"].split()
+    # "keep": [] = no ordinary keep word (entities and anchors only); left out = content words keep
+    assert [w for w, lab in zip(words, empty["labels"]) if lab] == ["Acme", "Corp", "5%"]
+    assert "Liability" in [w for w, lab in zip(words, absent["labels"]) if lab]

@@ -37,3 +37,24 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     # speed: the stage's way (each chunk alone) per thread count, and padded batches for comparison
     assert [(s["threads"], s["batch_size"]) for s in res["speed"]] == [(1, 1), (1, 32)]
     assert "| 1 | 32 (padded batches; not what the stage does) |" in md
+
+
+def test_eval_on_a_corpus_alone_names_the_model_and_leaves_out_empty_columns(tmp_path: Path) -> None:
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+    from odcf.cli.main import main
+    from odcf.training.evaluate import model_label
+    from tests.training.test_corpus import contract_rows, write_jsonl
+
+    rows = contract_rows(6)
+    for r, split in zip(rows, ("train", "train", "dev", "dev", "test", "test")):
+        r["split"] = split
+    corpus = write_jsonl(tmp_path / "mine.jsonl", rows)
+    out = tmp_path / "eval.md"
+    assert main(["eval", "--corpus", str(corpus), "--sources", "", "--model", str(TINY), "--work",
+                 str(tmp_path / "run"), "--threads", "1", "--out", str(out)]) == 0
+    table = out.read_text(encoding="utf-8").split("## Model comparison", 1)[1].strip().splitlines()[2:]
+    # no WNUT-17 / QMSum column: the held-out data has no such rows (nor, for the tiny model, layers or bytes)
+    assert table[0] == "| model | words/s, 1 thread |"
+    assert table[2].startswith(f"| model under test ({TINY}) | ")
+    assert table[3].startswith("| heuristic peer (no model") and len(table) == 5
+    assert model_label(DEFAULT_MODEL_DIR) == "shipped" == model_label(Path(DEFAULT_MODEL_DIR) / "model.int8.onnx")

@@ -56,3 +56,23 @@ def test_decision_agreement_and_threshold_calibration() -> None:
     assert agr["threshold"] == pytest.approx(0.8)
     assert agr["rate"] == 1.0
     assert calibrate_threshold(a, 0.4) == 0.7
+    # how many words each model keeps at the threshold, beside the agreement: 100% with every word
+    # on one side would say nothing
+    named = decision_agreement(a, b, threshold=0.5, rate=0.4, names=("fp32", "int8"))
+    assert named["threshold_kept"] == {"fp32": 3, "int8": 2} and named["words"] == 5
+    assert decision_agreement(a, b, threshold=0.05, rate=0.4)["threshold_kept"] == {"a": 5, "b": 5}
+
+
+def test_the_agreement_gate_and_portable_corpus_paths_in_the_metadata() -> None:
+    from odcf.training.export import _portable_config, agreement_gate, portable_paths
+
+    lowered = agreement_gate({"threshold": 1.0, "rate": 0.97842}, 0.95)
+    assert lowered == {"agreement": 0.97842, "min_agreement": 0.95, "default": 0.98, "lowered": True,
+                       "passes_default": False}
+    assert agreement_gate({"threshold": 0.99, "rate": 0.985}, 0.98)["lowered"] is False
+    assert portable_paths(["/home/me/corpus/good.jsonl"]) == ["good.jsonl"]
+    assert portable_paths(["/home/me/c/a.jsonl", "/home/me/c/more/b.jsonl.gz"]) == ["a.jsonl", "more/b.jsonl.gz"]
+    config = {"epochs": 1, "build": {"corpus": ["/home/me/corpus_dir"], "sources": ["corpus"]}}
+    assert _portable_config(config) == {"epochs": 1, "build": {"corpus": ["corpus_dir"], "sources": ["corpus"]}}
+    assert config["build"]["corpus"] == ["/home/me/corpus_dir"]  # the run's own report is left as it is
+    assert _portable_config({"epochs": 1}) == {"epochs": 1} and _portable_config(None) is None

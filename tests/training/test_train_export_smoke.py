@@ -111,7 +111,11 @@ def test_train_export_and_eval_on_your_own_corpus_alone(tmp_path: Path, capsys) 
     assert report["config"]["train_dev_sources"] == [] and report["config"]["build"]["sources"] == ["corpus"]
     assert main(["export", str(run), "--out", str(model), "--min-agreement", "0", "--threads", "1"]) == 0
     meta = json.loads((model / "metadata.json").read_text())
-    assert list(meta["training_data"]) == ["corpus"] and list(meta["corpus_files"]) == [str(corpus)]
+    # the corpus named by its file name, not the trainer's local folder; the lowered gate recorded
+    assert list(meta["training_data"]) == ["corpus"] and list(meta["corpus_files"]) == [corpus.name]
+    assert meta["train_config"]["build"]["corpus"] == [corpus.name] and str(tmp_path) not in json.dumps(meta["corpus_files"])
+    assert meta["agreement_gate"]["min_agreement"] == 0 and meta["agreement_gate"]["lowered"] is True
+    assert sum(meta["int8_agreement"]["threshold_kept"].values()) <= 2 * meta["int8_agreement"]["words"]
     capsys.readouterr()
     out = tmp_path / "eval.json"
     corpus.unlink()  # the run's labelled data is read back as built: the corpus file is not needed again
