@@ -136,6 +136,7 @@ def test_an_anchor_that_runs_past_its_limit_is_an_ontology_error_naming_its_file
                     "    - {name: redos, pattern: '(a+)+b'}\npipeline:\n  protect: {anchor_seconds: 0.2}\n",
                     encoding="utf-8")
     monkeypatch.setattr(loader, "_backtracking_problem", lambda regex: None)  # as if the probe missed it
+    monkeypatch.setattr(loader, "_BACKTRACKING", {})  # and no earlier test's verdict on the pattern is cached
     plan = compile_file(path)
     with pytest.raises(OntologyError) as info:
         protect("Ref 12345 is fine. " + "a" * 40, plan, anchor_seconds=0.2)
