@@ -976,14 +976,20 @@ def _joins_number(text: str, at: int, step: int) -> bool:
 
 
 def find_value(text: str, needle: str, start: int = 0, *, spaces: bool = False,
-               ignore_case: bool = False) -> int:
+               ignore_case: bool = False, original: str | None = None) -> int:
     """Where *needle* occurs in *text* from *start* as a whole value, or -1: an edge digit of the
     needle may not continue a longer number in the text, so "8" is not found in "instead of 80"
     (nor in "1.8" or "8,000") while "8" is found in "8th" or "v8". With ``spaces`` the white space
-    inside either may differ ("March 3" matches "March\\n3").
+    inside either may differ ("March 3" matches "March\\n3"). With *original* (the text the needle
+    was found in), an edge is held to that only where the original has it: a number anchor's "2.7"
+    inside the version "2.7.1" is found in a text that still says "2.7.1".
 
     >>> find_value("instead of 80", "8"), find_value("size 8, not 80", "8"), find_value("8th", "8")
     (-1, 5, 0)
+    >>> find_value("v 2.7.1", "2.7"), find_value("v 2.7.1", "2.7", original="from 2.6 to 2.7.1")
+    (-1, 2)
+    >>> find_value("instead of 80", "8", original="size 8 instead of 80")
+    -1
     """
     if not needle:
         return start if start <= len(text) else -1
@@ -997,10 +1003,14 @@ def find_value(text: str, needle: str, start: int = 0, *, spaces: bool = False,
     rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     hits = ((m.start(), m.end()) for m in _overlapping(rx, text, start))
     first, last = needle.lstrip()[:1].isdigit(), needle.rstrip()[-1:].isdigit()
+    if original is not None and (first or last):
+        # an edge is held where some occurrence in the original has it whole ("8" beside "80" still must be whole)
+        found = [(m.start(), m.end()) for m in _overlapping(rx, original, 0)]
+        if found:
+            first = first and any(not _joins_number(original, s - 1, -1) for s, _ in found)
+            last = last and any(not _joins_number(original, e, 1) for _, e in found)
     for s, e in hits:
-        if first and _joins_number(text, s - 1, -1):
-            continue
-        if last and _joins_number(text, e, 1):
+        if (first and _joins_number(text, s - 1, -1)) or (last and _joins_number(text, e, 1)):
             continue
         return s
     return -1

@@ -176,7 +176,7 @@ class Verifier(Stage):
             if not needle or needle in seen:
                 return
             seen.add(needle)
-            if not has_value(text, needle, spaces=True, ignore_case=fold_case):
+            if not has_value(text, needle, spaces=True, ignore_case=fold_case, original=seg.original):
                 lost.append((needle, label))
 
         for what, label in ents:
