@@ -553,11 +553,14 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment,
     # the line's own mark and label: who says it ("**User (dana@ops):**" over "Never touch prod"),
     # which heading or item it is ("#", "3.", "-")
     forced[:_lead_words(words, text)] = True
-    if not seg.protected:
+    numbers = own[1] if own is not None else np.zeros(len(words), dtype=bool)
+    if not seg.protected and not numbers.any():
         return _with_own(forced, own), 0
     starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
     ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))
-    protected = np.zeros(len(words), dtype=bool)
+    # a number is a protected value whatever the ontology protects: what joins two of them and what
+    # one measures stay with it ("between 2.6 and 2.7.1", not "2.6 2.7.1")
+    protected = numbers.copy()
     for span in seg.protected:
         protected |= (starts < span.end) & (ends > span.start)
     out = _bridged(words, text, forced | protected)
