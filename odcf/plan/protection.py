@@ -144,18 +144,37 @@ def not_a_connective(text: str, start: int, end: int) -> bool:
     return False
 
 
+#: Words that may stand between a subject and its verb "provided" ("The adjuster then provided an estimate").
+_SUBJECT_ADVERBS = frozenset({"then", "also", "already", "later", "subsequently", "previously", "promptly", "never",
+                              "once", "again", "only", "kindly"})
+#: Determiners that open a one-noun subject ("The insured provided receipts", "Our team provided the logs").
+_SUBJECT_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "our", "their", "its", "his", "her", "my", "your",
+                                  "each", "every", "one"})
+
+
 def _provided_by_its_subject(text: str, start: int, end: int) -> bool:
-    """Whether a bare "provided" (no "that", no comma after it) is the verb of the clause's own subject:
-    one to three words open the clause before it ("The insured provided receipts for the items") and no
-    finite verb follows it in the clause, as one does in the condition ("… in 30 days provided the
-    invoice is correct", "Cover applies provided notice is given")."""
+    """Whether a bare "provided" (no "that", no comma after it) is the verb of the clause's own subject: the
+    clause opens with nothing before it but a determiner and one noun ("The insured provided receipts for the
+    items", "The adjuster then provided an estimate") or a name ("Acme Corp provided the logs"), and no finite
+    verb follows it in the clause, as one does in the condition ("Refunds are issued provided the goods are
+    unused"). Any other words before it read as a clause of their own, and "provided" as the condition that
+    follows it: "The discount applies provided you order by Friday", "You may cancel provided you give notice",
+    "Tenant may sublet provided Landlord consents" (a guard kept where it was not needed costs a thinner text;
+    one lost where it was, an unconditional instruction)."""
     if re.match(r"\s*(?:that\b|,)", text[end:end + 8], re.IGNORECASE):
         return False
     opening = _CLAUSE_OPENING_RE.search(text, max(0, start - 80), start)
     if opening is None:
         return False
     before = re.sub(r"^[^\w]+", "", opening.group(0)).split()
-    if not 1 <= len(before) <= 3:
+    while before and before[-1].casefold() in _SUBJECT_ADVERBS:
+        before.pop()
+    if not before:
+        return False
+    one_noun = len(before) == 2 and before[0].casefold() in _SUBJECT_DETERMINERS and before[1].isalpha()
+    name = len(before) <= 3 and all(w[:1].isupper() and w.isalpha() for w in before) and (
+        len(before) > 1 or before[0].casefold() not in _SUBJECT_DETERMINERS)
+    if not (one_noun or name):
         return False
     rest = re.match(r"[^.!?;:,\n]*", text[end:end + 200])
     return not _FINITE_VERB_RE.search(rest.group(0) if rest else "")

@@ -1,3 +1,5 @@
+import pytest
+
 from odcf.document import Document, Source
 from odcf.stages.protect import Protector
 from odcf.stages.segment import Segmenter
@@ -168,3 +170,36 @@ def test_provided_after_its_subject_with_no_verb_of_a_condition_is_the_verb_not_
     found = sorted(sp.text for s in doc.segments for sp in s.protected if sp.rule.startswith("connective:provided"))
     assert found == ["Provided the roof is sound", "provided notice is given within",
                      "provided that the goods are unused", "provided the invoice is correct"], found
+
+
+@pytest.mark.parametrize("sentence", [
+    "The discount applies provided you order by Friday.",
+    "You may cancel provided you give 30 days' written notice.",
+    "Tenant may sublet provided Landlord consents in writing.",
+    "We will refund provided the customer returns the goods within 14 days.",
+    "Overtime is paid provided the manager approves it in advance.",
+    "Access continues provided you keep your subscription current.",
+    "The loan converts provided the borrower meets the covenants.",
+    "Claims are covered provided they arise during the policy period.",
+])
+def test_provided_after_a_clause_of_its_own_is_the_condition_whatever_verb_follows(sentence):
+    # the verb reading had asked only that no listed finite verb follow, and "you order", "you give",
+    # "Landlord consents" were read as "The insured provided receipts": the condition lost its guard and
+    # the token stage thinned it to "Access continues keep subscription current."
+    from odcf.plan.protection import not_a_connective
+
+    at = sentence.index("provided")
+    assert not not_a_connective(sentence, at, at + len("provided"))
+
+
+@pytest.mark.parametrize("sentence", [
+    "The insured provided receipts for several contents items.",
+    "The adjuster then provided an estimate.",
+    "Our team provided support for 3 months.",
+    "Acme Corp provided the logs on Monday.",
+])
+def test_provided_after_a_one_noun_subject_or_a_name_is_the_verb(sentence):
+    from odcf.plan.protection import not_a_connective
+
+    at = sentence.index("provided")
+    assert not_a_connective(sentence, at, at + len("provided"))
