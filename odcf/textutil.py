@@ -210,8 +210,9 @@ _TITLE_ABBREV = frozenset(
     Dyn Electron Photonics Ind Adv Rep Syst Sens Surf Interfaces Nanotechnol Energ Spectrosc""".split()
 )
 
-# A sentence ends at . ! ? followed by space and a likely sentence start (a capital, a digit, or a
-# CJK character: "Done. 下一步。"), or right after a CJK full stop, exclamation, question mark or
+# A sentence ends at . ! ? followed by space and a likely sentence start (a capital, Latin with its
+# accents as Vietnamese writes them, "Ấn định …", Greek or Cyrillic, a digit, a CJK character, "Done. 下一步。",
+# or a Hangul syllable however it is written: precomposed, or as the leading consonant of its jamo, as NFD has it), or right after a CJK full stop, exclamation, question mark or
 # semicolon. An opening quotation mark or bracket may stand before that start, a curly quote or a bracket
 # with one space after it as in tokenised text ("… in a precise manner . ( File Photo ) The DRDO …",
 # "“ Presently , …"; not a straight quote, which as often closes the sentence before: 'stop now . " Then'). The closing
@@ -231,7 +232,8 @@ MESSAGE_OPEN_RE = re.compile(SEPARATOR_RUN + r"|(?:" + ROLE_WORDS + r")(?:[ \t]*
 _BOUNDARY_RE = re.compile(
     r"(?:(?<=[.!?])(?P<close>[" + _CLOSERS + r"]*)\s+"
     # a footnote opens with its mark: "¹ Restated for …", "† Not audited."
-    r"(?=(?:[\"'\u201c\u2018(\[\u300c\u300e]|[\u201c\u2018(\[\u300c\u300e] )?[A-Z0-9\u00c0-\u024f\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "]"
+    r"(?=(?:[\"'\u201c\u2018(\[\u300c\u300e]|[\u201c\u2018(\[\u300c\u300e] )?[A-Z0-9\u00c0-\u024f\u1e00-\u1eff\u0391-\u03a9\u0400-\u042f\u1100-\u115f"
+    r"\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021" + _CJK_CHARS + "]"
     r"|" + MESSAGE_OPEN_RE.pattern + ")"
     r"|(?<=[\u3002\uff01\uff1f\uff1b])(?P<cjk>[" + _CLOSERS + r"]*)\s*)"
 )

@@ -76,3 +76,19 @@ def test_nfc_map_offsets_point_into_the_text_as_written():
     assert len(pos) == len(norm) + 1
     i = norm.index("Müller")
     assert "cafe\u0301 Mu\u0308ller"[pos[i]:pos[i + len("Müller")]] == "Mu\u0308ller"
+
+
+@pytest.mark.parametrize("text, n", [
+    ("임대차 계약은 2025년 3월 1일부터 2년간 유효하다. 임차인은 매월 5일까지 월세를 지급해야 한다. 보증금은 반환한다.", 3),
+    ("Hợp đồng có hiệu lực. Ông Nam ký. Ấn định ngày 5. Ở Hà Nội.", 4),
+    ("Договор вступает в силу. Арендатор платит 5 числа.", 2),
+])
+def test_sentences_split_the_same_in_nfc_and_nfd(text, n):
+    # QA4: NFD Korean (jamo) was one sentence, and NFC Vietnamese did not split before "Ấn", "Ở"
+    from odcf.textutil import split_sentences
+
+    for form in ("NFC", "NFD"):
+        t = unicodedata.normalize(form, text)
+        spans = split_sentences(t)
+        assert len(spans) == n, (form, [t[a:b] for a, b in spans])
+        assert "".join(t[a:b] for a, b in spans).replace(" ", "") == t.replace(" ", "")
