@@ -221,9 +221,10 @@ _TITLE_ABBREV = frozenset(
 _CLOSERS = "\"'\u201d\u2019)\\]\u00bb\u300d\u300f\uff09"
 #: The roles of a chat with an agent, as its tags and labels name them ("user:", "[assistant]").
 ROLE_WORDS = r"user|assistant|system|tool|human|ai|bot|agent|model|function|developer|customer"
-#: A separator run between two messages ("---", "===", "___", "***"): after a sentence's end on one line, it
-#: opens the next message of a thread whose lines were joined ("… within 4 days.  --- Message 3 — Agent …").
-SEPARATOR_RUN = r"(?:-{3,}|={3,}|_{3,}|\*{3,})(?=\s)"
+#: A separator run between two messages ("---", "===", "___", "***"): after a sentence's end on one line and with
+#: text after it on that line, it opens the next message of a thread whose lines were joined ("… within 4 days.  ---
+#: Message 3 — Agent …"); one that ends its line closes what it follows ("… before Tier 2 approves it. ***").
+SEPARATOR_RUN = r"(?:-{3,}|={3,}|_{3,}|\*{3,})(?=[ \t]+\S)"
 SEPARATOR_RE = re.compile(SEPARATOR_RUN)
 #: What opens a message inside a line after a sentence's end: a separator run, or a chat role's label in
 #: lower case, which a sentence never opens with ("… arrived today. agent: …"; a capitalised label,

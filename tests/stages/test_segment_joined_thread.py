@@ -79,3 +79,16 @@ def test_a_joined_thread_delivers_no_refund_after_another_messages_order(plan):
                     seen = seen or bool(orders)
                     assert not orders or orders[-1] == owner[m.group()], (budget, part)
     assert seen  # some refund was delivered with its own order
+
+
+def test_a_separator_run_that_ends_its_line_closes_the_sentence_before_it():
+    # QA4: "… approves it. ***" at a line end opened a new paragraph, and "However, …" on the next line
+    # went out after a stray "***" without the sentence it answers
+    from odcf.textutil import split_sentences
+
+    text = ("Escalate to Tier 2 when the order value exceeds $500. *** Do not promise a refund before Tier 2 "
+            "approves it. ***\nHowever, the warehouse may still ship a replacement.")
+    got = [text[a:b] for a, b in split_sentences(text)]
+    assert not any(s.startswith("***") and "Do not promise" not in s for s in got), got
+    at = next(i for i, s in enumerate(got) if "However" in s)
+    assert "approves it. ***" in got[at] or got[at - 1].endswith("approves it. ***"), got
