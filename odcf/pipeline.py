@@ -17,9 +17,9 @@ import importlib
 import inspect
 import logging
 import os
+import time
 import types
 import typing
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 

@@ -63,7 +63,8 @@ from odcf.plan.model import Plan
 from odcf.plan.protection import DEFAULT_CONNECTIVES, WHOLE_CLAUSE_CONNECTIVES
 from odcf.render import render
 from odcf.stages.base import Stage, call_budget
-from odcf.textutil import STOPWORDS, words as word_tokens
+from odcf.textutil import STOPWORDS
+from odcf.textutil import words as word_tokens
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
 

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from odcf.document import Document, Segment, Span, TraceEvent
-from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.plan.protection import not_a_connective
 from odcf.stages.base import Stage

@@ -18,9 +18,9 @@ two model-free heuristic peers (one reading letter case) give a floor.
 from __future__ import annotations
 
 import json
-import re
 import logging
 import platform
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path

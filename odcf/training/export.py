@@ -392,7 +392,12 @@ def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str
     import torch
     import transformers
 
-    from odcf.backends.token_classifier import CASE_TYPES, METADATA_VERSION, load_tokenizer, tokenizer_vocab_size
+    from odcf.backends.token_classifier import (
+        CASE_TYPES,
+        METADATA_VERSION,
+        load_tokenizer,
+        tokenizer_vocab_size,
+    )
 
     tok_file = stamp["config"]["tokenizer"]
     return {
