@@ -117,7 +117,38 @@ def query_parts(query: str) -> list[str]:
     """
     asked = [p.strip() for p in _QUERY_PART_RE.split(query)
              if p and len(p.split()) >= 2 and _QUESTION_RE.search(p.strip())]
-    return asked if len(asked) >= 2 else [query]
+    if len(asked) >= 2:
+        return asked
+    return topic_list(query) or [query]
+
+
+def topic_list(query: str) -> list[str] | None:
+    """The topics of a query that lists three or more and asks no question ("liability cap, termination
+    notice periods and most favoured customer price"), or None: each is asked for as a question of its own
+    (the one clause naming the third had ranked below 300 templated liability clauses). Items of one to
+    six words, split at commas and at the last "and"/"or"; two items ("terms and conditions") are no list.
+
+    >>> topic_list("liability cap, termination notice periods and most favoured customer price")
+    ['liability cap', 'termination notice periods', 'most favoured customer price']
+    >>> topic_list("terms and conditions, payment, and delivery"), topic_list("Acme, Inc. and its liability cap")
+    (['terms and conditions', 'payment', 'delivery'], None)
+    """
+    q = query.strip().rstrip(".")
+    if any(ch in q for ch in "?;:!.") or _QUESTION_RE.search(q):
+        return None
+    items = [p.strip() for p in q.split(",")]
+    if len(items) < 2:
+        return None
+    last = re.match(r"(?:and|or)\s+(.*)", items[-1], re.IGNORECASE | re.DOTALL)
+    if last:
+        items[-1] = last.group(1).strip()
+    else:
+        split = re.split(r"\s+(?:and|or)\s+", items[-1], flags=re.IGNORECASE)
+        if len(split) == 2:
+            items[-1:] = split
+    if len(items) < 3 or not all(1 <= len(i.split()) <= 6 for i in items):
+        return None
+    return items
 
 
 def lead_with_each_question(segs: Sequence[Segment], sims: np.ndarray, scores: np.ndarray) -> np.ndarray:

@@ -372,3 +372,23 @@ def test_a_query_asking_for_ids_of_an_anchors_kind_lifts_the_segments_holding_it
         timings=False)
     (event,) = [e for e in r.document.trace if e.stage == "rerank"]
     assert "ticket_id" not in event.data.get("query_identifiers", [])
+
+
+def test_a_query_listing_topics_asks_for_each_of_them():
+    # QA5: for "liability cap, termination notice periods and most favoured customer price" the one clause
+    # on the third topic ranked below dozens of templated liability clauses and was never delivered
+    from odcf.compressor import Compressor
+    from odcf.stages.rerank import query_parts
+
+    query = "liability cap, termination notice periods and most favoured customer price"
+    assert query_parts(query) == ["liability cap", "termination notice periods", "most favoured customer price"]
+    clauses = [f"Section {k}.1 Liability. Total liability under this Agreement shall not exceed ${k * 1000 + 100:,} "
+               f"or {k % 20 + 1}% of the fees paid in the twelve months before the claim, whichever is lower."
+               for k in range(1, 41)]
+    clauses.insert(20, "Section 99.1 Termination. Either party may terminate this Agreement on 90 days' written notice.")
+    clauses.insert(30, "Section 999.1 Most Favoured Customer. Supplier shall not offer any other customer a unit price "
+                       "lower than EUR 17.35 per seat without extending the same price to Customer within 7 days.")
+    text = "\n\n".join(clauses)
+    r = Compressor.from_ontology("legal_contract").compress([{"id": "msa", "text": text}], query=query, budget=160,
+                                                            timings=False)
+    assert "EUR 17.35 per seat" in r.text and "90 days' written notice" in r.text, r.text
