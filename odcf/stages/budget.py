@@ -15,7 +15,9 @@ further down may still fit after a larger one did not), each charged what it add
 as assembled (joined to the segment before it in its source when that one is taken: the space
 before a sentence is a part of its first word's token). The result is then measured
 exactly, as it will be assembled, and trimmed further from the lowest-precedence end if
-needed; the segments left out are then offered again, in the same order, to the room that
+needed (far over the budget several segments at a time, as many as by a generous estimate take out
+no more than half the excess, then measured again; near it one at a time, the same result in fewer
+measures); the segments left out are then offered again, in the same order, to the room that
 exact measuring leaves (each kept only if the measured text still fits), so no segment is
 dropped "for room" that would have fitted. When required material alone exceeds the budget,
 ``strict`` raises :class:`~odcf.errors.BudgetError` saying by how much; otherwise everything
@@ -114,6 +116,11 @@ _FILL_NEAR = 8
 #: The refill stops after this many segments in a row that did not fit when measured.
 _REFILL_MISSES = 64
 
+
+
+#: Tokens a segment may save beyond its own text when it goes (a separator, a gap mark, a line break): the
+#: trim's estimate of what taking out several at once saves errs high by this much per segment.
+_TRIM_SLACK = 8
 
 class Budgeter(Stage):
     """Drop what does not fit, recording each drop and its reason."""
@@ -294,17 +301,34 @@ class Budgeter(Stage):
             # below goes, with what points back to it: the refill may put it back alone
             return next((rank[d] for d in goes[i] if d in kept), rank[i]), rank[i]
 
+        cost = {s.id: counter.count(s.text) for s in probe.segments if s.id in kept}
+        owners: dict[str, set[str]] = {}  # a segment -> the trimmable ones whose trim rank it sets
+        for i, deps in goes.items():
+            for d in deps:
+                owners.setdefault(d, set()).add(i)
         while exact > budget and trimmable and rounds < self.max_trim_rounds:
             trimmable = [i for i in trimmable if i in kept]  # one may have gone out with another
             if not trimmable:
                 break
-            out = max(trimmable, key=trim_rank)
-            trimmable.remove(out)
-            gone = kept.intersection(goes[out])
-            kept.difference_update(gone)
-            for other in gone - {out}:
-                went_with.setdefault(other, out)
-            groups.prune(gone, kept, required_ids)
+            trimmable.sort(key=trim_rank, reverse=True)
+            # far over the budget, segments go several at a time before the text is measured again: as
+            # many as, by a generous estimate of what each saves, take out no more than half the excess
+            # (a 20,000-row table at 20% took 554 rounds, each rendering and counting the whole text);
+            # near it, one at a time, so that no segment goes that measuring would have kept
+            room = (exact - budget) / 2
+            while trimmable:
+                out = trimmable.pop(0)
+                before = set(kept)
+                gone = kept.intersection(goes[out])
+                kept.difference_update(gone)
+                for other in gone - {out}:
+                    went_with.setdefault(other, out)
+                groups.prune(gone, kept, required_ids)
+                removed = before - kept
+                room -= sum(cost.get(i, 0) + _TRIM_SLACK for i in removed)
+                trimmable = [i for i in trimmable if i in kept]
+                if room <= 0 or any(owners.get(i, set()) & kept for i in removed):
+                    break  # measured again; or a trim rank changed with what went, and the order is taken again
             text, _ = render(probe, delivered, annotate=annotate)
             exact = counter.count(text)
             rounds += 1
