@@ -279,9 +279,9 @@ def protected_intact(seg: Segment) -> list[str]:
     pos = 0
     for span in sorted(seg.protected, key=lambda s: (s.start, s.end)):
         # a whole value: a protected "8" is not found in the "80" beside it
-        found = find_value(seg.text, span.text, pos, original=seg.original) if span.text else pos
+        found = find_value(seg.text, span.text, pos, original=seg.original, at=span.start) if span.text else pos
         if found < 0:
-            found = find_value(seg.text, span.text, original=seg.original)
+            found = find_value(seg.text, span.text, original=seg.original, at=span.start)
             if found < 0:
                 missing.append(span.text)
                 continue

@@ -969,23 +969,25 @@ def fold(text: str) -> tuple[str, list[int]]:
 
 def _joins_number(text: str, at: int, step: int) -> bool:
     """Whether the character at *at* (next to a value's edge digit, *step* away from it) carries the
-    number on: a digit, or a decimal/thousands mark followed by a digit ("8" of "80", "1.8", "1,000")."""
+    number on: a digit, or a decimal/thousands mark, a time's colon or a fraction's slash followed by a
+    digit ("8" of "80", "1.8", "1,000", "8:30", "3/8")."""
     if not 0 <= at < len(text):
         return False
     if text[at].isdigit():
         return True
     nxt = at + step
-    return text[at] in ".," and 0 <= nxt < len(text) and text[nxt].isdigit()
+    return text[at] in ".,:/" and 0 <= nxt < len(text) and text[nxt].isdigit()
 
 
 def find_value(text: str, needle: str, start: int = 0, *, spaces: bool = False,
-               ignore_case: bool = False, original: str | None = None) -> int:
+               ignore_case: bool = False, original: str | None = None, at: int | None = None) -> int:
     """Where *needle* occurs in *text* from *start* as a whole value, or -1: an edge digit of the
     needle may not continue a longer number in the text, so "8" is not found in "instead of 80"
     (nor in "1.8" or "8,000") while "8" is found in "8th" or "v8". With ``spaces`` the white space
     inside either may differ ("March 3" matches "March\\n3"). With *original* (the text the needle
     was found in), an edge is held to that only where the original has it: a number anchor's "2.7"
-    inside the version "2.7.1" is found in a text that still says "2.7.1".
+    inside the version "2.7.1" is found in a text that still says "2.7.1"; with *at*, where in the
+    original it was found, the edges it has there, else those any of its occurrences has.
 
     >>> find_value("instead of 80", "8"), find_value("size 8, not 80", "8"), find_value("8th", "8")
     (-1, 5, 0)
@@ -993,6 +995,8 @@ def find_value(text: str, needle: str, start: int = 0, *, spaces: bool = False,
     (-1, 2)
     >>> find_value("instead of 80", "8", original="size 8 instead of 80")
     -1
+    >>> find_value("at 8:30, 3/8 of it", "8"), find_value("at 8:30", "8:30")
+    (-1, 3)
     """
     if not needle:
         return start if start <= len(text) else -1
@@ -1006,7 +1010,10 @@ def find_value(text: str, needle: str, start: int = 0, *, spaces: bool = False,
     rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     hits = ((m.start(), m.end()) for m in _overlapping(rx, text, start))
     first, last = needle.lstrip()[:1].isdigit(), needle.rstrip()[-1:].isdigit()
-    if original is not None and (first or last):
+    if original is not None and at is not None and original.startswith(needle, at):
+        first = first and not _joins_number(original, at - 1, -1)
+        last = last and not _joins_number(original, at + len(needle), 1)
+    elif original is not None and (first or last):
         # an edge is held where some occurrence in the original has it whole ("8" beside "80" still must be whole)
         found = [(m.start(), m.end()) for m in _overlapping(rx, original, 0)]
         if found:

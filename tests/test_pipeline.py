@@ -365,3 +365,16 @@ def test_a_number_anchor_inside_a_longer_value_is_not_read_as_lost_by_the_guard(
     assert not [w for w in r.record.get("warnings", []) if "altered" in w], r.record["warnings"]
     # a value that really went missing is still missing: "8" is not found in the "80" of a changed text
     assert "8" in protected_intact(seg.replace(text=text.replace("8 minutes", "80 minutes")))
+
+
+def test_number_anchors_inside_timestamps_and_csv_fields_are_not_read_as_lost():
+    # each protected piece is held to the edges it has where it was found: "00" of "T00:00:03Z" runs on
+    # into ":00", while another "00" of the row ("200,ok") stands whole
+    from odcf.compressor import Compressor
+
+    rows = "\n".join(f"2026-03-01T00:00:{k:02d}Z,web-{k % 3},INFO,billing,req-{k:06d},{k + 30},{200 if k % 7 else 500},ok"
+                     for k in range(40))
+    r = Compressor.from_ontology("general").compress([{"id": "log.csv", "text": "ts,host,level,svc,req,ms,status,msg\n"
+                                                      + rows + "\n"}], query="status 500", budget=300, timings=False)
+    assert not [w for w in r.record.get("warnings", []) if "altered" in w], r.record["warnings"]
+    assert not [e for e in r.record["stages"] if e["stage"] == "guard"]

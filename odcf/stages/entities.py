@@ -356,7 +356,7 @@ class EntityGuard(Stage):
             if seg.text != seg.original:
                 # spaCy reads the original; a span an earlier stage removed (a folded table row) is
                 # not in the text delivered and is not protected there
-                new = [sp for sp in new if has_value(seg.text, sp.text, original=seg.original)]
+                new = [sp for sp in new if has_value(seg.text, sp.text, original=seg.original, at=sp.start)]
             if new:
                 added[seg.id] = tuple(new)
         return added

@@ -116,7 +116,7 @@ def _span_ranges(seg: Segment) -> list[tuple[int, int]]:
 
 
 def _spans_survive(seg: Segment, text: str) -> bool:
-    return all(has_value(text, span.text, original=seg.original) for span in seg.protected)
+    return all(has_value(text, span.text, original=seg.original, at=span.start) for span in seg.protected)
 
 
 class FoldStage(Stage):

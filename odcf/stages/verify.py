@@ -169,21 +169,25 @@ class Verifier(Stage):
         """What the original holds and the current text lacks, in the order checked."""
         text = seg.text
         lost: list[tuple[str, str]] = []
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
 
-        def check(needle: str, label: str, *, fold_case: bool = False) -> None:
-            # a whole value, white space aside: a lost "8" is not found in the "80" kept beside it
-            if not needle or needle in seen:
+        def check(needle: str, label: str, *, fold_case: bool = False, at: int | None = None) -> None:
+            # a whole value, white space aside: a lost "8" is not found in the "80" kept beside it; where the
+            # original holds it inside a longer value ("00" of "00:03"), as it stands there
+            if not needle:
                 return
-            seen.add(needle)
-            if not has_value(text, needle, spaces=True, ignore_case=fold_case, original=seg.original):
+            edges = seg.original[max(0, at - 1):at] + seg.original[at + len(needle):at + len(needle) + 2] if at else ""
+            if (needle, edges) in seen:
+                return
+            seen.add((needle, edges))
+            if not has_value(text, needle, spaces=True, ignore_case=fold_case, original=seg.original, at=at):
                 lost.append((needle, label))
 
         for what, label in ents:
             check(what, label)
         for anchor in plan.protection.anchors:
             for m in anchor.regex.finditer(seg.original):
-                check(m.group(0), f"anchor:{anchor.name}")
+                check(m.group(0), f"anchor:{anchor.name}", at=m.start())
         if plan.protection.terms:
             low, pos = fold(seg.original)
             for term in plan.protection.terms:

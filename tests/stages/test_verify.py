@@ -145,6 +145,9 @@ def test_a_lost_number_is_not_found_inside_a_longer_one_kept_beside_it():
     a, b, c = out.segments
     assert a.status == b.status == "reverted" and "'8' (NUMBER)" in a.reasons[-1] + b.reasons[-1]
     assert c.status == "compressed" and c.text == "The 8th run and 80."
+    # nor in a time or a fraction (QA4: "8" was found in "8:30" and "3/8")
+    out = run(["Start at 8:30 with 8 people.", "Fill 3/8 of the 8 tanks."], [" with 8 people", " the 8 tanks"], ner=False)
+    assert [s.status for s in out.segments] == ["reverted", "reverted"], [s.text for s in out.segments]
 
 
 def test_a_lost_single_word_term_is_reverted():
