@@ -7,6 +7,7 @@ Imports nothing from odcf but its errors, so the CLI, the batch runner, the repo
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import tempfile
@@ -55,6 +56,25 @@ def read_text(path: str | os.PathLike[str], *, allow_nul: bool = False) -> str:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return decode_text(raw, str(path), allow_nul=allow_nul)
+
+
+#: sha256 of files, by (resolved path, mtime_ns, size): a 17 MB model is hashed once per process.
+_SHA256: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file (hex), computed once per path, modification time and size."""
+    resolved = Path(path).resolve()
+    st = resolved.stat()
+    key = (str(resolved), st.st_mtime_ns, st.st_size)
+    digest = _SHA256.get(key)
+    if digest is None:
+        h = hashlib.sha256()
+        with open(resolved, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        digest = _SHA256[key] = h.hexdigest()
+    return digest
 
 
 class AtomicFile:

@@ -34,6 +34,7 @@ import numpy as np
 
 from odcf.backends.onnx import default_threads
 from odcf.errors import StageError
+from odcf.fileio import AtomicFile, file_sha256
 from odcf.textutil import nfc
 
 logger = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ class OnnxEmbedder:
         """What this model's vectors depend on: the sha256 of model and tokenizer, and the truncation."""
         if self._file_key is None:
             model = Path(self.model_path or default_model_path())
-            self._file_key = f"{self.name}:{_file_sha256(model)}:{_file_sha256(self.tokenizer_path)}:{self.max_tokens}"
+            self._file_key = f"{self.name}:{file_sha256(model)}:{file_sha256(self.tokenizer_path)}:{self.max_tokens}"
         return self._file_key
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
@@ -259,12 +260,27 @@ def cache_dir() -> Path:
     return Path(base) / "odcf"
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def cached_array(path: Path, shape: tuple[int, ...], dtype: Any, build: Any, what: str) -> np.ndarray:
+    """The array kept at *path* when it has *shape* and *dtype*, else ``build()``, kept there for next
+    time (written atomically). An unreadable or mismatched file is rebuilt, saying so; an unwritable
+    cache costs the build next time, nothing else."""
+    if path.is_file():
+        try:
+            arr = np.load(path)
+            if arr.shape == shape and arr.dtype == dtype:
+                return arr
+            logger.warning("%s %s has shape %s (%s), expected %s (%s); rebuilding",
+                           what, path, arr.shape, arr.dtype, shape, np.dtype(dtype))
+        except (OSError, ValueError) as exc:
+            logger.warning("%s %s unreadable (%s); rebuilding", what, path, exc)
+    logger.info("building %s (cached at %s)", what, path)
+    arr = build()
+    try:
+        with AtomicFile(path) as fh:
+            np.save(fh, arr)
+    except OSError as exc:
+        logger.warning("could not cache %s at %s: %s", what, path, exc)
+    return arr
 
 
 class StaticEmbedder:
@@ -292,7 +308,7 @@ class StaticEmbedder:
 
     def _cache_path(self) -> Path:
         model = self.source.model_path or default_model_path()
-        key = _file_sha256(Path(model))[:16] + "-" + _file_sha256(self.source.tokenizer_path)[:8]
+        key = file_sha256(Path(model))[:16] + "-" + file_sha256(self.source.tokenizer_path)[:8]
         return cache_dir() / f"static-minilm-{key}.npy"
 
     def warm_up(self) -> None:
@@ -300,23 +316,8 @@ class StaticEmbedder:
             return
         self.source.warm_up()
         self._tokenizer = self.source._tokenizer
-        path = self._cache_path()
-        table: np.ndarray | None = None
-        if path.is_file():
-            try:
-                table = np.load(path)
-            except (OSError, ValueError) as exc:
-                logger.warning("static embedding table %s unreadable (%s); rebuilding", path, exc)
-        if table is None or table.shape != (self._tokenizer.get_vocab_size(), DIM):
-            logger.info("building the static embedding table (once per model; cached at %s)", path)
-            table = self._build()
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-                np.save(tmp, table)
-                os.replace(tmp, path)
-            except OSError as exc:  # a read-only cache costs a rebuild next time, nothing else
-                logger.warning("could not cache the static embedding table at %s: %s", path, exc)
+        table = cached_array(self._cache_path(), (self._tokenizer.get_vocab_size(), DIM), np.float16, self._build,
+                             "the static embedding table (built once per model)")
         self._table = table.astype(np.float32)
         vocab = self._tokenizer.get_vocab()
         weights = np.log(2.0 + np.maximum(0, np.arange(len(self._table)) - 1996)).astype(np.float32)
@@ -422,25 +423,8 @@ def encode_lasting(emb: CachedEmbedder, texts: Sequence[str]) -> np.ndarray:
     h = hashlib.sha256(inner.file_key().encode())
     for t in texts:
         h.update(t.encode("utf-8", "surrogatepass") + b"\x00")
-    path = cache_dir() / f"vectors-{h.hexdigest()[:32]}.npy"
-    if path.is_file():
-        try:
-            vecs = np.load(path)
-            if vecs.shape == (len(texts), inner.dim) and vecs.dtype == np.float32:
-                return vecs
-            logger.warning("cached vectors %s have shape %s, expected %s; recomputing",
-                           path, vecs.shape, (len(texts), inner.dim))
-        except (OSError, ValueError) as exc:
-            logger.warning("cached vectors %s unreadable (%s); recomputing", path, exc)
-    vecs = emb.encode(texts)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npy")
-        np.save(tmp, vecs)
-        os.replace(tmp, path)
-    except OSError as exc:
-        logger.warning("could not cache %d vectors at %s: %s", len(texts), path, exc)
-    return vecs
+    return cached_array(cache_dir() / f"vectors-{h.hexdigest()[:32]}.npy", (len(texts), inner.dim), np.float32,
+                        lambda: emb.encode(texts), f"{len(texts)} cached query vectors")
 
 
 _EMBEDDERS: dict[str, CachedEmbedder] = {}

@@ -31,7 +31,6 @@ Runtime error at the first text.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -45,6 +44,7 @@ import numpy as np
 
 from odcf.backends.onnx import get_session
 from odcf.errors import StageError
+from odcf.fileio import file_sha256
 from odcf.textutil import nfc
 
 logger = logging.getLogger(__name__)
@@ -59,8 +59,6 @@ _WORD_RE = re.compile(r"\S+")
 _SENT_END_RE = re.compile(r"[.!?;。！？；…][\"'’”)\]]*$")
 _TOKENIZERS: dict[str, Any] = {}
 _TOK_LOCK = threading.Lock()
-#: sha256 of model and tokenizer files, by (resolved path, mtime_ns, size): a 17 MB model is hashed once.
-_SHA: dict[tuple[str, int, int], str] = {}
 #: The ``metadata_version`` that ``odcf export`` writes and this odcf reads.
 METADATA_VERSION = 1
 #: (model, tokenizer) pairs whose highest id has run through the model once in this process.
@@ -128,21 +126,6 @@ def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
     if not onnx_file.is_file():
         raise StageError(f"compressor model {p}: ONNX file {onnx_file.name} is missing")
     return onnx_file, meta
-
-
-def file_sha256(path: str | Path) -> str:
-    """The sha256 of a file, computed once per path, modification time and size."""
-    resolved = Path(path).resolve()
-    st = resolved.stat()
-    key = (str(resolved), st.st_mtime_ns, st.st_size)
-    digest = _SHA.get(key)
-    if digest is None:
-        h = hashlib.sha256()
-        with open(resolved, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        digest = _SHA[key] = h.hexdigest()
-    return digest
 
 
 def check_sha256(onnx_file: Path, meta: dict[str, Any]) -> str:

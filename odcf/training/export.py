@@ -23,7 +23,6 @@ Steps (each one checked before the next):
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from odcf.errors import ExportParityError, OdcfError
+from odcf.fileio import file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,6 @@ DATA_LICENSES = {
     "qmsum": "QMSum (MIT)",
     "corpus": "your own corpus (odcf train --corpus; its files and their sha256 under corpus_files)",
 }
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def export_onnx(model: Any, path: str | Path, *, opset: int = 17) -> Path:
@@ -403,7 +395,7 @@ def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str
     return {
         "metadata_version": METADATA_VERSION,
         "file": ONNX_NAME,
-        "sha256": sha256_file(onnx_file),
+        "sha256": file_sha256(onnx_file),
         "bytes": onnx_file.stat().st_size,
         "format": "onnx, ONNX Runtime optimized (bert attention fusion), dynamic int8 per-channel",
         "quantization": {"weights": "int8, per channel", "reduce_range": REDUCE_RANGE,
@@ -414,7 +406,7 @@ def _metadata(onnx_file: Path, cfg: Any, report: dict[str, Any], stamp: dict[str
         "hidden_size": cfg.hidden_size,
         "tokenizer": Path(tok_file).parent.name,
         # checked whenever the model is loaded: a tokenizer other than this one gives other ids
-        "tokenizer_sha256": sha256_file(tok_file),
+        "tokenizer_sha256": file_sha256(tok_file),
         "tokenizer_vocab_size": tokenizer_vocab_size(load_tokenizer(tok_file)),
         "max_len": max_len,
         "train_max_len": int(stamp["config"]["max_len"]),
