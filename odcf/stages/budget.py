@@ -173,7 +173,7 @@ class Budgeter(Stage):
             kept -= lone_rules
             went_with: dict[str, str] = {}  # a segment the trim took out with another -> that one
             filled = set(kept)
-            exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups, went_with)
+            exact, rounds = self._trim(probe, kept, tiers, required_ids, budget, counter, annotate, groups, went_with, cost)
             # a rule is never offered again: filling the room left with it is what put "---" four
             # times in a row where "do not call me" did not fit
             trimmed = {s.id for s in live if s.id in filled and s.id not in kept}
@@ -269,11 +269,12 @@ class Budgeter(Stage):
 
     def _trim(self, probe: Document, kept: set[str], tiers: dict[str, tuple[int, float, int]],
               required_ids: set[str], budget: int, counter: Any, annotate: bool, groups: _Groups,
-              went_with: dict[str, str]) -> tuple[int, int]:
+              went_with: dict[str, str], cost: dict[str, int]) -> tuple[int, int]:
         """Measure the text exactly as it will be assembled and drop kept optional segments,
         lowest precedence first (with the sentences that point back to them, each ranked at the best
         of those), while it is over *budget*; return (tokens, rounds). *kept* shrinks, and *went_with*
-        maps each segment taken out with another to that one."""
+        maps each segment taken out with another to that one; *cost* is each segment's tokens (with a
+        separator), the fill's estimate of what taking it out saves."""
         def delivered(seg: Segment) -> bool:
             return seg.id in kept
 
@@ -301,7 +302,6 @@ class Budgeter(Stage):
             # below goes, with what points back to it: the refill may put it back alone
             return next((rank[d] for d in goes[i] if d in kept), rank[i]), rank[i]
 
-        cost = {s.id: counter.count(s.text) for s in probe.segments if s.id in kept}
         owners: dict[str, set[str]] = {}  # a segment -> the trimmable ones whose trim rank it sets
         for i, deps in goes.items():
             for d in deps:
