@@ -176,7 +176,7 @@ class Verifier(Stage):
             # original holds it inside a longer value ("00" of "00:03"), as it stands there
             if not needle:
                 return
-            edges = seg.original[max(0, at - 1):at] + seg.original[at + len(needle):at + len(needle) + 2] if at else ""
+            edges = seg.original[max(0, at - 1):at] + seg.original[at + len(needle):at + len(needle) + 2] if at is not None else ""
             if (needle, edges) in seen:
                 return
             seen.add((needle, edges))
