@@ -195,6 +195,20 @@ def test_general_number_keeps_its_unit(text: str, expected: list[str]):
     assert [m.group() for m in number.regex.finditer(text)] == expected
 
 
+@pytest.mark.parametrize("name", ["general", "financial_risk"])
+def test_a_negative_figure_keeps_its_minus_sign_whatever_the_dash(name: str):
+    # "−12 °C" and "−$2.5 million" (U+2212, as typeset reports and PDFs write it) were protected as "12 °C" and
+    # "$2.5 million": verify then found the value in an output that had lost its sign, and said nothing
+    anchors = {a.name: a.regex for a in compile_file(name).protection.anchors}
+    text = "Margin \u22123.2%, cash flow \u2212$2.5 million and -$40, range $5-$10."
+    found = {m.group() for a in ("percentage", "money", "money_prefix") if a in anchors for m in anchors[a].finditer(text)}
+    assert {"\u22123.2%", "\u2212$2.5 million", "-$40", "$5", "$10"} <= found, found
+    assert "-$10" not in found  # the hyphen of a range is no sign
+    if "number" in anchors:
+        assert [m.group() for m in anchors["number"].finditer("fell to \u221212 °C, then -4 °C")] == [
+            "\u221212 °C", "-4 °C"]
+
+
 def test_medical_measurements_keep_sizes_and_weights():
     anchors = {a.name: a.regex for a in compile_file("medical_records").protection.anchors}
     found = {m.group() for name in ("drug_dose", "measurement") for m in anchors[name].finditer(
