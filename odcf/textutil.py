@@ -88,6 +88,12 @@ _CJK_RE = re.compile(f"[{_CJK_CHARS}]")
 HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LATIN_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
 
+#: Words that only lead into what follows them (prepositions, articles, possessives, "and"/"or"): a clause cut
+#: after one of them, or thinned down to one, dangles ("a 15% drop in.", "notice to the.").
+DANGLING_WORDS = frozenset(
+    "a an the of in on at to for with by from into onto upon about over under between through across per via as "
+    "than and or nor its their his her our your my this these those".split())
+
 STOPWORDS = frozenset(
     """a an the and or of to in on at for by with from as is are was were be been being it its this that
     these those there here what which who whom whose when where why how do does did done have has had

@@ -26,14 +26,14 @@ EN_NEGATION: tuple[str, ...] = (
     "not", "no", "never", "nor", "neither", "none", "nothing", "nobody", "without", "cannot",
     "can't", "don't", "doesn't", "didn't", "won't", "isn't", "aren't", "wasn't", "weren't",
     "shouldn't", "mustn't", "shall not", "must not", "may not", "will not", "does not", "do not",
-    "is not", "are not", "no longer",
+    "is not", "are not", "no longer", "free from", "free of",
 )
 #: English exceptions and conditions: dropping one (or what it governs) makes a qualified
 #: statement absolute.
 EN_EXCEPTION_CONDITION: tuple[str, ...] = (
     "unless", "except", "except that", "other than", "excluding", "save for", "if", "only if",
     "if and only if", "provided that", "provided", "on condition that", "in case", "in the event that",
-    "subject to", "notwithstanding", "regardless of",
+    "subject to", "notwithstanding", "regardless of", "whichever", "exclusive of", "inclusive of",
 )
 
 #: English connectives and limit phrases. Multi-word phrases come before the words they contain

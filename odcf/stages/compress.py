@@ -27,7 +27,8 @@ How much it keeps (one global decision over all the words it compresses, never p
   one before it takes the room of several) while their tokens (each word counted with a leading
   space, in the budget's unit) fit ``r`` × the compressible tokens — just enough to fit about the
   budget, and never more than ``1/min_rate`` compression (the budget stage drops the rest by
-  priority);
+  priority); a segment that would keep fewer than ``min_share`` of its words is left whole instead
+  (thinned that far it says something else), for the budget stage to keep or drop whole;
 * neither and no budget: the model's calibrated threshold from its metadata.
 
 With a rate or a budget, a word's probability is first multiplied by its segment's relevance
@@ -63,7 +64,7 @@ from odcf.plan.model import Plan
 from odcf.plan.protection import DEFAULT_CONNECTIVES, WHOLE_CLAUSE_CONNECTIVES
 from odcf.render import render
 from odcf.stages.base import Stage, call_budget
-from odcf.textutil import STOPWORDS
+from odcf.textutil import DANGLING_WORDS, STOPWORDS
 from odcf.textutil import words as word_tokens
 from odcf.tokens import get_counter
 from odcf.training.metrics import COST_EXPONENT, select_global, select_global_tokens
@@ -125,7 +126,9 @@ class TokenCompressor(Stage):
 
     Options: ``model_path`` (folder or ``.onnx``; default the shipped model), ``rate`` (share of
     words to keep, 0-1), ``threshold`` (keep probability cut-off), ``min_words`` (shorter
-    segments are left alone), ``min_rate`` (the most a budget may demand), ``batch_size`` (model
+    segments are left alone), ``min_rate`` (the most a budget may demand), ``min_share`` (under a budget, a
+    segment that would keep fewer than this share of its words is left whole instead, for the budget stage to keep
+    or drop whole; default 0.5; 0 switches it off), ``batch_size`` (model
     chunks per run; default 1, so that a segment's result never depends on the other segments:
     see :mod:`odcf.backends.token_classifier`), ``max_len`` (model window in sub-tokens, default
     from the model's metadata), ``relevance`` (weight word probabilities by segment score under
@@ -148,6 +151,7 @@ class TokenCompressor(Stage):
         threshold: float | None = None,
         min_words: int = 8,
         min_rate: float = 0.2,
+        min_share: float = 0.5,
         batch_size: int = 1,
         max_len: int | None = None,
         threads: int | None = None,
@@ -163,6 +167,8 @@ class TokenCompressor(Stage):
             raise StageError(f"compress: threshold must be in [0, 1], got {threshold!r}")
         if not (isinstance(min_rate, (int, float)) and 0.0 < min_rate <= 1.0):
             raise StageError(f"compress: min_rate must be in (0, 1], got {min_rate!r}")
+        if not (isinstance(min_share, (int, float)) and 0.0 <= min_share <= 1.0):
+            raise StageError(f"compress: min_share must be in [0, 1], got {min_share!r}")
         if not (isinstance(cost_exponent, (int, float)) and 0.0 <= cost_exponent <= 1.0):
             raise StageError(f"compress: cost_exponent must be in [0, 1], got {cost_exponent!r}")
         if not isinstance(min_words, int) or min_words < 1:
@@ -172,6 +178,7 @@ class TokenCompressor(Stage):
         self.threshold = threshold
         self.min_words = min_words
         self.min_rate = min_rate
+        self.min_share = float(min_share)
         self.batch_size = batch_size
         self.max_len = max_len
         self.threads = threads
@@ -231,11 +238,21 @@ class TokenCompressor(Stage):
             keep = self._fit_budget(doc, plan, work, probs, counter, value, budget_info, data)
         else:
             keep = self._decide(work, probs, mode, value)
+        keep = [undangled(w.words, w.seg.original, k, w.forced) for w, k in zip(work, keep)]
         new_segments = list(doc.segments)
-        changed = emptied = 0
+        changed = emptied = left_whole = 0
         words_in = words_kept = 0
         for w, k in zip(work, keep):
             n, kept = len(w.words), int(k.sum())
+            if mode == "budget" and 0 < kept < n and kept < self.min_share * n:
+                # thinned this far a sentence says something else ("Lives with wife, independent in activities of
+                # daily living." read "Lives daily."): it is left whole, for the budget stage to keep or drop whole
+                new_segments[w.index] = w.seg.with_reason(
+                    f"compress: would keep {kept} of {n} words ({kept / n:.0%}), under the {self.min_share:.0%} a "
+                    f"thinned segment keeps; left whole")
+                left_whole += 1
+                k = np.ones(n, dtype=bool)
+                kept = n
             words_in += n
             words_kept += kept
             if kept == n:
@@ -254,7 +271,8 @@ class TokenCompressor(Stage):
                     text=rebuild(w.seg.original, w.words, k), status="compressed")
             changed += 1
         data.update({
-            "segments": changed, "emptied": emptied, "candidates": len(work), "words_in": words_in, "words_kept": words_kept,
+            "segments": changed, "emptied": emptied, "left_whole": left_whole, "candidates": len(work),
+            "words_in": words_in, "words_kept": words_kept,
             "forced": int(sum(int(w.forced.sum()) for w in work)),
             "labels": {"words": sum(w.labels for w in work)},
             "always_kept": {"query_words": sum(w.own[0] for w in work), "number_words": sum(w.own[1] for w in work)},
@@ -345,8 +363,9 @@ class TokenCompressor(Stage):
         forbidden = _forbidden_layers(doc, plan)
         rounds = 0
         while True:
-            keep = _split(work, select_global_tokens(probs, costs, limit=limit, forced=forced,
-                                                     cost_exponent=self.cost_exponent))
+            keep = [undangled(w.words, w.seg.original, k, w.forced)
+                    for w, k in zip(work, _split(work, select_global_tokens(probs, costs, limit=limit, forced=forced,
+                                                                            cost_exponent=self.cost_exponent)))]
             texts = {w.seg.id: rebuild(w.seg.original, w.words, k) for w, k in zip(work, keep)}
             probe = doc.replace(segments=tuple(dataclasses.replace(s, text=texts[s.id]) if s.id in texts else s
                                                for s in doc.segments))
@@ -384,31 +403,46 @@ def _short_items(seg: Segment) -> bool:
 
 #: Dependency labels of a clause's subject ("The patch was scheduled …", "Employees may work …").
 _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
-#: Modals that change what a verb says: "may work" is not "must work", nor "works".
-_MODALS = frozenset({"may", "might", "must", "shall", "should", "can", "could", "will", "would", "need", "ought"})
+#: Dependency labels of what the main verb acts on or says of its subject ("requires notice", "is liable").
+_OBJECT_DEPS = frozenset({"dobj", "attr", "acomp", "oprd", "xcomp"})
 
 
 def skeleton_words(words: Sequence[tuple[int, int]], parsed: Any) -> np.ndarray:
     """Words of a parsed segment (*parsed*: its spaCy ``Doc``, over the text *words* index) that say who does
     what: each sentence's main verb, its subject with the subject's determiner and the noun words compounded
-    into it, and a modal on it ("may", "must", "shall"). Thinned without them, "The patch was scheduled for 2026-02-15 but
-    was postponed" read "scheduled for 2026-02-15 but was postponed …", and "3.1 Employees may work remotely up
-    to 3 days per week" read "3.1 up to 3 days per week."."""
+    into it, its auxiliaries ("may", "must", "will be", "was"), negation and particle, and the head of its object
+    or complement ("requires notice", "is liable"). Thinned without them, "The patch was scheduled for 2026-02-15 but
+    was postponed" read "scheduled for 2026-02-15 but was postponed …", "3.1 Employees may work remotely up
+    to 3 days per week" read "3.1 up to 3 days per week.", "A proposal … will be rejected" read "A proposal will
+    rejected" and "I was charged twice" "I charged"."""
     keep = np.zeros(len(words), dtype=bool)
     if not words:
         return keep
     starts = [s for s, _ in words]
     chosen: set[int] = set()
+    heads = []
     for root in parsed:  # labels only: the shared pipeline has no tagger (:data:`odcf.backends.ner.EXCLUDE`)
         if root.dep_ != "ROOT" or not root.text[:1].isalpha():
             continue
+        heads.append(root)
+        if root.i + 1 < len(parsed) and parsed[root.i + 1].text == ":":
+            # "Currency: a 10% strengthening … would reduce annual operating profit …": the parser makes the
+            # label the root; the clause after it has a verb of its own
+            heads.extend(t for t in root.children if t.dep_ in ("acl", "relcl", "appos", "ccomp", "advcl")
+                         and t.i > root.i + 1)
+    for root in heads:
         chosen.add(root.i)
         for tok in root.children:  # the main clause's: a subordinate clause's subject is the model's to keep
             if tok.dep_ in _SUBJECT_DEPS:
                 chosen.add(tok.i)
                 chosen.update(c.i for c in tok.children if c.dep_ in ("compound", "det"))
-            elif tok.dep_ == "aux" and tok.lower_ in _MODALS:
+            elif tok.dep_ in ("aux", "auxpass", "neg", "prt"):
+                # "will be rejected", "was charged", "are fixed": without them the voice, tense or mood changes
                 chosen.add(tok.i)
+            elif tok.dep_ in _OBJECT_DEPS and tok.text[:1].isalnum():
+                # what the verb does it to: "requires written notice", not "requires."
+                chosen.add(tok.i)
+                chosen.update(c.i for c in tok.children if c.dep_ in ("compound", "neg"))
     for i in chosen:
         tok = parsed[i]
         k = bisect.bisect_right(starts, tok.idx) - 1
@@ -497,6 +531,15 @@ def _lead_words(words: Sequence[tuple[int, int]], text: str) -> int:
     return sum(1 for s, _ in words if s < head.end())
 
 
+#: Numbers written as words, kept like numbers written in digits: "two charges of $1,188.00" is the complaint,
+#: "charges of $1,188.00" is not ("one" is left out: "one of the", "the one that" count nothing).
+NUMBER_WORDS = frozenset(
+    "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion "
+    "trillion twice thrice half dozen zero".split())
+#: Marks stripped from a word's edges before it is looked up in a word list.
+_WORD_MARKS = ".,;:!?()[]{}\"'“”‘’«»"
+
 #: Words that are a comparison or tolerance sign: "eGFR < 30" must not become "eGFR 30".
 OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=", "==", "≠", "!=", "±", "+/-", "≈", "~"})
 
@@ -527,7 +570,7 @@ def asked_and_numbers(words: Sequence[tuple[int, int]], text: str,
     digits = np.zeros(len(words), dtype=bool)
     for i, (s, e) in enumerate(words):
         word = text[s:e]
-        digits[i] = any(ch.isdigit() for ch in word)
+        digits[i] = any(ch.isdigit() for ch in word) or word.strip(_WORD_MARKS).casefold() in NUMBER_WORDS
         if asked and not digits[i]:
             asked_mask[i] = any(tok in asked for tok in word_tokens(word))
     return asked_mask, digits
@@ -622,6 +665,10 @@ def _counted(words: Sequence[tuple[int, int]], text: str, numbers: np.ndarray) -
     out = np.zeros(len(words), dtype=bool)
     for i in np.flatnonzero(numbers):
         if text[words[i][1] - 1] in _PHRASE_BREAK:
+            # "£(4,274) thousand": the scale after a bracketed figure is still the figure's (a 1000x error without it)
+            if (text[words[i][1] - 1] == ")" and i + 1 < len(words) and words[i + 1][0] == words[i][1] + 1
+                    and text[words[i + 1][0]:words[i + 1][1]].strip(_WORD_MARKS).casefold() in _SCALES):
+                out[i + 1] = True
             continue
         for j in range(i + 1, min(len(words), i + 1 + COUNTED_WORDS)):
             word = text[words[j][0]:words[j][1]]
@@ -640,6 +687,9 @@ def _counted(words: Sequence[tuple[int, int]], text: str, numbers: np.ndarray) -
 #: Units written after a number: the number counts them, and the words after them are not what it counts.
 _UNITS = frozenset("mg mcg µg g kg t ml l cl dl mm cm m km in ft yd mi lb lbs oz s ms sec secs min mins h hr hrs "
                    "kb mb gb tb kbps mbps gbps hz khz mhz ghz w kw kwh mw v ma mah pcs pc x bps".split())
+#: Scale words after an amount: "£(4,274) thousand", "(1.2) million".
+_SCALES = frozenset({"thousand", "thousands", "million", "millions", "billion", "billions", "trillion", "bn", "mn",
+                     "m", "k", "'000", "’000", "000s"})
 #: Single connective words, which open a clause of their own and say nothing of the number before them.
 _CONNECTIVE_WORDS = frozenset(w for w in DEFAULT_CONNECTIVES if " " not in w)
 
@@ -765,6 +815,37 @@ def value_labels(words: Sequence[tuple[int, int]], text: str, protected: np.ndar
     return out
 
 
+def undangled(words: Sequence[tuple[int, int]], text: str, keep: np.ndarray, forced: np.ndarray) -> np.ndarray:
+    """*keep* without the words of :data:`DANGLING_WORDS` left at the end of a clause whose following words were
+    all dropped: thinned, "Revenue grew 4% despite a 15% drop in unit sales." read "… a 15% drop in.", a
+    preposition that promises what the text no longer says. A forced word (protected, a connective, part of a
+    value) stays; a word that itself ends the clause ("log in.") is not dangling.
+
+    >>> t = "Revenue grew 4% despite a 15% drop in unit sales. Notice goes to the agency."
+    >>> w = [(m.start(), m.end()) for m in re.finditer(r"\\S+", t)]
+    >>> k = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0], dtype=bool)
+    >>> " ".join(t[a:b] for (a, b), x in zip(w, undangled(w, t, k, np.zeros(len(w), dtype=bool))) if x)
+    'Revenue grew 4% despite a 15% drop Notice goes'
+    """
+    out = keep.copy()
+    n = len(words)
+    clause_open = False  # some word after the current one, up to the clause end, was dropped and none kept
+    for i in range(n - 1, -1, -1):
+        word = text[words[i][0]:words[i][1]]
+        nxt = words[i + 1][0] if i + 1 < n else len(text)
+        if i == n - 1 or word[-1] in _CLAUSE_END or "\n" in text[words[i][1]:nxt]:
+            # word i closes a clause: the words before it dangle only if it went too; it never dangles itself
+            clause_open = not out[i]
+            continue
+        if not clause_open:
+            continue
+        if out[i] and not forced[i] and word.casefold() in DANGLING_WORDS:
+            out[i] = False
+        elif out[i]:
+            clause_open = False
+    return out
+
+
 #: Rounds of measuring the assembled text and choosing the words again under a budget.
 _FIT_ROUNDS = 4
 
@@ -788,6 +869,11 @@ def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -
     for i in np.flatnonzero(keep):
         s, e = words[i]
         if parts:
+            # a sentence that ended among the dropped words still ends: "SpO2 95% on room air. eGFR was 52" thinned
+            # reads "SpO2 95%. eGFR was 52", not "SpO2 95% eGFR was 52" (one measurement)
+            mark = _dropped_end(original, words, last, i)
+            if mark and parts[-1][-1:] not in SENTENCE_END:
+                parts[-1] = (parts[-1].rstrip(_TRAILING_COMMA) or parts[-1]) + mark
             space = original[words[i - 1][1]:s] or " "
             if "\n" not in space:
                 # a line break among the dropped words still ends the kept word's line: the next line's
@@ -802,6 +888,30 @@ def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -
     if text and words and not keep[-1] and end and end in SENTENCE_END and text[-1] not in SENTENCE_END:
         text = (text.rstrip(_TRAILING_COMMA) or text) + end
     return text
+
+
+#: Short words ending in "." that do not end a sentence ("Dr.", "No.", "e.g.", "approx."); see :func:`_dropped_end`.
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "no", "nos", "vs", "etc", "approx", "incl", "excl",
+                            "fig", "figs", "art", "sec", "para", "ref", "dept", "est", "jan", "feb", "mar", "apr", "jun",
+                            "jul", "aug", "sep", "sept", "oct", "nov", "dec", "co", "inc", "ltd", "corp", "jr", "sr",
+                            "mt", "ft", "op", "cf", "al", "viz", "resp"})
+
+
+def _dropped_end(original: str, words: Sequence[tuple[int, int]], last: int, nxt: int) -> str:
+    """The mark that ends a sentence or clause among the words dropped between kept words *last* and *nxt*
+    (the last such mark: ``. ! ? ;`` or ``。！？；``), or "" when none does. A word ending in "." ends a sentence
+    unless it is an abbreviation ("Dr.", "e.g.") or an initial."""
+    mark = ""
+    for j in range(last + 1, nxt):
+        word = original[words[j][0]:words[j][1]]
+        end = word[-1:]
+        if end in "!?;。！？；":
+            mark = end
+        elif end == ".":
+            core = word.rstrip(".").lstrip("([{\"'“‘").casefold()
+            if len(core) > 1 and "." not in core and core not in _ABBREVIATIONS:
+                mark = "."
+    return mark
 
 
 def _forbidden_layers(doc: Document, plan: Plan) -> frozenset[str]:
