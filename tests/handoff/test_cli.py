@@ -202,3 +202,11 @@ def test_cli_says_over_budget_once(tmp_path: Path, capsys: pytest.CaptureFixture
     assert record["over_budget"] and captured.err.count("over budget") == 1, captured.err
     assert [line for line in captured.err.splitlines() if "warning:" in line] == [
         f"odcf handoff: warning: {w}" for w in record["warnings"]]
+
+
+def test_cli_names_the_file_and_the_entry_of_a_nul_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # QA: "odcf handoff: error: source 'b': text holds a NUL character at character 4: binary data, not text"
+    p = write(tmp_path, {"items": [{"id": "a", "text": "Order #W1234567 shipped."}, {"id": "b", "text": "bad \u0000 here"}]})
+    assert main(["handoff", str(p), "--role", "researcher"]) == 1
+    assert capsys.readouterr().err == (f"odcf handoff: error: 1 problem in {p}:\n"
+                                       "  items[1]: text holds a NUL character at character 4: binary data, not text\n")
