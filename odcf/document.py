@@ -62,6 +62,18 @@ def unicode_problem(text: str) -> str | None:
     return None
 
 
+def nul_problem(text: str) -> str | None:
+    """Why *text* is binary data, not text (it holds a NUL character: a PDF or an image read as a
+    string upstream), worded to follow the name of what holds it; None when it holds none. A
+    :class:`Source` refuses it, and a handoff items file lists it with the file's other problems.
+
+    >>> nul_problem("bad \\x00 here")
+    'holds a NUL character at character 4: binary data, not text'
+    """
+    at = text.find("\x00")
+    return None if at < 0 else f"holds a NUL character at character {at}: binary data, not text"
+
+
 def query_problem(query: Any) -> str | None:
     """Why *query* cannot be a query (not a string, or not valid Unicode text); None when it can.
 
@@ -127,9 +139,9 @@ class Source:
             problem = unicode_problem(value) if value is not None else None
             if problem:
                 raise SourceError(f"source {self.id!r}: {name} {problem}")
-        if "\x00" in self.text:  # as a file (odcf compress) or a batch record with one is refused
-            raise SourceError(f"source {self.id!r}: text holds a NUL character at character {self.text.index(chr(0))}: "
-                              "binary data, not text")
+        problem = nul_problem(self.text)
+        if problem:  # as a file (odcf compress) or a batch record with one is refused
+            raise SourceError(f"source {self.id!r}: text {problem}")
         if not isinstance(self.mandatory, bool):  # "false" would be true
             raise SourceError(f"source {self.id!r}: mandatory must be true or false, got {self.mandatory!r}")
         if self.confidence is not None:

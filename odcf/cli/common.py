@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +155,18 @@ def preset_role_note(plan: Any, role: str | None, budget: int | None = None) -> 
             else f"this run's budget {budget} from --budget, not the preset's {contract.budget}")
     return (f"role {role!r} is not declared by ontology {plan.domain!r} (declared: {', '.join(declared)}): it is "
             f"odcf's shipped preset, {used}")
+
+
+def print_record_warnings(command: str, record: Mapping[str, Any], over_budget: str) -> None:
+    """What the record warns of, on stderr as ``odcf COMMAND: warning: ...`` (with ``--json`` too:
+    stdout holds only the JSON), for every command that delivers a record (``compress``, ``handoff``).
+    Over budget is said once: by the record's own warning when it gives one, else *over_budget*.
+
+    QA: ``odcf handoff`` delivered an empty text with exit 0 and nothing on stderr, while its record
+    warned "nothing fit in the budget of 300 o200k_base tokens: the delivered text is empty"; ``odcf
+    compress`` printed that warning. One function prints them for both."""
+    warnings = [str(w) for w in record.get("warnings", ())]
+    for warning in warnings:
+        print(f"odcf {command}: warning: {warning}", file=sys.stderr)
+    if record.get("over_budget") and not any(w.startswith("over budget") for w in warnings):
+        print(f"odcf {command}: warning: {over_budget}", file=sys.stderr)

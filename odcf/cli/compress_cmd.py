@@ -12,6 +12,7 @@ from odcf.cli.common import (
     add_model_flag,
     add_stage_flags,
     preset_role_note,
+    print_record_warnings,
     refuse_overwrites,
     stage_overrides,
     text_arg,
@@ -110,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.out, result.text)  # exactly the delivered text: its sha256 is the record's
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
-    _print_warnings(result)
+    print_record_warnings("compress", result.record, f"over budget by {result.record.get('over_by')} tokens "
+                          "(required material alone exceeds it; see the record)")
     budget = result.record["budget"]
     if args.role is None and args.budget is None and result.tokens_in <= budget:
         # the first run of a user's ontology often names no role: say what was used, and what it did
@@ -145,17 +147,6 @@ def _fit_outcome(record: dict[str, Any]) -> str:
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return (f"nothing was cut for the budget, but {listed} ({record['tokens_in']} -> {record['tokens_out']} "
             "tokens)")
-
-
-def _print_warnings(result: Any) -> None:
-    """What the record warns of, on stderr (with ``--json`` too: stdout holds only the JSON); over
-    budget is said once, by the record's own warning when it gives one."""
-    warnings = [str(w) for w in result.record.get("warnings", ())]
-    for warning in warnings:
-        print(f"odcf compress: warning: {warning}", file=sys.stderr)
-    if result.over_budget and not any(w.startswith("over budget") for w in warnings):
-        print(f"odcf compress: warning: over budget by {result.record['over_by']} tokens "
-              "(required material alone exceeds it; see the record)", file=sys.stderr)
 
 
 #: Extra output writers (HTML report, trace) registered by other CLI modules: fn(args, result).

@@ -14,6 +14,7 @@ from typing import Any
 from odcf.cli.common import (
     TOKENIZER_HELP,
     add_stage_flags,
+    print_record_warnings,
     refuse_overwrites,
     stage_overrides,
     text_arg,
@@ -75,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(payload)
     rec = result.record
-    if rec.get("over_budget"):
-        print(f"odcf handoff: warning: {over_budget_message(rec)}; see the record", file=sys.stderr)
+    # every warning of the record, as `odcf compress` prints them: an empty handoff delivered with
+    # exit 0 must not be silent (QA: "nothing fit in the budget of 300 ..." was only in the record)
+    print_record_warnings("handoff", rec, f"{over_budget_message(rec)}; see the record")
     if rec.get("missing"):
         print(f"odcf handoff: note: {len(rec['missing'])} required item(s) missing: "
               + ", ".join(str(m.get("category") or m.get("item")) for m in rec["missing"]), file=sys.stderr)

@@ -11,7 +11,9 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   an anchor named ``…code``, whose matches name kinds — airports, currencies, errors); always the
   whole identifier: a match that stops inside it (``PO-2024`` of ``PO-2024-17``, ``INV-2024`` of
   ``INV-20241``) takes the rest of its word and its further ``-digits`` groups); a value is an amount (``$50``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
-  ``May 20, 2024``), a status word (``cancelled``, ``delivered``…), a quantity (``3 bags``) or a
+  ``May 20, 2024``), a status word (``cancelled``, ``delivered``…: after a copula or a status label,
+  "is delivered", "status: pending"; not of a person, "we are processing …", nor a verb whose object
+  is the identifier after it, "processing order #W1234567"), a quantity (``3 bags``) or a
   data size (``3.2 GB``). The attribute is the value's type, refined by a keyword before it in the
   sentence ("refund amount", "price", "departure date"…); a date or size without one is named by
   the verb next to it and an order word before it ("isolated on 2026-03-09", "3.2 GB sent to",
@@ -77,6 +79,19 @@ _STATUS = r"\b(?:" + "|".join(re.escape(s) for s in sorted(STATUSES, key=len, re
 #: A status word counts only after a copula or a status label ("is delivered", "status: pending").
 _STATUS_LEAD = re.compile(r"(?:\b(?:is|was|are|were|been|be|now|marked(?: as)?|shows?|status(?: is)?|remains?|became|got)|[:=])\s*(?:\w+\s+)?$",
                           re.IGNORECASE)
+#: ... but not when the copula's subject is the speaker or the reader: "We are processing the refund
+#: for #W1234567" says what we are doing, not the order's status.
+_PERSON_SUBJECT = re.compile(r"\b(?:i|we|you)\s+(?:are|was|were)\s+(?:\w+\s+)?$", re.IGNORECASE)
+#: ... nor when the identifier it would be the status of follows it as its object, with at most a
+#: determiner and one noun between ("processing order #W1234567", "processed the order #W1"), no
+#: punctuation and no preposition ("status: pending for #W1" is a status): the word is a verb acting on
+#: the entity. QA: "We are processing order #W1234567 now." and a log line "2025-03-11 10:00:31,102 INFO
+#: [main] c.a.OrderService: processing order #W1234567" were each read as "#W1234567 status:
+#: processing" and listed against a tool's "delivered".
+_STATUS_OBJECT = re.compile(
+    r"\s+(?:(?:the|a|an|this|that|your|our|their|his|her|its)\s+)?"
+    r"(?:(?!(?:for|of|on|in|to|at|by|with|from|under|since|until|via|per|as|and|or|but)\b)[a-z]+\s+)?",
+    re.IGNORECASE)
 _QTY = r"\b\d{1,4} (?:items?|units?|bags?|pieces?|seats?|passengers?|nights?|tickets?|pcs)\b"
 #: A data size ("3.2 GB", "512 MiB", "40 bytes").
 _SIZE = r"\b\d[\d,]*(?:\.\d+)?\s?(?:[KMGTP]i?B|bytes?)\b"
@@ -384,8 +399,8 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
             kind = m.lastgroup or "status"
             if any(s <= m.start() < e for s, e, _ in ids):
                 continue
-            if kind == "status" and not _STATUS_LEAD.search(sent[:m.start()]):
-                continue  # "wants it refunded" is a wish, not a status
+            if kind == "status" and not _states_status(sent, m.start(), m.end(), ids):
+                continue  # "wants it refunded" is a wish, "we are processing order #W1" an act: no status
             if _NEGATED.search(sent[:m.start()]):
                 continue  # "is not $1,200" denies the value: it supports no side
             before = [i for i in ids if i[1] <= m.start() and m.start() - i[1] <= MAX_DISTANCE]
@@ -415,6 +430,17 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
                 if not any(a < offset + ve and offset + vs < b for a, b in spans):
                     out.append(f)
     return out
+
+
+def _states_status(clause: str, start: int, end: int, ids: Sequence[tuple[int, int, str]]) -> bool:
+    """Whether the status word at ``clause[start:end]`` states a status: after a copula or a status
+    label (:data:`_STATUS_LEAD`), whose subject is no person (:data:`_PERSON_SUBJECT`), and not a
+    verb whose object is the identifier right after it (:data:`_STATUS_OBJECT`)."""
+    before = clause[:start]
+    if not _STATUS_LEAD.search(before) or _PERSON_SUBJECT.search(before):
+        return False
+    nxt = next((s for s, _, _ in ids if s >= end), None)
+    return nxt is None or _STATUS_OBJECT.fullmatch(clause, end, nxt) is None
 
 
 #: What may stand between a dated event and the identifier of what it was of: "on 2026-03-05

@@ -39,7 +39,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odcf.document import KINDS, LAYERS, Source, real_number, unicode_problem
+from odcf.document import (
+    KINDS,
+    LAYERS,
+    Source,
+    nul_problem,
+    real_number,
+    unicode_problem,
+)
 from odcf.errors import InputError
 from odcf.fileio import decode_text
 from odcf.handoff.errors import HandoffError, raise_problems
@@ -274,6 +281,11 @@ class _Parser:
             text = _with_tool_calls(text, entry["tool_calls"], f"{path}.tool_calls", self)
         problem = unicode_problem(text)
         if problem:  # JSON may carry one ("\ud800"); no stage could hash, count or write it
+            self.problem(path, f"text {problem}")
+        # a NUL ("\u0000") too, with the file's other problems, not later as the one error of its source
+        # (QA: "source 'b': text holds a NUL character ...", naming neither the file nor items[1])
+        problem = nul_problem(text)
+        if problem:
             self.problem(path, f"text {problem}")
 
         given = entry.get("confidence")

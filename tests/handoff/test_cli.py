@@ -164,3 +164,49 @@ def test_cli_no_timings_gives_byte_identical_records(tmp_path: Path, capsys: pyt
     assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "300",
                  "--record", str(recs[1])]) == 0
     assert any("ms" in ev for ev in json.loads(recs[1].read_text(encoding="utf-8"))["stages"])
+
+
+def test_cli_prints_the_record_warnings_of_an_empty_handoff(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           ontology_path: Path) -> None:
+    # QA: an item no budget of 300 could hold was delivered as an empty text, exit 0, and nothing on
+    # stderr, while the record warned "nothing fit in the budget ..." (`odcf compress` prints it)
+    words = " ".join(f"word{i}" for i in range(400))
+    p = write(tmp_path, {"items": [{"id": "a", "text": f"Order #W1234567 shipped with tracking {words}."}]})
+    rec, out = tmp_path / "rec.json", tmp_path / "out.txt"
+    argv = ["handoff", str(p), "--role", "researcher", "--ontology", str(ontology_path), "--budget", "60"]
+    assert main([*argv, "--record", str(rec), "--out", str(out)]) == 0  # delivered, as documented: exit 0
+    err = capsys.readouterr().err
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    assert out.read_text(encoding="utf-8") == "" and any(w.startswith("nothing fit in the budget")
+                                                         for w in record["warnings"])
+    assert err.splitlines()[:len(record["warnings"])] == [f"odcf handoff: warning: {w}" for w in record["warnings"]]
+    assert main([*argv, "--json"]) == 0  # with --json too: stdout holds the JSON alone
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["record"]["warnings"] == record["warnings"] and captured.err == err
+    # an item without text: the record says so, and so does stderr
+    p = write(tmp_path, {"items": [{"id": "a", "text": ""}]})
+    assert main(["handoff", str(p), "--role", "researcher", "--ontology", str(ontology_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    warnings = json.loads(captured.out)["record"]["warnings"]
+    assert any("empty input" in w for w in warnings), warnings
+    assert all(f"odcf handoff: warning: {w}\n" in captured.err for w in warnings), captured.err
+
+
+def test_cli_says_over_budget_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], ontology_path: Path) -> None:
+    # the record's own over-budget warning is the one printed; it is not said a second time
+    p = write(tmp_path, ITEMS)
+    assert main(["handoff", str(p), "--role", "executor", "--ontology", str(ontology_path), "--budget", "60",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)["record"]
+    assert record["over_budget"] and captured.err.count("over budget") == 1, captured.err
+    assert [line for line in captured.err.splitlines() if "warning:" in line] == [
+        f"odcf handoff: warning: {w}" for w in record["warnings"]]
+
+
+def test_cli_names_the_file_and_the_entry_of_a_nul_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # QA: "odcf handoff: error: source 'b': text holds a NUL character at character 4: binary data, not text"
+    p = write(tmp_path, {"items": [{"id": "a", "text": "Order #W1234567 shipped."}, {"id": "b", "text": "bad \u0000 here"}]})
+    assert main(["handoff", str(p), "--role", "researcher"]) == 1
+    assert capsys.readouterr().err == (f"odcf handoff: error: 1 problem in {p}:\n"
+                                       "  items[1]: text holds a NUL character at character 4: binary data, not text\n")

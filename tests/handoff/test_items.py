@@ -103,3 +103,21 @@ def test_a_duplicate_id_is_named_even_when_its_first_entry_has_problems_and_time
     ]
     batch = parse_items([{"text": "a", "timestamp": "2024-05-20"}, {"text": "b", "timestamp": "09:05"}])
     assert [it.timestamp for it in batch.items] == ["2024-05-20", "09:05"]
+
+
+def test_a_nul_character_is_one_of_the_files_problems(tmp_path) -> None:
+    # QA: {"items": [{"id": "a", ...}, {"id": "b", "text": "bad \u0000 here"}]} gave "source 'b': text holds a
+    # NUL character ...", naming neither the file nor items[1], and alone, where a lone surrogate is listed
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps({"items": [{"id": "a", "text": "Order #W1234567 shipped."},
+                                       {"id": "b", "text": "bad \u0000 here"},
+                                       {"id": "c", "text": "bad \ud800 here"},
+                                       {"role": "tool", "content": "ok\u0000"}]}), encoding="utf-8")
+    with pytest.raises(HandoffError) as info:
+        load_items(p)
+    assert str(info.value).splitlines() == [
+        f"3 problems in {p}:",
+        "  items[1]: text holds a NUL character at character 4: binary data, not text",
+        "  items[2]: text holds a lone surrogate (U+D800) at character 4; it is not valid Unicode text",
+        "  items[3]: text holds a NUL character at character 2: binary data, not text",
+    ]

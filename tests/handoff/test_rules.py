@@ -105,6 +105,27 @@ def test_json_tool_output_and_text_are_compared() -> None:
     assert (c.entity, c.attribute, [v.value for v in c.values]) == ("#W777", "status", ["pending", "cancelled"])
 
 
+def test_a_status_word_acting_on_an_order_or_said_of_a_person_is_no_status() -> None:
+    # QA: a tool's {"order_id": "#W1234567", "status": "delivered"} and an agent's "We are processing order
+    # #W1234567 now." were listed as "#W1234567 status: delivered vs processing"; so was a log line
+    tool = HandoffItem(id="api", text=json.dumps({"order_id": "#W1234567", "status": "delivered"}), kind="json",
+                       origin="tool:get_order")
+
+    def statuses(text: str) -> list[tuple[str, str, list[str]]]:
+        found = find_conflicts((tool, HandoffItem(id="note", text=text, origin="agent:ops")))
+        return [(c.entity, c.attribute, [v.value for v in c.values]) for c in found]
+
+    for text in ("We are processing order #W1234567 now.",
+                 "2025-03-11 10:00:31,102 INFO  [main] c.a.OrderService: processing order #W1234567",
+                 "We are processing the refund for #W1234567.",
+                 "The agent is now processing #W1234567."):
+        assert statuses(text) == [], text
+    for text in ("Order #W1234567 is processing.", "Order #W1234567 status: processing",
+                 "#W1234567: processing", "Status: processing for order #W1234567.",
+                 "Order #W1234567 is now processing, we were told."):
+        assert statuses(text) == [("#W1234567", "status", ["delivered", "processing"])], text
+
+
 def test_json_ids_of_any_domain_name_entities() -> None:
     def item(i: str, obj: dict) -> HandoffItem:
         return HandoffItem(id=i, text=json.dumps(obj), kind="json", origin=f"tool:{i}")
