@@ -158,6 +158,21 @@ def test_short_fragments_are_never_merged():
     assert not any(s.dropped for s in out.segments)
 
 
+def test_a_short_sentence_repeated_on_one_line_keeps_its_repeats_and_fills_the_budget():
+    # QA: 50 copies of "Order #W1234567 shipped." on one line were two segments of ~300 tokens, and at a
+    # budget of 100 not one copy was delivered; as sentences of 6 words or fewer they keep their repeats
+    # (never merged), as many delivered as fit, each left out dropped with its reason
+    from odcf.compressor import Compressor
+
+    comp = Compressor(PLAN, stages={"rules": False, "fold": False, "entities": False,
+                                    "rerank": {"embedder": "hash", "first_pass": "lexical"}, "dedup": {"embedder": "hash"}})
+    r = comp.compress(" ".join(["Order #W1234567 shipped."] * 50), budget=100)
+    assert "Order #W1234567 shipped." in r.text and r.tokens_out <= 100
+    segs = r.document.segments
+    assert len(segs) == 50 and {s.status for s in segs} == {"verbatim", "dropped"}
+    assert all(s.reasons for s in segs if s.status == "dropped")
+
+
 def test_a_long_block_printed_again_inside_one_source_is_merged_by_default():
     block = "\n".join(f"  File \"/repo/src/pkg/module_{i}.py\", line {i * 7}, in handler_{i}" for i in range(8))
     text = f"$ python run.py\n{block}\n\nEdited line 40.\n\n$ python run.py\n{block}\n"

@@ -137,6 +137,20 @@ def test_short_lead_in_sentences_stay_with_the_next_one():
                                      "Late fees apply to all overdue invoices."]
 
 
+def test_a_short_sentence_said_again_on_its_line_is_a_segment_each_time():
+    # QA: "Order #W1234567 shipped." 50 times on one line (a tool's polling output) was joined, each copy as a
+    # short lead-in of the next, into two segments of about 300 tokens; at a budget of 100 nothing was delivered
+    text = " ".join(["Order #W1234567 shipped."] * 50)
+    out = seg(text)
+    assert [s.text for s in out] == ["Order #W1234567 shipped."] * 50
+    assert "".join(s.sep + s.text for s in out) == text
+    # the last copy still leads into a sentence that goes on from it, and a lead-in into its sentence
+    assert [s.text for s in seg("Shipped. Shipped. Your order arrives on Monday at noon.")] == [
+        "Shipped.", "Shipped. Your order arrives on Monday at noon."]
+    assert [s.text for s in seg("Section 4.1 Fees. Section 4.2 Fees. Customer shall pay within 30 days.")] == [
+        "Section 4.1 Fees. Section 4.2 Fees. Customer shall pay within 30 days."]
+
+
 def test_long_tables_are_cut_into_parts_that_render_under_their_header_with_omitted_rows_marked():
     rows = "\n".join(f"| {i} | item number {i} | {i * 3} |" for i in range(200))
     text = "| id | name | qty |\n|---|---|---|\n" + rows

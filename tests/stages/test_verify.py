@@ -67,6 +67,23 @@ def test_anchor_term_and_number_losses_revert_without_spacy():
     assert "'14' (NUMBER)" in c.reasons[-1]
 
 
+def test_a_number_before_a_comma_is_checked_and_named_without_the_comma():
+    # QA: "verify: lost entity '32,' (NUMBER)" for "valve type HV-32, exclusive of VAT", "'74,'" for "(age 65-74,
+    # hypertension": the comma that ends the clause was taken as part of the number
+    price = "The price is EUR 318.00 for valve type HV-32, exclusive of VAT."
+    age = "CHA2DS2-VASc score is 3 (age 65-74, hypertension)."
+    assert fallback_entities(price) == [("318.00", "NUMBER"), ("32", "NUMBER")]
+    assert fallback_entities(age) == [("3", "NUMBER"), ("65", "NUMBER"), ("74", "NUMBER")]
+    assert fallback_entities("Pay $1,200, then 8,000.50, or 1,000,000 units.") == [
+        ("$1,200", "MONEY"), ("8,000.50", "NUMBER"), ("1,000,000", "NUMBER")]  # a comma between digits stays
+    a, b = run([price, age], ["HV-32", "-74"], ner=False).segments
+    assert a.reasons[-1] == "verify: lost entity '32' (NUMBER); reverted"
+    assert b.reasons[-1] == "verify: lost entity '74' (NUMBER); reverted"
+    # and the check was held to the comma: "HV-32." kept the number, yet the segment was reverted
+    (kept,) = run([price], [", exclusive of VAT"], ner=False).segments
+    assert kept.status == "compressed" and kept.text == "The price is EUR 318.00 for valve type HV-32."
+
+
 def test_chinese_uses_the_pattern_fallback():
     text = "合同于2024年3月1日生效，租金为5000元。"
     out = run([text], ["2024年3月1日"], ner=False)
