@@ -55,7 +55,10 @@ exceed 3.50:1" is a stale value presented as current; the ratio left out is the 
 A numbered provision goes only with the sentences elsewhere in its source that state an exception to it
 by its number, as with its corrections: "(d) has an annual turnover below AUD 10 million …" delivered
 without "2.3 Paragraph 2.1(d) does not apply to a consortium member that is not the prime contractor."
-would exclude those members (:func:`_cross_limits`).
+would exclude those members (:func:`_cross_limits`). A table's rows go only with the lines of their source that
+say how its figures are to be read, the same way ("All figures in GBP thousands unless stated otherwise. Figures in
+parentheses are negative." above "| Group | 412,600 | 428,100 | (3.6%) | (1,204) | 7,850 |", which alone read as
+£412,600 for £412.6 million: :func:`_unit_lines`).
 
 A markdown section's segments go only with its heading (and a sub-heading with the heading above
 it; a plain-text contract's "ARTICLE 10 — INDEMNITY" is a heading too, with the level the segmenter
@@ -153,10 +156,12 @@ class Budgeter(Stage):
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         limited_by = {k: v for k, v in _item_limits(doc).items() if k in tiers}
         excepted_by = {k: v for k, v in _cross_limits(doc).items() if k in tiers}
+        read_by = {k: v for k, v in _unit_lines(doc).items() if k in tiers}
         # what a segment goes only with elsewhere in its source: its corrections, the limits of its list
-        # item, the exceptions to it that name it by its number
-        needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()), *excepted_by.get(k, ()))))
-                 for k in corrected_by.keys() | limited_by.keys() | excepted_by.keys()}
+        # item, the exceptions to it that name it by its number, the lines that say how its table's figures read
+        needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()), *excepted_by.get(k, ()),
+                                         *read_by.get(k, ()))))
+                 for k in sorted(corrected_by.keys() | limited_by.keys() | excepted_by.keys() | read_by.keys())}
         courtesy = _pleasantry_messages(doc, live, required_ids)
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=needs,
@@ -240,7 +245,7 @@ class Budgeter(Stage):
                                                     rules=lone_rules,
                                                     courtesy={sid for sid, c in courtesy.items() if not c & kept},
                                                     limited_by=limited_by, pairs=pairs,
-                                                    excepted_by=excepted_by, went_with=went_with)
+                                                    excepted_by=excepted_by, went_with=went_with, read_by=read_by)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
@@ -601,7 +606,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             limited_by: Mapping[str, tuple[str, ...]] | None = None,
             pairs: Sequence[QAPair] | None = None,
             excepted_by: Mapping[str, tuple[str, ...]] | None = None,
-            went_with: Mapping[str, str] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            went_with: Mapping[str, str] | None = None,
+            read_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -715,6 +721,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 why = (f"is a part of a numbered provision that {', '.join(rest)}, elsewhere in its source, names by its "
                        f"number to state an exception to it or a limit of it, and goes only with that "
                        f"({sum(cost[f] for f in rest if f in cost)} tokens), which was not delivered: {why}")
+            elif read_by and (rest := [f for f in read_by.get(seg.id, ())
+                                       if f not in kept and by_id[f].status != "merged"]):
+                said = " ".join(by_id[f].original.strip() for f in rest)
+                why = (f"is a part of a table and goes only with the line(s) of its source that say how its figures "
+                       f"are to be read, their unit, scale or sign ({', '.join(rest)}: {said!r}, "
+                       f"{sum(cost[f] for f in rest if f in cost)} tokens), which were not delivered"
+                       + (f": {why}" if any(f in tiers for f in rest) else " (a layer the role does not take)"))
             elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
                 fix = next(by_id[f] for f in corrected_by[seg.id] if f not in kept and by_id[f].status != "merged")
                 link = (f"is corrected by {fix.id}, a later segment that changes what it says, and goes only with it "
@@ -1587,6 +1600,127 @@ def _cross_limits(doc: Document) -> dict[str, tuple[str, ...]]:
                     out[sid].append(seg.id)
     return {k: tuple(v) for k, v in out.items()}
 
+
+#: A currency in a line that states a table's unit, by its sign, code or name ("£", "US$", "GBP", "euros").
+_CURRENCY = (r"(?:US\$|A\$|C\$|NZ\$|HK\$|S\$|R\$|[£$€¥₹]"
+             r"|(?:GBP|USD|EUR|AUD|CAD|CHF|JPY|CNY|RMB|HKD|SGD|NZD|SEK|NOK|DKK|INR|ZAR)\b"
+             r"|(?:(?:U\.?S\.?|Australian|Canadian|Hong\s+Kong|Singapore|New\s+Zealand)\s+)?dollars\b|euros?\b"
+             r"|pounds(?:\s+sterling)?\b|sterling\b|yen\b|yuan\b|renminbi\b|(?:Swiss\s+)?francs\b|kronor\b|kroner\b"
+             r"|rupees\b)")
+#: A scale: "thousands", "millions", "'000", "000s", "m", "bn".
+_SCALE = r"(?:thousands?|millions?|billions?|[‘'’]\s?000s?|000s|k|m|mn|bn)\b"
+#: What a table's figures are in: "GBP thousands", "£m", "€ '000", "thousands of euros", "$ millions", "euros".
+_AMOUNT = (r"(?:" + _CURRENCY + r"\s*" + _SCALE + r"|" + _SCALE + r"\s+of\s+" + _CURRENCY + r"|" + _CURRENCY
+           + r"|(?:thousands|millions|billions))")
+#: The figures a line speaks of: "All figures", "Amounts in this table", "The numbers".
+_FIGURES = (r"(?:(?:all|the)\s+)?(?:figures|amounts|numbers|values|sums|totals|data)"
+            r"(?:\s+(?:in|of)\s+(?:this|the)\s+(?:table|report|section|statement|schedule|document))?")
+#: One statement of how figures are to be read: their unit or scale ("All figures in GBP thousands",
+#: "Amounts are expressed in thousands of euros", "in $ millions", "€ '000"), their sign convention
+#: ("Figures in parentheses are negative", "Negative amounts are shown in brackets"), or that they are
+#: unaudited; maybe with "unless stated otherwise" or "except per share data".
+_UNIT_STATEMENT = (
+    r"(?:" + _FIGURES + r"\s+(?:(?:are|is)\s+)?(?:(?:stated|shown|presented|expressed|reported|given|denominated"
+    r"|quoted)\s+)?in\s+" + _AMOUNT
+    + r"|(?:(?:stated|shown|presented|expressed|reported|denominated)\s+)?in\s+" + _AMOUNT
+    + r"|" + _CURRENCY + r"\s*" + _SCALE + r"|" + _SCALE + r"\s+of\s+" + _CURRENCY
+    + r"|" + _FIGURES + r"\s+(?:(?:shown|given|stated)\s+)?in\s+(?:round\s+)?(?:parentheses|brackets)\s+(?:are|denote"
+    r"|indicate|represent|show)\s+(?:negative(?:\s+(?:figures|amounts|numbers|values))?|negatives|losses|deductions"
+    r"|debits|credits|outflows|decreases)"
+    r"|negative\s+(?:figures|amounts|numbers|values)\s+(?:are\s+)?(?:shown|presented|given|stated|reported)\s+in\s+"
+    r"(?:round\s+)?(?:parentheses|brackets)"
+    r"|(?:parentheses|brackets)\s+(?:denote|indicate|show|represent)\s+negative\s+(?:figures|amounts|numbers|values)"
+    r"|(?:" + _FIGURES + r"\s+(?:(?:are|is)\s+)?)?unaudited"
+    r")(?:,?\s+(?:unless\s+(?:otherwise\s+)?(?:stated|indicated|noted|specified)(?:\s+otherwise)?"
+    r"|except\s+(?:where|as|when)\s+(?:otherwise\s+)?(?:stated|indicated|noted|specified)(?:\s+otherwise)?"
+    r"|except\s+(?:for\s+)?(?:per[-\s]share\s+(?:amounts|data|figures)|percentages|ratios)))?")
+_UNIT_STATEMENTS = _UNIT_STATEMENT + r"(?:\s*(?:[;,]|\band\b)\s*" + _UNIT_STATEMENT + r")*"
+#: A Chinese unit line: "单位：万元", "金额单位：人民币元", "单位：元 币种：人民币", "（未经审计）".
+_ZH_UNIT = (r"(?:(?:金额)?单位\s*[：:]\s*(?:人民币|美元|港元|港币|欧元|日元)?\s*(?:千|万|百万|千万|亿)?元"
+            r"(?:\s*[，,；;]?\s*币种\s*[：:]\s*(?:人民币|美元|港元|港币|欧元|日元))?|未经审计)")
+#: A sentence that does nothing but state how the figures near it are to be read (:func:`_unit_lines`): "All
+#: figures in GBP thousands unless stated otherwise.", "Figures in parentheses are negative.", "(€ '000)",
+#: "Note: amounts in $ millions.", "单位：万元". Never a sentence that also says something of its own ("Revenue was
+#: 412,600 in GBP thousands"): the whole of it must be such a statement.
+_UNIT_LINE_RE = re.compile(
+    r"[ \t>*_]*(?:(?i:notes?)\s*[:.]\s*)?[(\[（]?\s*(?i:" + _UNIT_STATEMENTS + r")\s*[)\]）]?[ \t*_]*[.。]?[ \t*_]*"
+    r"|[ \t>*_]*[（(]?\s*" + _ZH_UNIT + r"\s*[)）]?[。]?[ \t*_]*")
+#: A table's caption holding its unit in brackets: "Segment results (£'000)", "Table 2: Revenue by region (in $
+#: millions, unaudited)", "分部业绩（单位：万元）"; a unit line only right before or after its table.
+_UNIT_CAPTION_RE = re.compile(r"[(\[（]\s*(?:(?i:" + _UNIT_STATEMENTS + r")|" + _ZH_UNIT + r")\s*[)\]）]")
+#: The most words of a caption line (:data:`_UNIT_CAPTION_RE`).
+_CAPTION_WORDS = 16
+#: The most characters of a unit line (:data:`_UNIT_LINE_RE`): a longer sentence says more than that (and a
+#: 60k-character line is not matched against it at all).
+_UNIT_LINE_CHARS = 240
+
+
+def _unit_lines(doc: Document) -> dict[str, tuple[str, ...]]:
+    """What each part of a table goes only with: the lines of its source that state how its figures are to be
+    read (:data:`_UNIT_LINE_RE`: their unit or scale, their sign convention, that they are unaudited), by the id
+    of every part of the table (QA: "| Group | 412,600 | 428,100 | (3.6%) | (1,204) | 7,850 |" went without "All
+    figures in GBP thousands unless stated otherwise. Figures in parentheses are negative.", and £412,600
+    thousand read as £412,600). A paragraph is such a line when every sentence of it is one; it governs:
+
+    - the tables after it in its section, up to the next heading of its section's level or above (a note under
+      a report's title, as in the QA's, the whole report; one before any heading, the whole source);
+    - a paragraph of them right after a table, with no table right after it, is that table's note: it
+      governs that table only ("Figures in parentheses are negative." under it);
+    - a caption line right before or right after a table holding its unit in brackets ("Segment results
+      (£'000)", :data:`_UNIT_CAPTION_RE`) governs that table only.
+
+    Not any sentence naming a scale or a currency ("Revenue was £412.6 million", "in thousands of cases"), nor
+    the figures of a sentence or a list (they state their unit where they stand: "Revenue of £412.6 million");
+    a heading needs nothing here, as the parts of its section go with it already. Lines an earlier stage
+    dropped are not waited for."""
+    runs: list[list[Segment]] = []  # the source's paragraphs, in order
+    for seg in doc.segments:
+        if runs and runs[-1][0].source_id == seg.source_id and runs[-1][0].paragraph == seg.paragraph:
+            runs[-1].append(seg)
+        else:
+            runs.append([seg])
+
+    def table(run: list[Segment]) -> list[str]:
+        return [s.id for s in run if s.kind == "table"]
+
+    def note(run: list[Segment]) -> list[str]:
+        """The ids of *run* when it is a paragraph of unit lines (those an earlier stage dropped left out)."""
+        ok = all(s.kind == "sentence" and "speaker" not in s.meta and "mail_field" not in s.meta
+                 and len(s.original.strip()) <= _UNIT_LINE_CHARS and _UNIT_LINE_RE.fullmatch(s.original.strip())
+                 for s in run)
+        return [s.id for s in run if s.status != "dropped"] if ok else []
+
+    def caption(run: list[Segment]) -> list[str]:
+        seg = run[-1]
+        line = seg.original.strip()
+        return ([seg.id] if len(run) == 1 and seg.kind == "sentence" and seg.status != "dropped" and "\n" not in line
+                and len(line.split()) <= _CAPTION_WORDS and _UNIT_CAPTION_RE.search(line) else [])
+
+    out: dict[str, tuple[str, ...]] = {}
+    notes: list[tuple[int, list[str]]] = []  # (level of the section it is in, its ids) of the notes in force
+    level = 0  # the level of the heading whose section is being read (0 before any)
+    for k, run in enumerate(runs):
+        prev = runs[k - 1] if k and runs[k - 1][0].source_id == run[0].source_id else None
+        nxt = runs[k + 1] if k + 1 < len(runs) and runs[k + 1][0].source_id == run[0].source_id else None
+        if prev is None:
+            notes, level = [], 0
+        for seg in run:
+            if seg.kind == "heading":
+                level = segment_level(seg) or level
+                notes = [(lv, ids) for lv, ids in notes if lv < level]
+        if parts := table(run):
+            ids = [i for _, ids in notes for i in ids]
+            if prev is not None and not table(prev):
+                ids += note(prev) or caption(prev)  # a caption over the table, or a note right before it
+            if nxt is not None and not table(nxt) and not (
+                    k + 2 < len(runs) and runs[k + 2][0].source_id == run[0].source_id and table(runs[k + 2])):
+                ids += note(nxt) or caption(nxt)  # a note under the table, not over the next one
+            ids = list(dict.fromkeys(ids))
+            if ids:
+                out.update(dict.fromkeys(parts, tuple(ids)))
+        elif (ids := note(run)) and not (prev is not None and table(prev) and not (nxt is not None and table(nxt))):
+            notes.append((level, ids))  # in force to the end of its section (a table's own note is not)
+    return out
 
 #: Connectives whose clause limits or conditions the main clause: a part of a cut sentence holding one
 #: goes with the first part ("…; provided, however, that the Supplier has no obligation …").
