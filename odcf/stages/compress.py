@@ -540,6 +540,15 @@ NUMBER_WORDS = frozenset(
 #: Marks stripped from a word's edges before it is looked up in a word list.
 _WORD_MARKS = ".,;:!?()[]{}\"'“”‘’«»"
 
+#: A character of a script the English model does not read, or of CJK punctuation (CJK, kana, hangul, full-width
+#: forms): a word holding one is kept. Mixed into a mainly Latin sentence, "… next week, 剩余部分七月十日前发出。"
+#: had its whole Chinese clause, one whitespace-separated "word" to the model, dropped.
+_OTHER_SCRIPT_RE = re.compile(r"[\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+#: A quotation in straight or curly double quotes, guillemets or corner brackets, on one line.
+_QUOTE_RE = re.compile(r'"[^"\n]{1,200}"|“[^”\n]{1,200}”|«[^»\n]{1,200}»|「[^」\n]{1,200}」')
+#: The most words of a quotation kept whole by the token stage.
+QUOTE_WORDS = 12
+
 #: Words that are a comparison or tolerance sign: "eGFR < 30" must not become "eGFR 30".
 OPERATOR_WORDS = frozenset({"<", ">", "<=", ">=", "=<", "=>", "≤", "≥", "=", "==", "≠", "!=", "±", "+/-", "≈", "~"})
 
@@ -592,8 +601,14 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment,
         return forced, 0
     text = seg.original
     for i, (s, e) in enumerate(words):
-        if e - s <= 3 and text[s:e] in OPERATOR_WORDS:
+        if (e - s <= 3 and text[s:e] in OPERATOR_WORDS) or _OTHER_SCRIPT_RE.search(text, s, e):
             forced[i] = True
+    # a short quotation is quoted whole: '("keep it as simple as possible")' thinned to '("keep possible")' put
+    # words in someone's mouth
+    for q in _QUOTE_RE.finditer(text):
+        if len(q.group(0).split()) <= QUOTE_WORDS:
+            forced |= (np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words)) < q.end()) & (
+                np.fromiter((e for _, e in words), dtype=np.int64, count=len(words)) > q.start())
     # the line's own mark and label: who says it ("**User (dana@ops):**" over "Never touch prod"),
     # which heading or item it is ("#", "3.", "-")
     forced[:_lead_words(words, text)] = True

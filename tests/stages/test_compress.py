@@ -790,3 +790,21 @@ def test_skeleton_keeps_auxiliaries_objects_and_the_verb_after_a_label(text: str
     keep = skeleton_words(words, next(iter(pipe([text], parse=True, ner=False))))
     kept = [text[s:e] for (s, e), k in zip(words, keep) if k]
     assert set(must) <= set(kept), kept
+
+
+def test_other_scripts_and_short_quotations_inside_a_thinned_sentence_are_kept() -> None:
+    # QA s31 (Chinese and mixed scripts): "… next week, 剩余部分七月十日前发出。" lost its whole Chinese clause (one
+    # whitespace-separated "word" to the English model), and '（"keep it as simple as possible"），' became '（"keep
+    # possible"），'; both passed verify
+    from odcf.stages.compress import forced_words
+
+    text = "The supplier will ship the first batch from the Suzhou plant next week, 剩余部分七月十日前发出。"
+    w = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    kept = [text[a:b] for (a, b), k in zip(w, forced_words(w, seg("a#0", text))) if k]
+    assert kept == ["剩余部分七月十日前发出。"], kept
+    text = 'His motto was ("keep it as simple as possible") and he said so at every single meeting of the team.'
+    w = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    kept = [text[a:b] for (a, b), k in zip(w, forced_words(w, seg("a#0", text))) if k]
+    assert kept == ['("keep', "it", "as", "simple", "as", 'possible")'], kept
+    out = stage(rate=0.3)(make_doc(seg("a#0", text)), PLAN).segments[0].text
+    assert '("keep it as simple as possible")' in out, out
