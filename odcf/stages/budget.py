@@ -73,6 +73,11 @@ an email's body only with its From line, which is never delivered alone; its oth
 line a body must bring costs room: with From, Sent and Subject required, a thread's newest "I do NOT
 approve" no longer fitted beside the older message it overrules.)
 Delivered without them, a quoted and superseded "I approve the carry-over" reads as the latest word.
+A ticket's or a thread's message header line ("--- Message 3 — Customer (Farah Haddad) — 2025-04-05 16:20",
+"Internal note — Mei Tanaka (engineering) — …": :func:`_message_header`) heads its message the same way, up
+to the next one: its content goes only with it, and it only with a part of that (a greeting is no part).
+Read as text, Message 3's "Also I would prefer the $198.00 as a refund to the card …", its header left out
+for room, sat under Message 1's header; and seven headers with nothing under them took 165 of 244 tokens.
 
 A paragraph under a short label line ending in ":" ("Customer reply:" above it, or its own first line,
 "Internal note (not visible to customer) — Priya, 15 April 2025 09:10:") goes only with that line, as
@@ -98,7 +103,7 @@ from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
 from odcf.render import header, render
 from odcf.stages.base import Stage
-from odcf.stages.rank import _user_turns, pleasantries
+from odcf.stages.rank import _MESSAGE_HEADER_RE, _user_turns, pleasantries
 from odcf.stages.segment.headings import (
     TITLE_VERBS,
     WHOLE_TITLE_RE,
@@ -106,7 +111,7 @@ from odcf.stages.segment.headings import (
     segment_level,
 )
 from odcf.stages.segment.lines import LIST_RE
-from odcf.stages.segment.mail import MAIL_HEAD_FIELDS
+from odcf.stages.segment.mail import MAIL_HEAD_FIELDS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import NO_OTHER_RE, person_opener, points_back, refers_back
 from odcf.tokens import get_counter
@@ -165,7 +170,8 @@ class Budgeter(Stage):
         courtesy = _pleasantry_messages(doc, live, required_ids)
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=needs,
-                         titles={s.id for s in live if s.id in heads and _section_heading(s)}, courtesy=courtesy)
+                         titles={s.id for s in live if s.id in heads and (_section_heading(s) or _message_header(s))},
+                         courtesy=courtesy)
         probe = doc.replace(segments=tuple(decided.get(s.id, s) for s in doc.segments))
 
         rules = {s.id for s in live if _RULE_RE.match(s.original.strip())} - required_ids
@@ -653,6 +659,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a bold title" if _section_heading(seg)
                         else "a speaker's label" if seg.meta.get("label_only")
                         else "an email's header line" if seg.meta.get("mail_field")
+                        else "a message's header line" if _message_header(seg)
                         else "a quote's attribution line" if seg.meta.get("quote_head")
                         else "a clause title" if _CLAUSE_TITLE_RE.match(seg.original.strip())
                         else "a title line over the later lines of its paragraph" if _title_alone(seg, after.get(seg.id))
@@ -701,6 +708,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         if seg.meta.get("commit_part")
                         else "is a part of a stack trace and goes only with its log entry's line"
                         if seg.meta.get("trace_of")
+                        else "is a part of a message and goes only with the segment that holds its header line"
+                        if _message_header(prior)
                         else "is a short remark later in a speaker's line and goes only with the sentence before it"
                         if prior.paragraph == seg.paragraph and "speaker" in seg.meta
                         and _REPLY_RE.fullmatch(seg.original.strip())
@@ -711,6 +720,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "only with the sentence there that names it")
                 why = (f"{link} ({prior.id}), which an earlier stage dropped" if prior.dropped
                        else f"{link} ({prior.id}), which was not delivered; {why}")
+            elif prior is not None and prior.id not in kept and _message_header(prior):
+                # read as text, it would sit under the header above it, another message's (QA round A, F4)
+                why = (f"is a part of a message and goes only with its header line ({prior.id}, "
+                       f"{cost.get(prior.id, 0)} tokens), which was not delivered: {why}")
             elif limited_by and (rest := [f for f in limited_by.get(seg.id, ())
                                           if f not in kept and by_id[f].status != "merged"]):
                 why = (f"is the first piece of a list item and goes only with the later sentences of the item that "
@@ -803,6 +816,42 @@ _LABEL_RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?::\1|\1:)[ \t]+\
 _ZH_SECTION_RE = re.compile(r"^[一二三四五六七八九十]{1,3}、[^\s。；;，,]{1,20}$")
 #: A horizontal rule ("---", "***", "___", "* * *"): the end of a message or a section.
 _RULE_RE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,}|(?:\* ){2,}\*|(?:- ){2,}-)$")
+#: What may follow the sender of a thread message's header line (:data:`~odcf.stages.rank._MESSAGE_HEADER_RE`,
+#: "Message 3 — Customer (Farah Haddad)") on its line: nothing, or after a dash, a comma, a colon or a bar a date,
+#: a time or a channel ("— 2025-04-05 16:20", ", 7 April 09:10 UTC:"), no second sentence; a "From:" line's sender
+#: is any text without one. "Order 5 - the blue one (see photo) arrived broken." is no header.
+_HEADER_TAIL_RE = re.compile(r"(?:\s*(?:[—–,:|]|-{1,2})\s*(?:(?![.!?]\s+\S)[^\n]){0,60})?")
+_FROM_TAIL_RE = re.compile(r"(?:(?![.!?]\s+\S)[^\n]){0,200}")
+#: A word ending a sentence: a tail that ends so says something ("Message 3 — Jana (customer): The sync still
+#: fails.": the content is on the header's line).
+_SAYS_RE = re.compile(r"[^\W\d_]{3}[.!?][\"'”’)\]]*$")
+#: A line with a letter or a digit in it.
+_WORDY_LINE_RE = re.compile(r"^[^\n]*[^\W_][^\n]*$", re.MULTILINE)
+
+
+def _message_header(seg: Segment) -> str | None:
+    """``"alone"`` when *seg* is a ticket's or a thread's message header line (:data:`~odcf.stages.rank.
+    _MESSAGE_HEADER_RE`: "--- Message 3 — Customer (Farah Haddad) — 2025-04-05 16:20", "Internal note — Mei
+    Tanaka (engineering) — …", a "From: Jana Novak (client)" line that no email header holds), maybe between
+    lines of punctuation ("=====") and over a greeting ("Hello,"), with nothing of its message's content;
+    ``"with"`` when such a line opens a segment that goes on with content ("Message 2 — Agent (Dana Ortiz) —
+    2025-04-03 09:02  Order #W4817026 shipped …", a thread joined into one line); else None. A heading, an
+    email's header line, a speaker's line or a quoted one is none (each heads what it heads its own way)."""
+    if (seg.kind != "sentence" or "mail_field" in seg.meta or "speaker" in seg.meta or seg.meta.get("quote")
+            or seg.meta.get("quote_head")):
+        return None
+    # its first line with a letter or a digit: a line of "=====" or "---" over it is none
+    first = _WORDY_LINE_RE.search(seg.original)
+    m = _MESSAGE_HEADER_RE.match(first.group(0).strip()) if first is not None else None
+    if m is None or _section_heading(seg):
+        return None
+    tail = first.group(0).strip()[m.end():]
+    if ((_FROM_TAIL_RE if m.group(0).rstrip().lower().endswith("from:") else _HEADER_TAIL_RE).fullmatch(tail)
+            and not _SAYS_RE.search(tail)):
+        rest = (line.strip() for line in _WORDY_LINE_RE.findall(seg.original, first.end()))
+        return "alone" if all(pleasantry(line) for line in rest) else "with"
+    # the content on the header's own line, after a sentence's end or a wide gap ("… 09:02  Order …")
+    return "with" if re.match(r"\s*(?:[—–,:|]|-{1,2})", tail) else None
 
 
 def _speech(seg: Segment) -> str:
@@ -950,6 +999,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     - an email's header: its From line (-> the heading above), and a segment of its body -> that
       line; its other header lines ("Sent:", "Subject:", "To:", "-----Original Message-----") -> the
       best-scored segment of its body, so that none is delivered alone;
+    - a segment of a ticket's or thread's message -> its header line (:func:`_message_header`, "--- Message
+      3 — Customer (Farah Haddad) — 2025-04-05 16:20"), up to the next one, a markdown heading or an email,
+      a head like a heading (a bold title inside the message -> that line too); the header line goes with
+      the heading above it, never with the message before it. A header line with content on it (a thread
+      joined into one line: "Message 2 — Agent (Dana Ortiz) — … 09:02  Order #W… shipped …") is no head: it
+      may go alone, and the rest of its message goes with it;
     - any other segment under a markdown heading (or a bold title on a line of its own, up to a
       horizontal rule) -> that heading; a heading -> the nearest heading above it of a higher level.
       Headings dropped by an earlier stage head nothing. A horizontal rule ends an email message."""
@@ -964,6 +1019,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     runin: tuple[int, str] | None = None  # (paragraph, id) of a sentence opening its paragraph with a bold title
     labelled: tuple[int, str] | None = None  # (paragraph, id of the label line alone in the paragraph above it)
     quotes: list[tuple[Any, int, str]] = []  # (quote block, depth, id) of the open attribution lines
+    thread: tuple[str, int] | None = None  # (id, headings open above it) of the thread message's header line
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     cut_text = ""  # the text of that sentence's parts so far
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
@@ -974,7 +1030,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
-            runin = labelled = None
+            runin = labelled = thread = None
             mail.close()
             by_index = {}
         by_index[seg.index] = seg
@@ -1019,6 +1075,13 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         field = seg.meta.get("mail_field")
         if heading or (field and seg.meta.get("mail") != mail.number):
             mail.close(seg.meta.get("mail") if field else None)
+        opens = None if heading or field else _message_header(seg)  # a thread message's header line
+        if opens is not None:
+            mail.close()
+        if thread is not None and (opens is not None or field):
+            del stack[thread[1]:]  # a bold title inside the message ends with it
+        if opens is not None or field or (heading and seg.kind == "heading"):
+            thread = None  # the next message, an email's, or a section's
         attribution = _quote_context(seg, quotes)
         if seg.meta.get("budget_needs"):  # set by an earlier stage (a handoff links history turns)
             out[seg.id] = str(seg.meta["budget_needs"])
@@ -1040,6 +1103,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         elif field:
             if field in MAIL_HEAD_FIELDS and (mail.chain or stack):
                 out[seg.id] = mail.chain[-1] if mail.chain else stack[-1][1]
+        elif opens is not None:
+            # a message's header line opens its message: it never goes with the message before it
+            if stack:
+                out[seg.id] = stack[-1][1]  # "# Ticket CS-1001" over its messages
         elif (prev is not None and prev.source_id == seg.source_id and (
                 (seg.kind == "sentence" and prev.kind == "sentence")
                 # a long numbered paragraph cut into parts: "Her Honour characterised that decision …"
@@ -1083,7 +1150,9 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             level = _heading_level(seg)
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            if stack:
+            if thread is not None and len(stack) <= thread[1]:
+                out[seg.id] = thread[0]  # a bold title inside a thread's message
+            elif stack:
                 out[seg.id] = stack[-1][1]
         elif attribution is not None:
             out[seg.id] = attribution
@@ -1111,8 +1180,18 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             out[seg.id] = labelled[1]
         elif mail.chain:
             out[seg.id] = mail.chain[-1]
+        elif thread is not None and len(stack) <= thread[1]:
+            # read as text, a message's content is under the header line above it: "Also I would prefer the
+            # $198.00 as a refund to the card …" of Message 3, its header left out for room, was delivered
+            # under "--- Message 1 — Customer (Farah Haddad) — 2025-04-02 08:14" (QA round A, F4)
+            out[seg.id] = thread[0]
         elif stack:
             out[seg.id] = stack[-1][1]
+        if opens is not None and not seg.dropped:
+            thread = (seg.id, len(stack))
+            if opens == "alone":
+                # and delivered without any of its content, seven headers took 165 of 244 tokens (QA round A, F5)
+                heads.add(seg.id)
         if field:
             mail.header(seg, field)
         elif mail.number is not None and not heading:
@@ -1166,7 +1245,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
                     out[seg.id] = lead[1]
                     heads.add(lead[1])
             elif (colon and seg.kind == "sentence" and prev.kind == "sentence" and not heading and "mail_field" not in prev.meta
-                    and "mail_field" not in seg.meta and "speaker" not in seg.meta and "quote_head" not in prev.meta):
+                    and "mail_field" not in seg.meta and opens is None and "speaker" not in seg.meta and "quote_head" not in prev.meta):
                 # "5.3 A new Clause 12.4 is inserted:" and the clause in the paragraph under it
                 out[seg.id] = prev.id
                 heads.add(prev.id)
@@ -1261,9 +1340,11 @@ def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str
 def _pleasantry_messages(doc: Document, live: list[Segment], required: set[str]) -> dict[str, set[str]]:
     r"""Each optional greeting and sign-off of *live* (:func:`~odcf.stages.rank.pleasantries`: "Hi Daniel,",
     "Regards,\nMarta") -> the ids of the content of its message: the other segments of the email it ends
-    (after its header, up to the next; the quoted reply under it aside), or of the quoted message it is in
-    (same quote block and depth), or of its source; header lines, attributions and headings are no content.
-    It goes only with one of those: "From: Marta … / Hi Daniel, / Regards, Marta" said nothing at all."""
+    (after its header, up to the next; the quoted reply under it aside) or of the ticket's or thread's
+    message (after its header line, :func:`_message_header`, up to the next), or of the quoted message it is
+    in (same quote block and depth), or of its source; header lines, attributions and headings are no
+    content. It goes only with one of those: "From: Marta … / Hi Daniel, / Regards, Marta" said nothing at
+    all, nor did "--- Message 1 — Customer (Farah Haddad) — … / Hi," (QA round A, F5)."""
     noise = pleasantries(live) - required
     if not noise:
         return {}
@@ -1274,6 +1355,10 @@ def _pleasantry_messages(doc: Document, live: list[Segment], required: set[str])
         if seg.meta.get("mail_field"):
             mail[seg.source_id] = seg.meta.get("mail")
             continue
+        if (opens := _message_header(seg)) is not None:
+            mail[seg.source_id] = ("thread", seg.id)
+            if opens == "alone":
+                continue
         if seg.id not in ids or seg.kind == "heading" or seg.meta.get("quote_head"):
             continue
         keys[seg.id] = ((seg.source_id, "quote", seg.meta.get("quote_block"), seg.meta["quote"])
@@ -1755,7 +1840,8 @@ class _Groups:
         self.before = before
         # a greeting or sign-off -> the content of its message, one of which must be delivered for it to be
         self.courtesy = courtesy or {}
-        self.titles = titles or set()  # the heads that are headings or bold titles: they lend no score
+        # the heads that are headings, bold titles or a thread message's header lines: they lend no score
+        self.titles = titles or set()
         self.tiers = tiers
         self.merged = merged or set()
         self.heads = heads or set()
