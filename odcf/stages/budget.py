@@ -101,6 +101,7 @@ from typing import Any
 from odcf.document import Document, Segment, TraceEvent
 from odcf.errors import BudgetError, StageError
 from odcf.plan.model import Plan, RoleContract
+from odcf.plan.protection import ZH_CONNECTIVES, ZH_EXCEPTION_CONDITION
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.rank import _MESSAGE_HEADER_RE, _user_turns, pleasantries
@@ -1811,12 +1812,22 @@ def _unit_lines(doc: Document) -> dict[str, tuple[str, ...]]:
 #: goes with the first part ("…; provided, however, that the Supplier has no obligation …").
 _LIMITING = ("except", "unless", "provided", "however", "but", "only if", "subject to", "save that", "other than",
              "notwithstanding", "if", "not", "no", "never")
+#: The same in Chinese, for a sentence over 240 characters cut at its "；" as an English one is at ";" (QA: "第6.1条规定的
+#: 违约金为合同总价款的百分之五；" went out without "但是，因不可抗力导致的延误除外。"): the exceptions and conditions of
+#: odcf.plan.protection but its obligations and deeming words (应当, 必须, 视为: as "shall" is not above), and its
+#: contrast words. Not its negations: "不" is in most clauses of a Chinese rule ("不得", "不超过"), and a cut
+#: sentence would go whole or not at all.
+_ZH_LIMITING = tuple(w for w in ZH_EXCEPTION_CONDITION if w not in ("应当", "必须", "视为")) + tuple(
+    ZH_CONNECTIVES[ZH_CONNECTIVES.index("但是"):ZH_CONNECTIVES.index("不过") + 1])
+#: "除……外" around what it excepts ("除本办法另有规定外", "除不可抗力外"): no connective span holds it. Not the 除 of
+#: a word ("解除", "删除", "免除": "解除合同外的其他责任").
+_ZH_EXCEPT_RE = re.compile(r"(?<![解删排免清去拆开扣废剔消])除[^，,。；;：:！？]{1,30}?外")
 
 
 def _limits(seg: Segment) -> bool:
     """Whether *seg* holds a connective span that limits or conditions what it goes on from."""
-    return any(sp.rule.startswith(("connective:", "dep:")) and sp.rule.split(":", 1)[1].startswith(_LIMITING)
-               for sp in seg.protected)
+    return any(sp.rule.startswith(("connective:", "dep:")) and sp.rule.split(":", 1)[1].startswith(_LIMITING + _ZH_LIMITING)
+               for sp in seg.protected) or _ZH_EXCEPT_RE.search(seg.original) is not None
 
 
 def _chain(sid: str, before: dict[str, str], present: Callable[[str], bool]) -> list[str]:

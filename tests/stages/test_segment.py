@@ -1364,15 +1364,16 @@ def test_a_later_sentence_of_a_numbered_line_keeps_its_line_and_its_number():
                                        "7.5 … After more than 3 occurrences, the Buyer may deduct it.")
     assert _delivered(out, {0, 3}).split("\n")[1] == "…"  # a line left out whole between two
     zh = seg("第7条 违约责任\n\n7.2 违约金累计不超过合同总价的10%。\n7.3 甲方逾期付款的，应支付违约金。\n"
-             "7.4 设备不符合质量标准的，甲方有权拒收；乙方除应更换外，还应支付违约金。\n7.5 乙方未响应的，每次支付5,000元；"
+             "7.4 设备不符合质量标准的，甲方有权拒收。乙方除应更换外，还应支付违约金。\n7.5 乙方未响应的，每次支付5,000元；"
              "累计超过3次的，甲方有权扣除。")
     texts = [s.text for s in zh]
     keep = {texts.index("7.2 违约金累计不超过合同总价的10%。"), texts.index("乙方除应更换外，还应支付违约金。")}
     assert _delivered(zh, keep) == "7.2 违约金累计不超过合同总价的10%。\n7.4 …乙方除应更换外，还应支付违约金。"
-    keep = {texts.index("7.5 乙方未响应的，每次支付5,000元；"), texts.index("7.2 违约金累计不超过合同总价的10%。"),
-            texts.index("7.4 设备不符合质量标准的，甲方有权拒收；")}
-    assert _delivered(zh, keep) == ("7.2 违约金累计不超过合同总价的10%。\n…\n7.4 设备不符合质量标准的，甲方有权拒收；…\n"
-                                    "7.5 乙方未响应的，每次支付5,000元；…")  # the last line goes on too
+    # a "；" of a sentence under 240 characters cuts nothing (QA D, F2: as ";" in English): 7.5 is one sentence
+    keep = {texts.index("7.5 乙方未响应的，每次支付5,000元；累计超过3次的，甲方有权扣除。"),
+            texts.index("7.2 违约金累计不超过合同总价的10%。"), texts.index("7.4 设备不符合质量标准的，甲方有权拒收。")}
+    assert _delivered(zh, keep) == ("7.2 违约金累计不超过合同总价的10%。\n…\n7.4 设备不符合质量标准的，甲方有权拒收。…\n"
+                                    "7.5 乙方未响应的，每次支付5,000元；累计超过3次的，甲方有权扣除。")
 
 
 def test_sentences_left_out_between_two_of_a_paragraph_are_marked_where_they_are():
@@ -1477,16 +1478,26 @@ def test_an_item_with_a_long_sub_list_is_cut_at_its_sub_items_under_its_first_li
     assert join_segments(list(out)) == _NESTED.rstrip("\n")  # all delivered: as written, no marker
 
 
+_ZH_PENALTY = "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；拒不改正的，处1万元以上10万元以下罚款。"
+_ZH_LONG_PENALTY = ("第二十条 违反本办法第七条规定，未按照要求建立健全全流程数据安全管理制度、组织开展数据安全教育培训、采取相应的技术措施"
+                    "和其他必要措施保障数据安全、加强风险监测并在发现数据安全缺陷和漏洞等风险时立即采取补救措施、在发生数据安全事件时"
+                    "立即采取处置措施并按照规定及时告知用户和向有关主管部门报告、定期对数据处理活动开展风险评估并报送风险评估报告、"
+                    "对重要数据的处理者明确数据安全负责人和管理机构、对数据出境活动进行安全评估的，由主管部门责令改正，给予警告；"
+                    "拒不改正的，处1万元以上10万元以下罚款。")
+
+
 def test_a_clause_delivered_without_the_clause_after_it_says_the_sentence_goes_on():
     # QA: "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；" was delivered without "拒不改正的，处1万元以上
     # 10万元以下罚款。": the warning read as the whole penalty
-    text = ("第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；拒不改正的，处1万元以上10万元以下罚款。\n\n"
-            "第二十一条 本办法自发布之日起施行。")
+    # (a "；" cuts a Chinese sentence only past 240 characters, as ";" does an English one, QA D, F2: that one is
+    # one sentence now, delivered whole or not at all; a long one is still cut there)
+    assert len(seg(_ZH_PENALTY)) == 1
+    text = _ZH_LONG_PENALTY + "\n\n第二十一条 本办法自发布之日起施行。"
     out = seg(text)
     (first,) = [s for s in out if s.text.endswith("给予警告；")]
     last = out[-1]
     assert _delivered(out, {first.index, last.index}) == (
-        "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；…\n\n第二十一条 本办法自发布之日起施行。")
+        _ZH_LONG_PENALTY[:_ZH_LONG_PENALTY.index("；") + 1] + " …\n\n第二十一条 本办法自发布之日起施行。")
     assert _delivered(out, {s.index for s in out}) == text  # all of it: as in the source
 
 
@@ -1590,8 +1601,8 @@ def test_a_paragraph_ending_in_a_semicolon_is_not_marked_as_going_on():
     out = seg(sql)
     assert _delivered(out, {s.index for s in out}) == sql
     # a clause whose paragraph goes on after it, left out: still marked
-    zh = seg("第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；拒不改正的，处1万元以上10万元以下罚款。")
-    assert _delivered(zh, {0}) == "第二十条 违反本办法第七条规定的，由主管部门责令改正，给予警告；…"
+    zh = seg(_ZH_LONG_PENALTY)  # over 240 characters: cut at its "；" (a shorter one is not, QA D, F2)
+    assert _delivered(zh, {0}) == _ZH_LONG_PENALTY[:_ZH_LONG_PENALTY.index("；") + 1] + " …"
 
 
 def test_an_abbreviation_before_a_number_does_not_end_the_sentence():
