@@ -110,3 +110,17 @@ def test_a_chinese_greeting_and_sign_off_rank_below_every_content_sentence():
     content = [v for t, v in score.items() if t not in ZH_NOISE and not t.startswith(("From:", "To:", "Subject:"))]
     assert all(t in score for t in ZH_NOISE), list(score)
     assert content and all(score[t] < min(content) for t in ZH_NOISE), score
+
+
+def test_at_small_budgets_a_chinese_greeting_is_never_delivered_without_its_messages_content():
+    c = Compressor.from_ontology("customer_service")
+    for budget in range(20, 72, 4):
+        r = c.compress([{"id": "m", "text": ZH_MAIL}], query="HX-3350-B 的单价和交货日期", budget=budget)
+        texts = [s.text for s in r.document.segments if s.status != "dropped"]
+        body = [t for t in texts if t not in ZH_NOISE and not t.startswith(("From:", "To:", "Subject:"))]
+        # not "From: Kevin Wu … / 王丽你好， / 谢谢！ 王丽" without a word of what Kevin wrote
+        assert body or not texts, (budget, texts)
+    r = c.compress([{"id": "m", "text": ZH_MAIL}], query="HX-3350-B 的单价和交货日期", budget=24)
+    reasons = {g["id"]: g.get("reason") or "" for src in r.record["sources"] for g in src["segments"]}
+    greeting = next(s.id for s in r.document.segments if s.text == "王丽你好，")
+    assert "a greeting or sign-off is delivered only with a part of its message's content" in reasons[greeting]
