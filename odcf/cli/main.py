@@ -42,6 +42,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class CliLogFormatter(logging.Formatter):
+    """Log lines on stderr: a warning or error the library logs reads as the command's own lines do,
+    ``odcf batch: warning: …``; the info and debug lines of ``-v``/``-vv`` keep the logger's name.
+
+    QA s31: a batch job's warnings came out as ``WARNING odcf.batch.job: --query-field 'question': …``
+    beside ``odcf batch: error: …`` and ``odcf compress: warning: …``.
+
+    >>> import logging
+    >>> f = CliLogFormatter("odcf batch")
+    >>> f.format(logging.makeLogRecord({"levelno": logging.WARNING, "msg": "no record has %r", "args": ("q",)}))
+    "odcf batch: warning: no record has 'q'"
+    >>> f.format(logging.makeLogRecord({"levelno": logging.DEBUG, "levelname": "DEBUG", "name": "odcf.x", "msg": "m"}))
+    'DEBUG odcf.x: m'
+    """
+
+    def __init__(self, prog: str) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+        self.prog = prog
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno < logging.WARNING:
+            return super().format(record)
+        word = "warning" if record.levelno < logging.ERROR else "error"
+        line = f"{self.prog}: {word}: {record.getMessage()}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from odcf.cli.common import utf8_output
 
@@ -49,7 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(CliLogFormatter(f"odcf {args.command}" if args.command else "odcf"))
+    logging.basicConfig(level=level, handlers=[handler])
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

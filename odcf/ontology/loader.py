@@ -211,6 +211,9 @@ def _yaml_error(text: str, exc: yaml.MarkedYAMLError) -> tuple[int | None, str, 
     context = mark_line(text, exc.context_mark) if exc.context_mark is not None else None
     line = problem if problem is not None else context
     what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+    slip = _look_alike(text, problem) if problem is not None else None
+    if slip is not None:
+        return slip[0], "", f"invalid YAML: {slip[1]}"
     if problem is not None and "\t" in (split_lines(text)[problem - 1:problem] or [""])[0]:
         what += " (YAML does not allow tabs for indentation)"
     elif exc.context and exc.problem and None not in (problem, context) and problem != context:
@@ -223,6 +226,66 @@ def _yaml_error(text: str, exc: yaml.MarkedYAMLError) -> tuple[int | None, str, 
     if exc.problem and "unknown escape character" in exc.problem:  # only double quotes have escapes
         what += f" (a regex in double quotes? {_SINGLE_QUOTES_HINT})"
     return line, "", f"invalid YAML: {what}"
+
+
+# QA s31 (a Chinese ontology): `language：zh` (a full-width colon) was "while scanning a simple key at
+# line 5: could not find expected ':' at line 6", and an indent of U+3000 ideographic spaces was
+# "mapping values are not allowed in this context" on the line after it; neither named the character.
+_FULL_WIDTH_COLON, _IDEOGRAPHIC_SPACE = "\uff1a", "\u3000"
+_INDENT = re.compile(r"[ \t\u3000]*")
+_LOOK_ALIKE_TRIES = 24  # reparses at most, so a long broken file costs little more to report
+
+
+def _parse_failure(text: str) -> int | None:
+    """Line where YAML's parser gives up on *text*, or None when it parses (nodes unbuilt)."""
+    loader = _BaseLoader(text)
+    try:
+        while loader.check_event():
+            loader.get_event()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark if exc.problem_mark is not None else exc.context_mark
+        return mark_line(text, mark) if mark is not None else 0
+    except yaml.YAMLError:  # pragma: no cover - a reader error is caught before this is asked
+        return 0
+    finally:
+        loader.dispose()
+    return None
+
+
+def _look_alike(text: str, failed_at: int) -> tuple[int, str] | None:
+    """``(line, message)`` of a full-width colon or an ideographic-space indent, at or above line
+    *failed_at*, that the parse trips over, or None.
+
+    Only a file YAML's parser refuses is asked, so a valid file with ``：`` or U+3000 inside a
+    value is never rejected; and a character is blamed only when its ASCII stand-in (``: ``, spaces)
+    lets the parser read past *failed_at*, so one in a value is not blamed for a mistake elsewhere.
+    """
+    if _parse_failure(text) != failed_at:  # failed while building nodes, not parsing: not a slip of these
+        return None
+    starts = [0] + [end + 1 for end in newline_offsets(text)]
+    lines = split_lines(text)
+    tries = 0
+    for number in range(min(failed_at, len(lines)), 0, -1):
+        line = lines[number - 1]
+        indent = _INDENT.match(line).group()  # type: ignore[union-attr]  # matches the empty string
+        fixes: list[tuple[int, str, str]] = []
+        if _IDEOGRAPHIC_SPACE in indent:
+            what = "U+3000 ideographic space at column {} used as indentation; YAML indents with spaces"
+            fixes += [(indent.index(_IDEOGRAPHIC_SPACE), indent.replace(_IDEOGRAPHIC_SPACE, pad) + line[len(indent):],
+                       what) for pad in (" ", "  ", "")]  # a full-width space is one column, two, or a stray
+        if _FULL_WIDTH_COLON in line:
+            at = line.index(_FULL_WIDTH_COLON)
+            fixes.append((at, line[:at] + ": " + line[at + 1:],
+                          "full-width colon U+FF1A at column {} where YAML needs ':'"))
+        for column, fixed, what in fixes:
+            if tries == _LOOK_ALIKE_TRIES:
+                return None
+            tries += 1
+            start = starts[number - 1]
+            after = _parse_failure(text[:start] + fixed + text[start + len(line):])
+            if after is None or after > failed_at:
+                return number, what.format(column + 1)
+    return None
 
 
 def _reader_error(text: str, exc: yaml.reader.ReaderError) -> tuple[int | None, str, str]:

@@ -93,6 +93,45 @@ def test_a_misspelled_query_field_is_a_warning_in_the_summary(tmp_path, ontology
     assert "--query-field 'qeury': no record of the job has this field" in summary["warnings"][0]
 
 
+def test_a_job_warning_on_stderr_reads_as_the_commands_own_lines(tmp_path, ontology):
+    # QA s31: the warnings came out as Python logging lines, "WARNING odcf.batch.job: --query-field 'question': …",
+    # beside "odcf batch: error: …" and "odcf compress: warning: …"; run as a user runs it (logging is set up once)
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(1))
+    none = tmp_path / "none.jsonl"
+    none.write_text("", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    errs = []
+    for argv in ([str(src), str(tmp_path / "o.jsonl"), "--query-field", "qeury"], [str(none), str(tmp_path / "n.jsonl")]):
+        run = subprocess.run([sys.executable, "-m", "odcf", "batch", *argv, "-O", ontology, "--role", "writer",
+                              "--workers", "0", "--no-progress"], capture_output=True, text=True, env=env,
+                             timeout=300, check=False)
+        assert run.returncode == 0, run.stderr
+        errs += run.stderr.splitlines()
+    assert errs == [
+        ("odcf batch: warning: --query-field 'qeury': no record of the job has this field, so every record was "
+         "compressed without a query; is the name misspelled?"),
+        f"odcf batch: warning: {none}: the input holds no records (no JSON line, no Parquet row), so the output is empty"]
+
+
+def test_the_cli_log_formatter_keeps_the_logger_name_for_info_and_debug():
+    import logging
+
+    from odcf.cli.main import CliLogFormatter
+
+    f = CliLogFormatter("odcf batch")
+    def rec(level: int) -> logging.LogRecord:
+        return logging.makeLogRecord({"levelno": level, "levelname": logging.getLevelName(level), "name": "odcf.batch.job",
+                                      "msg": "%d left", "args": (2,)})
+    assert [f.format(rec(level)) for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)] == [
+        "DEBUG odcf.batch.job: 2 left", "INFO odcf.batch.job: 2 left", "odcf batch: warning: 2 left",
+        "odcf batch: error: 2 left"]
+
+
 def test_an_input_without_records_is_a_warning_not_a_silent_empty_output(tmp_path, ontology, capsys):
     for name, body in (("empty.jsonl", ""), ("blank.jsonl", "\n  \n\n")):
         src = tmp_path / name

@@ -378,3 +378,19 @@ def test_a_line_too_deep_to_read_keeps_its_id_and_says_the_limit_and_column(tmp_
         "deep", {"file": "deep.jsonl", "line": 1},
         f"record nested more than 100 levels deep (the limit) at column {column}: too deep to read")
     assert second.rid is None and third.rid is None  # "id" not the first key; not an id at all
+
+
+@pytest.mark.parametrize("levels", [101, 500])
+def test_a_line_read_whole_but_too_deep_gets_the_same_error_with_its_column(tmp_path, levels):
+    # QA s31: 101 to about 1,000 levels (read by Python's JSON reader) were "record nested 101 levels deep, above
+    # the limit of 100 (it could not be handed to a worker process)", without the column the README promises
+    p = tmp_path / "deep.jsonl"
+    deep = '"meta":' + "[" * levels + "]" * levels
+    p.write_text('{"id":"deep","context":"x",' + deep + "}\n" + '{"context":"y",' + deep + ',"id":7}\n'
+                 + '{"id":"ok","meta":' + "[" * 99 + "]" * 99 + "}\n")
+    first, second, third = read_records(discover_inputs(p))
+    error = "record nested more than 100 levels deep (the limit) at column {}: too deep to read"
+    assert (first.rid, first.error) == ("deep", error.format(len('{"id":"deep","context":"x","meta":') + 100))
+    # read whole, so its id is found wherever it stands
+    assert (second.rid, second.error) == ("7", error.format(len('{"context":"y","meta":') + 100))
+    assert third.error is None

@@ -283,7 +283,9 @@ def test_records_that_broke_the_job_are_error_rows_with_any_worker_count(tmp_pat
         assert (s.records_in, s.records_out, s.records_failed) == (6, 2, 4)
         errors = {e["line"]: e["error"] for e in read_jsonl(tmp_path / f"out{workers}.jsonl.errors.jsonl")}
         assert errors[2].startswith("invalid JSON: Exceeds the limit") and "NaN is not valid JSON" in errors[4]
-        assert errors[3].startswith("record nested 101 levels deep, above the limit of 100")
+        # QA s31: "record nested 101 levels deep, above the limit of 100 (…)" gave no column, unlike the README's
+        column = len('{"id": "deep", "context": "Pay $5.", "x": ') + 100  # the record's brace is level 1
+        assert errors[3] == f"record nested more than 100 levels deep (the limit) at column {column}: too deep to read"
         assert {e["line"]: e["id"] for e in read_jsonl(tmp_path / f"out{workers}.jsonl.errors.jsonl")}[3] == "deep"
         assert "mandatory must be true or false, got 'false'" in errors[5]
         outputs.append((out.read_bytes(), (tmp_path / f"out{workers}.jsonl.errors.jsonl").read_bytes()))

@@ -612,6 +612,41 @@ def test_a_character_yaml_refuses_is_placed_by_line_and_column_in_odcf_words(tmp
         load_ontology(path)
 
 
+# QA s31: a Chinese ontology's `language：zh` was "while scanning a simple key at line 5: could not find expected
+# ':' at line 6", and a U+3000 indent was "mapping values are not allowed" on the line after it.
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param("odcf: 1\ndomain: d\ndescription: 价款：总价\nlanguage：zh\ntask:\n  goal: 找出价款。\n",
+                     "t.yaml:4: <root>: invalid YAML: full-width colon U+FF1A at column 9 where YAML needs ':'",
+                     id="full-width-colon"),
+        pytest.param("odcf: 1\ndomain: d\nconcepts:\n  - name: a\n    keywords: [价款]\n  - name：b\n    keywords: [付款]\n",
+                     "t.yaml:6: <root>: invalid YAML: full-width colon U+FF1A at column 9 where YAML needs ':'",
+                     id="full-width-colon-in-a-list-item"),
+        pytest.param("odcf: 1\ndomain: d\nconcepts:\n  - name: a\n    keywords: [价款]\n\u3000\u3000- name: b\n"
+                     "    keywords: [付款]\n",
+                     "t.yaml:6: <root>: invalid YAML: U+3000 ideographic space at column 1 used as indentation; YAML "
+                     "indents with spaces", id="ideographic-space-indent"),
+        pytest.param("odcf: 1\ndomain: d\nconcepts:\n  - name: a\n    keywords: [价款]\n  \u3000- name: b\n"
+                     "    keywords: [付款]\n",
+                     "t.yaml:6: <root>: invalid YAML: U+3000 ideographic space at column 3 used as indentation; YAML "
+                     "indents with spaces", id="ideographic-space-after-spaces"),
+    ],
+)
+def test_a_full_width_colon_or_ideographic_indent_is_named_on_its_own_line(raw: str, expected: str):
+    assert problems_of(raw) == [expected]
+
+
+def test_full_width_colons_and_ideographic_spaces_inside_values_are_text():
+    # only a file YAML refuses is searched for them, and one is blamed only if its ASCII stand-in helps
+    text = ("odcf: 1\ndomain: d\ndescription: 价款：总价\u3000含税\ntask:\n  goal: 注：保留金额\nconcepts:\n"
+            "  - name: a\n    description: 备注：见附件\n    keywords: [价款]\n")
+    assert loads_ontology(text).description == "价款：总价\u3000含税"
+    broken = text.replace("keywords: [价款]", "keywords: [价款")
+    got = problems_of(broken)
+    assert len(got) == 1 and "U+FF1A" not in got[0] and "U+3000" not in got[0], got
+
+
 def test_an_alternation_whose_branches_spell_the_same_text_two_ways_under_a_repetition_is_reported(tmp_path):
     # '(INC|IN|I|NC|C)+' spells "INC" three ways (INC, IN+C, I+NC): the timing probe, whose units are single
     # characters and pairs, never tried "INCINC…", and a compress on such a line ran 11 s into an exit 1

@@ -77,3 +77,50 @@ def test_the_subject_goes_with_its_own_message_not_with_the_reply_quoted_under_i
     before, _ = _antecedents(doc)
     subject = next(s.id for s in doc.segments if s.text.startswith("Subject:"))
     assert "dock 7" in text[before[subject]], text[before[subject]]
+
+
+# QA s31: "王丽你好，" over Kevin's message was delivered as its only line beside "Thanks for the quick reply."
+# (score 0.07), where "Hi Kevin," in the same thread went only with a part of its message's content
+ZH_MAIL = ("From: Kevin Wu <kevin.wu@acme-global.example>\n"
+           "To: 王丽 <wang.li@hengyuan.example>\n"
+           "Subject: 订单 PO-2024-08812 交期确认\n\n"
+           "王丽你好，\n\n"
+           "关于订单 PO-2024-08812，零件 HX-3350-B 的数量改为 3,000 pcs，单价保持 USD 12.45。\n\n"
+           "交货日期不得晚于 2024年6月30日，否则我们的产线会停工。\n\n"
+           "谢谢！\n王丽\n")
+ZH_NOISE = ("王丽你好，", "谢谢！\n王丽")
+
+
+def test_a_chinese_greeting_or_sign_off_is_told_from_a_sentence_that_opens_like_one():
+    from odcf.stages.segment.mail import pleasantry
+
+    assert all(pleasantry(t) for t in ZH_NOISE + (
+        "您好，", "你好！", "王经理您好：", "Kevin你好，", "尊敬的客户：", "尊敬的王建国先生：", "亲爱的李娜：", "各位好，",
+        "大家好！", "各位同事：", "多谢，", "祝好！", "此致", "敬礼！", "此致\n敬礼！", "顺祝商祺", "> 王丽你好，"))
+    assert not any(pleasantry(t) for t in (
+        "王丽你好，请确认交期。", "谢谢您的快速回复。", "谢谢，单价已确认。", "这个方案对你好，", "你好像忘了附件。",
+        "大家好像都同意了。", "我们希望你好好考虑一下这个价格。", "各位请注意：交期提前。", "此致敬意",
+        "谢谢！\n王丽\n恒远自动化 销售部\nTel: +86-512-6688-1234"))
+
+
+def test_a_chinese_greeting_and_sign_off_rank_below_every_content_sentence():
+    r = Compressor.from_ontology("general").compress([{"id": "m", "text": ZH_MAIL}], query="HX-3350-B 的单价和交货日期",
+                                                      budget=1000)
+    score = {s.text: s.score for s in r.document.segments}
+    content = [v for t, v in score.items() if t not in ZH_NOISE and not t.startswith(("From:", "To:", "Subject:"))]
+    assert all(t in score for t in ZH_NOISE), list(score)
+    assert content and all(score[t] < min(content) for t in ZH_NOISE), score
+
+
+def test_at_small_budgets_a_chinese_greeting_is_never_delivered_without_its_messages_content():
+    c = Compressor.from_ontology("customer_service")
+    for budget in range(20, 72, 4):
+        r = c.compress([{"id": "m", "text": ZH_MAIL}], query="HX-3350-B 的单价和交货日期", budget=budget)
+        texts = [s.text for s in r.document.segments if s.status != "dropped"]
+        body = [t for t in texts if t not in ZH_NOISE and not t.startswith(("From:", "To:", "Subject:"))]
+        # not "From: Kevin Wu … / 王丽你好， / 谢谢！ 王丽" without a word of what Kevin wrote
+        assert body or not texts, (budget, texts)
+    r = c.compress([{"id": "m", "text": ZH_MAIL}], query="HX-3350-B 的单价和交货日期", budget=24)
+    reasons = {g["id"]: g.get("reason") or "" for src in r.record["sources"] for g in src["segments"]}
+    greeting = next(s.id for s in r.document.segments if s.text == "王丽你好，")
+    assert "a greeting or sign-off is delivered only with a part of its message's content" in reasons[greeting]

@@ -98,12 +98,31 @@ _SIGN_OFF = (r"(?i:(?:(?:best|kind|warm|warmest|many|with[ \t]+(?:best|kind|warm
 _NAME_LINE = r"(?:--?[ \t]*)?" + _NAME + r"(?:[ \t]+" + _NAME + r"){0,3}[ \t]*"
 #: A mobile mail program's signature: "Sent from my iPhone", "Get Outlook for Android".
 _SENT_FROM = r"(?i:sent[ \t]+from[ \t]+my[ \t]+[\w .\-]{1,40}|get[ \t]+outlook[ \t]+for[ \t]+(?:ios|android))[ \t]*\.?"
+#: A Chinese message's greeting on its own (QA s31: "王丽你好，" over Kevin's message was delivered as
+#: its only line, where "Hi Kevin," went only with a part of its message): "王丽你好，", "您好，", "你好！",
+#: "王经理您好：", "Kevin你好，", "尊敬的客户：", "亲爱的李娜：", "各位好，", "大家好！", "各位同事：", "早上好！".
+#: The name before 你好/您好 is up to four Han characters (a name, maybe with its title: "王丽", "王经理",
+#: "李总") or a capitalised Latin name, so a clause ending in 你好 ("这个方案对你好，") is none; after
+#: 尊敬的/亲爱的 up to eight ("尊敬的王建国先生："). A segment is one only when it holds nothing else.
+_HAN = r"[\u3400-\u4dbf\u4e00-\u9fff]"
+_LATIN_NAME = r"[A-Z][\w'’.\-]*(?:[ \t]+[A-Z][\w'’.\-]*){0,2}"
+_ZH_NAME = r"(?:" + _HAN + r"[" + _HAN[1:-1] + r"·]{0,3}|" + _LATIN_NAME + ")"
+_ZH_ADDRESSEE = r"(?:" + _HAN + r"[" + _HAN[1:-1] + r"·]{0,7}|" + _LATIN_NAME + ")"
+_ZH_GREETING = (r"(?:(?:尊敬的|亲爱的)[ \t]*" + _ZH_ADDRESSEE + r"|(?:" + _ZH_NAME + r"[ \t]*)?[你您]好(?:们)?"
+                r"|(?:各位|大家)(?:同事|同仁|朋友们?|领导)?(?:好|早上好|上午好|下午好|晚上好)?|早上好|上午好|下午好|晚上好)"
+                r"[ \t]*[，,！!：:。]?")
+#: A Chinese sign-off on its own: "谢谢！", "多谢，", "祝好！", "此致", "敬礼！", "此致\n敬礼！", "顺祝商祺"
+#: (maybe over up to two lines of a name: "谢谢！\n王丽").
+_ZH_SIGN_OFF = (r"(?:(?:非常)?(?:谢谢|感谢)(?:您|你)?|多谢|祝好|此致(?:[ \t]*[，,]?\s*敬礼)?|敬礼|顺祝商祺|顺颂商祺|祝商祺)"
+                r"[ \t]*[，,！!。.]?")
+_ZH_NAME_LINE = r"(?:--?[ \t]*)?" + _ZH_NAME + r"[ \t]*"
 #: A segment that holds nothing but a greeting, a sign-off (with the name under it) or a mobile signature,
 #: its quote markers aside: nothing a reader needs (odcf.stages.rank ranks it below every other segment,
 #: odcf.stages.budget delivers it only with a part of its message's content).
 PLEASANTRY_RE = re.compile(
-    r"[ \t]*(?:" + _GREETING + "|" + _SENT_FROM + "|" + _SIGN_OFF
-    + r"(?:[ \t]*\n[ \t]*" + _NAME_LINE + r"){0,2}(?:\s*\n[ \t]*" + _SENT_FROM + r")?)\s*")
+    r"[ \t]*(?:" + _GREETING + "|" + _ZH_GREETING + "|" + _SENT_FROM + "|" + _SIGN_OFF
+    + r"(?:[ \t]*\n[ \t]*" + _NAME_LINE + r"){0,2}(?:\s*\n[ \t]*" + _SENT_FROM + r")?"
+    + "|" + _ZH_SIGN_OFF + r"(?:[ \t]*\n[ \t]*" + _ZH_NAME_LINE + r"){0,2}(?:\s*\n[ \t]*" + _SENT_FROM + r")?)\s*")
 
 
 def pleasantry(text: str) -> bool:
