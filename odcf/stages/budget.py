@@ -1302,8 +1302,9 @@ _COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+[A-Za-z_./~][^\n]*$")
 _TITLE_WORDS = 8
 #: What ends a sentence, or a line that goes on in the next (a title line ends in none of these).
 _SENTENCE_ENDS = (".", "!", "?", ";", ":", ",", "。", "！", "？", "；", "：", "，", "*", "_", ")", "]", "-", "–", "—")
-#: The most Han characters of a title line (:func:`_title_line`): a notice's long title, "关于印发《某市政府采购
-#:管理办法》的通知" (17), is one; a line of Chinese prose wrapped at the width of a PDF page (about 40) is not.
+#: The most Han characters of a title line (:func:`_title_line`): a notice's long title,
+#: "关于印发《某市政府采购管理办法》的通知" (17), is one; a line of Chinese prose wrapped at the width of a PDF
+#: page (about 40) is not.
 _TITLE_HAN = 24
 #: A mark inside a line of Chinese prose that no title holds: a clause's comma or semicolon, a sentence's end.
 _HAN_CLAUSE_RE = re.compile(r"[，；。！？]")
