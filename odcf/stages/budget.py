@@ -114,7 +114,7 @@ from odcf.stages.segment.headings import (
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
-from odcf.textutil import NO_OTHER_RE, person_opener, points_back, refers_back
+from odcf.textutil import HAN_RE, NO_OTHER_RE, person_opener, points_back, refers_back
 from odcf.tokens import get_counter
 
 #: The fill measures what a segment adds after the one before it with this many characters of that one
@@ -1303,6 +1303,12 @@ _COMMAND_RE = re.compile(r"(?:^|:[ \t]+)\$[ \t]+[A-Za-z_./~][^\n]*$")
 _TITLE_WORDS = 8
 #: What ends a sentence, or a line that goes on in the next (a title line ends in none of these).
 _SENTENCE_ENDS = (".", "!", "?", ";", ":", ",", "。", "！", "？", "；", "：", "，", "*", "_", ")", "]", "-", "–", "—")
+#: The most Han characters of a title line (:func:`_title_line`): a notice's long title,
+#: "关于印发《某市政府采购管理办法》的通知" (17), is one; a line of Chinese prose wrapped at the width of a PDF
+#: page (about 40) is not.
+_TITLE_HAN = 24
+#: A mark inside a line of Chinese prose that no title holds: a clause's comma or semicolon, a sentence's end.
+_HAN_CLAUSE_RE = re.compile(r"[，；。！？]")
 
 
 def _lone_rules(live: list[Segment], kept: set[str], rules: set[str]) -> set[str]:
@@ -1391,7 +1397,20 @@ def _title_line(text: str) -> bool:
     line = text.strip()
     return ("\n" not in line and 0 < len(line.split()) <= _TITLE_WORDS and line[:1].isalnum()
             and not line[:1].islower() and not line.endswith(_SENTENCE_ENDS)
-            and re.search(r"[^\W\d_]", line) is not None and _COMMAND_RE.search(line) is None)
+            and re.search(r"[^\W\d_]", line) is not None and _COMMAND_RE.search(line) is None
+            and not _han_prose(line))
+
+
+def _han_prose(line: str) -> bool:
+    """Whether *line* is a line of Chinese prose, never a title: it holds a clause's comma or semicolon or a
+    sentence's end ("，", "；", "。"), or more Han characters than a title (:data:`_TITLE_HAN`). Chinese has no
+    spaces, so its line is one word, and no case, so a line that goes on in lower case (:func:`_opens_with_label`)
+    is no sign of a wrap: a line break inside a Chinese sentence is a wrap, not a title's end. QA (s31 F4): in a
+    tender notice wrapped at 40 characters, "根据《中华人民共和国政府采购法》及相关规定，某市人民医院就64排螺旋CT及配套"
+    was a title line over "设备采购项目进行公开招标，……" and the paragraph's later sentences, so the ceiling price
+    (score 1.0) went only with that preamble (0.26) and, at 80 tokens, the preamble alone was delivered."""
+    return HAN_RE.search(line) is not None and (
+        _HAN_CLAUSE_RE.search(line) is not None or len(HAN_RE.findall(line)) > _TITLE_HAN)
 
 
 def _title_alone(seg: Segment, nxt: Segment | None) -> bool:

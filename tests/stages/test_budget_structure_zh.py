@@ -296,3 +296,52 @@ def test_an_amendment_that_rewrites_a_whole_paragraph_changes_that_paragraph_not
     segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=i // 2,
                     sep="\n" if i else "") for i, t in enumerate(texts)]
     assert correction_links(segs) == {"s3": ["s1"]}
+
+
+#: A tender notice hard-wrapped at about 40 characters, as a PDF extract is (QA s31 D, F4).
+WRAPPED_TENDER = ("根据《中华人民共和国政府采购法》及相关规定，某市人民医院就64排螺旋CT及配套\n"
+                  "设备采购项目进行公开招标，欢迎符合资格条件的供应商参加投标。本项目预算金额为\n"
+                  "人民币8,600,000.00元，最高限价为人民币8,500,000.00元，投标报价超过最高限价的\n"
+                  "投标无效。投标人不得以低于成本的报价竞标，除非能够提供充分的成本说明材料并经\n"
+                  "评标委员会认可。投标截止时间为2024年4月29日09时30分，逾期送达的投标文件采购\n"
+                  "人不予受理。本项目不接受联合体投标，也不接受进口产品投标。\n")
+#: The same notice a sentence a line, its long lines wrapped (QA s31 D, repro/wrapped2_zh.txt).
+WRAPPED_BY_SENTENCE = ("根据《中华人民共和国政府采购法》及相关规定，某市人民医院就64排螺旋CT及配套\n"
+                       "设备采购项目进行公开招标，欢迎符合资格条件的供应商参加投标。\n"
+                       "本项目预算金额为人民币8,600,000.00元，最高限价为人民币8,500,000.00元，投标报价\n"
+                       "超过最高限价的投标无效。\n"
+                       "投标人不得以低于成本的报价竞标，除非能够提供充分的成本说明材料并经评标委员会认可。\n"
+                       "投标截止时间为2024年4月29日09时30分，逾期送达的投标文件采购人不予受理。\n"
+                       "本项目不接受联合体投标，也不接受进口产品投标。\n")
+
+
+def test_a_hard_wrapped_chinese_paragraph_has_no_title_line_and_its_answer_goes_alone():
+    # QA s31 F4: the first line, "根据……某市人民医院就64排螺旋CT及配套", was read as a title line heading the
+    # paragraph (one "word", no case to show it goes on), so the ceiling price (score 1.0, 44 tokens) went only
+    # with the preamble (0.26): at 80 tokens the preamble alone was delivered, at 70 the preamble and the last
+    # sentence. The same text on one line delivered the ceiling price alone
+    from odcf.stages.budget import _antecedents
+
+    compressor = Compressor.from_ontology("zh_regulation")
+    for text in (WRAPPED_TENDER, WRAPPED_BY_SENTENCE):
+        for budget in (70, 80):
+            r = compressor.compress(text, query="最高限价和投标截止时间", budget=budget)
+            assert "最高限价为人民币8,500,000.00元" in r.text.replace("\n", ""), (budget, r.text)
+            assert "根据《中华人民共和国政府采购法》" not in r.text, (budget, r.text)
+        doc = compressor.compress(text, budget=10_000, annotate=False).document
+        assert len(doc.segments) == 5 and _antecedents(doc) == ({}, set())
+
+
+def test_a_chinese_title_line_still_heads_the_lines_under_it():
+    # a title ends no sentence and holds no clause's comma; a notice's title may be long, a wrapped line is longer
+    from odcf.stages.budget import _antecedents, _title_line
+
+    assert _title_line("2024年第一季度工作总结") and _title_line("关于印发《某市政府采购管理办法》的通知")
+    assert not any(_title_line(t) for t in ("根据《中华人民共和国政府采购法》及相关规定，某市人民医院就64排螺旋CT及配套",
+                                            "投标人不得以低于成本的报价竞标除非能够提供充分的成本说明材料并经评标委员会",
+                                            "本项目预算金额为人民币8,600,000.00元；"))
+    compressor = Compressor.from_ontology("zh_regulation")
+    for text in ("关于印发《某市政府采购管理办法》的通知\n本办法自2025年1月1日起施行。原办法同时废止。\n",
+                 "2024年第一季度工作总结\n本季度营业收入同比增长12%。净利润为人民币3,200万元。\n"):
+        doc = compressor.compress(text, budget=10_000, annotate=False).document
+        assert _antecedents(doc) == ({doc.segments[1].id: doc.segments[0].id}, set()), text
