@@ -92,6 +92,24 @@ def test_user_mistakes_are_one_line(tmp_path, capsys):
     assert len(err) == 1 and "cannot read" in err[0]
 
 
+def test_replay_of_a_delivery_record_says_it_is_no_trace(tmp_path, capsys):
+    # QA s31 F3: the record of the same run, pretty-printed, was "r3.json:1: not JSON", though it is JSON
+    a, _ = _files(tmp_path)
+    rec, out = tmp_path / "rec.json", tmp_path / "out.json"
+    assert main(["compress", str(a), "--budget", "100", "--record", str(rec), *_disable()]) == 0
+    capsys.readouterr()
+    assert main(["compress", str(a), "--budget", "100", "--json", *_disable()]) == 0
+    out.write_text(capsys.readouterr().out, encoding="utf-8")
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(json.loads(rec.read_text(encoding="utf-8"))), encoding="utf-8")
+    for path, what in ((rec, "a delivery record"), (compact, "a delivery record"),
+                       (out, "the --json output of odcf compress")):
+        assert main(["replay", str(path)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{path}: {what}" in err[0] and "not JSON" not in err[0], err
+        assert "not a trace" in err[0] and "JSON Lines" in err[0] and "--trace" in err[0]
+
+
 def test_verify_passes_on_untouched_output_of_a_crlf_source(tmp_path, ontology_file, capsys):
     rows = "".join(f"| CLM-{1000 + k} | {'denied' if k == 27 else 'paid'} | ${k * 13},00 |\r\n" for k in range(40))
     src = tmp_path / "claims.md"
