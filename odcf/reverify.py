@@ -176,13 +176,25 @@ def is_file_origin(origin: str | None) -> bool:
     return not _SCHEME.match(origin) or origin.startswith("file://")
 
 
+def search_dirs(bases: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
+    """The folders a relative origin is looked up in, in order, each once: *bases*, then the current
+    folder unless a base is it (``odcf verify`` passes its ``--base`` folders, the current folder and
+    the record's folder)."""
+    out: list[str] = []
+    for base in [*bases, os.getcwd()]:
+        folder = os.path.abspath(base)
+        if folder not in out:
+            out.append(folder)
+    return out
+
+
 def resolve_origin(origin: str, bases: Sequence[str | os.PathLike[str]] = ()) -> Path:
-    """The file an origin names: absolute, or relative to the first base where it exists."""
+    """The file an origin names: absolute, or relative to the first of :func:`search_dirs` where it exists."""
     path = origin[len("file://"):] if origin.startswith("file://") else origin
     p = Path(path)
     if p.is_absolute():
         return p
-    for base in list(bases) + [os.getcwd()]:
+    for base in search_dirs(bases):
         cand = Path(base) / p
         if cand.exists():
             return cand
@@ -475,7 +487,12 @@ class _Run:
         try:
             selected = read_selection(path, src.get("read_range"))
         except InputError as exc:
-            self.problems.append(Problem("source-unreadable", str(exc), sid))
+            message = str(exc)
+            if not path.is_absolute() and not path.exists():
+                # a relative path found in no folder: say which were tried (QA s31 F4: "m4.md: cannot
+                # read: No such file or directory" left open whether --base was used at all)
+                message += f"; not found in any of {', '.join(search_dirs(self.base_dirs))} (tried in this order)"
+            self.problems.append(Problem("source-unreadable", message, sid))
             return
         self.checked.append(sid)
         want = src.get("source_sha256")
