@@ -17,7 +17,11 @@ source, redoes the selection and checks:
    hashes to the record's ``sha256``, each source block in it to the per-source ``sha256``, and
    every word of a block (outside odcf markers such as ``[DATA_ROWS: 12]``) occurs in its source —
    compression deletes words, it never writes new ones — which catches a substituted compressed
-   or folded segment too.
+   or folded segment too;
+5. the token figures the record's writer makes agree: a dropped or merged segment (and a dropped
+   source) delivers 0 tokens, a verbatim or reverted one as many as it read, the record's
+   ``tokens_in`` is its sources' sum, and each figure whose text is at hand (the delivered text,
+   a source block in it, a verbatim segment re-cut) counts that text.
 
 Read ranges (the same grammar :class:`odcf.document.Source` documents):
 
@@ -172,13 +176,25 @@ def is_file_origin(origin: str | None) -> bool:
     return not _SCHEME.match(origin) or origin.startswith("file://")
 
 
+def search_dirs(bases: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
+    """The folders a relative origin is looked up in, in order, each once: *bases*, then the current
+    folder unless a base is it (``odcf verify`` passes its ``--base`` folders, the current folder and
+    the record's folder)."""
+    out: list[str] = []
+    for base in [*bases, os.getcwd()]:
+        folder = os.path.abspath(base)
+        if folder not in out:
+            out.append(folder)
+    return out
+
+
 def resolve_origin(origin: str, bases: Sequence[str | os.PathLike[str]] = ()) -> Path:
-    """The file an origin names: absolute, or relative to the first base where it exists."""
+    """The file an origin names: absolute, or relative to the first of :func:`search_dirs` where it exists."""
     path = origin[len("file://"):] if origin.startswith("file://") else origin
     p = Path(path)
     if p.is_absolute():
         return p
-    for base in list(bases) + [os.getcwd()]:
+    for base in search_dirs(bases):
         cand = Path(base) / p
         if cand.exists():
             return cand
@@ -457,6 +473,7 @@ class _Run:
     checked: list[str] = field(default_factory=list)
     n_segments: int = 0
     vocab_texts: list[str] = field(default_factory=list)
+    _count_with: Any = False  # the token counter, not loaded yet
 
     def check_source(self, sid: str, src: Mapping[str, Any]) -> None:
         """The record entry of one source against its delivered block, its file and a re-run selection."""
@@ -470,7 +487,12 @@ class _Run:
         try:
             selected = read_selection(path, src.get("read_range"))
         except InputError as exc:
-            self.problems.append(Problem("source-unreadable", str(exc), sid))
+            message = str(exc)
+            if not path.is_absolute() and not path.exists():
+                # a relative path found in no folder: say which were tried (QA s31 F4: "m4.md: cannot
+                # read: No such file or directory" left open whether --base was used at all)
+                message += f"; not found in any of {', '.join(search_dirs(self.base_dirs))} (tried in this order)"
+            self.problems.append(Problem("source-unreadable", message, sid))
             return
         self.checked.append(sid)
         want = src.get("source_sha256")
@@ -491,6 +513,8 @@ class _Run:
             if seg.get("status") in ("dropped", "merged") and seg.get("sha256") not in (None, _EMPTY_SHA):
                 self.problems.append(Problem("record-tampered", "a dropped segment has a non-empty delivered sha256",
                                              sid, str(seg.get("id"))))
+        self.problems.extend(_token_problems(sid, src, segs))
+        body = None
         if self.text is not None and src.get("status") != "dropped" and not self.unannotated:
             body = self.blocks.get(sid)
             if body is None:
@@ -498,6 +522,22 @@ class _Run:
             elif src.get("sha256") and sha256(body) != src["sha256"]:
                 self.problems.append(Problem("text-changed", "delivered block does not match the record's sha256 "
                                                              "for this source", sid))
+                body = None
+        elif self.text is not None and self.unannotated and src.get("sha256") == sha256(self.text):
+            body = self.text  # the one source an unannotated text holds
+        t_out, counter = src.get("tokens_out"), self.counter()
+        if body is not None and isinstance(t_out, int) and counter is not None:
+            # the block hashes to the record's sha256 for the source: the source's tokens_out counts it
+            counted = counter.count(body)
+            if counted != t_out:
+                self.problems.append(Problem("record-inconsistent", f"tokens_out is {t_out} but the source's block "
+                                             f"in the delivered text counts {counted} {self.unit} tokens", sid))
+
+    def counter(self) -> Any | None:
+        """The record's token counter (None without one), loaded once."""
+        if self._count_with is False:
+            self._count_with = _counter(self.unit)
+        return self._count_with
 
     def _check_selection(self, sid: str, src: Mapping[str, Any], segs: list[Any], selected: str, origin: Any) -> None:
         """Re-run the selection on the re-read source and compare segments and delivered words."""
@@ -512,7 +552,7 @@ class _Run:
             self.problems.append(Problem("reselect-failed", f"re-running the selection failed: {exc}", sid))
             return
         self.n_segments += len(segs)
-        self.problems.extend(_check_segments(sid, segs, fresh, src))
+        self.problems.extend(_check_segments(sid, segs, fresh, src, self.counter()))
         self.vocab_texts += [selected, again.sources[0].text]
         body = self.blocks.get(sid)
         if body is not None:
@@ -542,7 +582,7 @@ def verify_record(
 
 
 def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Segment],
-                    src: Mapping[str, Any]) -> list[Problem]:
+                    src: Mapping[str, Any], counter: Any | None = None) -> list[Problem]:
     from odcf.render import join_segments
 
     out: list[Problem] = []
@@ -565,6 +605,11 @@ def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Seg
             if seg.get("sha256") != sha256(again.original):
                 out.append(Problem("text-substituted", f"delivered {status} text does not hash to the source's "
                                                        f"segment {idx} (text substituted or record edited)", sid, seg_id))
+            elif counter is not None and isinstance(seg.get("tokens_out"), int) \
+                    and seg["tokens_out"] != (counted := counter.count(again.original)):
+                # it delivered the source segment as it is: its tokens_out counts that text
+                out.append(Problem("record-inconsistent", f"tokens_out is {seg['tokens_out']} but the {status} "
+                                                          f"text it delivered counts {counted} {counter.name} tokens", sid, seg_id))
             delivered.append(again)
         elif status in ("dropped", "merged"):
             pass
@@ -591,15 +636,17 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
         out.append(Problem("record-inconsistent", message))
 
     tokens_out, budget = record.get("tokens_out"), record.get("budget")
-    if text is not None and isinstance(tokens_out, int) and record.get("unit"):
-        try:
-            from odcf.tokens import get_counter
-
-            counted = get_counter(str(record["unit"])).count(text)
-        except Exception:  # an hf:PATH tokenizer that is not here: nothing to count with
-            counted = None
-        if counted is not None and counted != tokens_out:
+    counter = _counter(record.get("unit")) if text is not None else None
+    if counter is not None and isinstance(tokens_out, int):
+        counted = counter.count(text or "")
+        if counted != tokens_out:
             bad(f"tokens_out is {tokens_out} but the delivered text counts {counted} {record['unit']} tokens")
+    tokens_in = record.get("tokens_in")
+    ins = [src.get("tokens_in") for src in record["sources"]]
+    if "handoff" not in record and isinstance(tokens_in, int) and all(isinstance(n, int) for n in ins) \
+            and sum(ins) != tokens_in:
+        # the assembler sums its sources' (a handoff counts its items as given: odcf.handoff.engine)
+        bad(f"tokens_in is {tokens_in} but its sources' tokens_in add up to {sum(ins)}")
     if isinstance(tokens_out, int) and isinstance(budget, int):
         over = max(0, tokens_out - budget)
         if record.get("over_budget") is not None and bool(record["over_budget"]) != (over > 0):
@@ -615,6 +662,60 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
                     seen[str(seg["status"])] = seen.get(str(seg["status"]), 0) + 1
         if {k: v for k, v in counts.items() if v} != seen:
             bad(f"segment counts {dict(counts)} do not match the segments listed {dict(sorted(seen.items()))}")
+    return out
+
+
+def _counter(unit: Any) -> Any | None:
+    """The record's token counter, or None when there is none to count with (no unit, or an
+    ``hf:PATH`` tokenizer that is not on this machine)."""
+    if not unit:
+        return None
+    try:
+        from odcf.tokens import get_counter
+
+        return get_counter(str(unit))
+    except Exception:  # an hf:PATH tokenizer that is not here: nothing to count with
+        return None
+
+
+def _token_problems(sid: str, src: Mapping[str, Any], segs: list[Any]) -> list[Problem]:
+    """The token figures of one source and its segments that the assembler makes agree by construction
+    (odcf.stages.assemble: a segment's ``tokens_out`` counts what it delivered, the empty text when it
+    was dropped or merged, its ``tokens_in`` its original, which a verbatim or reverted segment delivers
+    as it is; a source without a live segment delivers nothing). QA s31 edited a record three ways that
+    verify passed: a dropped segment claiming its 26 tokens, the 63-token verbatim segment claiming 1,
+    a source claiming 999 tokens of a 241-token text (the last one is recounted with the text: _Run)."""
+    out: list[Problem] = []
+    for seg in segs:
+        status, t_in, t_out = seg.get("status"), seg.get("tokens_in"), seg.get("tokens_out")
+        if not isinstance(t_out, int):
+            continue
+        if (status in ("dropped", "merged") or seg.get("sha256") == _EMPTY_SHA) and t_out != 0:
+            # a segment left out delivers the empty text, which counts 0 tokens in every unit
+            code = "record-tampered" if status in ("dropped", "merged") else "record-inconsistent"
+            out.append(Problem(code, f"a {status} segment claims {t_out} delivered tokens (tokens_out); "
+                                     "a segment that delivers no text counts 0", sid, str(seg.get("id"))))
+        elif status in ("verbatim", "reverted") and isinstance(t_in, int) and t_out != t_in:
+            out.append(Problem("record-inconsistent", f"a {status} segment delivers its text as it is, but its "
+                                                      f"tokens_out is {t_out} and its tokens_in {t_in}",
+                               sid, str(seg.get("id"))))
+    t_out = src.get("tokens_out")
+    live = [seg for seg in segs if seg.get("status") not in ("dropped", "merged")]
+    if src.get("status") == "dropped":
+        if (isinstance(t_out, int) and t_out != 0) or src.get("sha256") not in (None, _EMPTY_SHA):
+            what = f"{t_out} delivered tokens (tokens_out)" if isinstance(t_out, int) and t_out else "a delivered sha256"
+            out.append(Problem("record-tampered", f"a dropped source claims {what}; a dropped source delivers "
+                                                  "no text", sid))
+        if live:
+            out.append(Problem("record-inconsistent", f"the source is dropped, but {len(live)} of its segments "
+                                                      f"are not (the first: {live[0].get('id')!r}, "
+                                                      f"{live[0].get('status')})", sid))
+    elif segs and not live:
+        out.append(Problem("record-inconsistent", f"every segment of the source is dropped or merged, but its "
+                                                  f"status is {src.get('status')!r}, not 'dropped'", sid))
+    elif src.get("sha256") == _EMPTY_SHA and isinstance(t_out, int) and t_out != 0:
+        out.append(Problem("record-inconsistent", f"the source delivered the empty text (its sha256) but claims "
+                                                  f"{t_out} tokens (tokens_out)", sid))
     return out
 
 

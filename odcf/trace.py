@@ -325,6 +325,24 @@ class Trace:
         return str(self.header.get("trace_id"))
 
 
+def _not_a_trace(path: str | os.PathLike[str], raw: str) -> str | None:
+    """What a file that is one JSON document, not JSON Lines, is instead of a trace; None when it is
+    not one. A delivery record, which the same ``odcf compress`` run writes (pretty-printed, so its
+    first line ``{`` is no JSON), is the easy slip: QA s31 got "r3.json:1: not JSON" for a valid file."""
+    try:
+        doc = loads_json(raw)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and isinstance(doc.get("record"), dict) and "sources" in doc["record"]:
+        what = "the --json output of odcf compress (a delivery record inside), not a trace"
+    elif isinstance(doc, dict) and "sources" in doc and ("plan_hash" in doc or "record_format" in doc):
+        what = "a delivery record (odcf compress --record; `odcf verify` checks it), not a trace"
+    else:
+        what = f"one JSON document ({json_kind(doc)}), not a trace"
+    return (f"{path}: {what}: a trace is JSON Lines, a header, the stage events and a footer one object a "
+            "line, as odcf compress --trace writes it")
+
+
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Parse a trace; a broken one raises :class:`InputError` naming the file and line."""
     try:
@@ -343,8 +361,10 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
         try:
             obj = loads_json(line)
         except ValueError as exc:
-            raise InputError(f"{path}:{n}: not JSON: {exc}") from exc
+            raise InputError(_not_a_trace(path, raw) or f"{path}:{n}: not JSON: {exc}") from exc
         kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind is None and n == 1 and (said := _not_a_trace(path, raw)):
+            raise InputError(said)
         if kind == "header":
             if header is not None:
                 raise InputError(f"{path}:{n}: a second header")

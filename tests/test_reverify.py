@@ -123,6 +123,93 @@ def test_a_dropped_segment_may_not_claim_text(plan, run):
     assert any(p.code == "record-tampered" for p in verify_record(record, plan=plan, stages=SWITCHES))
 
 
+def _first(record, status):
+    return next((src, seg) for src in record["sources"] for seg in src.get("segments") or () if seg["status"] == status)
+
+
+def _edit_dropped_segment(record):
+    _, seg = _first(record, "dropped")
+    seg["tokens_out"] = seg["tokens_in"]
+    return seg["id"]
+
+
+def _edit_verbatim_segment(record):
+    _, seg = _first(record, "verbatim")
+    seg["tokens_out"] = 1
+    return seg["id"]
+
+
+def _edit_verbatim_segment_both(record):
+    _, seg = _first(record, "verbatim")
+    seg["tokens_in"] = seg["tokens_out"] = 1
+    return seg["id"]
+
+
+def _edit_source(record):
+    record["sources"][0]["tokens_out"] = 999
+
+
+def _edit_tokens_in(record):
+    record["tokens_in"] += 5
+
+
+def _drop_every_segment(record, src):
+    """Mark each segment of *src* dropped, the record's segment summary and its sha256s with it."""
+    for seg in src["segments"]:
+        seg.update(status="dropped", sha256=sha256(""), tokens_out=0)
+    counts = {}
+    for seg in (seg for s in record["sources"] for seg in s.get("segments") or ()):
+        counts[seg["status"]] = counts.get(seg["status"], 0) + 1
+    record["segments"] = counts
+
+
+def _edit_dropped_source(record):
+    _drop_every_segment(record, record["sources"][0])
+
+
+@pytest.mark.parametrize("edit, code, message", [
+    # QA s31 F5: verify passed all three of these, in the README tour's record
+    (_edit_dropped_segment, "record-tampered", "a dropped segment claims"),
+    (_edit_verbatim_segment, "record-inconsistent", "its tokens_out is 1 and its tokens_in"),
+    (_edit_source, "record-inconsistent", "tokens_out is 999 but the source's block in the delivered text counts"),
+    # both figures edited alike: the verbatim text, re-cut from the source, is counted again
+    (_edit_verbatim_segment_both, "record-inconsistent", "tokens_out is 1 but the verbatim text it delivered counts"),
+    (_edit_tokens_in, "record-inconsistent", "but its sources' tokens_in add up to"),
+    (_edit_dropped_source, "record-inconsistent", "every segment of the source is dropped or merged"),
+])
+def test_token_figures_the_record_makes_agree_are_checked(plan, run, edit, code, message):
+    _, _, result = run
+    record = copy.deepcopy(result.record)
+    segment = edit(record)  # the segment the edit names, or None
+    problems = [p for p in verify_record(record, result.text, plan=plan, stages=SWITCHES)
+                if p.code not in ("text-changed", "text-substituted")]  # what the last edit also (rightly) says
+    assert {p.code for p in problems} == {code} and message in problems[0].message, [str(p) for p in problems]
+    if segment is not None:
+        assert problems[0].segment == segment
+
+
+def test_a_dropped_source_may_not_claim_tokens(plan, run):
+    _, _, result = run
+    record = copy.deepcopy(result.record)
+    src = record["sources"][0]
+    src.update(status="dropped", tokens_out=12, sha256=sha256(""))
+    _drop_every_segment(record, src)
+    problems = verify_record(record, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["record-tampered"]
+    assert "a dropped source claims 12 delivered tokens" in str(problems[0])
+
+
+def test_the_token_figures_of_an_unannotated_text_are_counted(plan, tmp_path, contract_text):
+    a = tmp_path / "msa.md"
+    a.write_text(contract_text, encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a))], budget=80, annotate=False)
+    assert verify_report(result.record, result.text, plan=plan, stages=SWITCHES).ok
+    record = copy.deepcopy(result.record)
+    record["sources"][0]["tokens_out"] += 1
+    problems = verify_record(record, result.text, plan=plan, stages=SWITCHES)
+    assert [p.code for p in problems] == ["record-inconsistent"] and "block" in problems[0].message
+
+
 def test_not_a_record():
     assert [p.code for p in verify_record({"nope": 1})] == ["record-invalid"]
 

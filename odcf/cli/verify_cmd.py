@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{args.text}: cannot read: {exc}") from exc
         if text.endswith("\n") and isinstance(record, dict) and record.get("sha256") == sha256(text[:-1]):
             text = text[:-1]  # a file written before `--out` held exactly the text ended it with a newline
-    bases = list(args.base) + [os.path.dirname(os.path.abspath(args.record))]
+    # the documented order: each --base, the current folder, the record's folder
+    bases = [*args.base, os.getcwd(), os.path.dirname(os.path.abspath(args.record))]
     plan, stages = _plan(args)
     report = verify_report(record, text, plan=plan, stages=stages, base_dirs=bases, sources_only=args.sources_only)
     if args.json:

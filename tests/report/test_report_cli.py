@@ -92,6 +92,47 @@ def test_user_mistakes_are_one_line(tmp_path, capsys):
     assert len(err) == 1 and "cannot read" in err[0]
 
 
+def test_replay_of_a_delivery_record_says_it_is_no_trace(tmp_path, capsys):
+    # QA s31 F3: the record of the same run, pretty-printed, was "r3.json:1: not JSON", though it is JSON
+    a, _ = _files(tmp_path)
+    rec, out = tmp_path / "rec.json", tmp_path / "out.json"
+    assert main(["compress", str(a), "--budget", "100", "--record", str(rec), *_disable()]) == 0
+    capsys.readouterr()
+    assert main(["compress", str(a), "--budget", "100", "--json", *_disable()]) == 0
+    out.write_text(capsys.readouterr().out, encoding="utf-8")
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(json.loads(rec.read_text(encoding="utf-8"))), encoding="utf-8")
+    for path, what in ((rec, "a delivery record"), (compact, "a delivery record"),
+                       (out, "the --json output of odcf compress")):
+        assert main(["replay", str(path)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{path}: {what}" in err[0] and "not JSON" not in err[0], err
+        assert "not a trace" in err[0] and "JSON Lines" in err[0] and "--trace" in err[0]
+
+
+def test_verify_names_the_folders_it_looked_in_and_keeps_their_documented_order(tmp_path, monkeypatch, capsys):
+    run_dir, rec_dir, base, elsewhere = (tmp_path / n for n in ("run", "records", "base", "elsewhere"))
+    for folder in (run_dir, rec_dir, base, elsewhere):
+        folder.mkdir()
+    (run_dir / "msa.md").write_text(CONTRACT, encoding="utf-8")
+    rec = rec_dir / "rec.json"
+    monkeypatch.chdir(run_dir)
+    assert main(["compress", "msa.md", "--budget", "100", "--record", str(rec), *_disable()]) == 0
+    capsys.readouterr()
+    # the current folder comes before the record's folder (docs/inspect.md, --help): a same-named file
+    # beside the record is not the source
+    (rec_dir / "msa.md").write_text(CONTRACT.replace("$50,000", "$70,000"), encoding="utf-8")
+    assert main(["verify", str(rec), "--sources-only"]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    # QA s31 F4: "m4.md: cannot read: No such file or directory" named none of the folders verify searched
+    (rec_dir / "msa.md").unlink()
+    monkeypatch.chdir(elsewhere)
+    assert main(["verify", str(rec), "--base", str(base), "--sources-only"]) == 1
+    said = capsys.readouterr().out
+    assert said.startswith("FAIL msa.md: source-unreadable: msa.md: cannot read")
+    assert f"not found in any of {base}, {elsewhere}, {rec_dir} (tried in this order)" in said, said
+
+
 def test_verify_passes_on_untouched_output_of_a_crlf_source(tmp_path, ontology_file, capsys):
     rows = "".join(f"| CLM-{1000 + k} | {'denied' if k == 27 else 'paid'} | ${k * 13},00 |\r\n" for k in range(40))
     src = tmp_path / "claims.md"
