@@ -20,8 +20,12 @@ Runs after the lexical ``rank`` stage and refines its scores:
    behind this and behind the static first pass.
 
 MiniLM is English-only: segments whose text is Chinese (or another non-Latin script) keep
-their lexical score, which the ``rank`` stage computed over jieba words. ``doc.meta["scorer"]``
-and the trace say which scorer ran for which language.
+their lexical score, which the ``rank`` stage computed over jieba words. The English segments'
+scores are compared with those, so where the caller's query is not in English or there is none
+(the model compares the English segments with the plan's queries only), the best of them gets
+its own lexical score, not 1 (:func:`english_level`: an unrelated English line in a Chinese record
+had come first for "过敏史"). ``doc.meta["scorer"]`` and the trace (``english_level``) say which
+scorer ran for which language.
 
 ``edges=True`` asks the assembler to place the most relevant sources at the start and the
 end of the context (lost-in-the-middle): ``doc.meta["order"]`` becomes a list of source ids,
@@ -257,6 +261,31 @@ def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query
     return out, moved
 
 
+def english_level(english: Sequence[Segment], other: Sequence[Segment], task: str) -> float | None:
+    """The score the best of the segments MiniLM scored (*english*) gets, where the rerank's "best
+    candidate has 1" would set them above segments it did not score (*other*, other languages, which
+    keep the rank stage's lexical scores): the best lexical score among *english*, the one scale the
+    rank stage put every language on. None (best at 1, as before) when the document has no segment
+    in another language, or when the caller's query (*task*, empty when there is none or it is not
+    in English) is one the model compares with every segment it scores.
+
+    Without this, a Chinese medical record queried "过敏史" delivered its one English line, "Room 12B,
+    bed 3, ward phone ext. 4471.", at 1.0, level with "无过敏史", and left the dosage sentences
+    (0.12, 0.14) out: the model had compared it with the plan's English queries only and scaled it to
+    the top (QA s31 F3). Its lexical score, 0.07, is what the Chinese sentences are measured against.
+
+    >>> from odcf.document import Segment
+    >>> def seg(i, t, s): return Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", score=s)
+    >>> en, zh = [seg(0, "Room 12B, bed 3.", 0.071429)], [seg(1, "患者既往体健，无过敏史。", 1.0)]
+    >>> english_level(en, zh, ""), english_level(en, zh, "what is the room number"), english_level(en, [], "")
+    (0.071429, None, None)
+    """
+    if not english or not other or task:
+        return None
+    level = round(max(s.score or 0.0 for s in english), 6)
+    return level if level < 1.0 else None
+
+
 class EmbeddingReranker(Stage):
     """Blend embedding similarity to the queries into the segment scores.
 
@@ -445,6 +474,10 @@ class EmbeddingReranker(Stage):
                 floor = min(new_scores[s.id] for s in chosen)
                 for pos, seg in enumerate(rest):
                     new_scores[seg.id] = round(0.99 * floor * (1.0 - pos / len(rest)), 6)
+            level = english_level(english, other, task)
+            if level is not None:
+                new_scores = {sid: round(v * level, 6) for sid, v in new_scores.items()}
+                data["english_level"] = level
             new_scores, reordered = rows_by_query_words(english, new_scores, task)
             if reordered:
                 data["table_rows_reordered"] = reordered
@@ -492,6 +525,8 @@ class EmbeddingReranker(Stage):
         if english:
             scorers["en"] = (f"{self._model().name} cosine blended with lexical (weight {self.semantic_weight})"
                              if new_scores else "lexical")
+            if "english_level" in data:
+                scorers["en"] += f", best at its lexical score {data['english_level']} (query not in English)"
         for lang in sorted({langs[s.id] for s in other}):
             scorers[lang] = "lexical (bm25 over jieba words)" if lang == "zh" else "lexical (bm25)"
         data["languages"] = dict(sorted(counts.items()))

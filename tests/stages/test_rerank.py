@@ -1,5 +1,6 @@
 import pytest
 
+from odcf.compressor import Compressor
 from odcf.document import Document, Source
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan, RerankQuery, RoleContract
@@ -202,6 +203,56 @@ def test_a_chinese_query_is_not_embedded_by_the_english_model():
     out = run(sources, query="when does the buyer inspect the machines", plan=plan)
     assert next(e for e in out.trace if e.stage == "rerank").data["embedded"] > 0
 
+
+
+MIXED_RECORD = ("# 住院病历\n\n患者既往体健，无过敏史。\n\n长期口服氨氯地平 5mg，每日一次。\n\n"
+                "二甲双胍剂量调整为 500mg，每日一次。\n\nRoom 12B, bed 3, ward phone ext. 4471.\n\n患者家属陪同入院。\n")
+MEDICAL = Plan(domain="t", queries=(RerankQuery("meds", "current medications and dosage"),
+                                    RerankQuery("allergy", "allergies and adverse reactions"),
+                                    RerankQuery("stay", "admission: ward, room and bed")),
+               roles={"default": RoleContract("default", 400)})
+
+
+@pytest.mark.parametrize("query", ["过敏史", "二甲双胍剂量"])
+def test_an_english_line_in_a_chinese_record_keeps_its_lexical_level(query):
+    """QA s31 F3: the model scored only the record's one English line (against the plan's English
+    queries, the query being Chinese) and scaled it to 1, level with "无过敏史", above the Chinese
+    sentences still on the lexical scale: it was delivered, the dosage left out."""
+    src = Source(id="rec", text=MIXED_RECORD)
+    lexical = Pipeline([Segmenter(), Protector(), LexicalRanker()]).run(
+        Document.from_sources([src], query=query), MEDICAL)
+    out = run([src], query=query, plan=MEDICAL, embedder="hash")
+    by_text = {s.text.strip(): s.score for s in out.segments}
+    room = "Room 12B, bed 3, ward phone ext. 4471."
+    level = next(s.score for s in lexical.segments if s.text.strip() == room)
+    assert by_text[room] <= level < 1.0  # the scale's top is its lexical score, not 1
+    assert by_text[room] < max(v for t, v in by_text.items() if t != room) == 1.0
+    if query == "过敏史":
+        assert by_text[room] < by_text["患者既往体健，无过敏史。"]
+    ev = next(e for e in out.trace if e.stage == "rerank")
+    assert ev.data["english_level"] == level and "lexical score" in ev.data["scorers"]["en"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["过敏史", None])
+def test_minilm_delivers_the_chinese_answer_not_the_english_line(query):
+    """The QA's case end to end (medical_records, 40 tokens): MiniLM, compared with the plan's English
+    queries only, put "Room 12B …" at 1.0 with the query "过敏史" and with none, and delivered it."""
+    r = Compressor.from_ontology("medical_records").compress(
+        [Source(id="rec", text=MIXED_RECORD)], query=query, budget=40, timings=False)
+    room = next(s for s in r.document.segments if s.original.startswith("Room"))
+    assert room.score < 1.0 and room.dropped and "Room 12B" not in r.text
+    assert room.reasons[-1].startswith("budget: no room") and "无过敏史" in r.text
+
+
+def test_an_english_query_still_scales_the_english_segments_it_is_compared_with():
+    """The query is in the model's language: the English segments are the ones it can be compared
+    with, and the best of them keeps 1 beside Chinese text (an English answer in a Chinese record)."""
+    src = Source(id="rec", text=MIXED_RECORD)
+    out = run([src], query="which ward phone extension", plan=MEDICAL, embedder="hash")
+    room = next(s for s in out.segments if s.text.startswith("Room"))
+    assert room.score == 1.0
+    assert "english_level" not in next(e for e in out.trace if e.stage == "rerank").data
 
 
 CONTRACT = """# Master Services Agreement
