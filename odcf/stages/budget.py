@@ -830,6 +830,27 @@ _SAYS_RE = re.compile(r"[^\W\d_]{3}[.!?][\"'”’)\]]*$")
 _WORDY_LINE_RE = re.compile(r"^[^\n]*[^\W_][^\n]*$", re.MULTILINE)
 
 
+#: What a thread message's header names it by: the message itself ("Message 3", "Reply", "Internal note") or its
+#: sender's role ("(customer)", "Agent (Dana Ortiz)").
+_MESSAGE_WORD_RE = re.compile(
+    r"\b(?:message|msg|reply|response|comment|note|update|email|e-mail|mail|post|customer|client|caller|patient|"
+    r"guest|requester|requestor|agent|support|engineer|engineering|admin|administrator|user|staff|operator|"
+    r"technician|representative|rep|manager|supervisor|assignee|reporter|billing|sales|bot|assistant|system)\b",
+    re.IGNORECASE)
+#: A person's name in a header: two or three capitalised words ("Farah Haddad", "Mei Tanaka").
+_PERSON_NAME_RE = re.compile(r"\b[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){1,2}\b")
+
+
+def _names_a_sender(header: str) -> bool:
+    """Whether a match of :data:`~odcf.stages.rank._MESSAGE_HEADER_RE` names a message or its sender (a word of
+    :data:`_MESSAGE_WORD_RE` or a person's name), as "Message 3 — Customer (Farah Haddad)" does and a minutes' agenda
+    line "Item 3 — Budget (Finance)" or a runbook's sentence "Overview — scope of this runbook (all on-call
+    engineers)" does not (QA: the sentence then headed every later segment of the runbook as its "message")."""
+    if header.rstrip().lower().endswith("from:"):
+        return True
+    return bool(_MESSAGE_WORD_RE.search(header) or _PERSON_NAME_RE.search(header))
+
+
 def _message_header(seg: Segment) -> str | None:
     """``"alone"`` when *seg* is a ticket's or a thread's message header line (:data:`~odcf.stages.rank.
     _MESSAGE_HEADER_RE`: "--- Message 3 — Customer (Farah Haddad) — 2025-04-05 16:20", "Internal note — Mei
@@ -844,7 +865,7 @@ def _message_header(seg: Segment) -> str | None:
     # its first line with a letter or a digit: a line of "=====" or "---" over it is none
     first = _WORDY_LINE_RE.search(seg.original)
     m = _MESSAGE_HEADER_RE.match(first.group(0).strip()) if first is not None else None
-    if m is None or _section_heading(seg):
+    if m is None or _section_heading(seg) or not _names_a_sender(m.group(0)):
         return None
     tail = first.group(0).strip()[m.end():]
     if ((_FROM_TAIL_RE if m.group(0).rstrip().lower().endswith("from:") else _HEADER_TAIL_RE).fullmatch(tail)

@@ -186,9 +186,33 @@ def test_the_header_formats_of_threads_and_tickets_head_their_messages():
     ("Order 5 - the blue one (see photo) arrived broken.", None),
     ("Ticket #CS-77120 — Subject: Double charge on annual renewal, account ACC-55821", None),
     ("Internal note (not visible to customer) — Dana, 7 April 2025 09:10:\nException approved by Priya.", None),
+    # QA s31 round 2: a minutes' agenda line and a runbook's sentence name no message nor sender
+    ("Item 3 — Budget (Finance) — 2024-05-02", None),
+    ("Overview — scope of this runbook (all on-call engineers): this document walks through the drill.", None),
 ])
 def test_a_message_header_line_is_told_from_a_sentence(line, kind):
     from odcf.stages.budget import _message_header
 
     seg = Segment(id="x", source_id="s", index=0, text=line, original=line, kind="sentence")
     assert _message_header(seg) == kind
+
+
+def test_a_sentence_shaped_like_a_header_does_not_bind_the_rest_of_a_document_to_it():
+    # QA s31 round 2: "Overview — scope of this runbook (all on-call engineers): …" was read as a message header with
+    # its content on its line, and every later segment went only with that 68-token sentence: at 51 tokens only the
+    # runbook's title was delivered, not the replication-lag rule the query asks for
+    from odcf.compressor import Compressor
+
+    text = ("Payments cluster failover drill runbook\n\nOverview — scope of this runbook (all on-call engineers): this "
+            "document walks through the quarterly failover drill for the payments cluster, the people who must be told "
+            "before it starts, the dashboards to watch, the order in which services are drained and restored, and the "
+            "checks that must pass before the drill is closed in the change calendar.\n\nThe primary database is "
+            "pg-pay-01 in eu-west-1; the failover target is pg-pay-02 in eu-west-2.\nDo not run the drill during the "
+            "month-end freeze, which covers the last 3 business days of every month.\nReplication lag must be below 5 "
+            "seconds before the switchover; if it is higher, abort the drill and page the DBA on call.\n")
+    c = Compressor.from_ontology("general")
+    r = c.compress([{"id": "runbook.txt", "text": text}], query="failover target database replication lag", budget=51,
+                   timings=False)
+    assert "Replication lag must be below 5 seconds" in r.text, r.text
+    reasons = [g["reason"] or "" for s in r.record["sources"] for g in s["segments"]]
+    assert not any("part of a message" in x for x in reasons), reasons
