@@ -422,8 +422,8 @@ def skeleton_words(words: Sequence[tuple[int, int]], parsed: Any) -> np.ndarray:
     chosen: set[int] = set()
     heads = []
     for root in parsed:  # labels only: the shared pipeline has no tagger (:data:`odcf.backends.ner.EXCLUDE`)
-        if root.dep_ != "ROOT" or not root.text[:1].isalpha():
-            continue
+        if root.dep_ != "ROOT" or not root.text[:1].isalpha() or root.lower_ in DANGLING_WORDS:
+            continue  # a preposition parsed as a root ("… by Fri. at the latest") is a misparse, not a verb
         heads.append(root)
         if root.i + 1 < len(parsed) and parsed[root.i + 1].text == ":":
             # "Currency: a 10% strengthening … would reduce annual operating profit …": the parser makes the
@@ -439,7 +439,7 @@ def skeleton_words(words: Sequence[tuple[int, int]], parsed: Any) -> np.ndarray:
             elif tok.dep_ in ("aux", "auxpass", "neg", "prt"):
                 # "will be rejected", "was charged", "are fixed": without them the voice, tense or mood changes
                 chosen.add(tok.i)
-            elif tok.dep_ in _OBJECT_DEPS and tok.text[:1].isalnum():
+            elif tok.dep_ in _OBJECT_DEPS and tok.text[:1].isalnum() and tok.lower_ not in DANGLING_WORDS:
                 # what the verb does it to: "requires written notice", not "requires."
                 chosen.add(tok.i)
                 chosen.update(c.i for c in tok.children if c.dep_ in ("compound", "neg"))
@@ -536,7 +536,10 @@ def _lead_words(words: Sequence[tuple[int, int]], text: str) -> int:
 NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion "
-    "trillion twice thrice half dozen zero".split())
+    "trillion once twice thrice half dozen zero".split())
+#: Number words that multiply or divide what follows them, determiner and all: "capped at twice the fees paid",
+#: not "capped twice" (a cap the source never stated).
+_MULTIPLIERS = frozenset({"twice", "thrice", "half", "double", "triple", "quadruple"})
 #: Marks stripped from a word's edges before it is looked up in a word list.
 _WORD_MARKS = ".,;:!?()[]{}\"'“”‘’«»"
 
@@ -685,7 +688,12 @@ def _counted(words: Sequence[tuple[int, int]], text: str, numbers: np.ndarray) -
                     and text[words[i + 1][0]:words[i + 1][1]].strip(_WORD_MARKS).casefold() in _SCALES):
                 out[i + 1] = True
             continue
-        for j in range(i + 1, min(len(words), i + 1 + COUNTED_WORDS)):
+        first = i + 1
+        if (text[words[i][0]:words[i][1]].casefold() in _MULTIPLIERS and first < len(words)
+                and text[words[first][0]:words[first][1]].casefold() in ("the", "a", "an", "its", "their", "his", "her")):
+            out[first] = True  # "twice the fees": the determiner is part of what is multiplied
+            first += 1
+        for j in range(first, min(len(words), first + COUNTED_WORDS)):
             word = text[words[j][0]:words[j][1]]
             bare = word.strip(_PHRASE_BREAK + "\"'").casefold()
             if numbers[j] or bare in STOPWORDS or bare in _CONNECTIVE_WORDS:
@@ -909,7 +917,13 @@ def rebuild(original: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "no", "nos", "vs", "etc", "approx", "incl", "excl",
                             "fig", "figs", "art", "sec", "para", "ref", "dept", "est", "jan", "feb", "mar", "apr", "jun",
                             "jul", "aug", "sep", "sept", "oct", "nov", "dec", "co", "inc", "ltd", "corp", "jr", "sr",
-                            "mt", "ft", "op", "cf", "al", "viz", "resp"})
+                            "mt", "ft", "op", "cf", "al", "viz", "resp", "calif", "gov", "sen", "rep", "pres", "gen",
+                            "col", "capt", "lt", "sgt", "hon", "rev", "atty", "supt", "govt", "univ", "assn", "bros",
+                            "ave", "blvd", "rd", "vol", "vols", "pp", "ed", "eds", "max", "mon", "tue", "tues", "wed",
+                            "thu", "thur", "thurs", "fri", "sat", "sun", "wk", "mo", "yr", "yrs", "hr", "hrs", "min",
+                            "mins", "sec", "secs", "qty", "dia", "ext", "tel", "abbr", "corp", "mfg", "intl", "natl",
+                            "ariz", "colo", "conn", "fla", "ill", "ind", "kan", "mass", "mich", "minn", "miss", "nev",
+                            "okla", "ore", "penn", "tenn", "tex", "va", "wash", "wis"})
 
 
 def _dropped_end(original: str, words: Sequence[tuple[int, int]], last: int, nxt: int) -> str:

@@ -808,3 +808,34 @@ def test_other_scripts_and_short_quotations_inside_a_thinned_sentence_are_kept()
     assert kept == ['("keep', "it", "as", "simple", "as", 'possible")'], kept
     out = stage(rate=0.3)(make_doc(seg("a#0", text)), PLAN).segments[0].text
     assert '("keep it as simple as possible")' in out, out
+
+
+def test_a_multiplier_keeps_what_it_multiplies_and_once_is_a_number_word() -> None:
+    # QA s31 round 2: "capped at twice the fees paid in the twelve months …" became "capped twice the twelve months
+    # preceding." (a cap the source never stated), and "lisinopril 20 mg once daily, furosemide 40 mg" lost "once daily"
+    from odcf.stages.compress import forced_words
+
+    for text, must in [("liability is capped at twice the fees paid in the twelve months preceding the claim.",
+                        ["twice", "the", "fees", "paid"]),
+                       ("lisinopril 20 mg once daily, furosemide 40 mg", ["once", "daily,"])]:
+        w = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+        kept = [text[a:b] for (a, b), k in zip(w, forced_words(w, seg("a#0", text))) if k]
+        assert all(x in kept for x in must), kept
+
+
+def test_a_preposition_parsed_as_a_root_is_no_skeleton_and_an_abbreviation_ends_no_sentence() -> None:
+    # QA s31 round 2: "should arrive by Fri. at the latest." became "should arrive Fri. at." (the parser made "at" the
+    # root of a sentence after "Fri.", so the skeleton kept it), and a dropped "Calif." added a false full stop
+    from odcf.backends.ner import pipe
+    from odcf.backends.token_classifier import split_words
+    from odcf.stages.compress import skeleton_words
+
+    text = "The replacement parts should arrive by Fri. at the latest."
+    words = list(split_words(text))
+    keep = skeleton_words(words, next(iter(pipe([text], parse=True, ner=False))))
+    assert "at" not in [text[s:e] for (s, e), k in zip(words, keep) if k]
+    text = "The governor flew back from Sacramento, Calif. Tuesday to meet the dockworkers."
+    w = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    keep = np.ones(len(w), dtype=bool)
+    keep[6] = False  # "Calif."
+    assert rebuild(text, w, keep) == "The governor flew back from Sacramento, Tuesday to meet the dockworkers."
