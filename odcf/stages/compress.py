@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from odcf.backends.token_classifier import split_words
-from odcf.document import Document, Segment, TraceEvent
+from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.errors import PlanError, StageError
 from odcf.plan.model import Plan
 from odcf.plan.protection import DEFAULT_CONNECTIVES, WHOLE_CLAUSE_CONNECTIVES
@@ -624,11 +624,26 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment,
     # one measures stay with it ("between 2.6 and 2.7.1", not "2.6 2.7.1")
     protected = numbers.copy()
     for span in seg.protected:
-        protected |= (starts < span.end) & (ends > span.start)
+        protected |= (starts < _lead_in_trimmed(text, span)) & (ends > span.start)
     out = _bridged(words, text, forced | protected)
     out = _with_own(out, own) | _counted(words, text, numbers)
     labels = value_labels(words, text, protected) & ~out
     return out | labels, int(labels.sum())
+
+
+def _lead_in_trimmed(text: str, span: Span) -> int:
+    """Where a protected *span* ends for the token stage: a connective's span ("despite a 15% drop in", its clause
+    up to a word limit) without the words at its end that only lead into what follows (:data:`DANGLING_WORDS`),
+    which forced alone were delivered dangling ("… a 15% drop in."); any other span where it ends."""
+    if not span.rule.startswith("connective:"):
+        return span.end
+    end = span.end
+    while True:
+        inner = text[span.start:end].rstrip()
+        cut = inner.rfind(" ")
+        if cut <= 0 or inner[cut + 1:].casefold() not in DANGLING_WORDS:
+            return end
+        end = span.start + cut
 
 
 def _with_own(forced: np.ndarray, own: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:

@@ -22,15 +22,8 @@ from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.plan.model import Plan
 from odcf.plan.protection import not_a_connective
 from odcf.stages.base import Stage
-from odcf.textutil import (
-    DANGLING_WORDS,
-    RegexTimeout,
-    fold,
-    nfc_map,
-    phrase_regex,
-    regex_time_limit,
-)
 from odcf.textutil import HAN_RE as _CJK
+from odcf.textutil import RegexTimeout, fold, nfc_map, phrase_regex, regex_time_limit
 
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 # punctuation that ends a clause; a comma or dot inside a number ("$50,000", "3.5") does not
@@ -209,19 +202,12 @@ def _clause_end(text: str, pos: int, max_words: int) -> int:
     if _CJK.search(text[pos:pos + 2] or ""):
         # CJK: no spaces; take up to 8 characters of the clause
         return min(limit, pos + 8)
-    ends: list[int] = []
-    cut = False
-    for w in _WORD_RE.finditer(text, pos, limit):
-        if len(ends) >= max_words:
-            cut = True
+    end = pos
+    for count, w in enumerate(_WORD_RE.finditer(text, pos, limit)):
+        if count >= max_words:
             break
-        ends.append(w.end())
-    if cut:
-        # cut by the word limit, not the clause's end: a span never ends on a word that only leads into what
-        # follows ("despite a 15% drop in" → "despite a 15% drop"), which the token stage would keep dangling
-        while len(ends) > 1 and text[ends[-2]:ends[-1]].split()[-1].casefold() in DANGLING_WORDS:
-            ends.pop()
-    return ends[-1] if ends else pos
+        end = w.end()
+    return end
 
 
 def _dedupe(spans: tuple[Span, ...]) -> tuple[Span, ...]:
