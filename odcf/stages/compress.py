@@ -727,7 +727,7 @@ _UNITS = frozenset("mg mcg µg g kg t ml l cl dl mm cm m km in ft yd mi lb lbs o
                    "kb mb gb tb kbps mbps gbps hz khz mhz ghz w kw kwh mw v ma mah pcs pc x bps".split())
 #: Scale words after an amount: "£(4,274) thousand", "(1.2) million".
 _SCALES = frozenset({"thousand", "thousands", "million", "millions", "billion", "billions", "trillion", "bn", "mn",
-                     "m", "k", "'000", "’000", "000s"})
+                     "m", "k", "000", "000s"})
 #: Single connective words, which open a clause of their own and say nothing of the number before them.
 _CONNECTIVE_WORDS = frozenset(w for w in DEFAULT_CONNECTIVES if " " not in w)
 
@@ -936,7 +936,7 @@ _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "no", "nos", 
                             "col", "capt", "lt", "sgt", "hon", "rev", "atty", "supt", "govt", "univ", "assn", "bros",
                             "ave", "blvd", "rd", "vol", "vols", "pp", "ed", "eds", "max", "mon", "tue", "tues", "wed",
                             "thu", "thur", "thurs", "fri", "sat", "sun", "wk", "mo", "yr", "yrs", "hr", "hrs", "min",
-                            "mins", "sec", "secs", "qty", "dia", "ext", "tel", "abbr", "corp", "mfg", "intl", "natl",
+                            "mins", "secs", "qty", "dia", "ext", "tel", "abbr", "mfg", "intl", "natl",
                             "ariz", "colo", "conn", "fla", "ill", "ind", "kan", "mass", "mich", "minn", "miss", "nev",
                             "okla", "ore", "penn", "tenn", "tex", "va", "wash", "wis"})
 
