@@ -603,6 +603,8 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment,
     if not words:
         return forced, 0
     text = seg.original
+    starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
+    ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))
     for i, (s, e) in enumerate(words):
         if (e - s <= 3 and text[s:e] in OPERATOR_WORDS) or _OTHER_SCRIPT_RE.search(text, s, e):
             forced[i] = True
@@ -610,16 +612,13 @@ def _forced_and_labels(words: Sequence[tuple[int, int]], seg: Segment,
     # words in someone's mouth
     for q in _QUOTE_RE.finditer(text):
         if len(q.group(0).split()) <= QUOTE_WORDS:
-            forced |= (np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words)) < q.end()) & (
-                np.fromiter((e for _, e in words), dtype=np.int64, count=len(words)) > q.start())
+            forced |= (starts < q.end()) & (ends > q.start())
     # the line's own mark and label: who says it ("**User (dana@ops):**" over "Never touch prod"),
     # which heading or item it is ("#", "3.", "-")
     forced[:_lead_words(words, text)] = True
     numbers = own[1] if own is not None else np.zeros(len(words), dtype=bool)
     if not seg.protected and not numbers.any():
         return _with_own(forced, own), 0
-    starts = np.fromiter((s for s, _ in words), dtype=np.int64, count=len(words))
-    ends = np.fromiter((e for _, e in words), dtype=np.int64, count=len(words))
     # a number is a protected value whatever the ontology protects: what joins two of them and what
     # one measures stay with it ("between 2.6 and 2.7.1", not "2.6 2.7.1")
     protected = numbers.copy()
