@@ -132,6 +132,25 @@ def test_a_parquet_binary_column_is_read_as_utf8_text(tmp_path, ontology):
                                              "UTF-8 at byte 5")
 
 
+def test_a_null_context_is_named_as_null_in_jsonl_and_in_a_parquet_cell(tmp_path, ontology):
+    # QA s32/F #3: `"context": null` and a null Parquet cell (how a nullable column holds a missing
+    # text) were "record has neither 'context' (a string) nor 'sources' (a list)"
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    recs = records(1)
+    write_jsonl(tmp_path / "in.jsonl", [{"id": "null1", "context": None}, {"id": "num1", "context": 12345}, *recs])
+    pq.write_table(pa.table({"id": ["pnull", recs[0]["id"]], "context": [None, recs[0]["context"]]}),
+                   tmp_path / "in.parquet")
+    for name in ("in.jsonl", "in.parquet"):
+        s = run_batch(tmp_path / name, tmp_path / f"{name}.out.jsonl", config(ontology), workers=0)
+        assert s.records_out == 1
+    errors = read_jsonl(tmp_path / "in.jsonl.out.jsonl.errors.jsonl")
+    assert [e["error"] for e in errors] == ["'context' must be a string, got null",
+                                            "'context' must be a string, got a JSON number"]
+    (error,) = read_jsonl(tmp_path / "in.parquet.out.jsonl.errors.jsonl")
+    assert (error["id"], error["row"], error["error"]) == ("pnull", 0, "'context' must be a string, got null")
+
+
 def test_a_parquet_nan_where_the_query_goes_is_refused_not_read_as_text(tmp_path, ontology):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
