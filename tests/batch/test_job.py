@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import tracemalloc
 
@@ -259,6 +260,41 @@ def test_resume_refuses_a_changed_job_and_output_is_not_clobbered(tmp_path, onto
         run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0)
     with pytest.raises(OdcfError, match="already complete"):
         run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, resume=True)
+
+
+def test_a_refused_resume_names_only_the_fields_that_changed(tmp_path, ontology, monkeypatch):
+    # QA s32/F #4: "(inputs: was [{"format": "jsonl", "mtime_ns": 1796215548148198049, "name": "tinyc.jsonl",
+    # "si, now [{"name": …": each side cut mid-key, in its own key order, hiding that only mtime_ns changed
+    src = write_jsonl(tmp_path / "in.jsonl", records(4))
+    cfg = config(ontology)
+
+    def crash(self, chunk, rows):
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(PartStore, "write_part", crash)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2)
+    monkeypatch.undo()
+    before = src.stat().st_mtime_ns
+    text = src.read_text(encoding="utf-8")
+    src.write_text(text.replace("Paris", "PARIS", 1), encoding="utf-8")  # one word, same size
+    os.utime(src, ns=(before + 10**9, before + 10**9))
+    with pytest.raises(OdcfError) as info:
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2, resume=True)
+    assert str(info.value) == (f"cannot resume: the job changed since the interrupted run (inputs[0].mtime_ns: was "
+                               f"{before}, now {before + 10**9}); rerun with the same input and options, or pass "
+                               "--overwrite to start again")
+
+    # the fields in sorted order whatever the order the job file holds them in; lists entry by entry
+    store = PartStore(tmp_path / "out.jsonl")
+    job = json.loads((store.dir / "job.json").read_text(encoding="utf-8"))
+    job["config"] = dict(reversed(job["config"].items()), budget=500, strict=True)
+    job["inputs"] = [{"size": 3, "name": "a.jsonl", "format": "jsonl", "mtime_ns": 7}, *job["inputs"]]
+    (store.dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
+    with pytest.raises(OdcfError) as info:
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2, resume=True)
+    assert ("(config.budget: was 500, now null; config.strict: was true, now false; inputs: was a list of 2, "
+            "now a list of 1; and 4 more)") in str(info.value)
 
 
 def test_altered_parts_fail_loudly(tmp_path, ontology, monkeypatch):
