@@ -32,7 +32,7 @@ from typing import Any
 
 from odcf.batch.io import Key, ParquetRowsWriter, dumps
 from odcf.batch.items import SeenIds
-from odcf.errors import OdcfError
+from odcf.errors import InputError, OdcfError
 from odcf.fileio import AtomicFile
 
 logger = logging.getLogger(__name__)
@@ -97,7 +97,8 @@ def output_lock(output: str | os.PathLike[str]) -> Iterator[None]:
     out = Path(output)
     path = out.with_name(f".{out.name}.lock")
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        with _writing(path, "the lock file"):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -147,7 +148,8 @@ class PartStore:
         job = {"odcf_batch": JOB_FORMAT, **job}
         if self.dir.exists():
             if overwrite and not resume:
-                shutil.rmtree(self.dir)
+                with _writing(self.dir, "the parts folder (to remove the unfinished run's)"):
+                    shutil.rmtree(self.dir)
             elif not resume:
                 raise OdcfError(
                     f"{self.dir} holds an unfinished run: pass --resume to continue it, "
@@ -159,9 +161,10 @@ class PartStore:
                                 "pass --overwrite to run the job again")
             raise OdcfError(f"{self.output} exists: pass --overwrite to replace it")
         if not self.dir.exists():
-            self.dir.mkdir(parents=True)
-            with AtomicFile(self.dir / "job.json") as fh:
-                fh.write((json.dumps(job, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+            with _writing(self.dir, "the parts folder"):
+                self.dir.mkdir(parents=True)
+                with AtomicFile(self.dir / "job.json") as fh:
+                    fh.write((json.dumps(job, indent=2, sort_keys=True) + "\n").encode("utf-8"))
             return set(), {}
         return self._resume(job, counts, chunk_size)
 
@@ -212,7 +215,9 @@ class PartStore:
 
     def write_part(self, chunk: Chunk, rows: list[str]) -> None:
         """Write one finished chunk atomically."""
-        with AtomicFile(self.part_path(chunk)) as fh:
+        with _writing(self.part_path(chunk), "a part",
+                      hint="the parts written before it stay: rerun with --resume once it can be written"), \
+                AtomicFile(self.part_path(chunk)) as fh:
             fh.write("".join(r + "\n" for r in rows).encode("utf-8"))
 
     def read_part(self, chunk: Chunk, counts: list[int], chunk_size: int) -> Iterator[dict[str, Any]]:
@@ -244,6 +249,17 @@ class PartStore:
         missing = [c for c in order if not self.part_path(c).exists()]
         if missing:
             raise BatchIntegrityError(f"{len(missing)} chunk(s) have no part, first {missing[0]}")
+        try:
+            return self._assemble(order, counts, chunk_size, fmt)
+        except OSError as exc:
+            # the name of the file that failed: the error file, its temporary file, or else the output
+            name = os.path.basename(exc.filename) if exc.filename else ""
+            on_errors = name == self.errors_path.name or name.startswith(f".{self.errors_path.name}.")
+            path, what = (self.errors_path, "the error file") if on_errors else (self.output, "the output")
+            raise InputError(f"{path}: cannot write {what}: {exc.strerror or exc}; the parts stay in {self.dir}: "
+                             "rerun with --resume once it can be written") from exc
+
+    def _assemble(self, order: list[Chunk], counts: list[int], chunk_size: int, fmt: str) -> Assembled:
         out_n = err_n = tin = tout = queried = empty = over = warned = 0
         first_warning: str | None = None
         with AtomicFile(self.errors_path) as errors:
@@ -285,6 +301,17 @@ class PartStore:
                     )
         shutil.rmtree(self.dir)
         return Assembled(records_in, out_n, err_n, tin, tout, queried, empty, over, warned, first_warning)
+
+
+@contextmanager
+def _writing(path: str | os.PathLike[str], what: str, *, hint: str = "") -> Iterator[None]:
+    """Turn an :class:`OSError` of the block into one :class:`InputError`, ``PATH: cannot write WHAT:
+    REASON[; HINT]`` (QA s32/F #1: an unwritable folder was a PermissionError traceback from the
+    lock file's os.open)."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write {what}: {exc.strerror or exc}{'; ' + hint if hint else ''}") from exc
 
 
 def _diff(old: Any, new: Any, path: str = "") -> list[str]:
