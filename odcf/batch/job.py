@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -313,6 +314,22 @@ def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], 
         raise InputError(f"{output}: folder {out.parent} does not exist")
     if not out.parent.is_dir():
         raise InputError(f"{output}: {out.parent} is a file, not a folder")
+    # QA s32/F #5: the paths beside OUTPUT are checked as OUTPUT is, before any work: a folder at
+    # OUTPUT.errors.jsonl passed, the job compressed every record, then died in the assembly with a
+    # traceback; a file at OUTPUT.parts was "holds an unfinished run: pass --resume", which then failed
+    errors, parts = out.with_name(out.name + ".errors.jsonl"), out.with_name(out.name + ".parts")
+    if errors.is_dir():
+        raise InputError(f"{output}: {errors} is a folder, where odcf writes the error file; move it away")
+    if parts.exists() and not parts.is_dir():
+        raise InputError(f"{output}: {parts} is a file, where odcf keeps its parts folder; remove it")
+    # QA s32/F #1: a folder that cannot be written (EACCES, a read-only mount, `chattr +i`) was a
+    # PermissionError traceback from the lock file's os.open; a file made and dropped at once tells
+    # (root passes os.access whatever the folder's flags, so try it)
+    try:
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write in folder {out.parent}: {exc.strerror or exc}") from exc
 
 
 def _check_config(config: BatchConfig) -> Any:

@@ -121,6 +121,13 @@ def to_request(record: Any, *, query_field: str = DEFAULT_QUERY_FIELD, max_chars
     if has_context and has_sources:
         raise RecordError("record has both 'context' and 'sources'; give one of them")
     if not has_context and not has_sources:
+        # QA s32/F #3: `"context": null` (and a null Parquet cell, how a nullable column holds a
+        # missing text) was "record has neither 'context' … nor 'sources'": the key is there, its
+        # value is the wrong type, said as the other wrong types and a null id are
+        if "context" in record:
+            raise RecordError("'context' must be a string, got null")
+        if "sources" in record:
+            raise RecordError("'sources' must be a list of source objects, got null")
         raise RecordError("record has neither 'context' (a string) nor 'sources' (a list)")
     query = _check_query(record, query_field)
     if has_context:

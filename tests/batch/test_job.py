@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import base64
+import errno
 import json
+import os
 import re
 import tracemalloc
 
@@ -10,7 +12,7 @@ import pytest
 
 from odcf.batch import BatchConfig, BatchIntegrityError, run_batch
 from odcf.batch.parts import PartStore
-from odcf.errors import OdcfError
+from odcf.errors import InputError, OdcfError
 
 from .helpers import context_for, read_jsonl, records, write_jsonl
 
@@ -132,6 +134,25 @@ def test_a_parquet_binary_column_is_read_as_utf8_text(tmp_path, ontology):
                                              "UTF-8 at byte 5")
 
 
+def test_a_null_context_is_named_as_null_in_jsonl_and_in_a_parquet_cell(tmp_path, ontology):
+    # QA s32/F #3: `"context": null` and a null Parquet cell (how a nullable column holds a missing
+    # text) were "record has neither 'context' (a string) nor 'sources' (a list)"
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    recs = records(1)
+    write_jsonl(tmp_path / "in.jsonl", [{"id": "null1", "context": None}, {"id": "num1", "context": 12345}, *recs])
+    pq.write_table(pa.table({"id": ["pnull", recs[0]["id"]], "context": [None, recs[0]["context"]]}),
+                   tmp_path / "in.parquet")
+    for name in ("in.jsonl", "in.parquet"):
+        s = run_batch(tmp_path / name, tmp_path / f"{name}.out.jsonl", config(ontology), workers=0)
+        assert s.records_out == 1
+    errors = read_jsonl(tmp_path / "in.jsonl.out.jsonl.errors.jsonl")
+    assert [e["error"] for e in errors] == ["'context' must be a string, got null",
+                                            "'context' must be a string, got a JSON number"]
+    (error,) = read_jsonl(tmp_path / "in.parquet.out.jsonl.errors.jsonl")
+    assert (error["id"], error["row"], error["error"]) == ("pnull", 0, "'context' must be a string, got null")
+
+
 def test_a_parquet_nan_where_the_query_goes_is_refused_not_read_as_text(tmp_path, ontology):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -242,6 +263,41 @@ def test_resume_refuses_a_changed_job_and_output_is_not_clobbered(tmp_path, onto
         run_batch(src, tmp_path / "out.jsonl", config(ontology), workers=0, resume=True)
 
 
+def test_a_refused_resume_names_only_the_fields_that_changed(tmp_path, ontology, monkeypatch):
+    # QA s32/F #4: "(inputs: was [{"format": "jsonl", "mtime_ns": 1796215548148198049, "name": "tinyc.jsonl",
+    # "si, now [{"name": …": each side cut mid-key, in its own key order, hiding that only mtime_ns changed
+    src = write_jsonl(tmp_path / "in.jsonl", records(4))
+    cfg = config(ontology)
+
+    def crash(self, chunk, rows):
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(PartStore, "write_part", crash)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2)
+    monkeypatch.undo()
+    before = src.stat().st_mtime_ns
+    text = src.read_text(encoding="utf-8")
+    src.write_text(text.replace("Paris", "PARIS", 1), encoding="utf-8")  # one word, same size
+    os.utime(src, ns=(before + 10**9, before + 10**9))
+    with pytest.raises(OdcfError) as info:
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2, resume=True)
+    assert str(info.value) == (f"cannot resume: the job changed since the interrupted run (inputs[0].mtime_ns: was "
+                               f"{before}, now {before + 10**9}); rerun with the same input and options, or pass "
+                               "--overwrite to start again")
+
+    # the fields in sorted order whatever the order the job file holds them in; lists entry by entry
+    store = PartStore(tmp_path / "out.jsonl")
+    job = json.loads((store.dir / "job.json").read_text(encoding="utf-8"))
+    job["config"] = dict(reversed(job["config"].items()), budget=500, strict=True)
+    job["inputs"] = [{"size": 3, "name": "a.jsonl", "format": "jsonl", "mtime_ns": 7}, *job["inputs"]]
+    (store.dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
+    with pytest.raises(OdcfError) as info:
+        run_batch(src, tmp_path / "out.jsonl", cfg, workers=0, chunk_size=2, resume=True)
+    assert ("(config.budget: was 500, now null; config.strict: was true, now false; inputs: was a list of 2, "
+            "now a list of 1; and 4 more)") in str(info.value)
+
+
 def test_altered_parts_fail_loudly(tmp_path, ontology, monkeypatch):
     src = write_jsonl(tmp_path / "in.jsonl", records(4))
     real_write = PartStore.write_part
@@ -326,6 +382,98 @@ def test_the_error_file_or_a_bad_place_for_the_output_is_refused_before_any_work
     with pytest.raises(OdcfError, match="workers must be 0"):
         run_batch(src, tmp_path / "o.jsonl", config(ontology), workers=-3)
     assert not (tmp_path / "o.jsonl.parts").exists()
+
+
+def test_the_paths_beside_the_output_are_checked_before_any_work(tmp_path, ontology, monkeypatch):
+    # QA s32/F #5: a folder at OUTPUT.errors.jsonl passed the checks, the job compressed every record,
+    # then died in the assembly with IsADirectoryError; a file at OUTPUT.parts was told "pass --resume",
+    # and --resume then failed with "Not a directory"
+    src = write_jsonl(tmp_path / "in.jsonl", records(3))
+    monkeypatch.setattr(PartStore, "begin", lambda *a, **k: pytest.fail("the job started"))
+    (tmp_path / "y.jsonl.errors.jsonl").mkdir()
+    for resume, overwrite in ((False, False), (False, True), (True, False)):
+        with pytest.raises(OdcfError) as info:
+            run_batch(src, tmp_path / "y.jsonl", config(ontology), workers=0, resume=resume, overwrite=overwrite)
+        assert str(info.value) == (f"{tmp_path / 'y.jsonl'}: {tmp_path / 'y.jsonl.errors.jsonl'} is a folder, where "
+                                   "odcf writes the error file; move it away")
+    (tmp_path / "x.jsonl.parts").write_text("", encoding="utf-8")
+    for resume, overwrite in ((False, False), (False, True), (True, False)):
+        with pytest.raises(OdcfError) as info:
+            run_batch(src, tmp_path / "x.jsonl", config(ontology), workers=0, resume=resume, overwrite=overwrite)
+        assert str(info.value) == (f"{tmp_path / 'x.jsonl'}: {tmp_path / 'x.jsonl.parts'} is a file, where odcf "
+                                   "keeps its parts folder; remove it")
+
+
+def _refuse(monkeypatch, name, where, err=errno.EACCES):
+    """Make ``os.NAME`` fail with *err* for *where* and the paths in it (no root tricks: root writes anywhere)."""
+    real = getattr(os, name)
+
+    def fake(path, *args, **kwargs):
+        if os.fspath(path) == os.fspath(where) or os.path.dirname(os.fspath(path)) == os.fspath(where):
+            raise OSError(err, os.strerror(err), os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, name, fake)
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line_before_any_work(tmp_path, ontology, monkeypatch, capsys):
+    # QA s32/F #1: a folder the job cannot write in (EACCES; EPERM under `chattr +i`) was a PermissionError
+    # traceback from the lock file's os.open in output_lock
+    from odcf.cli.main import main
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(3))
+    (tmp_path / "ro").mkdir()
+    out = tmp_path / "ro" / "o.jsonl"
+    _refuse(monkeypatch, "open", tmp_path / "ro")
+    monkeypatch.setattr(PartStore, "begin", lambda *a, **k: pytest.fail("the job started"))
+    assert main(["batch", str(src), str(out), "--ontology", ontology, "--workers", "0", "--no-progress"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"odcf batch: error: {out}: cannot write in folder {tmp_path / 'ro'}: Permission denied"]
+
+
+def test_every_write_of_a_job_that_fails_is_one_clear_error(tmp_path, ontology, monkeypatch):
+    # QA s32/F #1: the lock, the parts folder, a part, the output and the error file: an OSError in any
+    # of them is "PATH: cannot write WHAT: REASON", never a traceback
+    from odcf.batch.parts import output_lock
+
+    src = write_jsonl(tmp_path / "in.jsonl", records(4))
+    out = tmp_path / "out.jsonl"
+    with monkeypatch.context() as m:
+        _refuse(m, "open", tmp_path, errno.EPERM)
+        with pytest.raises(InputError, match=re.escape(f"{tmp_path / '.out.jsonl.lock'}: cannot write the lock "
+                                                       "file: Operation not permitted")):
+            with output_lock(out):
+                pass
+    with monkeypatch.context() as m:
+        _refuse(m, "mkdir", tmp_path / "out.jsonl.parts")
+        with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'out.jsonl.parts'}: cannot write the parts "
+                                                       "folder: Permission denied")):
+            run_batch(src, out, config(ontology), workers=0, chunk_size=2)
+    with monkeypatch.context() as m:
+        real = PartStore.write_part
+        m.setattr(PartStore, "write_part", lambda self, chunk, rows: (
+            _refuse(m, "open", self.dir, errno.ENOSPC) if chunk == (0, 1) else None, real(self, chunk, rows)))
+        with pytest.raises(InputError) as info:
+            run_batch(src, out, config(ontology), workers=0, chunk_size=2)
+    assert str(info.value) == (f"{tmp_path / 'out.jsonl.parts' / 'part-00000-000001.jsonl'}: cannot write a part: "
+                               "No space left on device; the parts written before it stay: rerun with --resume once "
+                               "it can be written")
+    for target, what in ((out, "the output"), (tmp_path / "out.jsonl.errors.jsonl", "the error file")):
+        with monkeypatch.context() as m:
+            real_replace = os.replace
+
+            def replace(src_path, dst, *, target=target):
+                if os.fspath(dst) == os.fspath(target):
+                    raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(src_path))
+                return real_replace(src_path, dst)
+
+            m.setattr(os, "replace", replace)
+            with pytest.raises(InputError) as info:
+                run_batch(src, out, config(ontology), workers=0, chunk_size=2, resume=True)
+        assert str(info.value) == (f"{target}: cannot write {what}: Read-only file system; the parts stay in "
+                                   f"{tmp_path / 'out.jsonl.parts'}: rerun with --resume once it can be written")
+    s = run_batch(src, out, config(ontology), workers=0, chunk_size=2, resume=True)
+    assert (s.records_out, s.resumed_records) == (4, 4)
 
 
 def test_a_second_run_on_the_same_output_is_refused_while_the_first_holds_it(tmp_path, ontology):

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -106,3 +107,54 @@ def test_sigterm_ends_the_run_with_one_line_that_says_how_to_resume(tmp_path, on
     done = sum(1 for part in parts.glob("part-*.jsonl") for _ in part.open())
     assert err.strip().splitlines() == [f"odcf: terminated; rerun with --resume to continue ({done} of {N} records done)"]
     assert 0 < done < N and not (tmp_path / ".out.jsonl.lock").exists()
+
+
+#: A ``sitecustomize`` that keeps every worker in its pool initializer (loading its models) for a minute,
+#: after it has said so in a file: the window in which QA s32/F #2 pressed Ctrl-C.
+SLOW_WARM_UP = textwrap.dedent("""
+    import os, time
+    from pathlib import Path
+    from odcf.batch.worker import Worker
+
+    def warm_up(self):
+        Path(os.environ["ODCF_TEST_WARMING"]).write_text(str(os.getpid()))
+        time.sleep(60)
+        return self
+
+    Worker.warm_up = warm_up
+""")
+
+
+def test_ctrl_c_while_the_workers_load_their_models_prints_only_the_one_line(tmp_path, ontology):
+    # QA s32/F #2: Ctrl-C (SIGINT to the process group, as a terminal sends it) while a worker was still in
+    # its initializer printed "Exception in initializer: Traceback … KeyboardInterrupt" (~25 lines) before
+    # "odcf: interrupted; …": the workers ignore SIGINT, and the driver stops them
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SLOW_WARM_UP, encoding="utf-8")
+    src = write_jsonl(tmp_path / "in.jsonl", records(8))
+    out = tmp_path / "out.jsonl"
+    warming = tmp_path / "warming"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ODCF_TEST_WARMING": str(warming),
+           "PYTHONPATH": os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    args = [str(src), str(out), "--ontology", ontology, "--role", "writer", "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(odcf_cmd(*args), env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not warming.exists():
+            time.sleep(0.02)
+        assert proc.poll() is None and warming.exists(), f"no worker reached its initializer: {proc.communicate()}"
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        stopped = time.monotonic() - t0
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["odcf: interrupted; rerun with --resume to continue (0 of 8 records done)"]
+    assert stopped < 20  # the driver stopped the workers: it did not wait out their minute of loading
+    assert not (tmp_path / ".out.jsonl.lock").exists()

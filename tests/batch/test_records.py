@@ -39,6 +39,10 @@ def test_custom_query_field():
     ({"id": "", "context": "x"}, "'id' is an empty string"),
     ({"id": [1], "context": "x"}, "'id' must be a string or an integer, got a JSON array"),
     ({"id": "a"}, "record has neither 'context'"),
+    # QA s32/F #3: a null context (a null Parquet cell too) was "record has neither 'context' … nor 'sources'"
+    ({"id": "a", "context": None}, "'context' must be a string, got null"),
+    ({"id": "a", "sources": None}, "'sources' must be a list of source objects, got null"),
+    ({"id": "a", "context": None, "sources": None}, "'context' must be a string, got null"),
     ({"id": "a", "context": "x", "sources": [{"text": "y"}]}, "record has both 'context' and 'sources'"),
     ({"id": "a", "context": 5}, "'context' must be a string, got a JSON number"),
     ({"id": "a", "context": "  \n "}, "empty context: nothing to compress"),
