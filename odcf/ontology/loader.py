@@ -196,7 +196,17 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
     lines: dict[PathKey, int] = {(): data.line}
     where: dict[int, PathKey] = {}
     problems: list[Problem] = []
-    plain = _plain(data, (), lines, where, set(), problems, source)
+    try:
+        plain = _Plain(lines, where, problems, source).walk(data, (), None)
+    except _AliasBomb as bomb:
+        message = (f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias stands for a copy of "
+                   "everything under its anchor, and an alias of an alias multiplies them); odcf reads at most "
+                   f"{MAX_ALIAS_NODES} nodes repeated through aliases: write the repeated part out, or repeat it less")
+        # an alias in a list has the line of its anchor (libyaml composes both into one node): name the key
+        at = bomb.path
+        while at and isinstance(at[-1], int):
+            at = at[:-1]
+        return None, {}, [Problem(source, _line(lines, at), format_path(_str_path(at)), message)]
     for mapping, key, line, first in loader.duplicates:
         path = where.get(id(mapping), ()) + (key,)
         problems.append(Problem(source, line, format_path(_str_path(path)), f"duplicate key {key!r} (first written at line {first})"))
@@ -306,32 +316,68 @@ def _reader_error(text: str, exc: yaml.reader.ReaderError) -> tuple[int | None, 
     return before + 1, "", f"invalid YAML: {what}"
 
 
-def _plain(obj: Any, path: PathKey, lines: dict[PathKey, int], where: dict[int, PathKey],
-           active: set[int], problems: list[Problem], source: str) -> Any:
-    if isinstance(obj, (_Map, _Seq)):
-        if id(obj) in active:
-            problems.append(Problem(source, obj.line, format_path(_str_path(path)), "recursive YAML alias"))
+#: The most nodes a file may repeat through YAML aliases (each alias counts every node under its anchor).
+#: QA s32: a 324-byte file of seven anchors, each a list of nine aliases of the one before (a "billion
+#: laughs"), stood for 9**7 nodes; walking every copy took 62 s and 1.25 GB to report "unknown key".
+MAX_ALIAS_NODES = 100_000
+
+
+class _AliasBomb(Exception):
+    """Raised past :data:`MAX_ALIAS_NODES` repeated nodes; *path* is the alias being expanded then."""
+
+    def __init__(self, path: PathKey) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class _Plain:
+    """Turns the loader's :class:`_Map`/:class:`_Seq` into plain dicts and lists, recording the line
+    of every key path in *lines* and the first path of every mapping in *where*.
+
+    An alias is the same object as its anchor, so it is walked again under the alias's path (its
+    keys then have lines there too); the nodes walked again are counted, and past
+    :data:`MAX_ALIAS_NODES` the walk stops with :class:`_AliasBomb`: what follows (pydantic, the
+    state schema checks, the plan) would walk every copy too.
+    """
+
+    def __init__(self, lines: dict[PathKey, int], where: dict[int, PathKey], problems: list[Problem],
+                 source: str) -> None:
+        self.lines, self.where, self.problems, self.source = lines, where, problems, source
+        self.active: set[int] = set()
+        self.repeated = 0
+
+    def walk(self, obj: Any, path: PathKey, alias: PathKey | None) -> Any:
+        """*obj* as plain data; *alias* is the path of the alias this copy is walked under (None: written)."""
+        container = isinstance(obj, (_Map, _Seq))
+        if container and id(obj) in self.active:
+            self.problems.append(Problem(self.source, obj.line, format_path(_str_path(path)), "recursive YAML alias"))
             return None
-        active.add(id(obj))
-        where.setdefault(id(obj), path)
-    try:
-        if isinstance(obj, _Map):
-            out: dict[Any, Any] = {}
-            for key, value in obj.items():
-                child = path + (key,)
-                lines[child] = obj.key_lines.get(key, obj.line)
-                out[key] = _plain(value, child, lines, where, active, problems, source)
-            return out
-        if isinstance(obj, _Seq):
+        if container and alias is None and id(obj) in self.where:
+            alias = path  # walked before: this is an alias (or a `<<:` merge) of it
+        if alias is not None:
+            self.repeated += 1
+            if self.repeated > MAX_ALIAS_NODES:
+                raise _AliasBomb(alias)
+        if not container:
+            return obj
+        self.where.setdefault(id(obj), path)
+        self.active.add(id(obj))
+        try:
+            if isinstance(obj, _Map):
+                out: dict[Any, Any] = {}
+                for key, value in obj.items():
+                    child = path + (key,)
+                    self.lines[child] = obj.key_lines.get(key, obj.line)
+                    out[key] = self.walk(value, child, alias)
+                return out
             items: list[Any] = []
             for i, value in enumerate(obj):
                 child = path + (i,)
-                lines[child] = obj.item_lines[i] if i < len(obj.item_lines) else obj.line
-                items.append(_plain(value, child, lines, where, active, problems, source))
+                self.lines[child] = obj.item_lines[i] if i < len(obj.item_lines) else obj.line
+                items.append(self.walk(value, child, alias))
             return items
-        return obj
-    finally:
-        active.discard(id(obj))
+        finally:
+            self.active.discard(id(obj))
 
 
 def _str_path(path: PathKey) -> tuple[str | int, ...]:

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from odcf.errors import OntologyError
-from odcf.ontology.loader import load_ontology, loads_ontology, resolve_ontology
+from odcf.ontology.loader import (
+    MAX_ALIAS_NODES,
+    load_ontology,
+    loads_ontology,
+    resolve_ontology,
+)
 from odcf.ontology.schema import ESSENTIAL_STAGES, STAGE_NAMES
 from odcf.plan.compiler import compile_plan
 
@@ -678,3 +683,31 @@ def test_the_bundled_ontologies_hold_no_alternation_spelt_two_ways():
         plan = compile_plan(load_ontology(name))
         assert plan.protection.anchors
         assert [a.name for a in plan.protection.anchors if ambiguous_alternation(re.compile(a.pattern, a.flags))] == []
+
+
+# -- QA s32 -------------------------------------------------------------------------------------------
+def test_a_yaml_alias_bomb_is_refused_with_one_problem_not_expanded():
+    # QA s32: a 324-byte file of anchors, each a list of aliases of the one before, stood for 9**7 nodes;
+    # the loader walked every copy (62 s, 1.25 GB) to report "unknown key". Here 7**6 nodes: refused at the
+    # key where the repeats pass the limit, the only problem (what it stands for is never checked)
+    levels = ["x0: &l0 [" + ", ".join(["lol"] * 7) + "]"]
+    levels += [f"x{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 7) + "]" for i in range(1, 6)]
+    got = problems_of(MINIMAL + "\n".join(levels) + "\n")
+    assert got == [(f"t.yaml:10: x5: YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias stands for a "
+                    "copy of everything under its anchor, and an alias of an alias multiplies them); odcf reads at "
+                    f"most {MAX_ALIAS_NODES} nodes repeated through aliases: write the repeated part out, or repeat "
+                    "it less")], got
+    assert MAX_ALIAS_NODES == 100_000  # the limit the README states
+    # where the copies pass it under another key, that key is named
+    got = problems_of("\n".join(levels[:5]) + "\n" + MINIMAL + "    keywords: [*l4, *l4, *l4, *l4, *l4, *l4]\n")
+    assert len(got) == 1 and got[0].startswith("t.yaml:10: concepts[0].keywords: YAML aliases expand to more than"), got
+
+
+def test_aliases_below_the_limit_load_as_their_copies_with_the_lines_of_the_written_nodes():
+    ont = loads_ontology(with_minimal(
+        "protect:\n  terms: &t [force majeure, gross negligence]\n  markers: *t\n"
+        "roles:\n  writer: {budget: 5, required: &l [instruction, fact]}\n  planner: {required: *l}\n"))
+    assert ont.protect.markers == ("force majeure", "gross negligence")
+    assert ont.roles["planner"].required == ("instruction", "fact")
+    assert ont.line_of(("protect", "markers")) == 7 and ont.line_of(("roles", "planner", "required")) == 10
+
