@@ -286,6 +286,29 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             id="markers-empty",
         ),
         pytest.param(
+            # QA s32: an empty role list was read as absent: `forbidden:` meant to forbid nothing kept the
+            # preset's [reasoning] forbidden
+            MINIMAL + "roles:\n  writer:\n    forbidden:\n",
+            "t.yaml:7: roles.writer.forbidden: expected a list, got nothing (an empty value): write `forbidden: []` "
+            "for none, or leave the key out to keep the preset's list",
+            id="role-forbidden-empty",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  r2: {budget: 10, required: }\n",
+            "t.yaml:6: roles.r2.required: expected a list, got nothing (an empty value)",
+            id="role-required-empty",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  r2: {budget: 10, optional: }\n",
+            "t.yaml:6: roles.r2.optional: expected a list, got nothing (an empty value)",
+            id="role-optional-empty",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  r2: {budget: 10, categories: }\n",
+            "t.yaml:6: roles.r2.categories: expected a list, got nothing (an empty value)",
+            id="role-categories-empty",
+        ),
+        pytest.param(
             "odcf: 1\ndomain: demo\nconcepts: []\n",
             "t.yaml:3: concepts: at least one concept is required",
             id="no-concepts",
@@ -710,4 +733,12 @@ def test_aliases_below_the_limit_load_as_their_copies_with_the_lines_of_the_writ
     assert ont.protect.markers == ("force majeure", "gross negligence")
     assert ont.roles["planner"].required == ("instruction", "fact")
     assert ont.line_of(("protect", "markers")) == 7 and ont.line_of(("roles", "planner", "required")) == 10
+
+
+def test_empty_role_lists_are_errors_and_an_empty_list_forbids_nothing():
+    got = problems_of(with_minimal("roles:\n  writer:\n    forbidden:\n  r2: {budget: 10, required: , optional: }\n"))
+    assert [p.split(": expected")[0] for p in got] == [
+        "t.yaml:7: roles.writer.forbidden", "t.yaml:8: roles.r2.optional", "t.yaml:8: roles.r2.required"], got
+    plan = compile_plan(loads_ontology(with_minimal("roles:\n  writer:\n    forbidden: []\n")))
+    assert plan.role("writer").forbidden == ()
 
