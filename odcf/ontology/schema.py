@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from odcf.errors import Problem
+from odcf.textutil import quote_pattern
 
 FORMAT_VERSION = 1
 
@@ -323,7 +324,8 @@ class Ontology(_Model):
 
 
 def format_path(path: tuple[str | int, ...] | list[str | int]) -> str:
-    """``("protect", "anchors", 3, "pattern")`` -> ``protect.anchors[3].pattern``."""
+    r"""``("protect", "anchors", 3, "pattern")`` -> ``protect.anchors[3].pattern``; any other key in
+    ``['…']`` as YAML single quotes write it (``patternProperties['^\d+$']``, the regex as written)."""
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -331,7 +333,7 @@ def format_path(path: tuple[str | int, ...] | list[str | int]) -> str:
         elif re.fullmatch(r"[\w$-]+", part):
             out += f".{part}" if out else part
         else:
-            out += f"[{part!r}]"
+            out += f"[{quote_pattern(part)}]"  # as YAML single quotes write it: a patternProperties key is a regex
     return out
 
 

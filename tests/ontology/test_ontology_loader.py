@@ -133,8 +133,14 @@ def test_bad_file_reports_every_problem_with_exact_lines():
         ),
         pytest.param(
             MINIMAL + "relations:\n  - from: refnd\n    to: refund\n",
-            "t.yaml:6: relations[0].from: relation to unknown concept 'refnd' (did you mean 'refund'?)",
+            # QA s32: the `from` side was worded "relation to unknown concept"
+            "t.yaml:6: relations[0].from: relation from unknown concept 'refnd' (did you mean 'refund'?)",
             id="relation-unknown-concept",
+        ),
+        pytest.param(
+            MINIMAL + "relations:\n  - from: refund\n    to: refnd\n",
+            "t.yaml:7: relations[0].to: relation to unknown concept 'refnd' (did you mean 'refund'?)",
+            id="relation-to-unknown-concept",
         ),
         pytest.param(
             MINIMAL + "roles:\n  planner:\n    budget: -5\n",
@@ -553,7 +559,8 @@ def test_backtracking_after_a_literal_opening_and_in_state_patterns_is_reported(
     got = [str(p) for p in info.value.problems]
     assert len(got) == 3, got
     assert "protect.anchors[0].pattern: pattern backtracks catastrophically: searching 'ID-" in got[0]
-    assert "state.codes.patternProperties['^X-(\\\\d+)+$']: pattern backtracks catastrophically" in got[2]
+    # QA s32: the key in the path is the regex as written in single quotes, not its repr ('^X-(\\\\d+)+$')
+    assert "state.codes.patternProperties['^X-(\\d+)+$']: pattern backtracks catastrophically" in got[2]
     assert "state.progress.pattern: pattern backtracks catastrophically: searching 'aaaa" in " ".join(got)
 
 
@@ -742,3 +749,22 @@ def test_empty_role_lists_are_errors_and_an_empty_list_forbids_nothing():
     plan = compile_plan(loads_ontology(with_minimal("roles:\n  writer:\n    forbidden: []\n")))
     assert plan.role("writer").forbidden == ()
 
+
+def test_a_typo_of_a_missing_required_key_is_one_problem_saying_it_is_required():
+    # QA s32: `{from: c, too: c}` was "required key 'to' is missing" and then "unknown key 'too' (did you
+    # mean 'to'?)": one mistake, two problems, the first sending the user to add a key they had written
+    got = problems_of(with_minimal("relations:\n  - {from: refund, too: refund}\n"
+                                   "roles:\n  triage: {buget: 500}\n  anchros: {budget: 5}\n"))
+    assert got == [
+        ("t.yaml:6: relations[0].too: unknown key 'too' (did you mean 'to'? 'to' is required); "
+         "known keys here: from, to, type"),
+        ("t.yaml:8: roles.triage.buget: unknown key 'buget' (did you mean 'budget'? 'budget' is required: 'triage' "
+         "is not a preset role (presets: researcher, planner, writer, reviewer, executor, fixer)); "
+         "known keys here: budget, required, optional, forbidden, unit, categories"),
+    ], got
+    # a key that is missing with no look-alike, and a look-alike of a key that is given, stay as they were
+    got = problems_of(with_minimal("relations:\n  - {from: refund, type: x, tipe: y}\n"))
+    assert got == [
+        "t.yaml:6: relations[0].tipe: unknown key 'tipe' (did you mean 'type'?); known keys here: from, to, type",
+        "t.yaml:6: relations[0].to: required key 'to' is missing",
+    ], got
