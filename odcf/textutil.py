@@ -51,6 +51,21 @@ def json_kind(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
+def quote_pattern(pattern: str) -> str:
+    r"""*pattern* in a message as it is written in YAML single quotes: a backslash stays one backslash
+    and a ``'`` is doubled, so the text can be copied back into the file. QA s32: a state pattern written
+    ``'^CLM-\d{4}-\d{6}$'`` was quoted as Python's repr, ``'^CLM-\\d{4}-\\d{6}$'``, which in single
+    quotes matches a backslash and a ``d``. A pattern holding a character that does not print (a control
+    character, which the ontology check refuses) is quoted as Python's repr, which shows it as an escape.
+
+    >>> print(quote_pattern(r"^CLM-\d{4}$"), quote_pattern("it's"), quote_pattern("a\x08b"))
+    '^CLM-\d{4}$' 'it''s' 'a\x08b'
+    """
+    if not pattern.isprintable():
+        return repr(pattern)
+    return "'" + pattern.replace("'", "''") + "'"
+
+
 def is_json(value: Any, kind: str) -> bool:
     """Whether a parsed JSON *value* is of the JSON type *kind* (``integer`` is not ``true``)."""
     if kind == "integer":

@@ -148,7 +148,7 @@ def test_the_state_layer_is_checked_against_the_plan_schema(plan):
     state_warnings = [w for w in r.record["warnings"] if w.startswith("state source s:")]
     assert state_warnings == [
         "state source s: /: Additional properties are not allowed ('x' was unexpected)",
-        "state source s: /task_progress: 'halfway' does not match '^step_\\\\d+_of_\\\\d+$'",
+        "state source s: /task_progress: 'halfway' does not match '^step_\\d+_of_\\d+$'",
         "state source s: /user_preferences: 'none' is not of type 'array'",
     ]
     with pytest.raises(InputError, match=r"(?s)does not validate.*'x' was unexpected.*halfway.*'none'"):

@@ -196,7 +196,17 @@ def _parse_yaml(raw: bytes, source: str) -> tuple[Any, dict[PathKey, int], list[
     lines: dict[PathKey, int] = {(): data.line}
     where: dict[int, PathKey] = {}
     problems: list[Problem] = []
-    plain = _plain(data, (), lines, where, set(), problems, source)
+    try:
+        plain = _Plain(lines, where, problems, source).walk(data, (), None)
+    except _AliasBomb as bomb:
+        message = (f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias stands for a copy of "
+                   "everything under its anchor, and an alias of an alias multiplies them); odcf reads at most "
+                   f"{MAX_ALIAS_NODES} nodes repeated through aliases: write the repeated part out, or repeat it less")
+        # an alias in a list has the line of its anchor (libyaml composes both into one node): name the key
+        at = bomb.path
+        while at and isinstance(at[-1], int):
+            at = at[:-1]
+        return None, {}, [Problem(source, _line(lines, at), format_path(_str_path(at)), message)]
     for mapping, key, line, first in loader.duplicates:
         path = where.get(id(mapping), ()) + (key,)
         problems.append(Problem(source, line, format_path(_str_path(path)), f"duplicate key {key!r} (first written at line {first})"))
@@ -306,32 +316,68 @@ def _reader_error(text: str, exc: yaml.reader.ReaderError) -> tuple[int | None, 
     return before + 1, "", f"invalid YAML: {what}"
 
 
-def _plain(obj: Any, path: PathKey, lines: dict[PathKey, int], where: dict[int, PathKey],
-           active: set[int], problems: list[Problem], source: str) -> Any:
-    if isinstance(obj, (_Map, _Seq)):
-        if id(obj) in active:
-            problems.append(Problem(source, obj.line, format_path(_str_path(path)), "recursive YAML alias"))
+#: The most nodes a file may repeat through YAML aliases (each alias counts every node under its anchor).
+#: QA s32: a 324-byte file of seven anchors, each a list of nine aliases of the one before (a "billion
+#: laughs"), stood for 9**7 nodes; walking every copy took 62 s and 1.25 GB to report "unknown key".
+MAX_ALIAS_NODES = 100_000
+
+
+class _AliasBomb(Exception):
+    """Raised past :data:`MAX_ALIAS_NODES` repeated nodes; *path* is the alias being expanded then."""
+
+    def __init__(self, path: PathKey) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class _Plain:
+    """Turns the loader's :class:`_Map`/:class:`_Seq` into plain dicts and lists, recording the line
+    of every key path in *lines* and the first path of every mapping in *where*.
+
+    An alias is the same object as its anchor, so it is walked again under the alias's path (its
+    keys then have lines there too); the nodes walked again are counted, and past
+    :data:`MAX_ALIAS_NODES` the walk stops with :class:`_AliasBomb`: what follows (pydantic, the
+    state schema checks, the plan) would walk every copy too.
+    """
+
+    def __init__(self, lines: dict[PathKey, int], where: dict[int, PathKey], problems: list[Problem],
+                 source: str) -> None:
+        self.lines, self.where, self.problems, self.source = lines, where, problems, source
+        self.active: set[int] = set()
+        self.repeated = 0
+
+    def walk(self, obj: Any, path: PathKey, alias: PathKey | None) -> Any:
+        """*obj* as plain data; *alias* is the path of the alias this copy is walked under (None: written)."""
+        container = isinstance(obj, (_Map, _Seq))
+        if container and id(obj) in self.active:
+            self.problems.append(Problem(self.source, obj.line, format_path(_str_path(path)), "recursive YAML alias"))
             return None
-        active.add(id(obj))
-        where.setdefault(id(obj), path)
-    try:
-        if isinstance(obj, _Map):
-            out: dict[Any, Any] = {}
-            for key, value in obj.items():
-                child = path + (key,)
-                lines[child] = obj.key_lines.get(key, obj.line)
-                out[key] = _plain(value, child, lines, where, active, problems, source)
-            return out
-        if isinstance(obj, _Seq):
+        if container and alias is None and id(obj) in self.where:
+            alias = path  # walked before: this is an alias (or a `<<:` merge) of it
+        if alias is not None:
+            self.repeated += 1
+            if self.repeated > MAX_ALIAS_NODES:
+                raise _AliasBomb(alias)
+        if not container:
+            return obj
+        self.where.setdefault(id(obj), path)
+        self.active.add(id(obj))
+        try:
+            if isinstance(obj, _Map):
+                out: dict[Any, Any] = {}
+                for key, value in obj.items():
+                    child = path + (key,)
+                    self.lines[child] = obj.key_lines.get(key, obj.line)
+                    out[key] = self.walk(value, child, alias)
+                return out
             items: list[Any] = []
             for i, value in enumerate(obj):
                 child = path + (i,)
-                lines[child] = obj.item_lines[i] if i < len(obj.item_lines) else obj.line
-                items.append(_plain(value, child, lines, where, active, problems, source))
+                self.lines[child] = obj.item_lines[i] if i < len(obj.item_lines) else obj.line
+                items.append(self.walk(value, child, alias))
             return items
-        return obj
-    finally:
-        active.discard(id(obj))
+        finally:
+            self.active.discard(id(obj))
 
 
 def _str_path(path: PathKey) -> tuple[str | int, ...]:
@@ -379,9 +425,19 @@ _EXPECTED = {
 }
 
 
-def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: str) -> list[Problem]:
-    out: list[Problem] = []
-    for err in exc.errors(include_url=False):
+def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: str,
+                       data: Mapping[Any, Any]) -> list[Problem]:
+    out: list[tuple[PathKey | None, Problem]] = []  # (the missing key's path, for a "missing" problem)
+    errors = exc.errors(include_url=False)
+    # a required key that is missing, by the mapping it is missing from, and why it is required ("": the schema says so)
+    missing: dict[PathKey, dict[str, str]] = {}
+    for err in errors:
+        if err["type"] == "missing" and err["loc"] and err["loc"][-1] != "[key]":
+            missing.setdefault(tuple(err["loc"][:-1]), {})[str(err["loc"][-1])] = ""
+    for role_name in _roles_missing_budget(data):
+        missing.setdefault(("roles", role_name), {})["budget"] = _not_a_preset(role_name)
+    merged: set[PathKey] = set()  # missing keys an unknown key's "did you mean" names
+    for err in errors:
         loc = tuple(err["loc"])
         is_key = bool(loc) and loc[-1] == "[key]"
         if is_key:
@@ -391,7 +447,7 @@ def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: 
         if is_key and kind in ("string_type", "invalid_key"):
             line = _line(lines, loc)
             path = format_path(_str_path(loc[:-1]) + (str(loc[-1]),))
-            out.append(Problem(source, line, path, f"keys must be strings, got {_kind(loc[-1])} (quote it)"))
+            out.append((None, Problem(source, line, path, f"keys must be strings, got {_kind(loc[-1])} (quote it)")))
             continue
         if kind == "missing":
             message = f"required key {loc[-1]!r} is missing"
@@ -400,7 +456,14 @@ def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: 
         elif kind == "extra_forbidden":
             key = loc[-1]
             known = known_keys_at(loc[:-1])
-            hint = _suggest(str(key), known)
+            closest = _closest_key(str(key), known)
+            hint = f" (did you mean {closest!r}?)" if closest else ""
+            why = missing.get(loc[:-1], {}).get(closest or "")
+            if why is not None:
+                # QA s32: `{from: c, too: c}` was two problems, "required key 'to' is missing" first, which
+                # sends the user to add a key they wrote: one problem, the typo, saying the key is required
+                hint = f" (did you mean {closest!r}? {closest!r} is required{': ' + why if why else ''})"
+                merged.add(loc[:-1] + (closest,))
             message = f"unknown key {key!r}{hint}"
             if known:
                 message += f"; known keys here: {', '.join(known)}"
@@ -419,18 +482,37 @@ def _pydantic_problems(exc: ValidationError, lines: dict[PathKey, int], source: 
         else:
             message = err["msg"]
         line = _line(lines, loc)
-        out.append(Problem(source, line, format_path(_str_path(loc)), message))
-    return out
+        out.append((loc if kind == "missing" else None, Problem(source, line, format_path(_str_path(loc)), message)))
+    return [problem for loc, problem in out if loc not in merged]
 
 
 def _suggest(word: str, known: tuple[str, ...] | list[str]) -> str:
+    closest = _closest_key(word, known)
+    return f" (did you mean {closest!r}?)" if closest else ""
+
+
+def _closest_key(word: str, known: tuple[str, ...] | list[str]) -> str | None:
+    """The one of *known* that *word* is likely a slip for (a case slip first), or None."""
     if not known:
-        return ""
+        return None
     by_case = {k.lower(): k for k in known}
     if word.lower() in by_case:
-        return f" (did you mean {by_case[word.lower()]!r}?)"
+        return by_case[word.lower()]
     match = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    return match[0] if match else None
+
+
+def _roles_missing_budget(data: Mapping[Any, Any]) -> list[Any]:
+    """The roles of *data* that are not preset roles and give no budget (which they must)."""
+    roles = data.get("roles")
+    if not isinstance(roles, dict):
+        return []
+    return [name for name, role in roles.items()
+            if isinstance(role, dict) and name not in PRESET_ROLES and role.get("budget") is None]
+
+
+def _not_a_preset(role_name: Any) -> str:
+    return f"{role_name!r} is not a preset role (presets: {', '.join(r for r in PRESET_ROLES if r != 'default')})"
 
 
 # -- checks that need the whole file ------------------------------------------------------------
@@ -462,11 +544,11 @@ def _check_relations(data: Mapping[Any, Any], concepts: set[str] | None, report:
     for i, rel in enumerate(relations):
         if not isinstance(rel, dict):
             continue
-        for key in ("from", "to"):
+        for key in ("from", "to"):  # QA s32: an unknown `from` was "relation to unknown concept"
             target = rel.get(key)
             if isinstance(target, str) and target.strip() and target.strip().casefold() not in concepts:
                 report(("relations", i, key),
-                       f"relation to unknown concept {target!r}{_suggest(target, known)}; concepts: {', '.join(known)}")
+                       f"relation {key} unknown concept {target!r}{_suggest(target, known)}; concepts: {', '.join(known)}")
 
 
 def _check_anchors(data: Mapping[Any, Any], report: Report, line: Callable[[PathKey], int | None]) -> None:
@@ -587,9 +669,10 @@ def _check_roles(data: Mapping[Any, Any], report: Report, line: Callable[[PathKe
     for role_name, role in roles.items():
         if not isinstance(role, dict):
             continue
-        if role_name not in PRESET_ROLES and role.get("budget") is None:
-            report(("roles", role_name, "budget"), f"required key 'budget' is missing: {role_name!r} is not a preset role "
-                                         f"(presets: {', '.join(r for r in PRESET_ROLES if r != 'default')})")
+        slip = any(_closest_key(str(k), known_keys_at(("roles", role_name))) == "budget"
+                   for k in role if k not in known_keys_at(("roles", role_name)))
+        if role_name not in PRESET_ROLES and role.get("budget") is None and not slip:  # a slip: said at the unknown key
+            report(("roles", role_name, "budget"), f"required key 'budget' is missing: {_not_a_preset(role_name)}")
         first: dict[str, tuple[str, int]] = {}
         for list_name in ("required", "optional", "forbidden"):
             layers = role.get(list_name)
@@ -780,7 +863,7 @@ def loads_ontology(text: str | bytes, source: str = "<string>") -> Ontology:
     try:
         ontology = Ontology.model_validate(data)
     except ValidationError as exc:
-        problems.extend(_pydantic_problems(exc, lines, source))
+        problems.extend(_pydantic_problems(exc, lines, source, data))
     problems.extend(_whole_file_problems(data, lines, source))
     if problems or ontology is None:
         raise OntologyError(_sorted_unique(problems))

@@ -28,9 +28,11 @@ from pydantic import (
     PrivateAttr,
     StrictInt,
     StrictStr,
+    ValidationInfo,
 )
 
 from odcf.errors import Problem
+from odcf.textutil import quote_pattern
 
 FORMAT_VERSION = 1
 
@@ -173,6 +175,17 @@ def _entities_given(value: Any) -> Any:
     return value
 
 
+def _role_list_given(value: Any, info: ValidationInfo) -> Any:
+    """An empty ``required:``/``optional:``/``forbidden:``/``categories:`` on a role is an error, as every
+    other empty list key is (absent: the preset's list). QA s32: a writer's ``forbidden:`` written to
+    forbid nothing was read as absent, and the preset's ``[reasoning]`` stayed forbidden."""
+    if value is None:
+        key = info.field_name
+        raise ValueError(f"expected a list, got nothing (an empty value): write `{key}: []` for none, or leave "
+                         "the key out to keep the preset's list")
+    return value
+
+
 def _stage_name(value: str) -> str:
     if value not in STAGE_NAMES:
         raise ValueError(f"unknown stage {value!r}{_closest(value, STAGE_NAMES)}; stages: {', '.join(STAGE_NAMES)}")
@@ -195,6 +208,8 @@ def _stage_section(value: Any) -> Any:
 Text = Annotated[StrictStr, AfterValidator(_non_empty)]
 Layer = Annotated[StrictStr, AfterValidator(_layer)]
 TokenizerName = Annotated[StrictStr, AfterValidator(_tokenizer)]
+#: A role's layer list: absent is None (the preset's list); an empty value is an error.
+LayerList = Annotated[tuple[Layer, ...] | None, BeforeValidator(_role_list_given)]
 
 
 class _Model(BaseModel):
@@ -260,11 +275,11 @@ class Role(_Model):
     """A per-role context contract. Unset fields come from the role preset of the same name."""
 
     budget: Annotated[StrictInt, AfterValidator(_positive_budget)] | None = None
-    required: tuple[Layer, ...] | None = None
-    optional: tuple[Layer, ...] | None = None
-    forbidden: tuple[Layer, ...] | None = None
+    required: LayerList = None
+    optional: LayerList = None
+    forbidden: LayerList = None
     unit: TokenizerName | None = None
-    categories: tuple[Text, ...] | None = None
+    categories: Annotated[tuple[Text, ...] | None, BeforeValidator(_role_list_given)] = None
 
 
 class Ontology(_Model):
@@ -309,7 +324,8 @@ class Ontology(_Model):
 
 
 def format_path(path: tuple[str | int, ...] | list[str | int]) -> str:
-    """``("protect", "anchors", 3, "pattern")`` -> ``protect.anchors[3].pattern``."""
+    r"""``("protect", "anchors", 3, "pattern")`` -> ``protect.anchors[3].pattern``; any other key in
+    ``['…']`` as YAML single quotes write it (``patternProperties['^\d+$']``, the regex as written)."""
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -317,7 +333,7 @@ def format_path(path: tuple[str | int, ...] | list[str | int]) -> str:
         elif re.fullmatch(r"[\w$-]+", part):
             out += f".{part}" if out else part
         else:
-            out += f"[{part!r}]"
+            out += f"[{quote_pattern(part)}]"  # as YAML single quotes write it: a patternProperties key is a regex
     return out
 
 

@@ -22,7 +22,7 @@ from odcf.document import to_plain
 from odcf.errors import InvalidPlanError, PlanError
 from odcf.frozen import EMPTY as _EMPTY
 from odcf.frozen import FrozenMap
-from odcf.textutil import check_fields, json_kind
+from odcf.textutil import check_fields, json_kind, quote_pattern
 
 PLAN_FORMAT = 1
 
@@ -157,14 +157,25 @@ def schema_violations(data: Any, schema: Mapping[str, Any]) -> list[SchemaViolat
 def _validator_class() -> Any:
     r"""Draft 2020-12, with ``pattern`` read as JSON Schema means it (ECMA-262): ``$`` is the end of
     the value, so ``^INC-\d{4,6}$`` refuses "INC-20417\n" (Python's ``$`` also matches before a final
-    line break). The syntax stays Python ``re``."""
+    line break). The syntax stays Python ``re``; a message quotes a pattern as written (:func:`quote_pattern`)."""
     from jsonschema import Draft202012Validator, ValidationError, validators
 
     def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
         if validator.is_type(instance, "string") and re.search(ecma_end(patrn), instance) is None:
-            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+            yield ValidationError(f"{instance!r} does not match {quote_pattern(patrn)}")
 
-    return validators.extend(Draft202012Validator, {"pattern": pattern})
+    additional = Draft202012Validator.VALIDATORS["additionalProperties"]
+
+    def additional_properties(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        # jsonschema lists the patternProperties regexes as Python reprs ('^X-\\d+$'): quote them as written
+        regexes = sorted(schema.get("patternProperties") or ()) if isinstance(schema, Mapping) else []
+        as_repr = ", ".join(repr(r) for r in regexes)
+        for error in additional(validator, value, instance, schema):
+            if regexes and error.message.endswith(f"regexes: {as_repr}"):
+                error.message = error.message[: -len(as_repr)] + ", ".join(quote_pattern(r) for r in regexes)
+            yield error
+
+    return validators.extend(Draft202012Validator, {"pattern": pattern, "additionalProperties": additional_properties})
 
 
 @functools.lru_cache(maxsize=256)

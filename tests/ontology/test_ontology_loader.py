@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from odcf.errors import OntologyError
-from odcf.ontology.loader import load_ontology, loads_ontology, resolve_ontology
+from odcf.ontology.loader import (
+    MAX_ALIAS_NODES,
+    load_ontology,
+    loads_ontology,
+    resolve_ontology,
+)
 from odcf.ontology.schema import ESSENTIAL_STAGES, STAGE_NAMES
 from odcf.plan.compiler import compile_plan
 
@@ -128,8 +133,14 @@ def test_bad_file_reports_every_problem_with_exact_lines():
         ),
         pytest.param(
             MINIMAL + "relations:\n  - from: refnd\n    to: refund\n",
-            "t.yaml:6: relations[0].from: relation to unknown concept 'refnd' (did you mean 'refund'?)",
+            # QA s32: the `from` side was worded "relation to unknown concept"
+            "t.yaml:6: relations[0].from: relation from unknown concept 'refnd' (did you mean 'refund'?)",
             id="relation-unknown-concept",
+        ),
+        pytest.param(
+            MINIMAL + "relations:\n  - from: refund\n    to: refnd\n",
+            "t.yaml:7: relations[0].to: relation to unknown concept 'refnd' (did you mean 'refund'?)",
+            id="relation-to-unknown-concept",
         ),
         pytest.param(
             MINIMAL + "roles:\n  planner:\n    budget: -5\n",
@@ -279,6 +290,29 @@ def test_bad_file_reports_every_problem_with_exact_lines():
             MINIMAL + "protect:\n  markers:\n",
             "t.yaml:6: protect.markers: expected a list, got nothing (an empty value)",
             id="markers-empty",
+        ),
+        pytest.param(
+            # QA s32: an empty role list was read as absent: `forbidden:` meant to forbid nothing kept the
+            # preset's [reasoning] forbidden
+            MINIMAL + "roles:\n  writer:\n    forbidden:\n",
+            "t.yaml:7: roles.writer.forbidden: expected a list, got nothing (an empty value): write `forbidden: []` "
+            "for none, or leave the key out to keep the preset's list",
+            id="role-forbidden-empty",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  r2: {budget: 10, required: }\n",
+            "t.yaml:6: roles.r2.required: expected a list, got nothing (an empty value)",
+            id="role-required-empty",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  r2: {budget: 10, optional: }\n",
+            "t.yaml:6: roles.r2.optional: expected a list, got nothing (an empty value)",
+            id="role-optional-empty",
+        ),
+        pytest.param(
+            MINIMAL + "roles:\n  r2: {budget: 10, categories: }\n",
+            "t.yaml:6: roles.r2.categories: expected a list, got nothing (an empty value)",
+            id="role-categories-empty",
         ),
         pytest.param(
             "odcf: 1\ndomain: demo\nconcepts: []\n",
@@ -525,7 +559,8 @@ def test_backtracking_after_a_literal_opening_and_in_state_patterns_is_reported(
     got = [str(p) for p in info.value.problems]
     assert len(got) == 3, got
     assert "protect.anchors[0].pattern: pattern backtracks catastrophically: searching 'ID-" in got[0]
-    assert "state.codes.patternProperties['^X-(\\\\d+)+$']: pattern backtracks catastrophically" in got[2]
+    # QA s32: the key in the path is the regex as written in single quotes, not its repr ('^X-(\\\\d+)+$')
+    assert "state.codes.patternProperties['^X-(\\d+)+$']: pattern backtracks catastrophically" in got[2]
     assert "state.progress.pattern: pattern backtracks catastrophically: searching 'aaaa" in " ".join(got)
 
 
@@ -678,3 +713,58 @@ def test_the_bundled_ontologies_hold_no_alternation_spelt_two_ways():
         plan = compile_plan(load_ontology(name))
         assert plan.protection.anchors
         assert [a.name for a in plan.protection.anchors if ambiguous_alternation(re.compile(a.pattern, a.flags))] == []
+
+
+# -- QA s32 -------------------------------------------------------------------------------------------
+def test_a_yaml_alias_bomb_is_refused_with_one_problem_not_expanded():
+    # QA s32: a 324-byte file of anchors, each a list of aliases of the one before, stood for 9**7 nodes;
+    # the loader walked every copy (62 s, 1.25 GB) to report "unknown key". Here 7**6 nodes: refused at the
+    # key where the repeats pass the limit, the only problem (what it stands for is never checked)
+    levels = ["x0: &l0 [" + ", ".join(["lol"] * 7) + "]"]
+    levels += [f"x{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 7) + "]" for i in range(1, 6)]
+    got = problems_of(MINIMAL + "\n".join(levels) + "\n")
+    assert got == [(f"t.yaml:10: x5: YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias stands for a "
+                    "copy of everything under its anchor, and an alias of an alias multiplies them); odcf reads at "
+                    f"most {MAX_ALIAS_NODES} nodes repeated through aliases: write the repeated part out, or repeat "
+                    "it less")], got
+    assert MAX_ALIAS_NODES == 100_000  # the limit the README states
+    # where the copies pass it under another key, that key is named
+    got = problems_of("\n".join(levels[:5]) + "\n" + MINIMAL + "    keywords: [*l4, *l4, *l4, *l4, *l4, *l4]\n")
+    assert len(got) == 1 and got[0].startswith("t.yaml:10: concepts[0].keywords: YAML aliases expand to more than"), got
+
+
+def test_aliases_below_the_limit_load_as_their_copies_with_the_lines_of_the_written_nodes():
+    ont = loads_ontology(with_minimal(
+        "protect:\n  terms: &t [force majeure, gross negligence]\n  markers: *t\n"
+        "roles:\n  writer: {budget: 5, required: &l [instruction, fact]}\n  planner: {required: *l}\n"))
+    assert ont.protect.markers == ("force majeure", "gross negligence")
+    assert ont.roles["planner"].required == ("instruction", "fact")
+    assert ont.line_of(("protect", "markers")) == 7 and ont.line_of(("roles", "planner", "required")) == 10
+
+
+def test_empty_role_lists_are_errors_and_an_empty_list_forbids_nothing():
+    got = problems_of(with_minimal("roles:\n  writer:\n    forbidden:\n  r2: {budget: 10, required: , optional: }\n"))
+    assert [p.split(": expected")[0] for p in got] == [
+        "t.yaml:7: roles.writer.forbidden", "t.yaml:8: roles.r2.optional", "t.yaml:8: roles.r2.required"], got
+    plan = compile_plan(loads_ontology(with_minimal("roles:\n  writer:\n    forbidden: []\n")))
+    assert plan.role("writer").forbidden == ()
+
+
+def test_a_typo_of_a_missing_required_key_is_one_problem_saying_it_is_required():
+    # QA s32: `{from: c, too: c}` was "required key 'to' is missing" and then "unknown key 'too' (did you
+    # mean 'to'?)": one mistake, two problems, the first sending the user to add a key they had written
+    got = problems_of(with_minimal("relations:\n  - {from: refund, too: refund}\n"
+                                   "roles:\n  triage: {buget: 500}\n  anchros: {budget: 5}\n"))
+    assert got == [
+        ("t.yaml:6: relations[0].too: unknown key 'too' (did you mean 'to'? 'to' is required); "
+         "known keys here: from, to, type"),
+        ("t.yaml:8: roles.triage.buget: unknown key 'buget' (did you mean 'budget'? 'budget' is required: 'triage' "
+         "is not a preset role (presets: researcher, planner, writer, reviewer, executor, fixer)); "
+         "known keys here: budget, required, optional, forbidden, unit, categories"),
+    ], got
+    # a key that is missing with no look-alike, and a look-alike of a key that is given, stay as they were
+    got = problems_of(with_minimal("relations:\n  - {from: refund, type: x, tipe: y}\n"))
+    assert got == [
+        "t.yaml:6: relations[0].tipe: unknown key 'tipe' (did you mean 'type'?); known keys here: from, to, type",
+        "t.yaml:6: relations[0].to: required key 'to' is missing",
+    ], got

@@ -176,8 +176,22 @@ def test_a_pattern_s_dollar_is_the_end_of_the_value_as_in_json_schema():
     # QA: '^INC-\d{4,6}$' accepted "INC-20417\n" (Python's $ matches before a final line break)
     schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": r"^INC-\d{4,6}$"}}}
     assert schema_problems({"id": "INC-20417"}, schema) == []
-    assert schema_problems({"id": "INC-20417\n"}, schema) == ["/id: 'INC-20417\\n' does not match '^INC-\\\\d{4,6}$'"]
+    assert schema_problems({"id": "INC-20417\n"}, schema) == ["/id: 'INC-20417\\n' does not match '^INC-\\d{4,6}$'"]
     # an escaped dollar, one in a class, and multi-line mode keep their meaning
     money = {"properties": {"m": {"type": "string", "pattern": r"^[$]\d+ \$$"}}}
     assert schema_problems({"m": "$5 $"}, money) == [] and schema_problems({"m": "$5 $\n"}, money) != []
     assert schema_problems({"m": "a\nb"}, {"properties": {"m": {"pattern": "(?m)^a$"}}}) == []
+
+
+# -- QA s32 -------------------------------------------------------------------------------------------
+def test_a_state_warning_quotes_the_pattern_as_written_in_single_quotes():
+    # QA s32: `pattern: '^CLM-\d{4}-\d{6}$'` was quoted as '^CLM-\\d{4}-\\d{6}$' in the warnings of compress and
+    # handoff, which copied back into single-quoted YAML matches a backslash and a d
+    claim = {"properties": {"claim_number": {"type": "string", "pattern": r"^CLM-\d{4}-\d{6}$"}}}
+    assert schema_problems({"claim_number": "CLM-24-4417"}, claim) == [
+        r"/claim_number: 'CLM-24-4417' does not match '^CLM-\d{4}-\d{6}$'"]
+    # jsonschema's own message for a key no patternProperties regex matches lists them as written too
+    tags = {"properties": {"tags": {"type": "object", "patternProperties": {r"^X-\d+$": {}, "^it's$": {}},
+                                    "additionalProperties": False}}}
+    assert schema_problems({"tags": {"X-1": 1, "Y": 2}}, tags) == [
+        r"/tags: 'Y' does not match any of the regexes: '^X-\d+$', '^it''s$'"]
