@@ -266,7 +266,10 @@ class TokenCompressor(Stage):
             words_kept += kept
             if kept == n:
                 continue
-            label = f"rate {value:.2f}" if mode in ("rate", "budget") else f"threshold {value:.3f}"
+            # under a budget the rate is only where the word limit started (clamped to min_rate): the label says the
+            # limit the words were chosen under, not "rate 0.20" beside a segment that kept 86% (QA s32)
+            label = (f"budget, token limit {data['token_limit']}" if mode == "budget"
+                     else f"rate {value:.2f}" if mode == "rate" else f"threshold {value:.3f}")
             if kept == 0 or not k[w.lead:].any():
                 # nothing left worth keeping (at most the line's mark or speaker label, "user:"): say so,
                 # rather than deliver an empty segment or a bare label
@@ -277,7 +280,8 @@ class TokenCompressor(Stage):
             else:
                 new_segments[w.index] = w.seg.with_reason(
                     f"compress: kept {kept} of {n} words ({kept / n:.0%}; {label})",
-                    text=rebuild(w.seg.original, w.words, k), status="compressed")
+                    text=rebuild(w.seg.original, w.words, k), status="compressed",
+                    meta={**w.seg.meta, "dropped_words": tuple(dropped_runs(w.seg.original, w.words, k))})
             changed += 1
         data.update({
             "segments": changed, "emptied": emptied, "left_whole": left_whole, "candidates": len(work),
@@ -964,6 +968,31 @@ def undangled(words: Sequence[tuple[int, int]], text: str, keep: np.ndarray, for
             out[i] = False
         elif out[i]:
             clause_open = False
+    return out
+
+
+def dropped_runs(text: str, words: Sequence[tuple[int, int]], keep: np.ndarray) -> list[str]:
+    """The words of *text* that *keep* drops, as maximal runs of consecutive dropped words, each verbatim from
+    *text* (its inner whitespace and marks as they were): what the record's ``dropped_words`` says a thinned
+    segment lost. QA s32: the record said only "kept 12 of 22 words", not that "The cost of repairing the part
+    that failed is excluded" was gone.
+
+    >>> t = "The cost is excluded; only the water damage is covered."
+    >>> w = [(m.start(), m.end()) for m in re.finditer(r"\\S+", t)]
+    >>> dropped_runs(t, w, np.array([0, 0, 0, 0, 1, 1, 0, 1, 1, 1], dtype=bool))
+    ['The cost is excluded;', 'water']
+    """
+    out: list[str] = []
+    i, n = 0, len(words)
+    while i < n:
+        if keep[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and not keep[j + 1]:
+            j += 1
+        out.append(text[words[i][0]:words[j][1]])
+        i = j + 1
     return out
 
 

@@ -194,3 +194,28 @@ def test_with_the_shipped_model_a_thinned_sentence_keeps_its_range_word_unit_and
         assert "per housing set" in r.text, r.text
     if "EK17-2409999" in r.text:
         assert "with serial numbers above EK17-2409999" in r.text or "with numbers above EK17-2409999" in r.text, r.text
+
+
+def test_the_record_says_what_a_thinned_segment_lost_and_still_verifies_and_replays(tmp_path) -> None:
+    from odcf.cli.main import main
+
+    doc = tmp_path / "ecr.md"
+    doc.write_text(_ECR, encoding="utf-8")
+    rec, trace, out = tmp_path / "rec.json", tmp_path / "trace.jsonl", tmp_path / "out.txt"
+    assert main(["compress", str(doc), "-O", "general", "-q", "validation cost and serial numbers", "-b", "95",
+                 "--enable", "compress", "--no-timings", "--record", str(rec), "--trace", str(trace),
+                 "--out", str(out)]) == 0
+    record = json.loads(rec.read_text(encoding="utf-8"))
+    thinned = [g for s in record["sources"] for g in s["segments"] if g["status"] == "compressed"]
+    assert thinned, record
+    original = _ECR
+    for g in thinned:
+        # "compress: kept K of N words (P%; budget, token limit L)": not the clamped "rate 0.20"
+        assert re.match(r"compress: kept \d+ of \d+ words \(\d+%; budget, token limit \d+\)", g["reason"]), g["reason"]
+        assert g["dropped_words"] and all(isinstance(d, str) and d in original for d in g["dropped_words"]), g
+        k, n = map(int, re.match(r"compress: kept (\d+) of (\d+)", g["reason"]).groups())
+        assert sum(len(d.split()) for d in g["dropped_words"]) == n - k, g
+    for g in (g for s in record["sources"] for g in s["segments"] if g["status"] != "compressed"):
+        assert "dropped_words" not in g
+    assert main(["verify", str(rec), "--text", str(out)]) == 0
+    assert main(["replay", str(trace)]) == 0
