@@ -316,6 +316,12 @@ def _guard(before: Document, after: Document, stage: str) -> Document:
         restored.append({"segment": seg.id, "stage": stage, "missing": missing[:5]})
     if not restored:
         return after
-    logger.warning("stage %s altered %d protected segment(s); restored", stage, len(restored))
+    # in the record's warnings, not only on stderr (QA s32: "stage compress altered 1 protected segment(s);
+    # restored" was printed while the record said "warnings": []); the CLI prints the record's warnings, so the log
+    # line is at INFO, not said twice
+    warning = (f"stage {stage} altered {len(restored)} protected segment(s); restored: "
+               f"{', '.join(r['segment'] for r in restored[:5])}{' …' if len(restored) > 5 else ''}")
+    logger.info(warning)
     return after.with_event(TraceEvent(stage="guard", data={"after": stage, "restored": restored}),
-                            segments=tuple(fixed))
+                            segments=tuple(fixed),
+                            meta={**after.meta, "warnings": [*after.meta.get("warnings", ()), warning]})

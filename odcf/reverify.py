@@ -316,7 +316,7 @@ _SOURCE_FIELDS: dict[str, tuple[str, bool]] = {
 _SEGMENT_FIELDS: dict[str, tuple[str, bool]] = {
     "id": ("string", True), "index": ("integer", True), "status": ("string", True), "sha256": ("string", False),
     "tokens_in": ("integer", False), "tokens_out": ("integer", False), "reason": ("string", False),
-    "protected": ("array", False),
+    "protected": ("array", False), "dropped_words": ("array", False),
 }
 _SPAN_FIELDS: dict[str, tuple[str, bool]] = {"text": ("string", True), "rule": ("string", False)}
 

@@ -69,6 +69,15 @@ def test_guard_restores_segments_whose_protected_span_was_altered(plan):
     assert guard and guard[0].data["restored"][0]["segment"] == "a#0"
 
 
+def test_a_restore_by_the_guard_is_a_warning_of_the_record_not_only_a_log_line(plan, caplog):
+    # QA s32: "stage compress altered 1 protected segment(s); restored" went to stderr while the record said
+    # "warnings": []
+    doc = Document.from_sources([Source(id="a", text="The cap is $5,000. Nothing else here.")])
+    out = Pipeline([Segmenter(), Protector(), Vandal()]).run(doc, plan)
+    assert list(out.meta["warnings"]) == ["stage vandal altered 1 protected segment(s); restored: a#0"]
+    assert not [r for r in caplog.records if r.levelname == "WARNING" and "altered" in r.getMessage()]
+
+
 def test_the_guard_does_not_blame_a_stage_for_a_span_already_gone_before_it(plan):
     doc = Document.from_sources([Source(id="a", text="The cap is $5,000. Nothing else here.")])
     out = Pipeline([Segmenter(), Folder(), Protector(), Idle()]).run(doc, plan)

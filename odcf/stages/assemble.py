@@ -167,6 +167,10 @@ def _segment_entry(seg: Segment, counter: Any) -> dict[str, Any]:
     }
     if seg.protected:
         out["protected"] = [{"text": sp.text, "rule": sp.rule} for sp in seg.protected]
+    if seg.status == "compressed" and seg.meta.get("dropped_words"):
+        # what the token stage thinned away, verbatim: the reason alone gave counts ("kept 12 of 22 words"), and a
+        # reader of the record could not see that the clause "… is excluded" was gone (QA s32)
+        out["dropped_words"] = list(seg.meta["dropped_words"])
     if seg.merged_from:
         out["merged_from"] = list(seg.merged_from)
     return out
