@@ -1033,9 +1033,20 @@ def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], k
     return [segments[max(j for j, n in shared.items() if n == best)].id] if best else []
 
 
+def _in_diff(seg: Segment) -> bool:
+    """Whether *seg* is a piece of a unified diff (``meta["diff"]``: a file's header lines, a hunk or its lines,
+    odcf.stages.segment.diffparts), which neither corrects nor is corrected (:func:`correction_links`). A hunk *is*
+    a change, its old lines marked "-" beside the new ones: nothing after it makes it stale, and a hunk elsewhere
+    that describes the change (a CHANGELOG's) corrects nothing. QA: in a 3-file diff the CHANGELOG hunk "`BURST`
+    raised from 400 to 500" had "corrected" the code hunk "-BURST = 400 / +BURST = 500" that made the change,
+    and the budget held that hunk back as a stale value at every budget."""
+    return bool(seg.meta.get("diff"))
+
+
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
-    """What each segment that corrects something (:data:`CORRECTION_RE`, :func:`_cues`; not a heading) corrects: the earlier
-    segments, not corrections or headings themselves, that share with it a number or two words found in at most
+    """What each segment that corrects something (:data:`CORRECTION_RE`, :func:`_cues`; not a heading nor a piece of a
+    diff, :func:`_in_diff`) corrects: the earlier segments, not corrections, headings or pieces of a diff themselves,
+    nor code where the correction is code, that share with it a number or two words found in at most
     :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
     from", do not count); where it says what the value was ("(previously 8 hours)", "由每分钟 3,000 次变更为"),
     only those of them that hold it. One amendment bullet is not what the next one corrects ("Section 9.2(b) is
@@ -1051,9 +1062,10 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     {'s2': ['s0']}
     """
     # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
-    # and read as one it took the RFP's "Issued by … Issue date" block for stale
+    # and read as one it took the RFP's "Issued by … Issue date" block for stale; nor does a piece of a diff
     users = _user_turns(segments)
-    cues = {k: _cues(seg.text, chat=seg.id in users) for k, seg in enumerate(segments) if seg.kind != "heading"}
+    cues = {k: _cues(seg.text, chat=seg.id in users) for k, seg in enumerate(segments)
+            if seg.kind != "heading" and not _in_diff(seg)}
     fixes = [k for k, found in cues.items() if found]
     if not fixes:
         return {}
@@ -1081,7 +1093,11 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         old = set().union(*(_keys(_as_figures(v))[1] for m in _OLD_VALUE_RE.finditer(segments[k].text)
                             for v in m.groups() if v))
         named = [p for p in (_subject(m.group(1)) for m in _CHANGED_SUBJECT_RE.finditer(segments[k].text)) if p]
-        window = [j for j in range(max(0, k - CORRECTION_WINDOW), k) if j not in fixing and segments[j].kind != "heading"]
+        # code corrects no code before it (two parts of a program that hold one constant are no erratum)
+        code = segments[k].kind == "code"
+        window = [j for j in range(max(0, k - CORRECTION_WINDOW), k)
+                  if j not in fixing and segments[j].kind != "heading" and not _in_diff(segments[j])
+                  and not (code and segments[j].kind == "code")]
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found and k in changes:
