@@ -22,7 +22,8 @@ from odcf.plan.model import Plan
 from odcf.stages.base import Stage, in_nfc, with_text_of
 from odcf.stages.segment.headings import segment_level
 from odcf.stages.segment.lines import ZH_ITEM_RE, line_at
-from odcf.stages.segment.mail import pleasantry
+from odcf.stages.segment.logs import MIN_ENTRIES, opens_logged_entry
+from odcf.stages.segment.mail import LOG_LEVELS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import (
     HAN_RE,
@@ -1033,9 +1034,20 @@ def _changed_value(segments: Sequence[Segment], k: int, window: Sequence[int], k
     return [segments[max(j for j, n in shared.items() if n == best)].id] if best else []
 
 
+def _in_diff(seg: Segment) -> bool:
+    """Whether *seg* is a piece of a unified diff (``meta["diff"]``: a file's header lines, a hunk or its lines,
+    odcf.stages.segment.diffparts), which neither corrects nor is corrected (:func:`correction_links`). A hunk *is*
+    a change, its old lines marked "-" beside the new ones: nothing after it makes it stale, and a hunk elsewhere
+    that describes the change (a CHANGELOG's) corrects nothing. QA: in a 3-file diff the CHANGELOG hunk "`BURST`
+    raised from 400 to 500" had "corrected" the code hunk "-BURST = 400 / +BURST = 500" that made the change,
+    and the budget held that hunk back as a stale value at every budget."""
+    return bool(seg.meta.get("diff"))
+
+
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
-    """What each segment that corrects something (:data:`CORRECTION_RE`, :func:`_cues`; not a heading) corrects: the earlier
-    segments, not corrections or headings themselves, that share with it a number or two words found in at most
+    """What each segment that corrects something (:data:`CORRECTION_RE`, :func:`_cues`; not a heading nor a piece of a
+    diff, :func:`_in_diff`) corrects: the earlier segments, not corrections, headings or pieces of a diff themselves,
+    nor code where the correction is code, that share with it a number or two words found in at most
     :data:`CORRECTION_RARE` segments of *segments* (the words of its cue, "previously", "reduced
     from", do not count); where it says what the value was ("(previously 8 hours)", "由每分钟 3,000 次变更为"),
     only those of them that hold it. One amendment bullet is not what the next one corrects ("Section 9.2(b) is
@@ -1051,9 +1063,10 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     {'s2': ['s0']}
     """
     # a heading changes nothing: "## Addendum 1 (issued 20 March 2025)" titles the corrections under it,
-    # and read as one it took the RFP's "Issued by … Issue date" block for stale
+    # and read as one it took the RFP's "Issued by … Issue date" block for stale; nor does a piece of a diff
     users = _user_turns(segments)
-    cues = {k: _cues(seg.text, chat=seg.id in users) for k, seg in enumerate(segments) if seg.kind != "heading"}
+    cues = {k: _cues(seg.text, chat=seg.id in users) for k, seg in enumerate(segments)
+            if seg.kind != "heading" and not _in_diff(seg)}
     fixes = [k for k, found in cues.items() if found]
     if not fixes:
         return {}
@@ -1081,7 +1094,11 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         old = set().union(*(_keys(_as_figures(v))[1] for m in _OLD_VALUE_RE.finditer(segments[k].text)
                             for v in m.groups() if v))
         named = [p for p in (_subject(m.group(1)) for m in _CHANGED_SUBJECT_RE.finditer(segments[k].text)) if p]
-        window = [j for j in range(max(0, k - CORRECTION_WINDOW), k) if j not in fixing and segments[j].kind != "heading"]
+        # code corrects no code before it (two parts of a program that hold one constant are no erratum)
+        code = segments[k].kind == "code"
+        window = [j for j in range(max(0, k - CORRECTION_WINDOW), k)
+                  if j not in fixing and segments[j].kind != "heading" and not _in_diff(segments[j])
+                  and not (code and segments[j].kind == "code")]
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found and k in changes:
@@ -1613,6 +1630,138 @@ def demote_pleasantries(segments: Sequence[Segment], scores: dict[str, float]) -
     return out, len(noise)
 
 
+#: A log line's level word ("2024-05-15 10:05:42,902 ERROR [exec-3] …", "ERROR:root:…", "[WARN] 2025-…"), and
+#: glog's letter before its date ("E0311 10:00:33.561 …").
+_LOG_LEVEL_RE = re.compile(r"(?<![\w.-])(" + LOG_LEVELS + r")(?![\w-])")
+_GLOG_LEVEL_RE = re.compile(r"([IWEF])\d{4} ")
+_GLOG_LEVELS = {"I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL"}
+#: Where each level ranks among a log's lines with no query (:func:`rank_log_levels`), first to last: errors,
+#: warnings, the frames of their stack traces (:data:`LOG_FRAMES_TIER`), routine lines and lines with no level,
+#: then debugging.
+LOG_LEVEL_TIERS = {**dict.fromkeys(("FATAL", "CRITICAL", "CRIT", "SEVERE", "ERROR", "ERR"), 0),
+                   **dict.fromkeys(("WARN", "WARNING"), 1), **dict.fromkeys(("INFO", "NOTICE", ""), 3),
+                   **dict.fromkeys(("DEBUG", "TRACE"), 4)}
+#: The tier of a part of an ERROR's or a WARN's stack trace that holds only its frames ("\tat …", "\t... 5
+#: more", a Python frame's "  File …"): below the warnings, above the routine lines.
+LOG_FRAMES_TIER = 2
+
+
+def _entry_level(text: str) -> str | None:
+    """The most severe level of the lines of *text* that open a log entry (:func:`opens_logged_entry`), "" where
+    they name none (syslog's "Mar 11 10:00:33 host sshd[42]: …"); None where no line opens one."""
+    found: str | None = None
+    for line in text.split("\n"):
+        if not opens_logged_entry(line):
+            continue
+        glog = _GLOG_LEVEL_RE.match(line)
+        named = _LOG_LEVEL_RE.search(line)
+        level = _GLOG_LEVELS[glog.group(1)] if glog else named.group(1) if named else ""
+        if found is None or LOG_LEVEL_TIERS[level] < LOG_LEVEL_TIERS[found]:
+            found = level
+    return found
+
+
+def log_tiers(segments: Sequence[Segment]) -> dict[str, tuple[int, int, str]]:
+    """The segments of *segments* that are a log's (a source with :data:`~odcf.stages.segment.logs.MIN_ENTRIES`
+    entries or more: a line, a run of lines, an entry with its stack trace, or a part of one, ``trace_of``), each
+    with its tier (:data:`LOG_LEVEL_TIERS`), its depth in its entry and its level ("" for none). A part of a trace
+    has its entry's level, and one that holds only frames (every line indented) of an ERROR or a WARN entry
+    :data:`LOG_FRAMES_TIER`. Depth: 0 for an entry's line, 1 for the part right under it (the exception and its
+    message), 2 for a later one (a ``Caused by:``): each ERROR line, then each one's exception, go first."""
+    levels: dict[str, str] = {}
+    for seg in segments:
+        if seg.kind in ("list", "code") and not seg.meta.get("trace_of"):
+            level = _entry_level(seg.original)
+            if level is not None:
+                levels[seg.id] = level
+    entries = Counter(seg.source_id for seg in segments if seg.id in levels)
+    by_index = {(seg.source_id, seg.index): seg for seg in segments}
+    out: dict[str, tuple[int, int, str]] = {}
+    for seg in segments:
+        if entries[seg.source_id] < MIN_ENTRIES:
+            continue
+        if seg.id in levels:
+            out[seg.id] = (LOG_LEVEL_TIERS[levels[seg.id]], 0, levels[seg.id])
+            continue
+        if not seg.meta.get("trace_of") or seg.meta.get("commit_part"):
+            continue
+        entry: Segment | None = seg
+        while entry is not None and entry.meta.get("trace_of"):  # a part goes with the part before, or its line
+            entry = by_index.get((entry.source_id, entry.index - int(entry.meta["trace_of"])))
+        if entry is None or entry.id not in levels:
+            continue
+        tier = LOG_LEVEL_TIERS[levels[entry.id]]
+        frames = all(line[:1] in (" ", "\t") for line in seg.original.split("\n") if line.strip())
+        out[seg.id] = (LOG_FRAMES_TIER if frames and tier < LOG_FRAMES_TIER else tier,
+                       1 if seg.index == entry.index + 1 else 2, levels[entry.id])
+    return out
+
+
+def rank_log_levels(segments: Sequence[Segment], scores: dict[str, float], *,
+                    query: bool) -> tuple[dict[str, float], int]:
+    """*scores* with each log's segments (:func:`log_tiers`, those in *scores*) ranked by level. With no *query*,
+    a log's scores are dealt out again among its own segments, the best to its ERROR, FATAL, SEVERE and CRITICAL
+    entries and the exceptions under them, then to its WARN ones, then to the frames of their traces, then to its
+    INFO lines and those with no level, then to DEBUG and TRACE (within a tier, the entries' lines first, then the
+    parts right under them, then the later ones, each in its own order: :func:`log_tiers`); the log as a whole
+    scores as before against the text around it. A log is passed to an agent for its errors: QA, "odcf compress
+    app.log -b 240" delivered four INFO lines ("POST /v2/charges …", "db pool active=40 …", scored 0.86-1.0) and
+    left out both ERROR lines and their exceptions ("Unable to acquire JDBC Connection … timed out after
+    30000ms", 0.40-0.57). With a *query* its relevance leads, and the level breaks ties only (a lower tier takes
+    a ten-millionth less). Returns the scores and how many of them changed.
+
+    >>> from odcf.document import Segment
+    >>> log = ["2024-05-15 10:05:42 INFO [w-1] POST /v2/charges 200", "2024-05-15 10:05:43 ERROR [w-1] charge failed"]
+    >>> segs = [Segment(id=f"s{k}", source_id="a", index=k, text=t, original=t, kind="list") for k, t in enumerate(log)]
+    >>> rank_log_levels(segs, {"s0": 1.0, "s1": 0.4}, query=False)
+    ({'s0': 0.4, 's1': 1.0}, 2)
+    >>> rank_log_levels(segs, {"s0": 0.5, "s1": 0.5}, query=True)
+    ({'s0': 0.4999997, 's1': 0.5}, 1)
+    """
+    tiers = log_tiers(segments)
+    logs: dict[str, list[Segment]] = {}
+    for seg in segments:
+        if seg.id in tiers and seg.id in scores:
+            logs.setdefault(seg.source_id, []).append(seg)
+    out = dict(scores)
+    for segs in logs.values():
+        if len({tiers[seg.id][0] for seg in segs}) < 2:
+            continue
+        if query:
+            for seg in segs:
+                out[seg.id] = round(max(0.0, scores[seg.id] - tiers[seg.id][0] * 1e-7), 7)
+            continue
+        values = sorted((scores[seg.id] for seg in segs), reverse=True)
+        last: tuple[tuple[int, int], float] | None = None
+        for seg, v in zip(sorted(segs, key=lambda s: (*tiers[s.id][:2], -scores[s.id], s.index)), values):
+            if last is not None:  # of two equal scores, the one of the lower tier (or depth) goes just below
+                v = min(v, last[1] if last[0] == tiers[seg.id][:2] else round(max(0.0, last[1] - 1e-6), 6))
+            out[seg.id] = v
+            last = (tiers[seg.id][:2], v)
+    return out, sum(1 for sid, v in out.items() if v != scores[sid])
+
+
+def log_level_reasons(segments: Sequence[Segment]) -> dict[str, str]:
+    """The reason each segment of a log whose lines are of more than one tier (:func:`log_tiers`) gives for its
+    place with no query (:func:`rank_log_levels`)."""
+    tiers = log_tiers(segments)
+    seen: dict[str, set[int]] = {}
+    for seg in segments:
+        if seg.id in tiers:
+            seen.setdefault(seg.source_id, set()).add(tiers[seg.id][0])
+    out: dict[str, str] = {}
+    for seg in segments:
+        if seg.id in tiers and len(seen[seg.source_id]) > 1:
+            tier, _, level = tiers[seg.id]
+            entry = f"a log entry at level {level}" if level else "a log entry with no level"
+            what = (f"frames of the stack trace of {entry}" if tier == LOG_FRAMES_TIER
+                    else f"a part of {entry}" if seg.meta.get("trace_of") else entry)
+            out[seg.id] = (f"rank: {what}; with no query a log ranks its ERROR, FATAL, SEVERE and CRITICAL entries with "
+                           "their exceptions first, then WARN ones, their traces' frames, INFO lines and lines with no "
+                           "level, DEBUG and TRACE last")
+    return out
+
+
 def lift_cell_outputs(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
     """A notebook code cell's ``outputs`` member scores at least as its ``source`` (the best of its
     pieces, ``cell_source``: odcf.stages.segment): "ROC AUC: 0.8734" is the answer to the
@@ -1890,6 +2039,9 @@ class LexicalRanker(Stage):
         scores, boilerplate = demote_boilerplate(
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores, courtesies = demote_pleasantries(live, scores)
+        levelled = 0
+        if not doc.query:  # a log's errors first (with a query, after the lifts: the level breaks ties only)
+            scores, levelled = rank_log_levels(doc.segments, scores, query=False)
         scores = lift_hits(scores, hits, failing=failing)
         # before the corrections: one that corrects an answer still ranks just above it
         scores, answers = lift_answers(doc.segments, scores)
@@ -1897,12 +2049,17 @@ class LexicalRanker(Stage):
         scores, corrected = lift_corrections(live, scores, links)
         scores, constraints = lift_constraints(live, scores, links)
         scores, outputs = lift_cell_outputs(live, scores)
+        if doc.query:
+            scores, levelled = rank_log_levels(doc.segments, scores, query=True)
+        level_reasons = {} if doc.query else log_level_reasons(live)
         corrected_by: dict[str, list[str]] = {}
         for fix, stale in links.items():
             for sid in stale:
                 corrected_by.setdefault(sid, []).append(fix)
         for seg in live:
             new[seg.id] = seg.replace(score=scores[seg.id])
+            if seg.id in level_reasons:
+                new[seg.id] = new[seg.id].with_reason(level_reasons[seg.id])
             if seg.id in corrected_by:
                 # the budget delivers it only with its corrections (see odcf.stages.budget)
                 fixes = corrected_by[seg.id]
@@ -1926,6 +2083,7 @@ class LexicalRanker(Stage):
             **({"constraints_raised": constraints} if constraints else {}),
             **({"cell_outputs_raised": outputs} if outputs else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
+            **({"log_levels_ranked": levelled} if levelled else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
             **({"pleasantries_demoted": courtesies} if courtesies else {}),
         })

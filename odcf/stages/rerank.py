@@ -59,6 +59,7 @@ from odcf.stages.rank import (
     lift_corrections,
     lift_hits,
     query_hits,
+    rank_log_levels,
     recurring_capitals,
     scoring_texts,
     unlift,
@@ -493,6 +494,13 @@ class EmbeddingReranker(Stage):
             new_scores.update((sid, v) for sid, v in demoted.items() if v != mixed[sid])
             if courtesies:
                 data["pleasantries_demoted"] = courtesies
+            if not doc.query:
+                # a log's errors first, as the rank stage put them (odcf.stages.rank.rank_log_levels)
+                mixed = {s.id: new_scores.get(s.id, s.score or 0.0) for s in live}
+                levelled, moved = rank_log_levels(doc.segments, mixed, query=False)
+                new_scores.update((sid, v) for sid, v in levelled.items() if v != mixed[sid])
+                if moved:
+                    data["log_levels_ranked"] = moved
         if names:
             # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
             # first; among those, the rest of the query orders them
@@ -519,6 +527,12 @@ class EmbeddingReranker(Stage):
             new_scores, outputs = lift_cell_outputs(english, new_scores)
             if outputs:
                 data["cell_outputs_raised"] = outputs
+            if doc.query:  # the level of a log's line breaks ties only
+                mixed = {s.id: new_scores.get(s.id, s.score or 0.0) for s in live}
+                levelled, moved = rank_log_levels(doc.segments, mixed, query=True)
+                new_scores.update((sid, v) for sid, v in levelled.items() if v != mixed[sid])
+                if moved:
+                    data["log_levels_ranked"] = moved
         segments = tuple(s.replace(score=new_scores[s.id]) if s.id in new_scores else s for s in doc.segments)
         counts = Counter(langs.values())
         scorers: dict[str, str] = {}
