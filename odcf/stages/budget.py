@@ -707,6 +707,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "is a part of a commit's message and goes only with its entry's first piece (its "
                         "commit, Author and Date lines and its subject)"
                         if seg.meta.get("commit_part")
+                        else "is a later part of a Python traceback's frames and goes only with the part before it"
+                        if seg.meta.get("py_trace")
+                        else "holds the first frames of a Python traceback and goes only with its exception line"
+                        if prior.meta.get("trace_head") and prior.index - prior.meta["trace_head"] == seg.index
                         else "is a part of a stack trace and goes only with its log entry's line"
                         if seg.meta.get("trace_of")
                         else "is a part of a message and goes only with the segment that holds its header line"
@@ -1009,6 +1013,9 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
       its parent key line, a part of a diff's hunk -> the hunk's ``@@`` line -> its file's header
       lines; the one above is a head;
     - a later part of a sentence cut for length -> its first part, which holds the main clause;
+    - a part of a stack trace in a log -> its entry's line, or the part before it (``trace_of``); the first
+      part of a long Python traceback's frames -> its exception line, a part of its own that goes alone
+      (``trace_head`` on that part);
     - a question of a question-and-answer log -> the opening of its answer, and a later segment of the
       question -> its first (:func:`_link_questions`);
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
@@ -1226,6 +1233,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             # "Doctor: Any fever?" a whole turn of the other side of a conversation with the one served: alone,
             # the patient's next line delivered reads as its answer ("Patient: I'm allergic to penicillin.")
             out[prev.id] = seg.id
+        if seg.meta.get("trace_head") and (first := by_index.get(seg.index - seg.meta["trace_head"])) is not None \
+                and out.get(first.id) == out.get(seg.id):
+            # a Python traceback's exception line goes alone, and the first part of its frames only with it
+            # (odcf.stages.segment): "Traceback (most recent call last):" and three frames delivered without
+            # "json.decoder.JSONDecodeError: Expecting value" say that something failed, not what
+            out[first.id] = seg.id
         if seg.meta.get("quote_head") and not seg.dropped:
             quotes.append((seg.meta.get("quote_block"), int(seg.meta.get("quote", 0)), seg.id))
             heads.add(seg.id)

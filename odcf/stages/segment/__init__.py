@@ -85,6 +85,7 @@ from odcf.stages.segment.tables import (
     one_record_a_line,
     table_run,
 )
+from odcf.stages.segment.tracebacks import CHAIN_RE, TRACEBACK_RE, traceback_units
 from odcf.stages.segment.yamlparts import (
     COMMENT_RE,
     declared_yaml,
@@ -781,8 +782,22 @@ class Segmenter(Stage):
         # (not a fenced config or diff: a part of one without its key lines or file header would
         # mislead, "    value: \"false\"" read as ingress.enabled; those go whole or in large parts)
         whole = fenced and _FENCE_LANG_RE.match(lines[0][2].strip().lstrip("`~")) is not None
+        if kind == "code" and limit is None and not whole:
+            traced = self._traceback_parts(lines, paragraph, counter)
+            if traced is not None:
+                return traced
         if limit is None:
             limit = self.max_code_tokens if fenced and not whole else self.max_block_tokens
+        if fenced and not whole and limit == self.max_code_tokens and not any(
+                _CAUSE_LINE_RE.match(line[2]) or is_mark(line[2]) for line in lines):
+            # code in fences is cut as a source file is: parts ending at blank lines where they can, a
+            # comment line or a block's header with the line below it (QA s32 R3: a part ended in "def
+            # should_retry(status: int, attempt: int) -> bool:" after the tail of the function above, two
+            # blank lines before it, and its body was delivered without it); a Java trace's "Caused by:"
+            # parts, and a block holding odcf's marks of lines left out, are cut as before
+            chunks = code_chunks(lines, lambda s: counter.count(s) + 1, limit)
+            parts = [_line_piece(chunk, kind, paragraph, indent=True) for chunk in chunks]
+            return _code_parts(parts, lines) if len(parts) > 1 else parts
         # a part of code starts at its line's start: its first line keeps its indentation ("  File …")
         indent = kind == "code"
         for line in lines:
@@ -797,6 +812,73 @@ class Segmenter(Stage):
             out.append(_line_piece(chunk, kind, paragraph, indent=indent))
         if kind == "code" and len(out) > 1:
             out = _code_parts(out, lines)  # loose code too: a part alone says what is left out
+        return out
+
+    def _traceback_parts(self, lines: list[tuple[int, int, str]], paragraph: int, counter: Any) -> list[Piece] | None:
+        """A code block that holds a Python traceback (:func:`.tracebacks.traceback_units`), fenced or not,
+        mirroring a Java trace in a log (:meth:`_log_parts`): a traceback of up to ``max_code_tokens`` is
+        one part; a longer one is its ``Traceback (most recent call last):`` line (with the chain's
+        "During handling of the above exception, …" line before it) and its frames, in whole frames of
+        about ``max_code_tokens`` a part, then its exception line(s) in a part of their own. That part
+        goes alone (it says what went wrong: ``app.errors.JobFailed: job 7f3c… failed``); the first part
+        of the frames goes only with it (``trace_head`` on the exception's part, odcf.stages.budget), a
+        later part of them only with the part before it (``trace_of``), so that frames are never
+        delivered without the exception they lead to. Lines before a traceback (a shell prompt) are a
+        part of their own. None when no line opens a traceback."""
+        units = traceback_units(lines)
+        cost = [counter.count(line[2]) + 1 for line in lines]
+        if units is None or sum(cost) <= self.max_code_tokens:
+            return None  # no traceback, or one part: as any code
+        fence = FENCE_RE.match(lines[0][2]) is not None
+        if fence and units[0] == (0, 1, "other") and len(units) > 1:
+            units = [(0, units[1][1], units[1][2])] + units[2:]  # the opening fence goes with what it opens
+        if fence and len(units) > 1 and units[-1][2] == "other" and units[-1][0] == len(lines) - 1:
+            units = units[:-2] + [(units[-2][0], len(lines), units[-2][2])]  # and the closing fence with what it closes
+        chunks: list[tuple[int, int, str]] = []  # (first line, end, role): role "frames", "exception" or "other"
+        firsts: list[int] = []  # for each chunk, the index of its traceback's first chunk (-1: of none)
+        k = 0
+        while k < len(units):
+            a, b, role = units[k]
+            if role != "head":
+                chunks.append((a, b, "other"))
+                firsts.append(-1)
+                k += 1
+                continue
+            end = k + 1
+            while end < len(units) and units[end][2] in ("frame", "exception"):
+                end += 1
+                if units[end - 1][2] == "exception":
+                    break
+            trace = units[k:end]
+            first = len(chunks)
+            if sum(cost[trace[0][0]:trace[-1][1]]) <= self.max_code_tokens:
+                chunks.append((trace[0][0], trace[-1][1], "frames"))  # small: one part
+                firsts.append(-1)
+                k = end
+                continue
+            tokens = 0
+            for ua, ub, urole in trace:
+                t = sum(cost[ua:ub])
+                if urole != "exception" and urole != "head" and tokens + t <= self.max_code_tokens:
+                    chunks[-1] = (chunks[-1][0], ub, "frames")  # a frame goes on in the part being filled
+                    tokens += t
+                    continue
+                chunks.append((ua, ub, "exception" if urole == "exception" else "frames"))
+                firsts.append(first)
+                tokens = t
+            k = end
+        # a part ends at its last line that is not blank (the blank lines after an exception are the block's)
+        ends = [next(e for e in range(b, a, -1) if lines[e - 1][2].strip() or e == a + 1) for a, b, _ in chunks]
+        parts = _code_parts([_line_piece(lines[a:e], "code", paragraph, indent=True)
+                             for (a, _, _), e in zip(chunks, ends)], lines)
+        out = []
+        for n, (p, (_, _, role), first) in enumerate(zip(parts, chunks, firsts)):
+            meta = dict(p.meta or {})
+            if role == "exception" and first < n:
+                meta["trace_head"] = n - first  # the first part of its frames goes only with it
+            elif role == "frames" and first >= 0 and n > first:
+                meta.update(trace_of=1, py_trace=True)  # a later part of the frames: only with the part before
+            out.append(Piece(p.start, p.end, p.kind, p.paragraph, meta))
         return out
 
     def _log_parts(self, lines: list[tuple[int, int, str]], entries: list[tuple[int, int]], paragraph: int,
@@ -1022,7 +1104,7 @@ class Segmenter(Stage):
         extra = {"table_aligned": True} if aligned else {}
         return [_line_piece(c, kind, paragraph, {"table_header": header, "table_part": i,
                                                  "table_rows": [f, m], "table_total": len(rows), **extra},
-                            indent=aligned)
+                            row=True)
                 for i, (c, f, m) in enumerate(chunks)]
 
 
@@ -1292,11 +1374,17 @@ def _fenced_diff(lines: list[tuple[int, int, str]], i: int, j: int) -> list[tupl
 
 
 def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,
-                *, indent: bool = False) -> Piece:
+                *, indent: bool = False, row: bool = False) -> Piece:
+    """The piece of the lines *chunk*, without the whitespace around them (*indent*: its first line
+    keeps its indentation). *row*: lines of a table, whose whitespace at both ends is kept but for a
+    CRLF's ``\r``: a blank or whitespace cell at a row's end or start is a cell, and a part of a table
+    delivered without the part after it ends in its last row as the source has it (QA s32 R2: the
+    TSV row ``2012\tChris Brown\tFortune\tDon't Judge Me\t18\t\t`` was delivered as ``…\t18``,
+    five cells under a header of seven, in a segment the record called verbatim)."""
     first = chunk[0]
-    start = first[0] + (0 if indent else len(first[2]) - len(first[2].lstrip()))
+    start = first[0] + (0 if indent or row else len(first[2]) - len(first[2].lstrip()))
     last = chunk[-1]
-    end = last[0] + len(last[2].rstrip())
+    end = last[0] + len(last[2].rstrip("\r") if row else last[2].rstrip())
     return Piece(start, max(start, end), kind, paragraph, meta)
 
 
@@ -1486,7 +1574,28 @@ class _CodeRuns:
         if n < 2 or TABLE_PIPE_RE.match(self.lines[i][2]) or FENCE_RE.match(self.lines[i][2]):
             return i
         code = self.before[j] - self.before[i]
-        return j if code == n or (n >= 3 and code * 3 >= 2 * n) else i
+        if not (code == n or (n >= 3 and code * 3 >= 2 * n)):
+            return i
+        return self._chained(j)
+
+    def _chained(self, j: int) -> int:
+        """*j*, or past the next traceback of a chain when one follows the code ending at line *j*: its
+        "During handling of the above exception, another exception occurred:" line (blank lines around
+        it) and the traceback under it are one block with the code above, so that the chain's line goes
+        with the traceback it opens (:meth:`Segmenter._traceback_parts`), not alone as a sentence."""
+        n = len(self.lines)
+        k = j
+        while k < n and not self.lines[k][2].strip():
+            k += 1
+        if k == j or k >= n or not CHAIN_RE.match(self.lines[k][2]):
+            return j
+        k += 1
+        while k < n and not self.lines[k][2].strip():
+            k += 1
+        if k >= n or not TRACEBACK_RE.match(self.lines[k][2]):
+            return j
+        end = self.paragraph(k)
+        return end if end > k else j
 
 
 _PREFIX_MIN = 10

@@ -4,7 +4,8 @@ lines, never as prose: a docstring's or comment's ";" or "." is no place to cut,
 is the line of the file, byte for byte. Its parts end at blank lines where they can (a function, a
 block of imports), each of about ``max_code_tokens``; a run of lines without a blank line that is
 longer is cut between lines, never right under a comment line (the comment goes with the code it
-speaks of).
+speaks of) nor under a line that heads the lines below it (``def should_retry(…) -> bool:``). A long
+fenced code block in a document is cut the same way (odcf.stages.segment).
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ CODE_SUFFIXES = (
     ".sh", ".bash", ".zsh", ".ps1", ".sql", ".r", ".dart",
 )
 _COMMENT_OPENS = ("#", "//", "--", "/*", "*", "%")
+#: A line that heads the lines below it: a decorator, a function's or class's header, a line opening a
+#: block (``def should_retry(status: int, attempt: int) -> bool:``, ``if attempt >= 5:``, ``func main() {``).
+_OPENER_RE = re.compile(r"^\s*(?:@\w|(?:async\s+)?def\s|class\s)|[:{(\[]\s*$")
 #: odcf's own mark of lines left out (a file compressed before).
 _MARK_RE = re.compile(r"^\[CODE_LINES: \d+\]$")
 #: the line odcf writes above a source's block (annotate, odcf.render.header): "[source 1/1]
@@ -57,7 +61,9 @@ def code_chunks(lines: list[tuple[int, int, str]], count: Callable[[str], int],
                 limit: int) -> list[list[tuple[int, int, str]]]:
     """*lines* (a source file's, none blank at either end) in parts of whole lines: runs between
     blank lines joined while the part stays within *limit* tokens (*count*: a line's tokens); a run
-    over *limit* in parts of its own, cut between lines at about *limit*, not after a comment line. A
+    over *limit* in parts of its own, cut between lines at about *limit*, not after a comment line nor
+    after a line that heads the lines below it (:data:`_OPENER_RE`: a ``def``, ``class`` or decorator
+    line, a line ending in ":" or "{"), which go with the line below them. A
     mark of lines left out that odcf wrote (:func:`is_mark`: a file compressed before) is in no part,
     and a part ends at it: the lines it counts are counted again in the marks written around the parts
     delivered, so that compressing the output again changes nothing and loses no count."""
@@ -92,8 +98,9 @@ def code_chunks(lines: list[tuple[int, int, str]], count: Callable[[str], int],
             continue
         for k, (line, t) in enumerate(zip(run, sizes)):
             if chunk and tokens + t > limit:
-                held = []  # comment lines at the chunk's end go with the line below them
-                while len(chunk) > 1 and chunk[-1][2].lstrip().startswith(_COMMENT_OPENS):
+                held = []  # comment lines and a block's header at the chunk's end go with the line below them
+                while len(chunk) > 1 and (chunk[-1][2].lstrip().startswith(_COMMENT_OPENS)
+                                          or _OPENER_RE.search(chunk[-1][2].rstrip())):
                     held.insert(0, chunk.pop())
                 out.append(chunk)
                 chunk = held
