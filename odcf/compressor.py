@@ -159,6 +159,10 @@ class Compressor:
         meta = {
             "strict": strict,
             "annotate": annotate,
+            # what the call asked for: the budget stage sets "annotate" to False when it leaves the
+            # source lines out, and a trace must rebuild the call, not its outcome (QA s32 J1: a run at
+            # --budget 15 traced annotate=false, and its replay never took the "left out" path)
+            "annotate_requested": annotate,
             "timings": timings,
             "input_sha256": {s.id: s.sha256 for s in srcs},
             "input_tokens": {s.id: counter.count(s.text) for s in srcs},
