@@ -203,6 +203,13 @@ class Compressor:
         if problems and strict:
             raise InputError("the state layer does not validate against the plan's state schema:\n  "
                              + "\n  ".join(problems))
+        if not doc.sources:
+            # no source at all is empty input as much as compress("") is, and warns alike: a caller's filter
+            # that matched nothing gave an empty context without a word (QA s32 J2). Not an error, as
+            # compress("") is none, strict or not (the CLI, which reads files, refuses both)
+            from odcf.stages.assemble import EMPTY_INPUT
+
+            problems = [*problems, f"no sources: {EMPTY_INPUT}"]
         if problems:
             doc = doc.replace(meta={**doc.meta, "warnings": [*doc.meta.get("warnings", ()), *problems]})
         out = self.pipeline.run(doc, self.plan)

@@ -387,3 +387,17 @@ def test_number_anchors_inside_timestamps_and_csv_fields_are_not_read_as_lost():
                                                       + rows + "\n"}], query="status 500", budget=300, timings=False)
     assert not [w for w in r.record.get("warnings", []) if "altered" in w], r.record["warnings"]
     assert not [e for e in r.record["stages"] if e["stage"] == "guard"]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_empty_source_list_warns_as_empty_input_does(strict):
+    # QA s32 J2: compress([]) (a caller's filter that matched nothing) gave '' with no word, while
+    # compress("") warns "empty input: no text to compress"; neither is an error with strict
+    from odcf import Compressor
+
+    c = Compressor.from_ontology("general")
+    r = c.compress([], strict=strict, timings=False)
+    assert r.text == "" and r.record["sources"] == []
+    assert r.record["warnings"] == ["no sources: empty input: no text to compress"]
+    assert c.compress("", strict=strict, timings=False).record["warnings"] == [
+        "source source-1: empty input: no text to compress"]
