@@ -46,7 +46,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from odcf.document import Document, Segment, Source, Status, sha256
+from odcf.document import (
+    BYTES_RANGE,
+    LINES_RANGE,
+    Document,
+    Segment,
+    Source,
+    Status,
+    read_range_problem,
+    sha256,
+)
 from odcf.errors import InputError
 from odcf.fileio import decode_text
 from odcf.textutil import check_fields, is_json, json_kind
@@ -65,8 +74,6 @@ def source_lines_left_out(warnings: Any) -> bool:
 
 logger = logging.getLogger(__name__)
 
-_LINES = re.compile(r"^lines\s+(\d+)\s*-\s*(\d+)$")
-_BYTES = re.compile(r"^bytes\s+(\d+)\s*-\s*(\d+)$")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:(?!\\|/(?!/))")  # tool:search, http://, but not C:\ or /abs
 _EMPTY_SHA = sha256("")
 
@@ -116,33 +123,30 @@ class VerifyReport:
 def select(raw: bytes, read_range: str | None, *, where: str = "<source>") -> str:
     """The text a read range selects from a file's bytes (see the module docstring)."""
     rr = (read_range or "whole").strip()
+    problem = read_range_problem(rr)  # the grammar a Source is checked with when it is made
+    if problem:
+        raise InputError(f"{where}: {problem}")
     if rr == "whole":
         return _decode(raw, where)
-    m = _LINES.match(rr)
+    m = LINES_RANGE.match(rr)
     if m:
         a, b = int(m.group(1)), int(m.group(2))
-        if a < 1 or b < a:
-            raise InputError(f"{where}: bad read range {rr!r}: lines are 1-based and a <= b")
         lines = _decode(raw, where).splitlines(keepends=True)  # line 1 without the BOM
         if b > len(lines):
             raise InputError(f"{where}: read range {rr!r} is past the end of the file ({len(lines)} lines)")
         return "".join(lines[a - 1:b])
-    m = _BYTES.match(rr)
+    m = BYTES_RANGE.match(rr)
     if m:
         a, b = int(m.group(1)), int(m.group(2))
-        if b < a:
-            raise InputError(f"{where}: bad read range {rr!r}: a <= b")
         if b >= len(raw):
             raise InputError(f"{where}: read range {rr!r} is past the end of the file ({len(raw)} bytes)")
         try:  # the bytes as they are: a BOM in the range is in the text
             return raw[a:b + 1].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"{where}: invalid UTF-8 at byte {a + exc.start} (read range {rr!r})") from exc
-    if rr.startswith("/") or rr == "":
-        doc = json.loads(_decode(raw, where)) if raw.strip() else None
-        value = _pointer(doc, rr, where)
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
-    raise InputError(f"{where}: unknown read range {rr!r} (use whole, 'lines a-b', 'bytes a-b' or a JSON pointer /a/0)")
+    doc = json.loads(_decode(raw, where)) if raw.strip() else None  # a JSON pointer: all read_range_problem leaves
+    value = _pointer(doc, rr, where)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def read_selection(path: str | os.PathLike[str], read_range: str | None = "whole") -> str:
