@@ -22,7 +22,7 @@ from odcf.errors import InputError, InvalidPlanError, OdcfError, OntologyError, 
 from odcf.pipeline import Pipeline
 from odcf.plan.model import Plan, schema_problems
 from odcf.textutil import loads_json
-from odcf.tokens import check_tokenizer, get_counter
+from odcf.tokens import check_tokenizer, get_counter, unit_words
 
 SourceLike = Union[str, Source, Mapping[str, Any]]
 
@@ -266,13 +266,8 @@ def role_unit_warning(plan: Plan, role: str, unit: str) -> str | None:
     scale = (", about 3 to 4 times the text the role's contract allows" if declared == "bytes"
              else ", about a third to a quarter of the text the role's contract allows" if unit == "bytes" else "")
     return (f"role {role!r} gives its budget of {n} in {declared}{how}; "
-            f"it is counted in {unit} here, the tokenizer this call was given: {n} {_unit_words(unit)}{scale} "
+            f"it is counted in {unit} here, the tokenizer this call was given: {n} {unit_words(unit)}{scale} "
             f"(to count it in {declared}, give the tokenizer {declared} or none)")
-
-
-def _unit_words(unit: str) -> str:
-    """``bytes`` or ``cl100k_base tokens``: what a budget of *unit* counts."""
-    return "bytes" if unit == "bytes" else f"{unit} tokens"
 
 
 def to_sources(sources: SourceLike | Sequence[SourceLike] | Iterable[SourceLike]) -> list[Source]:

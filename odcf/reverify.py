@@ -59,6 +59,7 @@ from odcf.document import (
 from odcf.errors import InputError
 from odcf.fileio import decode_text
 from odcf.textutil import check_fields, is_json, json_kind
+from odcf.tokens import unit_words
 
 #: How the budget stage's warning begins when nothing fits beside the ``[source i/n]`` lines and it
 #: delivers without them (odcf/stages/budget.py).
@@ -551,7 +552,7 @@ class _Run:
             counted = counter.count(body)
             if counted != t_out:
                 self.problems.append(Problem("record-inconsistent", f"tokens_out is {t_out} but the source's block "
-                                             f"in the delivered text counts {counted} {self.unit} tokens", sid))
+                                             f"in the delivered text counts {counted} {unit_words(self.unit)}", sid))
 
     def counter(self) -> Any | None:
         """The record's token counter (None without one), loaded once."""
@@ -629,7 +630,7 @@ def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Seg
                     and seg["tokens_out"] != (counted := counter.count(again.original)):
                 # it delivered the source segment as it is: its tokens_out counts that text
                 out.append(Problem("record-inconsistent", f"tokens_out is {seg['tokens_out']} but the {status} "
-                                                          f"text it delivered counts {counted} {counter.name} tokens", sid, seg_id))
+                                                          f"text it delivered counts {counted} {unit_words(counter.name)}", sid, seg_id))
             delivered.append(again)
         elif status in ("dropped", "merged"):
             pass
@@ -660,7 +661,7 @@ def _figure_problems(record: Mapping[str, Any], text: str | None) -> list[Proble
     if counter is not None and isinstance(tokens_out, int):
         counted = counter.count(text or "")
         if counted != tokens_out:
-            bad(f"tokens_out is {tokens_out} but the delivered text counts {counted} {record['unit']} tokens")
+            bad(f"tokens_out is {tokens_out} but the delivered text counts {counted} {unit_words(record['unit'])}")
     tokens_in = record.get("tokens_in")
     ins = [src.get("tokens_in") for src in record["sources"]]
     if "handoff" not in record and isinstance(tokens_in, int) and all(isinstance(n, int) for n in ins) \

@@ -401,3 +401,21 @@ def test_an_empty_source_list_warns_as_empty_input_does(strict):
     assert r.record["warnings"] == ["no sources: empty input: no text to compress"]
     assert c.compress("", strict=strict, timings=False).record["warnings"] == [
         "source source-1: empty input: no text to compress"]
+
+
+def test_a_budget_in_bytes_is_said_in_bytes_not_bytes_tokens():
+    # QA s32 J4: "nothing fit in the budget of 20 bytes tokens"
+    from odcf import Compressor
+    from odcf.reverify import verify_report
+
+    c = Compressor.from_ontology("general")
+    text = "Liability is capped at $5,000. Payment is due within 30 days."
+    r = c.compress(text, tokenizer="bytes", budget=20, timings=False)
+    assert any(w.startswith("nothing fit in the budget of 20 bytes: ") for w in r.record["warnings"]), r.record["warnings"]
+    r = c.compress(text, tokenizer="bytes", query="liability cap", budget=40, timings=False)
+    assert any(w.startswith("the source lines were left out: with them nothing fit in the budget of 40 bytes")
+               for w in r.record["warnings"]), r.record["warnings"]
+    forged = {**r.record, "tokens_out": r.tokens_out + 1}
+    said = [str(p) for p in verify_report(forged, r.text).problems]
+    assert any(f"the delivered text counts {r.tokens_out} bytes" in p for p in said), said
+    assert not any("bytes tokens" in w for w in [*r.record["warnings"], *said])
