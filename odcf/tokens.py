@@ -233,6 +233,12 @@ class ByteCounter:
         return "<token counter bytes>"
 
 
+def unit_words(unit: str | None) -> str:
+    """``bytes`` or ``cl100k_base tokens``: what a count or a budget of *unit* is in. Every message that
+    names the unit says it this way: "the budget of 20 bytes tokens" read as a slip (QA s32 J4)."""
+    return "bytes" if unit == "bytes" else f"{unit} tokens"
+
+
 def check_tokenizer(name: object) -> None:
     """Raise :class:`OdcfError` unless *name* can name a tokenizer (a non-empty string, or None for
     the default): an empty name would silently mean the default."""

@@ -6,7 +6,8 @@ A trace is one JSON object per line:
    "models", "tokenizer", "role", "budget", "query", "strict", "annotate", "inputs"}``. ``plan`` is the
    full plan dict; ``stages`` the resolved stage switches and options (``false`` when off) so the same
    pipeline can be rebuilt; ``models`` what each model-backed stage reports about its model;
-   ``inputs`` the sources as given — a file source is stored as its path and the sha256 of what was
+   ``annotate`` the setting the call was given (the budget stage may still have left the source lines
+   out, and its warning says so); ``inputs`` the sources as given — a file source is stored as its path and the sha256 of what was
    read (``{"file": ..., "sha256": ...}``), any other source in full.
 2. one line per stage event: ``{"type": "event", "stage", "tokens_in", "tokens_out", "ms", "decisions"}``.
 3. a footer: ``{"type": "footer", "output_sha256", "record_sha256", "tokens_in", "tokens_out", "output", "record"}``
@@ -266,7 +267,9 @@ def trace_lines(result: Any, *, inputs: Any, compressor: Any) -> list[dict[str, 
         "budget": doc.budget,
         "query": doc.query,
         "strict": bool(doc.meta.get("strict", False)),
-        "annotate": bool(doc.meta.get("annotate", True)),
+        # as the call asked, not as the budget stage left it (it sets "annotate" to False when it
+        # leaves the source lines out): replay rebuilds the call
+        "annotate": bool(doc.meta.get("annotate_requested", doc.meta.get("annotate", True))),
     }
     trace_id = sha256(_canon({"inputs": entries, "plan": plan.hash, "stages": stages, **settings}))[:32]
     header = {
@@ -502,6 +505,14 @@ def _event_key(ev: Mapping[str, Any]) -> dict[str, Any]:
             "decisions": ev.get("decisions") or {}}
 
 
+def _lines_left_for_budget(tr: Trace) -> bool:
+    """Whether the traced budget stage left the source lines out (its event's warnings say so)."""
+    from odcf.reverify import source_lines_left_out
+
+    return any(source_lines_left_out((ev.get("decisions") or {}).get("warnings"))
+               for ev in tr.events if ev.get("stage") == "budget")
+
+
 def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = False) -> ReplayReport:
     """Re-run the inputs of *trace* with its plan and stages; compare the output byte for byte, the
     record and the stage events.
@@ -532,9 +543,16 @@ def replay(trace: str | os.PathLike[str] | Trace, *, ignore_plan_hash: bool = Fa
     models_now = _models(compressor)
     if models_now != h.get("models", {}):
         notes.append("stage models differ from the traced ones: " + _canon({"traced": h.get("models", {}), "now": models_now}))
+    annotate = bool(h.get("annotate", True))
+    if not annotate and _lines_left_for_budget(tr):
+        # a trace written before the header held the requested setting: it holds the budget stage's
+        # outcome, False, for a run made with the source lines on that the budget stage left out
+        annotate = True
+        notes.append("the header's annotate=false is the budget stage's outcome (it left the source lines out); "
+                     "replayed with annotate on, as the run was made")
     result = compressor.compress(inputs, query=h.get("query"), role=h.get("role"), budget=h.get("budget"),
                                  tokenizer=h.get("tokenizer"), strict=bool(h.get("strict", False)),
-                                 annotate=bool(h.get("annotate", True)))
+                                 annotate=annotate)
     expected = tr.footer.get("output")
     want_sha = str(tr.footer.get("output_sha256"))
     got_sha = sha256(result.text)

@@ -387,3 +387,35 @@ def test_number_anchors_inside_timestamps_and_csv_fields_are_not_read_as_lost():
                                                       + rows + "\n"}], query="status 500", budget=300, timings=False)
     assert not [w for w in r.record.get("warnings", []) if "altered" in w], r.record["warnings"]
     assert not [e for e in r.record["stages"] if e["stage"] == "guard"]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_empty_source_list_warns_as_empty_input_does(strict):
+    # QA s32 J2: compress([]) (a caller's filter that matched nothing) gave '' with no word, while
+    # compress("") warns "empty input: no text to compress"; neither is an error with strict
+    from odcf import Compressor
+
+    c = Compressor.from_ontology("general")
+    r = c.compress([], strict=strict, timings=False)
+    assert r.text == "" and r.record["sources"] == []
+    assert r.record["warnings"] == ["no sources: empty input: no text to compress"]
+    assert c.compress("", strict=strict, timings=False).record["warnings"] == [
+        "source source-1: empty input: no text to compress"]
+
+
+def test_a_budget_in_bytes_is_said_in_bytes_not_bytes_tokens():
+    # QA s32 J4: "nothing fit in the budget of 20 bytes tokens"
+    from odcf import Compressor
+    from odcf.reverify import verify_report
+
+    c = Compressor.from_ontology("general")
+    text = "Liability is capped at $5,000. Payment is due within 30 days."
+    r = c.compress(text, tokenizer="bytes", budget=20, timings=False)
+    assert any(w.startswith("nothing fit in the budget of 20 bytes: ") for w in r.record["warnings"]), r.record["warnings"]
+    r = c.compress(text, tokenizer="bytes", query="liability cap", budget=40, timings=False)
+    assert any(w.startswith("the source lines were left out: with them nothing fit in the budget of 40 bytes")
+               for w in r.record["warnings"]), r.record["warnings"]
+    forged = {**r.record, "tokens_out": r.tokens_out + 1}
+    said = [str(p) for p in verify_report(forged, r.text).problems]
+    assert any(f"the delivered text counts {r.tokens_out} bytes" in p for p in said), said
+    assert not any("bytes tokens" in w for w in [*r.record["warnings"], *said])

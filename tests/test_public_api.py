@@ -57,6 +57,13 @@ def test_public_functions_given_the_wrong_type_raise_one_odcf_error_saying_what_
     ({"id": 1, "text": "x"}, "source id must be a string, got int 1"),
     ({"id": "a", "text": "x", "confidence": 2}, "source 'a': confidence must be within [0, 1], got 2"),
     ({"id": "a", "text": "x", "layer": "facts"}, "source 'a': unknown layer 'facts'"),
+    # QA s32 J3: verify cannot read these, so a record of the source could never verify
+    ({"id": "a", "text": "x", "read_range": "pages 1-2"},
+     "source 'a': read_range: unknown read range 'pages 1-2' (use whole, 'lines a-b', 'bytes a-b' or a JSON pointer"),
+    ({"id": "a", "text": "x", "read_range": "lines 5-1"},
+     "source 'a': read_range: bad read range 'lines 5-1': lines are 1-based and a <= b"),
+    ({"id": "a", "text": "x", "read_range": "lines 0-2"}, "source 'a': read_range: bad read range 'lines 0-2'"),
+    ({"id": "a", "text": "x", "read_range": "bytes 9-3"}, "source 'a': read_range: bad read range 'bytes 9-3': a <= b"),
 ])
 def test_a_bad_source_is_an_odcf_error_and_still_a_value_error(kwargs, message):
     with pytest.raises(odcf.errors.SourceError) as exc:
@@ -104,3 +111,16 @@ def test_sources_in_an_unordered_collection_are_refused_saying_to_pass_a_list(pl
     assert c.compress(texts, budget=200).text == c.compress(tuple(texts), budget=200).text
     assert c.compress(iter(texts), budget=200).record["sources"][0]["id"] == "source-1"
 
+
+
+@pytest.mark.parametrize("read_range", ["pages 1-2", "lines 5-1"])
+def test_compress_refuses_a_read_range_verify_cannot_read_naming_the_source_and_field(read_range):
+    # QA s32 J3: compress stored any string; verify of the record then said source-unreadable on an unchanged file
+    c = odcf.Compressor.from_ontology("general")
+    with pytest.raises(odcf.errors.InputError, match=rf"^source 'x': read_range: .*read range '{read_range}'"):
+        c.compress({"id": "x", "text": "Pay $5.", "origin": "noeol.txt", "read_range": read_range}, budget=100)
+
+
+@pytest.mark.parametrize("read_range", ["whole", "lines 2-3", " lines 1 - 1 ", "bytes 0-99", "/orders/2", ""])
+def test_every_read_range_verify_reads_is_a_source_s(read_range):
+    assert odcf.Source(id="a", text="x", read_range=read_range).read_range == read_range

@@ -312,6 +312,17 @@ def test_an_unannotated_text_is_checked_as_a_whole(plan, tmp_path, contract_text
     assert "text-not-derivable" in codes
 
 
+def test_a_text_whose_source_lines_the_budget_left_out_is_not_said_to_be_no_annotate(plan, tmp_path):
+    # QA s32 J1: `odcf verify` of a run at --budget 15 said "(--no-annotate)", an option the run was never given
+    a = tmp_path / "noeol.txt"
+    a.write_text("Liability is capped at $5,000. Payment is due within 30 days.", encoding="utf-8")
+    result = Compressor(plan, stages=SWITCHES).compress([read_source_file(str(a))], query="liability cap", budget=15)
+    assert not result.text.startswith("[source")
+    report = verify_report(result.record, result.text, plan=plan, stages=SWITCHES)
+    said = [n for n in report.notes if "no [source i/n] headers" in n]
+    assert report.ok and said and "the budget stage left them out" in said[0] and "--no-annotate" not in said[0]
+
+
 def test_a_record_without_segment_details_says_so_and_verifies(plan, tmp_path, contract_text):
     a = tmp_path / "msa.md"
     a.write_text(contract_text, encoding="utf-8")

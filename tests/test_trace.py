@@ -231,3 +231,36 @@ def test_a_malformed_trace_is_one_clear_error_naming_the_field(plan, tmp_path, c
     with pytest.raises(InputError) as info:
         replay(trace)
     assert message in str(info.value)
+
+
+NOEOL = "Liability is capped at $5,000. Payment is due within 30 days."
+
+
+def test_replay_of_a_run_whose_budget_left_the_source_lines_out_is_reproduced(plan, tmp_path):
+    # QA s32 J1: at 15 tokens nothing fits beside "[source 1/1] …"; the budget stage delivers without it and
+    # sets the document's annotate to False. The header held that outcome, replay ran with annotate=False,
+    # never took the "left out" path, and reported NOT REPRODUCED for an unchanged run
+    c = Compressor(plan, stages=SWITCHES)
+    trace = tmp_path / "tight.trace.jsonl"
+    result = c.compress([{"id": "n", "text": NOEOL}], query="liability cap", budget=15, trace=trace)
+    assert not result.text.startswith("[source") and any(
+        w.startswith("the source lines were left out") for w in result.record["warnings"])
+    head = read_trace(trace).header
+    assert head["annotate"] is True  # what the call asked for, not what the budget stage made of it
+    rep = replay(trace)
+    assert rep.identical and rep.reproduced, rep.failures
+    # the id is derived from the requested setting: a run asked with annotate=False is another run
+    other = tmp_path / "bare.trace.jsonl"
+    c.compress([{"id": "n", "text": NOEOL}], query="liability cap", budget=15, annotate=False, trace=other)
+    assert read_trace(other).header["annotate"] is False and read_trace(other).trace_id != rep.trace_id
+    assert replay(other).reproduced
+
+
+def test_replay_of_an_older_trace_that_holds_the_budget_stage_s_annotate_is_reproduced(plan, tmp_path):
+    c = Compressor(plan, stages=SWITCHES)
+    trace = tmp_path / "old.trace.jsonl"
+    c.compress([{"id": "n", "text": NOEOL}], query="liability cap", budget=15, trace=trace)
+    _rewrite(trace, lambda lines: lines[0].update(annotate=False))  # as an odcf before the fix wrote it
+    rep = replay(trace)
+    assert rep.reproduced, rep.failures
+    assert any("annotate=false is the budget stage's outcome" in n for n in rep.notes)

@@ -62,7 +62,7 @@ from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
 from odcf.handoff.trust import cap_confidence
 from odcf.plan.model import Plan, RoleContract
-from odcf.tokens import check_tokenizer, get_counter
+from odcf.tokens import check_tokenizer, get_counter, unit_words
 
 logger = logging.getLogger(__name__)
 
@@ -561,7 +561,7 @@ def over_budget_message(record: Mapping[str, Any]) -> str:
     what = "required material" if core > core_budget else "the material delivered"
     parts = f"{what} {core}, " + (f"the handoff notes {notes}" if notes else "no handoff notes")
     return (f"over budget by {record.get('over_by')} tokens: the handoff needs {record.get('tokens_out')} "
-            f"{record.get('unit')} tokens of a budget of {record.get('budget')} ({parts})")
+            f"{unit_words(record.get('unit'))} of a budget of {record.get('budget')} ({parts})")
 
 
 def _mark_handoff_cuts(record: dict[str, Any], prep: _Prepared, batch: ItemBatch, counter: Any) -> None:

@@ -115,7 +115,7 @@ from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import HAN_RE, NO_OTHER_RE, person_opener, points_back, refers_back
-from odcf.tokens import get_counter
+from odcf.tokens import get_counter, unit_words
 
 #: The fill measures what a segment adds after the one before it with this many characters of that one
 #: (a token never reaches further back than a word and the punctuation after it).
@@ -222,7 +222,7 @@ class Budgeter(Stage):
                 kept, required_tokens, exact, rounds, refilled, went_with = bare
                 annotate = False
                 warnings.append(f"the source lines were left out: with them nothing fit in the budget of {budget} "
-                                f"{counter.name} tokens")
+                                f"{unit_words(counter.name)}")
         elif annotate and best is not None and best.id not in kept and len(doc.sources) == 1:
             # the segment ranked first for the query fits only without the source line: the answer goes
             # before it ("2.1 Port in use" / "… exits with code 98." at 40 tokens, where with its source
@@ -233,7 +233,7 @@ class Budgeter(Stage):
                 kept, required_tokens, exact, rounds, refilled, went_with = bare
                 annotate = measured = False
                 warnings.append(f"the source lines were left out: with them the segment ranked first for the query, "
-                                f"{best.id}, did not fit in the budget of {budget} {counter.name} tokens")
+                                f"{best.id}, did not fit in the budget of {budget} {unit_words(counter.name)}")
             else:
                 lone_rules.clear()
                 lone_rules.update(annotated_rules)
@@ -241,7 +241,7 @@ class Budgeter(Stage):
         room = _Room.of(budget, doc.meta.get("budget_reserve"))
         if over_by and strict and not room.reserved:
             raise BudgetError(
-                f"required material needs {exact} {counter.name} tokens but role {contract.name!r} has a "
+                f"required material needs {exact} {unit_words(counter.name)} but role {contract.name!r} has a "
                 f"budget of {budget}: over by {over_by}",
                 budget=budget, required=exact,
             )
@@ -443,7 +443,7 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
     with *strict*, a required layer that had input but got nothing is a :class:`BudgetError`."""
     out: list[str] = []
     if live and not kept:
-        out.append(f"nothing fit in the budget of {room.budget} {counter.name} tokens{room.held}: the delivered "
+        out.append(f"nothing fit in the budget of {room.budget} {unit_words(counter.name)}{room.held}: the delivered "
                    f"text is empty (the smallest segment, as assembled alone, needs "
                    f"{_smallest_alone(probe, live, cost, counter, annotate, groups)})")
     has_layer = {s.layer for s in live}
@@ -452,7 +452,7 @@ def _shortfalls(probe: Document, live: list[Segment], kept: set[str], present: d
             if strict:
                 need = _smallest_alone(probe, [s for s in live if s.layer == layer], cost, counter, annotate, groups)
                 raise BudgetError(
-                    f"required layer {layer!r}: nothing fits in the budget of {room.budget} {counter.name} tokens"
+                    f"required layer {layer!r}: nothing fits in the budget of {room.budget} {unit_words(counter.name)}"
                     f"{room.held} for role {role!r} ({exact} already used; its smallest segment, as assembled "
                     f"alone, needs {need})", budget=room.budget, required=exact + need + room.reserved)
             out.append(f"required layer {layer!r}: nothing fit in the budget")
@@ -482,7 +482,7 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
     part = groups.best_part(best.id, lambda c: True) if best.id in groups.heads else None
     need = sum(cost[i] for i in groups.to_add(part or best.id, kept) or {part or best.id})
     return [(f"the segment ranked first for the query, {best.id} (score {best.score:.2f}), was left out: with what "
-             f"it goes with it needs {need} {counter.name} tokens, more than the room left in the budget of "
+             f"it goes with it needs {need} {unit_words(counter.name)}, more than the room left in the budget of "
              f"{room.budget}{room.held} ({max(0, room.budget - used)} left after the {used} tokens delivered, source "
              f"header lines included); raise the budget to deliver it")]
 

@@ -291,3 +291,19 @@ def test_analyze_json_and_table_are_one_or_the_other(tmp_path, capsys):
         main(["analyze", str(a), "--json", "--table", "--no-entities"])
     assert exc.value.code == 2
     assert "argument --table: not allowed with argument --json" in capsys.readouterr().err
+
+
+def test_replay_reproduces_a_run_whose_budget_left_the_source_lines_out(tmp_path, ontology_file, capsys):
+    # QA s32 J1 (repro/replay_fails.sh): at --budget 15 the [source 1/1] line is left out; replay said
+    # NOT REPRODUCED (the header held annotate=false), and verify blamed a --no-annotate never given
+    a = tmp_path / "noeol.txt"
+    a.write_text("Liability is capped at $5,000. Payment is due within 30 days.", encoding="utf-8")
+    out, rec, trace = (tmp_path / n for n in ("out.txt", "rec.json", "run.trace.jsonl"))
+    rc = main(["compress", str(a), "--ontology", str(ontology_file), "-q", "liability cap", "--budget", "15",
+               "--out", str(out), "--record", str(rec), "--trace", str(trace), "--no-timings", *_disable()])
+    assert rc == 0 and "the source lines were left out" in capsys.readouterr().err
+    assert main(["replay", str(trace)]) == 0
+    assert capsys.readouterr().out.startswith("identical:")
+    assert main(["verify", str(rec), "--text", str(out), "--trace", str(trace)]) == 0
+    said = capsys.readouterr()
+    assert "--no-annotate" not in said.out + said.err and "the budget stage left them out" in said.out + said.err
