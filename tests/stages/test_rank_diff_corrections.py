@@ -21,7 +21,7 @@ def test_a_changelog_hunk_does_not_correct_the_code_hunk_that_made_the_change():
     # QA: "-BURST = 400 / +BURST = 500" was "rank: corrected by change.diff#12" (the CHANGELOG hunk "`BURST`
     # raised from 400 to 500") and held back by the budget as a stale value at 1/2, 1/4 and 1/8 of the diff
     segs = Segmenter()(Document.from_sources([Source(id="c.diff", text=DIFF)]), Plan(domain="t")).segments
-    assert [s.meta.get("diff") for s in segs] == ["file", "hunk", "file", "hunk"]
+    assert [s.meta.get("diff") for s in segs] == ["file", "paths", "hunk", "file", "paths", "hunk"]  # R6: index/---/+++ apart
     assert correction_links(segs) == {}
     for budget in (60, 90, 120, 200):
         r = Compressor.from_ontology("general").compress([Source(id="c.diff", text=DIFF)], budget=budget,

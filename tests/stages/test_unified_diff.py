@@ -69,6 +69,7 @@ def check(text, source=DIFF):
         elif not line.startswith(("index ", "--- ", "+++ ")):
             files.setdefault(line, set()).add((current, hunk))
     current = hunk = None
+    paths = False  # the line before is an index/---/+++ line
     for line in text.splitlines():
         if re.fullmatch(r"\[DIFF_(LINES|HUNKS|FILES): \d+\]", line):
             continue
@@ -78,12 +79,16 @@ def check(text, source=DIFF):
             continue
         if line.startswith(("index ", "--- ", "+++ ")):
             assert current is not None, text
+            paths = True  # never delivered without a hunk of its file (right below them)
             continue
+        assert not paths or line.startswith("@@"), (line, text)
+        paths = False
         if line.startswith("@@"):
             assert current is not None, (line, text)
             hunk = line
             continue
         assert (current, hunk) in files.get(line, ()), (line, current, hunk, text)
+    assert not paths, text
 
 
 @pytest.mark.parametrize("query,budget,want", [
@@ -115,11 +120,12 @@ def test_diff_lines_are_never_headings_nor_reindented():
     assert [s.text.splitlines()[0] for s in heads] == [
         *(f"diff --git a/app/handlers/handler_{k}.py b/app/handlers/handler_{k}.py" for k in range(6)),
         "diff --git a/config/settings.py b/config/settings.py"]
-    for s in segs:  # every hunk and part goes under its file's header
+    by_id = {s.id: s for s in segs}
+    for s in segs:  # every hunk and part goes under its file's header; its index/---/+++ lines with its first hunk
         if s.meta.get("diff") != "file":
             top = s
-            while "under" in top.meta:
-                top = segs[top.meta["under"]]
+            while "under" in top.meta or "budget_needs" in top.meta:
+                top = segs[top.meta["under"]] if "under" in top.meta else by_id[top.meta["budget_needs"]]
             assert top.meta["diff"] == "file" and top.meta["diff_file"] == s.meta["diff_file"]
 
 
@@ -199,3 +205,73 @@ def test_files_left_out_are_marked_where_they_are_and_a_blank_context_line_keeps
     assert join_segments(segs) == text.rstrip()
     pick = [s for s in segs if s.meta.get("diff_file") == 1]
     assert join_segments(pick) == "```diff\n[DIFF_FILES: 1]\n" + client + "[DIFF_FILES: 1]\n```"
+
+
+# the SWE-agent submit observation of pydicom-1458 (QA s32 R6): one file with a long path, one hunk
+SWE = """diff --git a/pydicom/pixel_data_handlers/numpy_handler.py b/pydicom/pixel_data_handlers/numpy_handler.py
+index 8e8d319ae..6a1221b72 100644
+--- a/pydicom/pixel_data_handlers/numpy_handler.py
++++ b/pydicom/pixel_data_handlers/numpy_handler.py
+@@ -285,9 +285,10 @@ def get_pixeldata(ds: "Dataset", read_only: bool = False) -> "np.ndarray":
+         )
+ 
+     required_elements = [
+-        'BitsAllocated', 'Rows', 'Columns', 'PixelRepresentation',
+-        'SamplesPerPixel', 'PhotometricInterpretation'
++        'BitsAllocated', 'Rows', 'Columns', 'SamplesPerPixel', 'PhotometricInterpretation'
+     ]
++    if 'PixelData' in ds:
++        required_elements.append('PixelRepresentation')
+     missing = [elem for elem in required_elements if elem not in ds]
+     if missing:
+         raise AttributeError(
+"""
+
+
+def test_a_single_hunk_diff_with_a_long_path_delivers_its_hunk_at_half_its_size():
+    # QA s32 R6: "odcf compress swe_submit.diff -b 106" (213 tokens) delivered nothing: each hunk went only
+    # with its file's four header lines (the long path four times, 74 tokens) and its @@ line. The file is
+    # named by its "diff --git" line; its index/---/+++ lines go only with its first hunk
+    r = Compressor.from_ontology(None).compress([Source(id="swe_submit.diff", text=SWE)], budget=106,
+                                                timings=False)  # as "odcf compress" runs it
+    text = "\n".join(line for line in r.text.splitlines() if not line.startswith("[source "))
+    check(text, SWE)
+    body = r.text.split("@@ -285,9 +285,10 @@", 1)[1]
+    assert re.search(r"^[-+] ", body, re.MULTILINE), r.text  # a changed line of the hunk, under its @@ line
+    assert "diff --git a/pydicom/pixel_data_handlers/numpy_handler.py" in r.text.split("@@", 1)[0]
+
+
+def test_the_index_and_path_lines_go_only_with_the_files_first_hunk():
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=SWE + SETTINGS)]), Plan(domain="t")).segments
+    by_id = {s.id: s for s in segs}
+    paths = [s for s in segs if s.meta.get("diff") == "paths"]
+    assert [s.text.splitlines()[1] for s in paths] == ["--- a/pydicom/pixel_data_handlers/numpy_handler.py",
+                                                        "--- a/config/settings.py"]
+    for s in paths:
+        first = by_id[s.meta["budget_needs"]]  # the first hunk, or the first part of its lines
+        assert first.meta["diff_hunk"] == 0 and first.meta["diff_file"] == s.meta["diff_file"]
+        assert first.meta["diff"] == "hunk" or first.meta["diff_lines"][0] == 0
+        top = first
+        while "under" in top.meta:
+            top = segs[top.meta["under"]]
+        assert top.index == s.index - 1 and top.text.startswith("diff --git ") and "\n" not in top.text
+    # a long hunk: they go with its first part of lines, which goes under its @@ line
+    segs = Segmenter(max_hunk_tokens=60)(Document.from_sources([Source(id="a", text=SETTINGS)]),
+                                         Plan(domain="t")).segments
+    (path,) = [s for s in segs if s.meta.get("diff") == "paths"]
+    first = {s.id: s for s in segs}[path.meta["budget_needs"]]
+    assert first.meta["diff"] == "lines" and first.meta["diff_lines"][0] == 0
+    assert segs[first.meta["under"]].text.startswith("@@ -3,12 +3,12 @@")
+    # a plain diff's ---/+++ lines name its file: its header stays whole
+    plain = "--- a/payments/client.py\n+++ b/payments/client.py\n@@ -5,2 +5,2 @@\n-TIMEOUT_S = 30\n+TIMEOUT_S = 10\n"
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=plain)]), Plan(domain="t")).segments
+    assert [s.meta["diff"] for s in segs] == ["file", "hunk"] and segs[0].text.endswith("+++ b/payments/client.py")
+
+
+@pytest.mark.parametrize("budget", [60, 80, 106, 130, 160, 200, 260])
+def test_the_index_and_path_lines_are_never_delivered_without_a_hunk(budget):
+    text = SWE + SETTINGS
+    for query in (None, "which file is numpy_handler.py, index 8e8d319ae?"):
+        r = Compressor.from_ontology("agent_ops").compress([Source(id="two.diff", text=text)], query=query,
+                                                           budget=budget, annotate=False, timings=False)
+        check(r.text, text)

@@ -171,6 +171,12 @@ class Segmenter(Stage):
                     # its sentence goes on in the next piece: delivered without it, it ends " …" (odcf.render);
                     # the last piece of a paragraph ending in ";" ("BEGIN;", "… within 30 days;") does not
                     meta = {**meta, "clause_goes_on": True}
+                if meta.get("diff_needs") is not None:
+                    # a git diff's index/---/+++ lines go only with the file's first hunk, the piece after
+                    # them (odcf.stages.segment.diffparts): the budget's ``under`` links look back only
+                    meta = {k: v for k, v in meta.items() if k != "diff_needs"}
+                    meta = {**meta, "budget_needs": f"{source.id}#{p.meta['diff_needs']}",
+                            "budget_needs_what": "the first hunk of its file"}
                 seg = Segment(
                     id=f"{source.id}#{i}",
                     source_id=source.id,

@@ -1,11 +1,17 @@
 """Unified diffs in the segmenter (``git diff``, ``diff -u``): cut per file and per hunk.
 
 A hunk means nothing without the file it changes: hunks of five files delivered under the
-header of the first read as changes to that one. So a file's header lines (``diff --git``,
-``index``, ``---``, ``+++``, modes, renames) are one piece, each hunk (its ``@@`` line and the
+header of the first read as changes to that one. So a file's header is a piece, each hunk (its ``@@`` line and the
 lines the ``@@`` counts announce, and those after them that still read as a hunk's lines) is a piece under it (meta ``under``: the budget delivers a hunk
 only with its file's header, and a header only with one of its hunks), and a long hunk is an ``@@``
-piece with parts of whole lines under it. Every piece keeps its lines as they are (a context line
+piece with parts of whole lines under it. In a git diff the header piece is the ``diff --git`` line and
+the mode, new, deleted, rename and copy lines right under it, which name the file for every hunk; its
+``index``, ``---`` and ``+++`` lines (the path twice more) are a piece of their own that goes only with
+the file's first hunk, or the first part of it (meta ``diff_needs``: that piece's index, made a
+``budget_needs`` link by the segmenter), so that it is never delivered without a hunk and never
+between a hunk and the header (QA s32 R6: a 213-token single-hunk diff at ``-b 106`` delivered nothing,
+its one header of four lines, the long path four times, 74 tokens, going with every hunk). A plain
+``--- a/…``/``+++ b/…`` diff's header stays one piece: its ``---``/``+++`` lines name the file. Every piece keeps its lines as they are (a context line
 `` # Session and token lifetimes`` is no heading, and its leading space is its meaning), and says
 where it sits (``diff_file``, ``diff_hunk``, ``diff_lines``), so that assembly marks the lines,
 hunks and files left out (``[DIFF_LINES: n]``, ``[DIFF_HUNKS: n]``, ``[DIFF_FILES: n]``;
@@ -26,6 +32,8 @@ GIT_HEAD_RE = re.compile(r"^diff --git \S")
 _HEAD_LINE_RE = re.compile(r"^(?:index [0-9a-f]+\.\.[0-9a-f]+|--- \S|\+\+\+ \S|(?:new|deleted) file mode |old mode |"
                            r"new mode |similarity index |dissimilarity index |rename (?:from|to) |copy (?:from|to) |"
                            r"Binary files )")
+#: The lines of a git header that name the file's old and new paths again, and those after them.
+_PATHS_RE = re.compile(r"^(?:index [0-9a-f]+\.\.[0-9a-f]+|--- \S|\+\+\+ \S|Binary files )")
 #: A hunk's header, with its counts of old and new lines.
 HUNK_RE = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
@@ -110,11 +118,25 @@ def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[lis
     for f, (head, hunks) in enumerate(files):
         base = {"diff_block": block, "diff_file": f, "diff_files": len(files)}
         head_at = offset + len(out)
-        out.append(line_piece([lines[k] for k in head], "code", paragraph,
+        # a git header's index/---/+++ lines (and those after them) go apart, with the first hunk
+        names = next((n for n, k in enumerate(head) if n and _PATHS_RE.match(lines[k][2])), len(head)) \
+            if hunks and GIT_HEAD_RE.match(lines[head[0]][2]) else len(head)
+        out.append(line_piece([lines[k] for k in head[:names]], "code", paragraph,
                               {**base, "diff": "file", "diff_hunks": len(hunks)}, indent=True))
+        paths = len(out) if names < len(head) else None
+        if paths is not None:
+            out.append(line_piece([lines[k] for k in head[names:]], "code", paragraph,
+                                  {**base, "diff": "paths", "diff_hunks": len(hunks)}, indent=True))
         for h, (at, end) in enumerate(hunks):
             body = lines[at + 1:end]
             meta: dict[str, Any] = {**base, "diff_hunk": h, "diff_hunks": len(hunks), "under": head_at}
+            if paths is not None and h == 0:
+                # the first hunk when whole, else its first part (after its @@ piece): it brings its @@ line
+                # and the file's header, and the index/---/+++ lines go with them, between the two
+                at_first = offset + len(out) + (0 if sum(cost(ln[2]) for ln in lines[at:end]) <= limit
+                                                or not body else 1)
+                out[paths] = Piece(out[paths].start, out[paths].end, out[paths].kind, out[paths].paragraph,
+                                   {**(out[paths].meta or {}), "diff_needs": at_first})
             if sum(cost(ln[2]) for ln in lines[at:end]) <= limit or not body:
                 out.append(whole(lines[at:end], {**meta, "diff": "hunk"}))
                 continue
