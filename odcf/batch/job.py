@@ -300,8 +300,9 @@ def _write_parts(store: PartStore, outcomes: Iterable[Outcome], counts: list[int
 def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], files: list[InputFile]) -> None:
     out = Path(output).resolve()
     inp = Path(input).resolve()
-    written = {out: "the output", out.with_name(out.name + ".errors.jsonl"): "the error file",
-               out.with_name(out.name + ".parts"): "the parts folder"}
+    beside = PartStore(out)  # where the job writes beside OUTPUT: its error file and parts folder
+    errors, parts = beside.errors_path, beside.dir
+    written = {out: "the output", errors: "the error file", parts: "the parts folder"}
     for f in files:
         what = written.get(Path(f.path).resolve())
         if what is not None:
@@ -317,7 +318,6 @@ def _check_paths(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     # QA s32/F #5: the paths beside OUTPUT are checked as OUTPUT is, before any work: a folder at
     # OUTPUT.errors.jsonl passed, the job compressed every record, then died in the assembly with a
     # traceback; a file at OUTPUT.parts was "holds an unfinished run: pass --resume", which then failed
-    errors, parts = out.with_name(out.name + ".errors.jsonl"), out.with_name(out.name + ".parts")
     if errors.is_dir():
         raise InputError(f"{output}: {errors} is a folder, where odcf writes the error file; move it away")
     if parts.exists() and not parts.is_dir():
