@@ -25,6 +25,14 @@ def odcf_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "odcf", "batch", *args]
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL what is left of *proc*'s process group (an orphaned worker, if any)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def test_sigkill_then_resume(tmp_path, ontology):
     src = tmp_path / "in.jsonl"
     recs = records(N)
@@ -49,10 +57,7 @@ def test_sigkill_then_resume(tmp_path, ontology):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
-        try:  # the orphaned worker process, if any
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
     assert proc.returncode == -signal.SIGKILL
     finished = len(list(parts.glob("part-*.jsonl")))
     total_chunks = (N + 1 + CHUNK - 1) // CHUNK
@@ -99,10 +104,7 @@ def test_sigterm_ends_the_run_with_one_line_that_says_how_to_resume(tmp_path, on
         os.kill(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
     assert proc.returncode == 143, err
     done = sum(1 for part in parts.glob("part-*.jsonl") for _ in part.open())
     assert err.strip().splitlines() == [f"odcf: terminated; rerun with --resume to continue ({done} of {N} records done)"]
@@ -150,10 +152,7 @@ def test_ctrl_c_while_the_workers_load_their_models_prints_only_the_one_line(tmp
         _, err = proc.communicate(timeout=30)
         stopped = time.monotonic() - t0
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["odcf: interrupted; rerun with --resume to continue (0 of 8 records done)"]
     assert stopped < 20  # the driver stopped the workers: it did not wait out their minute of loading
