@@ -239,6 +239,16 @@ def unit_words(unit: str | None) -> str:
     return "bytes" if unit == "bytes" else f"{unit} tokens"
 
 
+def short_unit(unit: str | None) -> str:
+    """``bytes`` or ``tokens``: the unit in a short phrase ("over budget by 12 bytes", "no room in 90
+    bytes"), where the tokenizer's name is said elsewhere in the same message or record.
+
+    >>> short_unit("bytes"), short_unit("o200k_base"), short_unit(None)
+    ('bytes', 'tokens', 'tokens')
+    """
+    return "bytes" if unit == "bytes" else "tokens"
+
+
 def check_tokenizer(name: object) -> None:
     """Raise :class:`OdcfError` unless *name* can name a tokenizer (a non-empty string, or None for
     the default): an empty name would silently mean the default."""

@@ -21,6 +21,7 @@ from odcf.document import LAYERS
 from odcf.errors import InputError
 from odcf.fileio import write_text
 from odcf.textutil import has_visible_text
+from odcf.tokens import short_unit
 
 
 def register(sub: Any) -> None:
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.out, result.text)  # exactly the delivered text: its sha256 is the record's
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
-    print_record_warnings("compress", result.record, f"over budget by {result.record.get('over_by')} tokens "
+    print_record_warnings("compress", result.record, f"over budget by {result.record.get('over_by')} {short_unit(result.record.get('unit'))} "
                           "(required material alone exceeds it; see the record)")
     budget = result.record["budget"]
     if args.role is None and args.budget is None and result.tokens_in <= budget:

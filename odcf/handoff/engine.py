@@ -62,7 +62,7 @@ from odcf.handoff.stage import HandoffPriority
 from odcf.handoff.state import CompactState, compact_state
 from odcf.handoff.trust import cap_confidence
 from odcf.plan.model import Plan, RoleContract
-from odcf.tokens import check_tokenizer, get_counter, unit_words
+from odcf.tokens import check_tokenizer, get_counter, short_unit, unit_words
 
 logger = logging.getLogger(__name__)
 
@@ -560,7 +560,7 @@ def over_budget_message(record: Mapping[str, Any]) -> str:
     core, notes, core_budget = h.get("core_tokens", 0), h.get("notes_tokens", 0), h.get("core_budget", 0)
     what = "required material" if core > core_budget else "the material delivered"
     parts = f"{what} {core}, " + (f"the handoff notes {notes}" if notes else "no handoff notes")
-    return (f"over budget by {record.get('over_by')} tokens: the handoff needs {record.get('tokens_out')} "
+    return (f"over budget by {record.get('over_by')} {short_unit(record.get('unit'))}: the handoff needs {record.get('tokens_out')} "
             f"{unit_words(record.get('unit'))} of a budget of {record.get('budget')} ({parts})")
 
 

@@ -115,7 +115,7 @@ from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import HAN_RE, NO_OTHER_RE, person_opener, points_back, refers_back
-from odcf.tokens import get_counter, unit_words
+from odcf.tokens import get_counter, short_unit, unit_words
 
 #: The fill measures what a segment adds after the one before it with this many characters of that one
 #: (a token never reaches further back than a word and the punctuation after it).
@@ -238,7 +238,7 @@ class Budgeter(Stage):
                 lone_rules.clear()
                 lone_rules.update(annotated_rules)
         over_by = max(0, exact - budget)
-        room = _Room.of(budget, doc.meta.get("budget_reserve"))
+        room = _Room.of(budget, doc.meta.get("budget_reserve"), short_unit(counter.name))
         if over_by and strict and not room.reserved:
             raise BudgetError(
                 f"required material needs {exact} {unit_words(counter.name)} but role {contract.name!r} has a "
@@ -246,7 +246,7 @@ class Budgeter(Stage):
                 budget=budget, required=exact,
             )
         if over_by and not room.reserved:
-            warnings.append(f"over budget by {over_by} tokens: required material alone needs {exact}")
+            warnings.append(f"over budget by {over_by} {room.unit}: required material alone needs {exact}")
         final, dropped_by_budget, present = _decide(doc, decided, tiers, kept, cost, budget, contract, before, heads,
                                                     whole=groups.whole, corrected_by=corrected_by, room=room,
                                                     rules=lone_rules,
@@ -422,13 +422,14 @@ class _Room:
     budget: int
     reserved: int = 0
     held_for: str = ""
+    unit: str = "tokens"  # "bytes" under the bytes counter: "no room in 40 tokens" misread a byte budget
 
     @classmethod
-    def of(cls, budget: int, reserve: Any) -> _Room:
+    def of(cls, budget: int, reserve: Any, unit: str = "tokens") -> _Room:
         if not isinstance(reserve, Mapping) or not reserve.get("tokens"):
-            return cls(budget)
+            return cls(budget, unit=unit)
         tokens = int(reserve["tokens"])
-        return cls(budget + tokens, tokens, str(reserve.get("for") or "the caller's own text"))
+        return cls(budget + tokens, tokens, str(reserve.get("for") or "the caller's own text"), unit)
 
     @property
     def held(self) -> str:
@@ -483,7 +484,7 @@ def _best_left_out(live: list[Segment], kept: set[str], tiers: dict[str, tuple[i
     need = sum(cost[i] for i in groups.to_add(part or best.id, kept) or {part or best.id})
     return [(f"the segment ranked first for the query, {best.id} (score {best.score:.2f}), was left out: with what "
              f"it goes with it needs {need} {unit_words(counter.name)}, more than the room left in the budget of "
-             f"{room.budget}{room.held} ({max(0, room.budget - used)} left after the {used} tokens delivered, source "
+             f"{room.budget}{room.held} ({max(0, room.budget - used)} left after the {used} {room.unit} delivered, source "
              f"header lines included); raise the budget to deliver it")]
 
 
@@ -639,7 +640,7 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             dropped += 1
             t = tiers[seg.id][0]
             where = "required layer" if t == 2 else f"optional layer (priority {t - 2})"
-            why = f"no room in {room.budget} tokens for role {contract.name}{room.held}"
+            why = f"no room in {room.budget} {room.unit} for role {contract.name}{room.held}"
             prior = by_id.get(before.get(seg.id, ""))
             partner = by_id.get((went_with or {}).get(seg.id, ""))
             if partner is not None:
@@ -728,23 +729,23 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             elif prior is not None and prior.id not in kept and _message_header(prior):
                 # read as text, it would sit under the header above it, another message's (QA round A, F4)
                 why = (f"is a part of a message and goes only with its header line ({prior.id}, "
-                       f"{cost.get(prior.id, 0)} tokens), which was not delivered: {why}")
+                       f"{cost.get(prior.id, 0)} {room.unit}), which was not delivered: {why}")
             elif limited_by and (rest := [f for f in limited_by.get(seg.id, ())
                                           if f not in kept and by_id[f].status != "merged"]):
                 why = (f"is the first piece of a list item and goes only with the later sentences of the item that "
-                       f"limit it ({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} tokens), which were "
+                       f"limit it ({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} {room.unit}), which were "
                        f"not delivered: {why}")
             elif excepted_by and (rest := [f for f in excepted_by.get(seg.id, ())
                                            if f not in kept and by_id[f].status != "merged"]):
                 why = (f"is a part of a numbered provision that {', '.join(rest)}, elsewhere in its source, names by its "
                        f"number to state an exception to it or a limit of it, and goes only with that "
-                       f"({sum(cost[f] for f in rest if f in cost)} tokens), which was not delivered: {why}")
+                       f"({sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not delivered: {why}")
             elif read_by and (rest := [f for f in read_by.get(seg.id, ())
                                        if f not in kept and by_id[f].status != "merged"]):
                 said = " ".join(by_id[f].original.strip() for f in rest)
                 why = (f"is a part of a table and goes only with the line(s) of its source that say how its figures "
                        f"are to be read, their unit, scale or sign ({', '.join(rest)}: {said!r}, "
-                       f"{sum(cost[f] for f in rest if f in cost)} tokens), which were not delivered"
+                       f"{sum(cost[f] for f in rest if f in cost)} {room.unit}), which were not delivered"
                        + (f": {why}" if any(f in tiers for f in rest) else " (a layer the role does not take)"))
             elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
                 fix = next(by_id[f] for f in corrected_by[seg.id] if f not in kept and by_id[f].status != "merged")
@@ -754,10 +755,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                        else f"{link}; {fix.id} was not delivered: {why}")
             elif whole and seg.id in whole:
                 why += (f": the parts of a sentence that hold a marker go together, and those {len(whole[seg.id])} parts "
-                        f"need {sum(cost[i] for i in whole[seg.id])} tokens")
+                        f"need {sum(cost[i] for i in whole[seg.id])} {room.unit}")
             final.append(seg.with_reason(
                 f"budget: {why} ({where} {seg.layer}, score {seg.score if seg.score is not None else 0:.2f}, "
-                f"{cost[seg.id]} tokens)", status="dropped"))
+                f"{cost[seg.id]} {room.unit})", status="dropped"))
             continue
         if seg.id in kept:
             present[seg.layer] = True
