@@ -79,6 +79,11 @@ to the next one: its content goes only with it, and it only with a part of that 
 Read as text, Message 3's "Also I would prefer the $198.00 as a refund to the card …", its header left out
 for room, sat under Message 1's header; and seven headers with nothing under them took 165 of 244 tokens.
 
+A later sentence of a paragraph that opens with a date or time label ("Day 4 (05/09/2024): Oxygen weaned
+off.", "2024-09-05 14:10 — …", "On 3 May: …") goes only with the sentence that holds the label: delivered
+without it, "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units." read as the current
+dose (QA s33 T2).
+
 A paragraph under a short label line ending in ":" ("Customer reply:" above it, or its own first line,
 "Internal note (not visible to customer) — Priya, 15 April 2025 09:10:") goes only with that line, as
 a body with its From line: delivered without it, the note's "Manual refund scheduled in Stripe for 17
@@ -697,6 +702,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         "that sentence"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
                         and _RUN_IN_RE.match(prior.original)
+                        else f"is a later sentence of a paragraph that opens with a date or time label "
+                        f"({dated.group(0)[:-1].rstrip()!r}) and goes only with the sentence that holds it"
+                        if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
+                        and (dated := _dated(prior)) is not None
                         else "is a later sentence of a paragraph that opens with a label line ending in \":\" and goes "
                         "only with the sentence that holds it"
                         if prior.paragraph == seg.paragraph and prior.source_id == seg.source_id
@@ -802,6 +811,27 @@ _TITLE_NUMBER_RE = re.compile(r"(\d{1,2}(?:\.\d{1,2})+)\.?\s")
 _BOLD_STATEMENT_RE = re.compile(r"[.!?](?:\*\*|__)\s*$|\b(?i:not|never|no|must|shall|should|do not|don't|cannot|only)\b")
 #: A paragraph opening with a bold run-in title: "**Water & Utilities.** Revenue rose …", "**Note:** …".
 _RUN_IN_RE = re.compile(r"^(\*\*|__)(?=\S)[^*_\n]{1,80}?(?:[.:]\1|\1[.:])[ \t]+\S")
+#: A date or a time of day, as a label opening a paragraph writes it (:data:`_DATE_LABEL_RE`): "05/09/2024",
+#: "2024-09-05", "3 May", "3 May 2024", "May 3, 2024", with a time after it or alone ("14:10", "14:10 UTC").
+_MONTH_NAME = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?"
+               r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
+_LABEL_DATE = (r"(?:\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{4}-\d{2}-\d{2}|\d{1,2}(?:st|nd|rd|th)?\s+" + _MONTH_NAME
+               + r"(?:\s+\d{4})?|" + _MONTH_NAME + r"\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?)")
+_LABEL_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:am|pm|AM|PM|UTC|GMT|CET|CEST|Z|h))?"
+#: A paragraph's first sentence that opens with a date or time label, a colon or a dash after it: "Day 4
+#: (05/09/2024): Oxygen weaned off.", "2024-09-05 14:10 — Paged the on-call engineer.", "On 3 May: …",
+#: "Week 2: …", "Tuesday, 3 May 2024 at 09:00: …". The paragraph's later sentences happened then: they go only
+#: with the sentence that holds the label (:func:`_antecedents`). QA (s33 T2): in a discharge summary's progress
+#: notes, "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units." and "Creatinine 112
+#: µmol/L, eGFR 41 …" were delivered without "Day 4 (05/09/2024): …" and "Day 8 (09/09/2024): …", and read as
+#: the current dose and the latest results. Not a sentence that only names a date ("On 3 May the ward …").
+_DATE_LABEL_RE = re.compile(
+    r"^(?:\*\*|__)?(?:"
+    r"(?:Day|Week|Month|Night|Hour|Shift|Cycle|POD|Post-?op(?:erative)? day)\s+\d{1,3}"
+    r"(?:\s*\((?:[A-Z][a-z]{2,8},?\s+)?" + _LABEL_DATE + r"(?:,?\s+" + _LABEL_TIME + r")?\))?"
+    r"|(?:On\s+)?(?:[A-Z][a-z]{2,8}day,?\s+)?" + _LABEL_DATE + r"(?:,?\s+(?:at\s+)?" + _LABEL_TIME + r")?"
+    r"|(?:At\s+)?" + _LABEL_TIME +
+    r")(?:\*\*|__)?(?:\s*:|\s+[—–-])(?:\*\*|__)?[ \t]+\S")
 #: A remark of three words or fewer, no figure in it, ending in "." or "!": "Not urgent.", "Agreed.",
 #: "Yes, do it." (a later sentence of a transcript's line goes only with the one before it).
 _REPLY_RE = re.compile(r"[^\W\d_][^\s\d]*(?:[ \t]+[^\s\d]+){0,2}[.!]")
@@ -1021,8 +1051,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
       question -> its first (:func:`_link_questions`);
     - a sentence of a paragraph whose first sentence is a clause title alone ("Section 9.3 Force
       majeure.") -> that title;
-    - a later sentence of a paragraph that opens with a bold run-in title ("**Note:** …") or with a
-      label line (:func:`_opens_with_label`) -> its first sentence, which holds it; every sentence of the
+    - a later sentence of a paragraph that opens with a bold run-in title ("**Note:** …"), with a
+      label line (:func:`_opens_with_label`) or with a date or time label ("Day 4 (05/09/2024): …",
+      :func:`_dated`; a later line with a label of its own starts its own run) -> its first sentence, which
+      holds it; every sentence of the
       paragraph under a label line alone in its paragraph ("Customer reply:") -> that line;
     - a quoted line -> the attribution of its quote ("On … wrote:"), and a nested quote's attribution
       -> the one of the quote around it;
@@ -1200,7 +1232,8 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
         elif title is not None and seg.paragraph == title[0]:
             out[seg.id] = title[1]
             heads.add(title[1])
-        elif runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence":
+        elif (runin is not None and seg.paragraph == runin[0] and seg.kind == "sentence"
+                and not (_dated(seg) and _dated(by_id[runin[1]]))):
             # "**Water & Utilities.** Revenue rose 7.7% … Margin 14.8%.": the paragraph's later sentences
             # speak of what its bold run-in title names, and go with the sentence that holds it (and so
             # with a label line over them: "Internal note (not visible to customer) — Priya, 15 April:")
@@ -1250,7 +1283,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             # and so does a title line over the later lines of its paragraph ("2025-03-11 10:00 Release 4.2.0")
             title = (seg.paragraph, seg.id) if (m and m.end() == len(seg.original.strip())) or _title_alone(seg, nxt) else None
             runin = (seg.paragraph, seg.id) if title is None and (
-                _RUN_IN_RE.match(seg.original) or _opens_with_label(seg) or _opens_with_label(seg, title=True)) else None
+                _RUN_IN_RE.match(seg.original) or _opens_with_label(seg) or _opens_with_label(seg, title=True)
+                or _dated(seg)) else None
+        elif runin is not None and seg.paragraph == runin[0] and _dated(seg) and _dated(by_id[runin[1]]):
+            # a later line of a timeline with a date label of its own ("2024-09-05 14:20 — Rolled back.")
+            # happened then, not at the paragraph's first label: the lines after it go with it
+            runin = (seg.paragraph, seg.id)
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
@@ -1467,6 +1505,14 @@ def _opens_with_label(seg: Segment, title: bool = False) -> bool:
     return (seg.kind == "sentence" and bool(nl) and not rest.lstrip()[:1].islower() and bool(rest.strip())
             and "speaker" not in seg.meta
             and "mail_field" not in seg.meta and (_title_line(first) if title else _label_line(first)))
+
+
+def _dated(seg: Segment) -> re.Match[str] | None:
+    """The date or time label (:data:`_DATE_LABEL_RE`) opening *seg*, a sentence of prose (not a speaker's line
+    nor an email's header line), else None: "Day 4 (05/09/2024): Oxygen weaned off."."""
+    if seg.kind != "sentence" or "speaker" in seg.meta or "mail_field" in seg.meta:
+        return None
+    return _DATE_LABEL_RE.match(seg.original.lstrip())
 
 
 def _ends_in_colon(text: str) -> bool:

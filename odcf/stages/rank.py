@@ -1044,6 +1044,44 @@ def _in_diff(seg: Segment) -> bool:
     return bool(seg.meta.get("diff"))
 
 
+#: A dose's unit, each way of writing it as one ("unit" and "units", "mcg", "µg" and "micrograms").
+_DOSE_UNIT = {**dict.fromkeys(("mg",), "mg"), **dict.fromkeys(("g",), "g"),
+              **dict.fromkeys(("mcg", "µg", "ug", "microgram", "micrograms"), "mcg"),
+              **dict.fromkeys(("unit", "units", "iu"), "units"), **dict.fromkeys(("ml",), "ml")}
+_DOSE_UNITS = r"(?:mg|mcg|µg|ug|micrograms?|g|units?|IU|iu|mL|ml)"
+#: A change of a named drug's dose to a new value, the name right before its verb (or before "dose"): "Glargine
+#: increased to 14 units", "Apixaban was reduced from 5 mg twice daily to 2.5 mg", "glargine dose increased to 14 units".
+_DOSE_CHANGE_RE = re.compile(
+    r"\b([^\W\d_][\w-]{3,})(?:\s+(?:dose|dosage))?\s+(?:(?:was|is|has\s+been|had\s+been|were)\s+)?"
+    r"(?:increased|reduced|raised|lowered|changed|cut)\s+(?:from\s+[^.;:]{1,40}?\s+)?to\s+"
+    r"(\d[\d,]*(?:\.\d+)?)\s?(" + _DOSE_UNITS + r")\b", re.IGNORECASE)
+#: Words before a change verb that name no drug ("dose increased to 12 units", "it has been reduced to 5 mg").
+_NOT_A_DRUG = frozenset({"dose", "dosage", "been", "then", "also", "later", "further", "subsequently", "daily",
+                         "twice", "once", "rate", "this", "that", "which", "were"})
+
+
+def _dose_changes(text: str) -> list[tuple[str, str, str]]:
+    """The changes of a named drug's dose in *text* (:data:`_DOSE_CHANGE_RE`): (name casefolded, new value,
+    unit); "Glargine increased to 14 units." -> [("glargine", "14", "units")]."""
+    return [(m.group(1).casefold(), m.group(2).replace(",", ""), _DOSE_UNIT[m.group(3).casefold()])
+            for m in _DOSE_CHANGE_RE.finditer(text)
+            if m.group(1).casefold() not in STOPWORDS and m.group(1).casefold() not in _NOT_A_DRUG]
+
+
+def _older_dose(text: str, changes: Sequence[tuple[str, str, str]]) -> bool:
+    """Whether *text* gives a dose of a drug that one of *changes* (:func:`_dose_changes`) changes, in the same
+    unit and another value, in the clause that names it: "… on glargine 10 units; dose increased to 12 units." for
+    ("glargine", "14", "units"), not "Insulin glargine 14 units subcutaneously at night (NEW)." (the new dose)
+    nor "Glargine pen needles, 100 per box." (no dose)."""
+    for name, value, unit in changes:
+        rx = re.compile(r"\b" + re.escape(name) + r"\b[^.;:!?\n\d]{0,30}(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?("
+                        + _DOSE_UNITS + r")\b", re.IGNORECASE)
+        if any(_DOSE_UNIT[m.group(2).casefold()] == unit and m.group(1).replace(",", "") != value
+               for m in rx.finditer(text)):
+            return True
+    return False
+
+
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """What each segment that corrects something (:data:`CORRECTION_RE`, :func:`_cues`; not a heading nor a piece of a
     diff, :func:`_in_diff`) corrects: the earlier segments, not corrections, headings or pieces of a diff themselves,
@@ -1121,6 +1159,17 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
                      or len(mine_words & (keys[j][0] - (subject if any(_names_only(p, segments[j].text) for p in named)
                                                         else set()))) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]
+        # a later dose of a named drug makes its earlier doses stale, a change of one too: "Glargine increased to 14
+        # units." (Day 5) corrects "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units." (Day
+        # 4), which shares with it no word or number rare enough to say so; delivered without it, 12 units read as
+        # the current dose, the discharge list's 14 units left out (QA s33 T2)
+        doses = _dose_changes(segments[k].text)
+        if doses:
+            stale = {segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
+                     if segments[j].kind != "heading" and not _in_diff(segments[j])
+                     and segments[j].source_id == segments[k].source_id and _older_dose(segments[j].text, doses)}
+            if stale - set(found):
+                found = [seg.id for seg in segments[:k] if seg.id in stale or seg.id in found]
         if found:
             out[segments[k].id] = found
     return out

@@ -1,0 +1,71 @@
+"""A later change of a named drug's dose ("Glargine increased to 14 units.") corrects the earlier segments
+that give that drug another dose in the same unit, a change of one too: the budget delivers none of them
+without it. QA (s33 T2): "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units." was
+delivered, and neither the Day 5 increase nor the discharge list's "Insulin glargine 14 units …": 12 units
+read as the current dose."""
+from odcf.compressor import Compressor
+from odcf.document import Segment
+from odcf.stages.rank import _dose_changes, _older_dose, correction_links
+
+CORE = {"rules": False, "fold": False}
+
+NOTES = ("# Discharge summary\n\n"
+         "## Medications on discharge\n\n"
+         "- Insulin glargine 14 units subcutaneously at night (NEW).\n"
+         "- Atorvastatin 40 mg orally at night (unchanged).\n\n"
+         "## Daily progress notes\n\n"
+         "Day 4 (05/09/2024): Oxygen weaned off. SpO2 94% on room air. Blood glucose 9-14 mmol/L on glargine "
+         "10 units; dose increased to 12 units.\n\n"
+         "Day 5 (06/09/2024): Switched to oral doxycycline 100 mg twice daily. CRP 96 mg/L. Glargine increased "
+         "to 14 units. No new symptoms.\n")
+
+STALE = "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units."
+NEW = "Glargine increased to 14 units."
+
+
+def _links(texts):
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=i)
+            for i, t in enumerate(texts)]
+    return correction_links(segs)
+
+
+def test_a_later_dose_of_the_same_drug_corrects_the_earlier_one():
+    # "glargine" is in four segments and "14" in more: too common for the shared-word rule to link them
+    links = _links([
+        "Creatinine 140 µmol/L on 14/02 and 14.1 mmol/L urea.",
+        "Basal insulin glargine 14 units at night from day 2.",
+        "Insulin glargine 14 units subcutaneously at night (NEW).",
+        STALE,
+        "CRP 96 mg/L. Glargine increased to 14 units. No new symptoms.",
+    ])
+    assert links == {"s4": ["s3"]}
+
+
+def test_only_another_dose_of_that_drug_in_that_unit_is_stale():
+    doses = _dose_changes(NEW)
+    assert doses == [("glargine", "14", "units")]
+    assert _older_dose(STALE, doses)
+    assert not _older_dose("Insulin glargine 14 units subcutaneously at night (NEW).", doses)  # the new dose
+    assert not _older_dose("Insulin detemir 10 units at night was stopped.", doses)  # another drug
+    assert not _older_dose("Glargine pen needles, 100 per box.", doses)  # the drug, no dose
+    assert not _older_dose("Glargine 10 mL vial opened on the ward.", doses)  # another unit
+    assert not _older_dose("Glargine was started. Potassium 10 units of nothing.", doses)  # another sentence
+    # a change that names no drug ("dose increased to 12 units") has no dose of one to make stale
+    assert _dose_changes("Blood glucose high; dose increased to 12 units.") == []
+    assert _dose_changes("It has been reduced to 5 mg.") == []
+    assert _dose_changes("Apixaban was reduced from 5 mg twice daily to 2.5 mg twice daily.") == [
+        ("apixaban", "2.5", "mg")]
+
+
+def test_the_stale_dose_is_never_delivered_without_its_change(plan):
+    seen = False
+    for budget in range(30, 200, 7):
+        r = Compressor(plan, stages=CORE).compress(NOTES, budget=budget, annotate=False)
+        assert r.tokens_out <= budget
+        if "glargine 10 units" in r.text:
+            seen = True
+            assert NEW in r.text, (budget, r.text)
+        for seg in r.document.segments:
+            if seg.text == STALE and seg.dropped and "is corrected by" in seg.reasons[-1]:
+                assert "a stale value is not delivered as current" in seg.reasons[-1]
+    assert seen
