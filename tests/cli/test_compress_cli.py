@@ -58,7 +58,7 @@ def test_out_dash_writes_to_stdout_and_another_output_named_dash_is_refused(cont
     assert capsys.readouterr().out == plain and plain.strip() and not (tmp_path / "-").exists()
     assert main(["compress", str(contract), "--budget", "50", "--json", "--out", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == plain.rstrip("\n")
-    assert main(["compress", str(contract), "--budget", "50", "--record", "-"]) == 1
+    assert main(["compress", str(contract), "--budget", "50", "--record", "-"]) == 2  # a usage error (QA s33 R1)
     err = capsys.readouterr().err
     assert "--record -: stdout holds the run's output; give --record a file name" in err
     assert not (tmp_path / "-").exists()
