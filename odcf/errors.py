@@ -82,6 +82,17 @@ class InputError(OdcfError):
     """Input that cannot be read: invalid UTF-8, a broken record, an unknown kind."""
 
 
+class UsageError(InputError):
+    """A command line odcf refuses before it reads anything: an option's value that does not parse
+    (``--threads a``) or options that contradict each other (``--enable compress --disable compress``,
+    ``--record -`` where stdout holds the text). It exits 2, as argparse's own usage errors (an unknown
+    option, ``--budget abc``, ``--layer bogus``) do: QA s33 R1 found ``--record -`` exiting 1 beside a
+    non-UTF-8 ``--query`` exiting 2, so no script could tell a usage error from a failed run by the code."""
+
+    #: argparse's exit code for a usage error, and the README's "2: ... or a command-line usage error"
+    exit_code = 2
+
+
 class SourceError(InputError, ValueError):
     """A :class:`~odcf.document.Source` (or a document of them) with a field of the wrong type or
     value: ``Source(id=1, ...)``, ``confidence=2``, two sources of one id. A :class:`ValueError`

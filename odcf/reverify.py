@@ -104,6 +104,8 @@ class VerifyReport:
     checked_sources: tuple[str, ...] = ()
     checked_segments: int = 0
     notes: tuple[str, ...] = field(default=())
+    #: whether a delivered text was given and compared with the record's ``sha256``
+    text_checked: bool = False
 
     @property
     def ok(self) -> bool:
@@ -115,6 +117,7 @@ class VerifyReport:
             "problems": [p.to_dict() for p in self.problems],
             "checked_sources": list(self.checked_sources),
             "checked_segments": self.checked_segments,
+            "text_checked": self.text_checked,
             "notes": list(self.notes),
         }
 
@@ -392,6 +395,7 @@ def verify_report(
     stages: Mapping[str, Any] | None = None,
     base_dirs: Sequence[str | os.PathLike[str]] = (),
     sources_only: bool = False,
+    text_only: bool = False,
 ) -> VerifyReport:
     """Check *record* against its sources (and *text* when given); see the module docstring.
 
@@ -405,6 +409,9 @@ def verify_report(
     A record with nothing else wrong is not "ok" when nothing was checked: ``nothing-checked`` when no source
     could be re-read (their origins are not files), ``segments-unchecked`` when it has segments but none was
     re-checked (no plan for it, or none listed) and *sources_only* is false — as ``odcf verify`` reports.
+    *text_only*: accept, with a note, a record none of whose sources could be re-read (a handoff's items,
+    the API's texts) when *text* was given and checks out against it (its sha256, each source's block,
+    the token figures); the sources themselves are then not checked, and the note says so.
     """
     problems: list[Problem] = []
     notes: list[str] = []
@@ -451,25 +458,35 @@ def verify_report(
         if extra:
             problems.append(Problem("text-not-derivable", "delivered words in none of the sources: "
                                     + ", ".join(repr(w) for w in extra[:5])))
-    if not problems:
-        problems += _unchecked_problems(record, run.checked, run.n_segments, sources_only=sources_only)
-    return VerifyReport(tuple(problems), tuple(run.checked), run.n_segments, tuple(notes))
+    text_checked = text is not None and record.get("sha256") is not None
+    if not problems and text_only and text_checked and not run.checked and record.get("sources"):
+        counted = " and token counts" if _counter(record.get("unit")) is not None else ""
+        notes.append("no source could be re-read (their origins are not files): accepted (--text-only) on the "
+                     f"delivered text, which matches the record's sha256{counted}; the sources themselves "
+                     "were not checked")
+    elif not problems:
+        problems += _unchecked_problems(record, run.checked, run.n_segments, sources_only=sources_only,
+                                        text_given=text is not None)
+    return VerifyReport(tuple(problems), tuple(run.checked), run.n_segments, tuple(notes), text_checked)
 
 
 def _unchecked_problems(record: Mapping[str, Any], checked: Sequence[str], n_segments: int, *,
-                        sources_only: bool) -> list[Problem]:
+                        sources_only: bool, text_given: bool = False) -> list[Problem]:
     """A record that found nothing wrong only because nothing was checked is not "ok":
     ``nothing-checked`` when no source could be re-read, ``segments-unchecked`` when no segment
     was re-cut (no plan, or no segment listed) and *sources_only* does not accept that."""
     if not checked and record.get("sources"):
         # a record of the API or a batch job names no file: an "ok" here would have checked nothing
+        # QA s33 R4: a handoff record (`odcf handoff --record`) is one too, and the message named no way on
+        how = ("--text-only accepts the delivered text's check against the record alone" if text_given else
+               "give the delivered text with --text FILE --text-only to check it against the record alone")
         return [Problem("nothing-checked", "no source could be re-read (see the notes: their origins are not "
-                        "files, as in a record from the Python API or a batch job), so nothing was verified "
-                        "against its source")]
+                        "files, as in a record of `odcf handoff`, the Python API or a batch job), so nothing was "
+                        f"verified against its source; {how}")]
     if not n_segments and not sources_only and has_segments(record):
         # nothing was re-cut: an "ok" here would tell a CI job that the segments were checked
-        why = ("no segment was re-checked without the record's plan (see the notes): pass its ontology "
-               "(--ontology), --plan or --trace, or --sources-only to accept this" if lists_segments(record) else
+        why = (f"no segment was re-checked without the record's plan (see the notes): {PASS_THE_PLAN}, "
+               "or --sources-only to accept this" if lists_segments(record) else
                "the record lists no segment (it was written with segment_details=False), so none was re-checked: "
                "pass --sources-only to accept this")
         return [Problem("segments-unchecked", why)]
@@ -596,10 +613,11 @@ def verify_record(
     stages: Mapping[str, Any] | None = None,
     base_dirs: Sequence[str | os.PathLike[str]] = (),
     sources_only: bool = False,
+    text_only: bool = False,
 ) -> list[Problem]:
     """The problems :func:`verify_report` finds; an empty list means the record checks out."""
     return list(verify_report(record, text, plan=plan, stages=stages, base_dirs=base_dirs,
-                              sources_only=sources_only).problems)
+                              sources_only=sources_only, text_only=text_only).problems)
 
 
 def _check_segments(sid: str, segs: list[Mapping[str, Any]], fresh: Sequence[Segment],
@@ -791,21 +809,26 @@ def has_segments(record: Any) -> bool:
         isinstance(n, int) and n > 0 for n in counts.values()))
 
 
+#: How a note of a skipped segment check says what to pass: the record's own ontology works as the
+#: plan or trace do (QA s33 R3: the note said "pass --plan or --trace" beside a FAIL line naming --ontology).
+PASS_THE_PLAN = "pass its ontology (--ontology), --plan or --trace"
+
+
 def _plan_for(record: Mapping[str, Any], notes: list[str]) -> Any | None:
     """The bundled plan named by the record's domain, when its hash matches the record."""
     domain = record.get("domain")
     if not domain:
-        notes.append("record names no domain; segment checks skipped (pass the plan or a trace)")
+        notes.append(f"record names no domain; segment checks skipped ({PASS_THE_PLAN})")
         return None
     try:
         from odcf.plan.compiler import compile_file
 
         plan = compile_file(str(domain))
     except Exception as exc:  # no bundled ontology of that name
-        notes.append(f"no bundled ontology {domain!r} ({exc}); segment checks skipped (pass --plan or --trace)")
+        notes.append(f"no bundled ontology {domain!r} ({exc}); segment checks skipped ({PASS_THE_PLAN})")
         return None
     if plan.hash != record.get("plan_hash"):
         notes.append(f"bundled ontology {domain!r} has plan hash {plan.hash[:12]}, the record "
-                     f"{str(record.get('plan_hash'))[:12]}; segment checks skipped (pass --plan or --trace)")
+                     f"{str(record.get('plan_hash'))[:12]}; segment checks skipped ({PASS_THE_PLAN})")
         return None
     return plan

@@ -31,7 +31,7 @@ from odcf.batch.progress import Progress
 from odcf.batch.records import DEFAULT_QUERY_FIELD
 from odcf.batch.summary import BatchSummary
 from odcf.batch.worker import BatchConfig, Outcome
-from odcf.errors import InputError, Interrupted, OdcfError
+from odcf.errors import InputError, Interrupted, OdcfError, UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -44,15 +44,15 @@ def output_format(output: str | os.PathLike[str], fmt: str | None = None) -> str
     guessed = format_of(str(output))
     if fmt is not None:
         if fmt not in ("jsonl", "parquet"):
-            raise InputError(f"unknown output format {fmt!r} (use jsonl or parquet)")
+            raise UsageError(f"unknown output format {fmt!r} (use jsonl or parquet)")
         if (guessed is not None and guessed != fmt) or str(output).lower().endswith(".gz"):
             # plain JSON Lines in a .parquet or .gz file breaks every reader downstream
-            raise InputError(f"{output}: the extension says {'gzip' if str(output).lower().endswith('.gz') else guessed}"
+            raise UsageError(f"{output}: the extension says {'gzip' if str(output).lower().endswith('.gz') else guessed}"
                              f", --format says {fmt}; the output is written uncompressed in the format given, so "
                              "name it to match (.jsonl or .parquet)")
         return fmt
     if guessed is None or str(output).lower().endswith(".gz"):
-        raise InputError(f"{output}: cannot tell the output format from the extension "
+        raise UsageError(f"{output}: cannot tell the output format from the extension "
                          "(use .jsonl or .parquet, or pass --format)")
     return guessed
 

@@ -91,13 +91,13 @@ def run(args: argparse.Namespace) -> int:
     from odcf.batch.local import pool_size_hint
     from odcf.batch.worker import BatchConfig
     from odcf.compressor import role_unit_warning
-    from odcf.errors import InputError, OdcfError
+    from odcf.errors import OdcfError, UsageError
 
     if args.input == "-":
         # `-` is stdin for odcf compress, analyze and handoff; not here (a file named "-" is ./-)
         from odcf.batch.io import READS_TWICE
 
-        raise InputError(f"-: stdin is not a regular file or folder; {READS_TWICE}")
+        raise UsageError(f"-: stdin is not a regular file or folder; {READS_TWICE}")
     try:
         config = BatchConfig(
             ontology=args.ontology, role=args.role, budget=args.budget, query_field=args.query_field,

@@ -83,11 +83,11 @@ def stage_overrides(args: argparse.Namespace) -> dict[str, Any]:
     model = getattr(args, "model", None)
     both = sorted(set(enable) & set(disable))
     if both or (model is not None and "compress" in disable):
-        from odcf.errors import InputError
+        from odcf.errors import UsageError
 
         if both:
-            raise InputError(f"--enable and --disable both name {', '.join(both)}: say one")
-        raise InputError("--model sets the compress stage's model, and --disable compress switches it off: say one")
+            raise UsageError(f"--enable and --disable both name {', '.join(both)}: say one")
+        raise UsageError("--model sets the compress stage's model, and --disable compress switches it off: say one")
     for name in enable:
         out[name] = True
     for name in disable:
@@ -119,10 +119,12 @@ def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) 
     """Refuse, before anything runs, an output (``{"--out": path, ...}``) that names a file the run
     reads (an input, the ontology, an items file) or the same file as another output: it would
     replace the source, or one output would silently replace the other. ``--out -`` is stdout (as ``-``
-    is stdin for an input); any other output named ``-`` is refused, not written to a file named "-"."""
+    is stdin for an input); any other output named ``-`` is refused, not written to a file named "-".
+    That one is a usage error (exit 2: the command line alone shows it); an output that is an input file is
+    found on disk, as other file errors are (exit 1)."""
     import os
 
-    from odcf.errors import InputError
+    from odcf.errors import InputError, UsageError
 
     read = {os.path.realpath(p): p for p in inputs if p and p != "-" and os.path.isfile(p)}
     seen: dict[str, str] = {}
@@ -130,7 +132,7 @@ def refuse_overwrites(inputs: list[str | None], outputs: dict[str, str | None]) 
         if not target or (flag == "--out" and target == "-"):
             continue
         if target == "-":
-            raise InputError(f"{flag} -: stdout holds the run's output; give {flag} a file name")
+            raise UsageError(f"{flag} -: stdout holds the run's output; give {flag} a file name")
         real = os.path.realpath(target)
         if real in read:
             raise InputError(f"{flag} {target}: is a file this run reads ({read[real]}); writing there would replace it")

@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if args.role is None and args.budget is None and result.tokens_in <= budget:
         # the first run of a user's ontology often names no role: say what was used, and what it did
         print(f"odcf compress: note: no --role or --budget: the `default` role's budget of {budget} tokens was "
-              f"used and the input ({result.tokens_in} tokens) fits it, so {_fit_outcome(result.record)}; give "
+              f"used and the input ({result.tokens_in} tokens) fits it, so "
+              f"{_fit_outcome(result.record, annotated=not args.no_annotate)}; give "
               "--role or --budget", file=sys.stderr)
     return 0
 
@@ -128,11 +129,16 @@ _CHANGES = (("merged", "merged as duplicates"), ("folded", "folded"), ("compress
             ("dropped", "dropped"))
 
 
-def _fit_outcome(record: dict[str, Any]) -> str:
+def _fit_outcome(record: dict[str, Any], *, annotated: bool = True) -> str:
     """What a run whose input fits the budget did, from its *record*: "nothing was compressed" only
     when every segment went out as read; else what changed all the same (dedup merges, folds, tokens
-    the rules stage removed), with the token figures, e.g. "nothing was cut for the budget, but 76
-    segments were merged as duplicates (1957 -> 1298 tokens)"."""
+    the rules stage removed, with that stage's own figures), then the tokens delivered, which hold the
+    ``[source i/n]`` header lines when *annotated*, e.g. "nothing was cut for the budget, but 76 segments
+    were merged as duplicates; 1298 tokens delivered with the source headers".
+
+    QA s33 R2: "the rules stage removed 20 tokens (530 -> 528 tokens)" put the stage's figure beside
+    the delivered count (510 plus the header line), which reads as 530 - 20 = 528; it now says
+    "removed 20 tokens (530 -> 510); 528 tokens delivered with the source header"."""
     counts: dict[str, int] = {}
     for src in record.get("sources", ()):
         for seg in src.get("segments", ()):
@@ -142,12 +148,14 @@ def _fit_outcome(record: dict[str, Any]) -> str:
     for event in record.get("stages", ()):
         removed = event.get("tokens_in", 0) - event.get("tokens_out", 0) if event.get("stage") == "rules" else 0
         if removed > 0:  # comments, editor marks, TODO lines: not delivered as read
-            parts.append(f"the rules stage removed {removed} token{'s' if removed != 1 else ''}")
+            parts.append(f"the rules stage removed {removed} token{'s' if removed != 1 else ''} "
+                         f"({event['tokens_in']} -> {event['tokens_out']})")
     if not parts:
         return "nothing was compressed"
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return (f"nothing was cut for the budget, but {listed} ({record['tokens_in']} -> {record['tokens_out']} "
-            "tokens)")
+    headers = sum(1 for src in record.get("sources", ()) if src.get("status") != "dropped") if annotated else 0
+    with_headers = f" with the source header{'s' if headers != 1 else ''}" if headers else ""
+    return f"nothing was cut for the budget, but {listed}; {record['tokens_out']} tokens delivered{with_headers}"
 
 
 #: Extra output writers (HTML report, trace) registered by other CLI modules: fn(args, result).

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from odcf.cli.common import add_data_flags, corpus_paths, csv_list
-from odcf.errors import OdcfError
+from odcf.errors import OdcfError, UsageError
 
 
 def register(sub: Any) -> None:
@@ -44,22 +44,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         threads = tuple(int(x) for x in args.threads.split(","))
     except ValueError:
-        raise OdcfError(f"--threads: expected comma-separated thread counts, e.g. 1,2; got {args.threads!r}") from None
+        raise UsageError(f"--threads: expected comma-separated thread counts, e.g. 1,2; got {args.threads!r}") from None
     if not threads or min(threads) < 1:
-        raise OdcfError(f"--threads {args.threads}: thread counts must be 1 or more")
+        raise UsageError(f"--threads {args.threads}: thread counts must be 1 or more")
     # the outputs are checked (and their folders made) first: a bad path must not cost the whole evaluation
     for flag, target in (("--out", args.out), ("--json", args.json)):
         if target:
             _output_file(flag, Path(target))
+    others = []
+    for item in args.compare:  # a usage error, before the first model's (long) evaluation
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--compare: expected NAME=MODEL, got {item!r}")
+        others.append((name, path))
     model = args.model or str(DEFAULT_MODEL_DIR)
     picked = dict(sources=csv_list(args.sources) if args.sources is not None else None, corpus=corpus_paths(args))
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads, **picked)
-    compare = []
-    for item in args.compare:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise OdcfError(f"--compare: expected NAME=MODEL, got {item!r}")
-        compare.append((name, evaluate(path, data_dir=args.data, work_dir=args.work, threads=threads, **picked)))
+    compare = [(name, evaluate(path, data_dir=args.data, work_dir=args.work, threads=threads, **picked))
+               for name, path in others]
     argv = sys.argv[1:]
     command = "odcf " + " ".join(shlex.quote(a) for a in argv[argv.index("eval"):]) if "eval" in argv else "odcf eval"
     md = render_markdown(res, command=command, compare=compare)

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from odcf.cli.common import add_data_flags, corpus_paths, csv_list
-from odcf.errors import OdcfError
+from odcf.errors import UsageError
 
 
 def register(sub: Any) -> None:
@@ -77,7 +77,7 @@ def _layers(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise OdcfError(f"--layers: expected comma-separated layer numbers or `all`, got {text!r}") from None
+        raise UsageError(f"--layers: expected comma-separated layer numbers or `all`, got {text!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         build["sources"] = sources
     run_sources = build.get("sources", sources)
     if args.wnut_augment and "wnut17" not in run_sources:
-        raise OdcfError(f"--wnut-augment {args.wnut_augment}: copies WNUT-17 train sentences, but wnut17 is not a "
+        raise UsageError(f"--wnut-augment {args.wnut_augment}: copies WNUT-17 train sentences, but wnut17 is not a "
                         f"source of this run ({', '.join(run_sources) or 'none'})")
     on_dev = (csv_list(args.train_on_dev) if args.train_on_dev is not None
               else tuple(s for s in TrainConfig.train_dev_sources if s in run_sources))

@@ -75,7 +75,7 @@ def test_a_fifo_input_says_what_it_is(tmp_path, ontology, capsys):
 
 def test_stdin_as_input_says_why_it_cannot_be_read(tmp_path, ontology, capsys):
     # QA1 finding 3: `odcf batch - OUT` said "-: no such file or directory"
-    assert main(["batch", "-", str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0"]) == 1
+    assert main(["batch", "-", str(tmp_path / "o.jsonl"), "-O", ontology, "--workers", "0"]) == 2  # usage (QA s33 R1)
     err = capsys.readouterr().err
     assert ("-: stdin is not a regular file or folder; a batch job reads its input more than once (to count, to "
             "compress, and on --resume): write it to a file first") in err and "no such file" not in err

@@ -58,7 +58,7 @@ def test_out_dash_writes_to_stdout_and_another_output_named_dash_is_refused(cont
     assert capsys.readouterr().out == plain and plain.strip() and not (tmp_path / "-").exists()
     assert main(["compress", str(contract), "--budget", "50", "--json", "--out", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == plain.rstrip("\n")
-    assert main(["compress", str(contract), "--budget", "50", "--record", "-"]) == 1
+    assert main(["compress", str(contract), "--budget", "50", "--record", "-"]) == 2  # a usage error (QA s33 R1)
     err = capsys.readouterr().err
     assert "--record -: stdout holds the run's output; give --record a file name" in err
     assert not (tmp_path / "-").exists()
@@ -345,8 +345,28 @@ def test_without_role_or_budget_the_note_says_what_dedup_did_to_an_input_that_fi
     merged = sum(seg["status"] == "merged" for src in record["sources"] for seg in src["segments"])
     assert merged and record["tokens_out"] < record["tokens_in"]
     assert "nothing was compressed" not in captured.err
-    assert (f"fits it, so nothing was cut for the budget, but {merged} segments were merged as duplicates "
-            f"({record['tokens_in']} -> {record['tokens_out']} tokens); give --role or --budget") in captured.err
+    assert (f"fits it, so nothing was cut for the budget, but {merged} segments were merged as duplicates; "
+            f"{record['tokens_out']} tokens delivered with the source header; give --role or --budget") in captured.err
+
+
+def test_without_role_or_budget_the_note_gives_the_rules_stage_its_own_figures(capsys):
+    # QA s33 R2: "the rules stage removed 20 tokens (530 -> 528 tokens)" read as 530 - 20 = 528: the
+    # stage took 530 to 510, and the delivered 528 hold the [source 1/1] line
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for extra, delivered in (([], "with the source header"), (["--no-annotate"], "")):
+        assert main(["compress", str(root / "examples" / "msa_excerpt.md"), "-O",
+                     str(root / "examples" / "my_contracts.yaml"), "--json", "--no-timings", *extra]) == 0
+        captured = capsys.readouterr()
+        record = json.loads(captured.out)["record"]
+        rules = next(e for e in record["stages"] if e["stage"] == "rules")
+        removed = rules["tokens_in"] - rules["tokens_out"]
+        assert removed > 0
+        said = (f"so nothing was cut for the budget, but the rules stage removed {removed} tokens "
+                f"({rules['tokens_in']} -> {rules['tokens_out']}); {record['tokens_out']} tokens delivered"
+                f"{' ' + delivered if delivered else ''}; give --role or --budget")
+        assert said in " ".join(captured.err.split()), captured.err
 
 
 def test_an_ascii_locale_gets_utf8_on_stdout_and_a_utf8_query_from_argv(tmp_path):

@@ -17,9 +17,11 @@ def test_eval_checks_its_options_and_outputs_before_evaluating(tmp_path: Path, c
     monkeypatch.setattr(ev, "evaluate", never)
     afile = tmp_path / "afile"
     afile.write_text("x")
-    for extra, said in ((["--threads", "a"], "--threads: expected comma-separated thread counts"),
-                        (["--out", str(tmp_path)], "is a folder; name a file"),
-                        (["--json", str(afile / "x.json")], "afile is a file, not a folder")):
-        assert main(["eval", "--work", str(tmp_path / "w"), *extra]) == 1
+    # a malformed option value is a usage error, exit 2; an output path that cannot be written, 1 (QA s33 R1)
+    for extra, said, code in ((["--threads", "a"], "--threads: expected comma-separated thread counts", 2),
+                              (["--compare", "nomodel"], "--compare: expected NAME=MODEL, got 'nomodel'", 2),
+                              (["--out", str(tmp_path)], "is a folder; name a file", 1),
+                              (["--json", str(afile / "x.json")], "afile is a file, not a folder", 1)):
+        assert main(["eval", "--work", str(tmp_path / "w"), *extra]) == code
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1

@@ -97,8 +97,8 @@ def test_train_export_and_eval_on_your_own_corpus_alone(tmp_path: Path, capsys) 
 
     corpus = write_jsonl(tmp_path / "mine.jsonl", contract_rows(40))
     run, model = tmp_path / "run", tmp_path / "model"
-    # mention replacement copies WNUT-17 sentences: asked for without that source, one clear error
-    assert main(["train", "--corpus", str(corpus), "--sources", "", "--out", str(run), "--wnut-augment", "2"]) == 1
+    # mention replacement copies WNUT-17 sentences: asked for without that source, one clear usage error (exit 2)
+    assert main(["train", "--corpus", str(corpus), "--sources", "", "--out", str(run), "--wnut-augment", "2"]) == 2
     assert "--wnut-augment 2: copies WNUT-17 train sentences, but wnut17 is not a source of this run (corpus)" \
         in capsys.readouterr().err
     # no --data: the corpus is the only source; --train-on-dev defaults to none (wnut17 is not a source)
