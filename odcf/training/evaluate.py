@@ -185,14 +185,22 @@ def evaluate(
     cfg = BuildConfig(data_dir=data_dir or "", out_dir=work_dir, sources=chosen, corpus=tuple(corpus))
     stamp = Path(work_dir) / "dataset" / "odcf_build.json"
     if stamp.is_file():  # the run's own labelled data, as it was built (no source file is read again)
-        import datasets
+        from odcf.training.data import load_labelled
 
-        conf = json.loads(stamp.read_text())["config"]
-        if (sources is not None or corpus) and (tuple(conf["sources"]), tuple(conf.get("corpus", ()))) != (
-                cfg.sources, cfg.corpus):
+        try:
+            conf = json.loads(stamp.read_text(encoding="utf-8"))["config"]
+            built = (tuple(conf["sources"]), tuple(conf.get("corpus", ())))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputError(f"{stamp}: cannot read the build stamp ({type(exc).__name__}: {exc}); rebuild "
+                             f"the data with `odcf train --out {work_dir}`, or give another --work folder") from None
+        if (sources is not None or corpus) and built != (cfg.sources, cfg.corpus):
             raise InputError(f"{work_dir}: holds labelled data built from {', '.join(conf['sources'])}; "
                              "give another --work folder for other sources or corpus files")
-        test = list(datasets.load_from_disk(str(stamp.parent))["test"])
+        try:
+            test = list(load_labelled(stamp.parent)["test"])
+        except InputError as exc:  # QA S: a damaged dataset/ was a traceback
+            raise InputError(f"{exc}; rebuild the data with `odcf train --out {work_dir}` (it builds damaged "
+                             "labelled data again), or give another --work folder") from None
     else:
         test = list(build_dataset(cfg)["test"])
     clf = TokenClassifier.load(model_path, threads=max(threads))
