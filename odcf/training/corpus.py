@@ -17,7 +17,8 @@ Fields of a line (``.jsonl`` or ``.jsonl.gz``; blank lines are skipped):
   at sentence ends, as the inference stage cuts them.
 * ``entities`` (optional): character spans ``[start, end]`` (end exclusive; a third element, a
   label, is allowed and ignored) that must survive compression: every word they touch is
-  *must-keep* (extra loss weight) and counts as a gold entity in ``odcf eval``.
+  *must-keep* (extra loss weight) and counts as a gold entity in ``odcf eval``. ``null`` or no key
+  means none; another value that is not a list (``false``, ``{}``) is an error, as for ``keep``.
 * ``keep`` (optional): character spans of ordinary *keep* words (the words a summary of the
   document needs). Without it, content words are *keep* (spaCy part of speech in the build's
   ``content_pos``, not a stop word) and negations too, as for WNUT-17. ``"keep": []`` is not the
@@ -28,7 +29,8 @@ Fields of a line (``.jsonl`` or ``.jsonl.gz``; blank lines are skipped):
 
 Anchors (numbers, money, dates, URLs, codes, and the anchors and terms of the build's ontologies)
 are *must-keep* in every document, as in the other sources. A malformed line stops the build with
-one error naming ``FILE:LINE`` and what is wrong. The builder skips, with a warning, documents not
+one error naming ``FILE:LINE`` and what is wrong (an ``id`` or ``text`` holding a lone surrogate,
+``"\\ud800"``, included). The builder skips, with a warning, documents not
 mainly in Latin script (the compress stage never gives the model such text), and needs at least
 one document in each split.
 """
@@ -45,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from odcf.document import unicode_problem
 from odcf.errors import InputError
 
 SPLIT_NAMES = ("train", "dev", "test")
@@ -138,8 +141,17 @@ def _parse(raw: bytes, where: str) -> CorpusDoc:
     unknown = sorted(set(obj) - {"id", "text", "entities", "keep", "split"})
     if unknown:
         raise InputError(f"{where}: unknown field(s) {', '.join(unknown)} (known: id, text, entities, keep, split)")
+    # valid JSON can hold a lone surrogate ("\ud800", as tools write a string cut inside an emoji);
+    # it cannot be written as UTF-8, and spaCy then failed with a traceback naming no line (QA S)
+    for name, value in (("id", doc_id), ("text", text)):
+        problem = unicode_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise InputError(f"{where}: '{name}' {problem}")
+    # only null or an absent key means "none": false, 0, "" or {} is a mistake, for entities as for
+    # keep (QA S: "entities": {} trained silently with no must-keep word)
     keep = _spans(obj["keep"], "keep", text, where) if obj.get("keep") is not None else None
-    return CorpusDoc(str(doc_id), text, _spans(obj.get("entities") or [], "entities", text, where), keep, split, where)
+    entities = _spans(obj["entities"], "entities", text, where) if obj.get("entities") is not None else ()
+    return CorpusDoc(str(doc_id), text, entities, keep, split, where)
 
 
 def _spans(value: Any, name: str, text: str, where: str) -> tuple[tuple[int, int], ...]:

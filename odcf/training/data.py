@@ -24,7 +24,8 @@ Sources and labels (see ``training/README.md`` for the limits of each):
 
 Long texts are cut into windows of at most ``max_len`` WordPiece tokens at sentence ends, the
 same way the inference stage cuts them. The result is a ``datasets.DatasetDict`` saved under
-``out_dir/dataset`` and reused when the same configuration is asked for again.
+``out_dir/dataset`` and reused when the same configuration is asked for again and its files are
+whole (:func:`load_labelled`); damaged data are built again, with a warning.
 """
 from __future__ import annotations
 
@@ -472,9 +473,16 @@ def build_dataset(cfg: BuildConfig) -> Any:
     out = Path(cfg.out_dir) / "dataset"
     stamp = out / "odcf_build.json"
     fingerprint = cfg.fingerprint()  # hashes the ontology and corpus files: once per build
-    if stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fingerprint:
-        logger.info("reusing labelled data in %s", out)
-        return datasets.load_from_disk(str(out))
+    if stamp.is_file() and _stamp_fingerprint(stamp) == fingerprint:
+        try:
+            dd = load_labelled(out)
+        except InputError as exc:
+            # the fingerprint says what the data were built from, not that they are still whole:
+            # a half-copied run (QA S: dataset/dataset_dict.json removed) is built again, not reused
+            logger.warning("labelled data damaged, building them again: %s", exc)
+        else:
+            logger.info("reusing labelled data in %s", out)
+            return dd
     import spacy
 
     nlp = spacy.load(cfg.spacy_model, disable=["parser", "ner"])
@@ -510,13 +518,76 @@ def build_dataset(cfg: BuildConfig) -> Any:
                          "some (in a corpus, give documents \"split\": \"" + empty[0] + "\", or add documents: "
                          "by its id, one in ten goes to test and one in ten to dev)")
     dd = datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s]) for s in SPLITS})
+    stamp.unlink(missing_ok=True)  # a build that stops while saving leaves no stamp over half-written data
     dd.save_to_disk(str(out))
     stats = label_stats(dd)
     stamp.write_text(json.dumps({"fingerprint": fingerprint, "config": asdict(cfg), "stats": stats,
                                  "ontology_files": ontology_digest(cfg.ontology_dir),
-                                 **({"corpus_files": corpus_digest(cfg.corpus)} if cfg.corpus else {})}, indent=2))
+                                 **({"corpus_files": corpus_digest(cfg.corpus)} if cfg.corpus else {}),
+                                 "data_files": _data_digest(out)}, indent=2))
     logger.info("labelled data saved to %s: %s", out, stats)
     return dd
+
+
+def _stamp_fingerprint(stamp: Path) -> str | None:
+    """The fingerprint a build stamp records; None for a stamp that does not read (built again)."""
+    try:
+        data = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data.get("fingerprint") if isinstance(data, dict) else None
+
+
+def _data_digest(folder: Path) -> dict[str, str]:
+    """``{path under folder: sha256}`` of the files ``save_to_disk`` wrote: ``dataset_dict.json``
+    and, per split, ``state.json``, ``dataset_info.json`` and the data files ``state.json`` names
+    (not files of an earlier build or caches that ``datasets`` may add later)."""
+    names = ["dataset_dict.json"]
+    for s in SPLITS:
+        state = json.loads((folder / s / "state.json").read_text(encoding="utf-8"))
+        names += [f"{s}/state.json", f"{s}/dataset_info.json"]
+        names += [f"{s}/{f['filename']}" for f in state.get("_data_files", [])]
+    return {n: hashlib.sha256((folder / n).read_bytes()).hexdigest() for n in names}
+
+
+def load_labelled(folder: str | Path) -> Any:
+    """The labelled ``DatasetDict`` saved in *folder* (a run's ``dataset/``), checked whole first.
+
+    The build stamp's fingerprint says what the data were built from, not that the files are still
+    there: a run folder copied or synced in part lost a split, a data file or ``dataset_dict.json``
+    and ``datasets`` then failed with a traceback (QA S: ``FileNotFoundError: No such files:
+    '…/dataset/test/dataset_info.json'``, ``ArrowInvalid: Expected to read 1651663207 metadata
+    bytes``). Every file the build wrote must still have the sha256 its stamp records
+    (``data_files``; a stamp of an older odcf has none), and the splits train, dev and test must load.
+    Raises :class:`InputError` naming the damaged file or split and what is wrong.
+    """
+    import datasets
+
+    folder = Path(folder)
+    stamp = folder / "odcf_build.json"
+    try:
+        recorded = json.loads(stamp.read_text(encoding="utf-8")).get("data_files") or {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        raise InputError(f"{stamp}: cannot read the build stamp: {exc}") from None
+    for name, sha in sorted(recorded.items()):
+        f = folder / name
+        if not f.is_file():
+            raise InputError(f"{f}: missing (the labelled data are incomplete)")
+        if hashlib.sha256(f.read_bytes()).hexdigest() != sha:
+            raise InputError(f"{f}: changed since the labelled data were built (sha256 differs)")
+    if not (folder / "dataset_dict.json").is_file():
+        raise InputError(f"{folder / 'dataset_dict.json'}: missing (the labelled data are incomplete)")
+    missing = [s for s in SPLITS if not (folder / s / "state.json").is_file()]
+    if missing:
+        raise InputError(f"{folder / missing[0]}: split {missing[0]} missing or incomplete (no state.json)")
+    splits = {}
+    for s in SPLITS:  # one split at a time, so that the error names the split that does not load
+        try:
+            splits[s] = datasets.Dataset.load_from_disk(str(folder / s))
+        except Exception as exc:  # noqa: BLE001 - pyarrow and datasets raise many kinds for damaged files
+            raise InputError(f"{folder / s}: split {s} of the labelled data does not load "
+                             f"({type(exc).__name__}: {exc})") from None
+    return datasets.DatasetDict(splits)
 
 
 def _row(ex: Example) -> dict[str, Any]:

@@ -185,14 +185,22 @@ def evaluate(
     cfg = BuildConfig(data_dir=data_dir or "", out_dir=work_dir, sources=chosen, corpus=tuple(corpus))
     stamp = Path(work_dir) / "dataset" / "odcf_build.json"
     if stamp.is_file():  # the run's own labelled data, as it was built (no source file is read again)
-        import datasets
+        from odcf.training.data import load_labelled
 
-        conf = json.loads(stamp.read_text())["config"]
-        if (sources is not None or corpus) and (tuple(conf["sources"]), tuple(conf.get("corpus", ()))) != (
-                cfg.sources, cfg.corpus):
+        try:
+            conf = json.loads(stamp.read_text(encoding="utf-8"))["config"]
+            built = (tuple(conf["sources"]), tuple(conf.get("corpus", ())))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputError(f"{stamp}: cannot read the build stamp ({type(exc).__name__}: {exc}); rebuild "
+                             f"the data with `odcf train --out {work_dir}`, or give another --work folder") from None
+        if (sources is not None or corpus) and built != (cfg.sources, cfg.corpus):
             raise InputError(f"{work_dir}: holds labelled data built from {', '.join(conf['sources'])}; "
                              "give another --work folder for other sources or corpus files")
-        test = list(datasets.load_from_disk(str(stamp.parent))["test"])
+        try:
+            test = list(load_labelled(stamp.parent)["test"])
+        except InputError as exc:  # QA S: a damaged dataset/ was a traceback
+            raise InputError(f"{exc}; rebuild the data with `odcf train --out {work_dir}` (it builds damaged "
+                             "labelled data again), or give another --work folder") from None
     else:
         test = list(build_dataset(cfg)["test"])
     clf = TokenClassifier.load(model_path, threads=max(threads))
@@ -238,39 +246,50 @@ def _pct(d: dict[str, Any] | None) -> str:
 
 _COMPARISON_COLUMNS = ("model", "layers", "bytes", "WNUT entities kept 3:1 words", "WNUT entities kept 5.2:1 words",
                        "WNUT entities kept 3:1 o200k tokens", "WNUT F1 (thr)", "QMSum label-keep kept 3:1",
-                       "QMSum numbers kept 3:1", "words/s, 1 thread")
+                       "QMSum numbers kept 3:1", "corpus entities kept 3:1 words", "corpus entities kept 5.2:1 words",
+                       "corpus entities kept 3:1 o200k tokens", "corpus must-keep kept 3:1 words", "words/s, 1 thread")
 
 
 def render_comparison(rows: Sequence[tuple[str, dict[str, Any]]],
                       peers: Sequence[tuple[str, dict[str, Any]]] = ()) -> list[str]:
     """A side-by-side table of several evaluated models (e.g. the 3-layer student vs the 6-layer model)
     and the model-free *peers* (``(label, {source: metrics})``); a column empty ("—") in every row,
-    such as the WNUT-17 and QMSum columns of an evaluation on your corpus alone, is left out."""
+    such as the WNUT-17 and QMSum columns of an evaluation on your corpus alone, is left out, and
+    so is a peer row with nothing in the columns shown.
+
+    Your corpus has its own columns (gold entities kept at 3:1 and 5.2:1 words and under a 3:1 o200k
+    budget, must-keep words at 3:1): without them a corpus-only evaluation listed the peers with a
+    dash in every cell although their figures had been computed (QA S), and the peers are the floor
+    a fine-tune on your data is judged against.
+    """
     table = []
     for name, res in rows:
         meta = res["metadata"]
         w = res["sources"].get("wnut17", {})
         speed = next((s["words_per_s"] for s in res["speed"] if s["threads"] == 1 and s.get("batch_size", 1) == 1), "—")
-        wnut, qmsum = _comparison_cells(res["sources"])
+        wnut, qmsum, corpus = _comparison_cells(res["sources"])
         table.append([name, *(str(meta[k]) if meta.get(k) is not None else "—" for k in ("num_hidden_layers", "bytes")), *wnut,
-                      str(w.get("threshold", {}).get("f1", "—")), *qmsum, str(speed)])
+                      str(w.get("threshold", {}).get("f1", "—")), *qmsum, *corpus, str(speed)])
     for label, sources in peers:
-        wnut, qmsum = _comparison_cells(sources)
-        table.append([label, "—", "—", *wnut, "—", *qmsum, "—"])
+        wnut, qmsum, corpus = _comparison_cells(sources)
+        table.append([label, "—", "—", *wnut, "—", *qmsum, *corpus, "—"])
     shown = [c for c in range(len(_COMPARISON_COLUMNS)) if c == 0 or any(row[c] != "—" for row in table)]
+    table = table[:len(rows)] + [row for row in table[len(rows):] if any(row[c] != "—" for c in shown[1:])]
     lines = ["", "## Model comparison (same held-out data, same machine, same run of this command)", "",
              "| " + " | ".join(_COMPARISON_COLUMNS[c] for c in shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(row[c] for c in shown) + " |" for row in table]
     return lines
 
 
-def _comparison_cells(sources: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """The WNUT entity cells (3:1 and 5.2:1 words, 3:1 tokens) and the QMSum cells of a comparison row."""
-    w, q = sources.get("wnut17", {}), sources.get("qmsum", {})
+def _comparison_cells(sources: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """The WNUT entity cells (3:1 and 5.2:1 words, 3:1 tokens), the QMSum cells and the corpus cells
+    (entities as for WNUT, then must-keep at 3:1 words) of a comparison row."""
+    w, q, c = sources.get("wnut17", {}), sources.get("qmsum", {}), sources.get("corpus", {})
     r3, r5, t3 = f"rate_{RATES[0]:.3f}", f"rate_{RATES[1]:.3f}", f"tokens_{RATES[0]:.3f}"
     wnut = [_pct(w.get(k, {}).get("entity_kept")) for k in (r3, r5, t3)]
     qmsum = [_pct(q.get(r3, {}).get("label_keep_kept")), _pct(q.get(r3, {}).get("number_kept"))]
-    return wnut, qmsum
+    corpus = [*(_pct(c.get(k, {}).get("entity_kept")) for k in (r3, r5, t3)), _pct(c.get(r3, {}).get("must_keep_kept"))]
+    return wnut, qmsum, corpus
 
 
 def model_label(model_path: str | Path) -> str:

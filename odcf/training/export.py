@@ -236,7 +236,6 @@ def export_run(
     *max_len* is the inference window written into the metadata (default 256, or the model's
     number of position embeddings when smaller).
     """
-    import datasets
     import torch
     from transformers import AutoModelForTokenClassification
 
@@ -250,7 +249,7 @@ def export_run(
     torch.set_num_threads(threads)
     run, out = Path(run_dir), Path(out_dir)
     cfg, report, stamp, max_len = _check_run(run, out, max_len)
-    dd = datasets.load_from_disk(str(run / "dataset"))
+    dd = _run_data(run)
     tok_file = stamp["config"]["tokenizer"]
     tok = load_tokenizer(tok_file)
     try:
@@ -335,6 +334,8 @@ def _check_run(run: Path, out: Path, max_len: int | None) -> tuple[Any, dict[str
 
     from odcf.training.finetune import TRAINED_RECORD, out_folder
 
+    if run.exists() and not run.is_dir():  # QA S: `odcf export afile.txt` said "no such folder"
+        raise OdcfError(f"{run}: is a file, not a run folder")
     if not run.is_dir():
         raise OdcfError(f"{run}: not a run folder (no such folder)")
     stamp_file = run / "dataset" / "odcf_build.json"
@@ -363,6 +364,19 @@ def _check_run(run: Path, out: Path, max_len: int | None) -> tuple[Any, dict[str
     report_file = run / "train_report.json"
     report = _read_json(report_file) if report_file.is_file() else {}
     return cfg, report, stamp, max_len
+
+
+def _run_data(run: Path) -> Any:
+    """The run's labelled data, whole (:func:`~odcf.training.data.load_labelled`), or one error
+    naming the damaged part and the way out."""
+    from odcf.errors import InputError
+    from odcf.training.data import load_labelled
+
+    try:
+        return load_labelled(run / "dataset")
+    except InputError as exc:
+        raise OdcfError(f"{exc}; retrain with `odcf train --out {run}` (it builds damaged labelled data "
+                        "again), then export") from None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -149,18 +149,33 @@ def check_backbone(cfg: TrainConfig) -> None:
         raise OdcfError(f"--max-len {cfg.max_len}: the backbone has {positions} position embeddings (at most {positions})")
 
 
-def out_folder(path: Path, flag: str, *, create: bool = True) -> None:
-    """Create the folder *path* (named by *flag*), or say in one line why it cannot be one."""
+def out_folder(path: Path, flag: str, *, create: bool = True) -> list[Path]:
+    """Create the folder *path* (named by *flag*), or say in one line why it cannot be one.
+
+    Returns the folders this call created, innermost first (none when *path* was there already),
+    for :func:`remove_if_empty`.
+    """
     for p in (path, *path.parents):
         if p.exists() and not p.is_dir():
             where = "is a file" if p == path else f"is under {p}, which is a file"
             raise OdcfError(f"{flag} {path}: {where}, not a folder")
     if not create:
-        return
+        return []
+    made = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OdcfError(f"{flag} {path}: cannot create the folder: {exc.strerror or exc}") from None
+    return made
+
+
+def remove_if_empty(made: Sequence[Path]) -> None:
+    """Remove the folders *made* (innermost first) that are still empty; never one with anything in it."""
+    for p in made:
+        try:
+            p.rmdir()  # fails on a folder that is not empty: what a run wrote stays
+        except OSError:
+            return
 
 
 def load_model(cfg: TrainConfig, *, attn: str = "eager") -> Any:
@@ -330,14 +345,26 @@ def _seed_all(seed: int, torch: Any) -> None:
 def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     """Build the data, fine-tune, evaluate on dev after each epoch, save; return the report."""
     torch = _torch()
-    from transformers import get_linear_schedule_with_warmup
-
     t_start = time.perf_counter()
     torch.set_num_threads(cfg.threads)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     out = Path(cfg.out_dir)
     check_backbone(cfg)
-    out_folder(out, "--out")
+    made = out_folder(out, "--out")  # made before the long work: a path that cannot be a folder fails first
+    try:
+        return _train(cfg, out, resume=resume, t_start=t_start)
+    except BaseException:
+        # a run that fails before writing anything (QA S: a corpus file not found) leaves no empty
+        # --out folder behind; a folder the user had, or one holding labelled data, stays
+        remove_if_empty(made)
+        raise
+
+
+def _train(cfg: TrainConfig, out: Path, *, resume: bool, t_start: float) -> dict[str, Any]:
+    """:func:`train` once ``out`` exists."""
+    torch = _torch()
+    from transformers import get_linear_schedule_with_warmup
+
     ckpt = out / "checkpoint.pt"
     fingerprint = cfg.build_config().fingerprint()
     state = _resume_state(cfg, ckpt, fingerprint, torch) if resume else None

@@ -38,6 +38,9 @@ def test_reads_valid_lines_skips_blank_ones_and_reads_gzip(tmp_path: Path) -> No
     assert [(d.id, d.keep, d.split, d.entities) for d in docs] == [("7", ((0, 5),), "dev", ()), ("z", None, None, ())]
     # a folder is read recursively in sorted order
     assert [d.id for d in read_corpus(str(tmp_path))] == ["7", "z"]
+    nulls = write_jsonl(tmp_path / "n" / "n.jsonl", [{"id": 1, "text": "None here", "entities": None},
+                                                     {"id": 2, "text": "None either", "entities": []}])
+    assert [d.entities for d in read_corpus(str(nulls))] == [(), ()]
 
 
 @pytest.mark.parametrize("line, message", [
@@ -55,6 +58,15 @@ def test_reads_valid_lines_skips_blank_ones_and_reads_gzip(tmp_path: Path) -> No
     ('{"id": "a", "text": "a c", "keep": [[1, 2]]}', "keep[0] = [1, 2] covers only whitespace"),
     ('{"id": "a", "text": "abc", "entities": [[0, "2"]]}', "entities[0] must be [start, end]"),
     ('{"id": "a", "text": "abc", "keep": "0-2"}', "'keep' must be a list"),
+    # valid JSON, not text: spaCy failed with a traceback naming no line (QA S)
+    ('{"id": "x11", "text": "Acme \\ud800 Corp pays Globex."}',
+     "'text' holds a lone surrogate (U+D800) at character 5"),
+    ('{"id": "\\udc00", "text": "abc"}', "'id' holds a lone surrogate (U+DC00) at character 0"),
+    # only null or no key means no entities, as for keep (QA S: these trained with no must-keep word)
+    ('{"id": "a", "text": "abc", "entities": false}', "'entities' must be a list"),
+    ('{"id": "a", "text": "abc", "entities": 0}', "'entities' must be a list"),
+    ('{"id": "a", "text": "abc", "entities": ""}', "'entities' must be a list"),
+    ('{"id": "a", "text": "abc", "entities": {}}', "'entities' must be a list"),
 ])
 def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path: Path, line: str, message: str) -> None:
     path = write_jsonl(tmp_path / "c.jsonl", [{"id": "ok", "text": "fine"}], raw_lines=(line,))

@@ -138,3 +138,72 @@ def test_window_cuts_long_texts_at_sentence_ends() -> None:
     assert " ".join(p.text for p in pieces) == text
     assert all(p.text.endswith(".") for p in pieces)
     assert sum(len(p.labels) for p in pieces) == n
+
+
+def corpus_run(run: Path) -> Path:
+    """A run folder's labelled data from six corpus documents (two per split), no shared data."""
+    from odcf.training.data import BuildConfig, build_dataset
+    from tests.training.test_corpus import contract_rows, write_jsonl
+
+    rows = contract_rows(6)
+    for r, split in zip(rows, ("train", "train", "dev", "dev", "test", "test")):
+        r["split"] = split
+    corpus = write_jsonl(run.parent / f"{run.name}.jsonl", rows)
+    build_dataset(BuildConfig(data_dir="", out_dir=str(run), ontology_dir=None, sources=("corpus",),
+                              corpus=(str(corpus),)))
+    return corpus
+
+
+def test_damaged_labelled_data_are_named_and_built_again_not_reused(tmp_path: Path, caplog) -> None:
+    """QA S: a run copied in part (a split removed, a data file overwritten, dataset_dict.json
+    removed) had a matching fingerprint, so `odcf train` reused it and failed with a traceback."""
+    import shutil
+
+    from odcf.training.data import BuildConfig, build_dataset
+
+    run = tmp_path / "run"
+    corpus = corpus_run(run)
+    data = run / "dataset"
+    cfg = BuildConfig(data_dir="", out_dir=str(run), ontology_dir=None, sources=("corpus",), corpus=(str(corpus),))
+    arrow = next((data / "test").glob("*.arrow")).relative_to(data).as_posix()
+    damages = [
+        (lambda: shutil.rmtree(data / "test"), f"{data}/test/"),
+        (lambda: (data / arrow).write_text("garbage"), f"{data / arrow}: changed since the labelled data were built"),
+        (lambda: (data / "dataset_dict.json").unlink(), f"{data}/dataset_dict.json: missing"),
+    ]
+    for damage, said in damages:
+        damage()
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            dd = build_dataset(cfg)
+        assert [len(dd[s]) for s in ("train", "dev", "test")] == [2, 2, 2]
+        warned = [r.getMessage() for r in caplog.records if "building them again" in r.getMessage()]
+        assert len(warned) == 1 and said in warned[0], (said, warned)
+        caplog.clear()
+        with caplog.at_level("INFO"):
+            build_dataset(cfg)  # whole again: reused
+        assert any("reusing labelled data" in r.getMessage() for r in caplog.records)
+    # the stamp records the sha256 of every file the build wrote (the fingerprint stays as it was)
+    stamp = json.loads((data / "odcf_build.json").read_text())
+    assert {"dataset_dict.json", "test/state.json", arrow} <= set(stamp["data_files"])
+
+
+def test_load_labelled_names_the_damaged_part_also_for_an_older_stamp(tmp_path: Path) -> None:
+    import shutil
+
+    from odcf.training.data import load_labelled
+
+    run = tmp_path / "run"
+    corpus_run(run)
+    data = run / "dataset"
+    assert sorted(load_labelled(data)) == ["dev", "test", "train"]
+    stamp = json.loads((data / "odcf_build.json").read_text())
+    del stamp["data_files"]  # as an older odcf wrote it: no sha256 of the files to check
+    (data / "odcf_build.json").write_text(json.dumps(stamp))
+    arrow = next((data / "test").glob("*.arrow"))
+    arrow.write_text("garbage")
+    with pytest.raises(InputError, match=rf"^{data}/test: split test of the labelled data does not load \(Arrow"):
+        load_labelled(data)
+    shutil.rmtree(data / "dev")
+    with pytest.raises(InputError, match=rf"^{data}/dev: split dev missing or incomplete \(no state.json\)"):
+        load_labelled(data)

@@ -39,7 +39,7 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     assert "| 1 | 32 (padded batches; not what the stage does) |" in md
 
 
-def test_eval_on_a_corpus_alone_names_the_model_and_leaves_out_empty_columns(tmp_path: Path) -> None:
+def test_eval_on_a_corpus_alone_names_the_model_shows_the_peers_and_leaves_out_empty_columns(tmp_path: Path) -> None:
     from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
     from odcf.cli.main import main
     from odcf.training.evaluate import model_label
@@ -53,8 +53,22 @@ def test_eval_on_a_corpus_alone_names_the_model_and_leaves_out_empty_columns(tmp
     assert main(["eval", "--corpus", str(corpus), "--sources", "", "--model", str(TINY), "--work",
                  str(tmp_path / "run"), "--threads", "1", "--out", str(out)]) == 0
     table = out.read_text(encoding="utf-8").split("## Model comparison", 1)[1].strip().splitlines()[2:]
-    # no WNUT-17 / QMSum column: the held-out data has no such rows (nor, for the tiny model, layers or bytes)
-    assert table[0] == "| model | words/s, 1 thread |"
+    # no WNUT-17 / QMSum column: the held-out data has no such rows (nor, for the tiny model, layers or
+    # bytes); the corpus columns hold the model's and the peers' figures (QA S: the peers were all "—")
+    assert table[0] == ("| model | corpus entities kept 3:1 words | corpus entities kept 5.2:1 words | "
+                        "corpus entities kept 3:1 o200k tokens | corpus must-keep kept 3:1 words | words/s, 1 thread |")
     assert table[2].startswith(f"| model under test ({TINY}) | ")
     assert table[3].startswith("| heuristic peer (no model") and len(table) == 5
+    for row in table[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(c.endswith("/4)") for c in cells[1:4]), row  # "Acme Corp" in each of the 2 test documents
+        assert all(c != "—" for c in cells[1:5]), row
     assert model_label(DEFAULT_MODEL_DIR) == "shipped" == model_label(Path(DEFAULT_MODEL_DIR) / "model.int8.onnx")
+
+
+def test_a_peer_row_with_nothing_in_the_columns_shown_is_left_out() -> None:
+    from odcf.training.evaluate import render_comparison
+
+    res = {"metadata": {}, "sources": {}, "speed": [{"threads": 1, "batch_size": 1, "words_per_s": 900}]}
+    table = render_comparison([("model under test", res)], [("heuristic peer", {})])
+    assert table[-3:] == ["| model | words/s, 1 thread |", "|---|---|", "| model under test | 900 |"]

@@ -115,3 +115,72 @@ def test_train_out_that_is_a_file_is_one_clear_error(tmp_path: Path, capsys) -> 
                      "--layers", "all"]) == 1
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def _untrained_run(run: Path) -> Path:
+    """A run folder as `odcf train` leaves it, without the training: labelled data from a corpus,
+    a model configuration and the record that the model was trained on those data."""
+    from transformers import BertConfig
+
+    from odcf.training.finetune import TRAINED_RECORD
+    from tests.training.test_data import corpus_run
+
+    corpus_run(run)
+    BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+               max_position_embeddings=160).save_pretrained(run / "model")
+    fingerprint = json.loads((run / "dataset" / "odcf_build.json").read_text())["fingerprint"]
+    (run / "model" / TRAINED_RECORD).write_text(json.dumps({"dataset_fingerprint": fingerprint}))
+    return run
+
+
+def test_export_and_eval_of_a_run_with_damaged_labelled_data_are_one_clear_error(tmp_path: Path, capsys) -> None:
+    """QA S: `odcf export` and `odcf eval --work` of a run whose dataset/ lost its test split, or whose
+    test data file was overwritten, printed a Python traceback."""
+    import shutil
+
+    from odcf.cli.main import main
+    from tests.training.test_evaluate import TINY
+
+    run = _untrained_run(tmp_path / "run")
+    arrow = next((run / "dataset" / "test").glob("*.arrow"))
+    for damage, damaged in ((lambda: arrow.write_bytes(b"garbage"), str(arrow)),
+                            (lambda: shutil.rmtree(run / "dataset" / "test"), f"{run}/dataset/test/")):
+        damage()
+        capsys.readouterr()
+        assert main(["export", str(run), "--out", str(tmp_path / "m"), "--threads", "1"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("odcf export: error: ") and damaged in err, err
+        assert f"retrain with `odcf train --out {run}`" in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert main(["eval", "--work", str(run), "--model", str(TINY), "--threads", "1"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("odcf eval: error: ") and damaged in err and f"`odcf train --out {run}`" in err, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m").exists()
+
+
+def test_export_of_a_file_says_it_is_a_file(tmp_path: Path) -> None:
+    from odcf.training.export import export_run
+
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x")
+    with pytest.raises(OdcfError, match=r"afile.txt: is a file, not a run folder$"):
+        export_run(afile, tmp_path / "out")
+    with pytest.raises(OdcfError, match=r"nothere: not a run folder \(no such folder\)"):
+        export_run(tmp_path / "nothere", tmp_path / "out")
+
+
+def test_a_failed_train_leaves_no_folder_it_made_and_keeps_the_users(tmp_path: Path, capsys) -> None:
+    """QA S: every rejected corpus left an empty --out folder (runs/miss2/) behind."""
+    from odcf.cli.main import main
+
+    bb = str(tiny_backbone(tmp_path / "bb"))
+    nope = tmp_path / "nope.jsonl"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for out in (tmp_path / "runs" / "miss2", mine):
+        assert main(["train", "--corpus", str(nope), "--sources", "", "--out", str(out), "--backbone", bb,
+                     "--layers", "all"]) == 1
+        assert "nope.jsonl: corpus file not found" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # both folders it made are gone
+    assert mine.is_dir()  # the user's own folder stays, empty as it was
