@@ -10,7 +10,7 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   ``CASE#0042``, a host ``srv-fin-02``), or an IPv4 address (``185.220.101.47``; not for
   an anchor named ``…code``, whose matches name kinds — airports, currencies, errors); always the
   whole identifier: a match that stops inside it (``PO-2024`` of ``PO-2024-17``, ``INV-2024`` of
-  ``INV-20241``) takes the rest of its word and its further ``-digits`` groups); a value is an amount (``$50``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
+  ``INV-20241``) takes the rest of its word and its further ``-digits`` groups); a value is an amount (``$50``, ``EUR 50``, ``50 EUR``, ``人民币500元``, ``5万元`` = 50,000), a date (``2024-05-20``,
   ``May 20, 2024``), a status word (``cancelled``, ``delivered``…: after a copula or a status label,
   "is delivered", "status: pending"; not of a person, "we are processing …", nor a verb whose object
   is the identifier after it, "processing order #W1234567"), a quantity (``3 bags``) or a
@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from odcf.handoff.items import HandoffItem
+from odcf.stages.rank import _CURRENCY_CODES
 from odcf.textutil import split_sentences
 
 #: Layers whose items state facts (drafts and instructions are not compared).
@@ -65,7 +66,12 @@ _ID_PATTERNS = (
     r"\b[a-z]+_[a-z]+_\d{3,}\b",                      # user ids (mia_li_3668)
     r"\b(?:[a-z]+_)+\d{5,}\b",                        # payment ids (credit_card_4421486)
 )
-_MONEY = (r"(?:[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?)"
+#: An amount: a sign or an ISO code in capitals before the number ("$1,450", "EUR 1,450": README, "an ISO code in
+#: capitals before the amount is its kind as after it"), a code or "dollars" after it, or a Chinese amount. QA: without
+#: the code before, "costs EUR 1,450." was no value, so its bullet read "costs EUR …" with the amount gone, and two
+#: tools' "EUR 1,450" and "EUR 1,950" for one order were no conflict while "$1,450" and "$1,950" were.
+_MONEY = (r"(?:[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?|\b(?-i:" + _CURRENCY_CODES + r")\s?\d[\d,]*(?:\.\d+)?"
+          r"|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?)"
           r"|(?:人民币|美元|欧元)?\d[\d,]*(?:\.\d+)?\s?(?:亿元|万元|元)|(?:人民币|美元|欧元)\d[\d,]*(?:\.\d+)?)")
 _MONTHS = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|Jun(?:e)?|Jul(?:y)?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
 _DATE = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTHS}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|\d{{1,2}} {_MONTHS}(?: \d{{4}})?)"

@@ -37,6 +37,7 @@ from odcf.handoff.items import HandoffItem
 from odcf.handoff.reasoning import ConstraintCut, cut_keeping_constraints, is_constraint
 from odcf.plan.model import Plan
 from odcf.render import join_segments
+from odcf.textutil import split_sentences
 from odcf.tokens import TokenCounter
 
 VERBATIM_TURNS = 3
@@ -160,22 +161,20 @@ def layer_history(
     return LayeredHistory(recent=tuple(recent), bullets=tuple(bullets))
 
 
-_SENTENCE_RE = re.compile(r"[^.!?\n]*(?:[.!?]+(?!\d)|$)")
-
-
 def user_constraint(text: str) -> bool:
     """Whether a user's turn states a constraint: a prohibition, obligation, limit or negation
-    (:func:`~odcf.handoff.reasoning.is_constraint`), or a sentence, not a question, that the compress chat rules
-    count as a user's constraint (:data:`odcf.stages.rank.CHAT_CONSTRAINT_RE`: "The total budget is under EUR 4,500",
-    "no hostels", "direct flights only"), so that handoff keeps what compress keeps.
+    (:func:`~odcf.handoff.reasoning.is_constraint`), or a sentence that compress counts as a user's constraint
+    (:func:`odcf.stages.rank.states_user_constraint`, the same test: "The total budget is under EUR 4,500",
+    "no hostels", "direct flights only", "我对青霉素过敏", "请勿致电给我", not a question), so that handoff keeps
+    what compress keeps. QA: "请勿致电给我。", which compress raised, was a plain turn here and trimmed as old.
 
     >>> user_constraint("The total budget is under EUR 4,500 for flights and hotel together."), user_constraint("Noted, option 7.")
     (True, False)
     """
-    from odcf.stages.rank import CHAT_CONSTRAINT_RE
+    from odcf.stages.rank import states_user_constraint
 
-    return is_constraint(text) or any(CHAT_CONSTRAINT_RE.search(m.group(0)) and not m.group(0).rstrip().endswith("?")
-                                      for m in _SENTENCE_RE.finditer(text) if m.group(0).strip())
+    return is_constraint(text) or any(states_user_constraint(line[a:b])
+                                      for line in text.splitlines() for a, b in split_sentences(line))
 
 
 def user_changes(items: Sequence[HandoffItem]) -> dict[int, list[int]]:
@@ -305,7 +304,8 @@ def key_values(item: HandoffItem, plan: Plan) -> list[tuple[str, bool]]:
             if m.lastgroup not in ("status", "qty"):
                 found.append((m.start(), m.group(0)))
     out: list[tuple[str, bool]] = []
-    for pos, v in sorted(found):
+    # at one position the longer match first: "EUR 1,450" holds the "EUR" an anchor (airport_code) protects
+    for pos, v in sorted(found, key=lambda p: (p[0], -len(p[1]), p[1])):
         raw = v
         v = v.strip()
         if not v or any(v == o or v in o for o, _ in out):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from odcf.document import Source
-from odcf.handoff.history import BULLET_CAP, LayeredHistory, layer_history
+from odcf.handoff.history import BULLET_CAP, LayeredHistory, LayeredTurn, layer_history
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.mandatory import MandatoryDecision
 from odcf.handoff.reasoning import ReasoningCut
@@ -67,8 +67,11 @@ def history_cost(layered: LayeredHistory) -> int:
 
 def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, states: Mapping[str, CompactState],
                   cuts: Mapping[str, ReasoningCut], layered: LayeredHistory) -> list[Source]:
-    """Core sources in reading order (see the module docstring)."""
+    """Core sources in reading order (see the module docstring): every instruction before every state, so
+    that the blocks' numbers ``[source i/n]`` run in the order they are read (QA: a system message given after
+    the state was read before it as "[source 3/20]", after "[source 1/20]" and before "[source 2/20]")."""
     first: list[Source] = []
+    state_sources: list[Source] = []
     facts: list[Source] = []
     drafts: list[Source] = []
     for it in items:
@@ -78,9 +81,9 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
             first.append(it.to_source(mandatory=mand, meta=meta))
         elif it.layer == "state":
             st = states[it.id]
-            first.append(it.to_source(text=st.text, kind="json", mandatory=mand, meta=meta))
+            state_sources.append(it.to_source(text=st.text, kind="json", mandatory=mand, meta=meta))
             if st.legend:  # required exactly when its state is: a legend forced in beside a dropped state
-                first.append(Source(id=f"{it.id}.legend", text=st.legend_line(), kind="text", layer="state",
+                state_sources.append(Source(id=f"{it.id}.legend", text=st.legend_line(), kind="text", layer="state",
                                     origin="odcf:abbreviations", mandatory=mand))
         elif it.layer == "reasoning":
             cut = cuts.get(it.id)
@@ -102,14 +105,23 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
                               # its source line names the turns, the record what became of each: no
                               # […n items] for the older ones left out (odcf.stages.segment.items)
                               meta={"handoff_order": "ascending", "handoff_constraint_bullets": keep,
+                                    "handoff_bullet_turns": [t.turn for t in layered.bullets],
+                                    "handoff_corrected_by": _corrected_by(layered.bullets),
                                     "list_marks": False}))
     n = len(layered.recent)
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
-        meta = {"handoff_score": score, "handoff_mode": t.mode}
+        meta = {"handoff_score": score, "handoff_mode": t.mode, "handoff_turn": t.turn,
+                "handoff_corrected_by": _corrected_by((t,))}
         if t.constraint:
             # a user's constraint ("do not …", "make sure … are not alarmed") ranks with the newest
             # turn and is kept without the turns after it (which link to it as before)
             meta.update(handoff_score=1.0, handoff_constraint=True)
         history.append(t.item.to_source(text=t.text, kind="chat", meta=meta))
-    return first + facts + drafts + history
+    return first + state_sources + facts + drafts + history
+
+
+def _corrected_by(turns: Sequence[LayeredTurn]) -> list[list[int]]:
+    """``[turn, [its user's later turns that change a value of it]]`` for each of *turns* that has some:
+    :class:`~odcf.handoff.stage.HandoffPriority` delivers such a turn only with them."""
+    return [[t.turn, list(t.corrected_by)] for t in turns if t.corrected_by]

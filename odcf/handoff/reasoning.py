@@ -148,14 +148,20 @@ def _norm_range(r: str) -> str:
 #: obligation or a safety need ("do not quote …", "must not be posted", "never …", "required",
 #: "severe peanut allergy"), then a limit, condition or exception ("only if …", "unless …",
 #: "except …", "until confirmed", "max €160", "at most 25 minutes"), then any other negation
-#: ("are not affected", "no injuries").
+#: ("are not affected", "no injuries"). The same in Chinese for the first two tiers ("请勿…", "必须…", "过敏";
+#: "不超过…", "仅…", "除非…"): QA, a user's "请勿直接给客户发邮件" and "总预算不超过人民币30万元" were plain old turns in a
+#: handoff and trimmed while "请介绍一下第3份参考资料。" went out. (No Chinese negation tier: "不" is inside too many
+#: plain words, 不错, 不同, 不过, to mark a constraint by itself.)
 _CONSTRAINT_TIERS = (
     (3, re.compile(r"\b(?:(?:do|does|did|must|should|shall|may|can|need)\s+not|never|cannot|"
                    r"(?:do|does|did|must|should|ca|need)n['’]t|must|avoid|forbidden|prohibited|"
-                   r"required|requires?|mandatory|allerg(?:y|ies|ic)|anaphyla\w*|intoleran(?:t|ce))\b",
+                   r"required|requires?|mandatory|allerg(?:y|ies|ic)|anaphyla\w*|intoleran(?:t|ce))\b"
+                   r"|请勿|切勿|不得|不准|不许|禁止|严禁|不可|不能|不要|必须|务必|过敏",
                    re.IGNORECASE)),
     (2, re.compile(r"\b(?:only|unless|except(?:ing)?|until|without|provided that|max(?:imum)?|minimum|"
-                   r"at (?:most|least)|no (?:more|less|later|earlier) than)\b", re.IGNORECASE)),
+                   r"at (?:most|least)|no (?:more|less|later|earlier) than)\b"
+                   r"|仅|只(?:能|可|限|接受|在|要)|除非|除外|不超过|不高于|不低于|不少于|不多于|不迟于|不早于|至多|至少|最多|以内",
+                   re.IGNORECASE)),
     (1, re.compile(r"\b(?:not|no|nor|none|nothing|neither)\b|n['’]t\b", re.IGNORECASE)),
 )
 

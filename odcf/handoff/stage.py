@@ -70,8 +70,11 @@ class HandoffPriority(Stage):
                 segments[k] = seg.replace(score=score)
                 changed += 1
         linked = _link_turns(doc, segments, by_source)
+        corrected = _link_corrections(doc, segments, by_source)
         meta = dict(doc.meta)
         data: dict[str, object] = {"rescored": changed, "turns_linked": linked}
+        if corrected:
+            data["stale_turns_linked"] = corrected
         if "order" in meta:  # a reranker's placement would shuffle the turns; the handoff keeps reading order
             del meta["order"]
             data["kept_reading_order"] = True
@@ -111,4 +114,48 @@ def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) 
             if not seg.dropped:
                 segments[k] = seg.replace(meta={**seg.meta, "budget_needs": newer})
                 linked += 1
+    return linked
+
+
+def _link_corrections(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:
+    """Each live segment of a history turn that a user's later turn changes a value of (source meta
+    ``handoff_corrected_by``, from :attr:`~odcf.handoff.history.LayeredTurn.corrected_by`) goes only with
+    the live segments of those later turns (segment meta ``corrected_by``, honoured by the budget stage as
+    for compress: taking it takes them, and when they do not fit it is dropped saying so). Returns how
+    many turns were linked.
+
+    QA: at 150 tokens, turn 3's "The total budget is under EUR 40,000" went out as a bullet while turn 45's
+    "Actually, the budget is now EUR 43,500 …" (24 tokens, at the same score) did not fit after it, and a plain
+    "Cleaning?" filled the room: the stale budget was handed over as the current one."""
+    turn_ids: dict[int, list[str]] = {}  # turn number -> the ids of its segments (one an earlier stage
+    # dropped too: the budget stage then leaves the stale turn out, saying so; one merged into its duplicate is read)
+    stale: list[tuple[list[str], list[int]]] = []  # (segment ids of a turn, the turns that change it)
+    for src in doc.sources:
+        ks = by_source.get(src.id, [])
+        if src.layer != "history" or not ks:
+            continue
+        if src.meta.get("handoff_bullet_turns") is not None:
+            groups = bullet_groups([segments[k] for k in ks])
+            turns = list(src.meta["handoff_bullet_turns"])
+            if len(groups) != len(turns):
+                continue  # not one group per bullet: no safe way to tell which segments are which turn's
+            parts = {turn: [seg.id for seg in group] for turn, group in zip(turns, groups)}
+        elif src.meta.get("handoff_turn") is not None:
+            parts = {int(src.meta["handoff_turn"]): [segments[k].id for k in ks]}
+        else:
+            continue
+        turn_ids.update(parts)
+        stale += [(parts.get(turn, []), fixes) for turn, fixes in src.meta.get("handoff_corrected_by") or ()]
+    pos = {seg.id: k for k, seg in enumerate(segments)}
+    linked = 0
+    for ids, fixes in stale:
+        need = [i for turn in fixes for i in turn_ids.get(turn, ())]
+        live = [i for i in ids if not segments[pos[i]].dropped]
+        if not live or not need:
+            continue  # a change delivered elsewhere (a mandatory turn, whole), or nothing of the stale turn left
+        for i in live:
+            seg = segments[pos[i]]
+            segments[pos[i]] = seg.replace(meta={**seg.meta, "corrected_by": list(
+                dict.fromkeys((*seg.meta.get("corrected_by", ()), *need)))})
+        linked += 1
     return linked

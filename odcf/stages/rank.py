@@ -1496,6 +1496,25 @@ def _says_more(stale: str, change: str) -> bool:
                 or set(_NAME_RE.findall(stale)) - set(_NAME_RE.findall(change)))
 
 
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith(("?", "\uff1f"))
+
+
+def states_user_constraint(sentence: str, *, to_agent: bool = True) -> bool:
+    """Whether *sentence* states a constraint of the person writing it: a condition on how they are to be treated
+    (:data:`USER_CONSTRAINT_RE`: "please do not call me", "我对青霉素过敏", "请勿致电给我"), or, said by a user to an
+    agent (*to_agent*), what they ask of it (:data:`CHAT_CONSTRAINT_RE`: "no hostels", "under €2,000 total"), not in
+    a question ("Must we pay a deposit?"). The one test compress (:func:`lift_constraints`) and a handoff's history
+    (:func:`odcf.handoff.history.user_constraint`) apply, so the two keep the same user turns (QA: handoff read
+    "请勿致电给我。", which compress raised, as a plain old turn and trimmed it).
+
+    >>> states_user_constraint("请勿致电给我。"), states_user_constraint("Must we pay a deposit?")
+    (True, False)
+    """
+    return bool(USER_CONSTRAINT_RE.search(sentence)
+                or to_agent and CHAT_CONSTRAINT_RE.search(sentence) and not _is_question(sentence))
+
+
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
                      links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
@@ -1518,10 +1537,9 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
     mail = _customer_messages(segments)
     constraint = {seg.id for seg in segments if seg.id in scores
                   and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
-                  and (USER_CONSTRAINT_RE.search(seg.text)
-                       or (seg.id in users and CHAT_CONSTRAINT_RE.search(seg.text)
-                           or seg.id in mail and (CHAT_CONSTRAINT_RE.search(seg.text) or _PROHIBITION_RE.match(seg.text)))
-                       and not seg.text.rstrip().endswith("?"))}
+                  and (states_user_constraint(seg.text, to_agent=seg.id in users)
+                       or seg.id in mail and (CHAT_CONSTRAINT_RE.search(seg.text) or _PROHIBITION_RE.match(seg.text))
+                       and not _is_question(seg.text))}
     if users:
         # a user's change of what they asked for ("Actually, make it 15 June, not 14 June.") is what they ask now,
         # and what it changes still says the rest of what they asked ("a trip to Lisbon for 2 people from 14 June to

@@ -167,6 +167,21 @@ def test_confidence_jump_is_flagged(hplan: Any) -> None:
     assert "Confidence capped: item c claimed 0.99, its evidence (e) supports at most 0.5" in r.text
 
 
+
+def test_source_numbers_run_in_reading_order(hplan: Any) -> None:
+    # QA U F5: a system message given after the state was read before it, numbered 3 between 1 and 2:
+    # "[source 1/20] instruction", "[source 3/20] m14 | instruction", "[source 2/20] state"
+    state = {"task_progress": "step_2_of_5", "payment": "gift card"}
+    items = {"instruction": "Plan the next step.", "state": state,
+             "messages": [{"role": "system", "content": "Always confirm with the customer before acting."},
+                          {"role": "user", "content": "Please upgrade reservation FQ8APE."}]}
+    r = handoff(hplan, role="planner", items=items)
+    heads = re.findall(r"^\[source (\d+)/\d+\] [^|]*\| (\w+)", r.text, flags=re.MULTILINE)
+    assert [layer for _, layer in heads][:3] == ["instruction", "instruction", "state"], heads
+    numbers = [int(n) for n, _ in heads]
+    assert numbers == sorted(numbers), heads
+
+
 def test_state_layer_is_validated_compact_and_abbreviated(hplan: Any) -> None:
     state = {"task_progress": "step_2_of_5", "user_preferences": ["pay by gift card", "risk moderate"],
              "payment": "gift card"}

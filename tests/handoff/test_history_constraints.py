@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from odcf.handoff.engine import handoff
-from odcf.handoff.history import gist, layer_history
+from odcf.handoff.history import gist, key_values, layer_history, user_constraint
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.reasoning import constraint_strength
 from odcf.tokens import get_counter
@@ -194,3 +194,88 @@ def test_a_users_plain_limit_is_a_constraint_turn(general: Any, cur: str) -> Non
         assert f"under {cur}4,500" in r.text, (budget, r.text)
         turn = r.record["handoff"]["history"][2]
         assert turn["constraint"] and turn["mode"] != "dropped", turn
+
+
+def relocation() -> dict[str, Any]:
+    """A 60-turn chat: the user's budget "under EUR 40,000" in turn 3, "Never email the client" in turn 5, weekend
+    only in turn 7, and in turn 45 the change "Actually, the budget is now EUR 43,500"; the rest questions and the
+    assistant's answers (QA U's chat60)."""
+    msgs: list[dict[str, Any]] = []
+    for role, text in (
+            ("user", "Hi, I need help planning the office relocation from Rotterdam to Utrecht."),
+            ("assistant", "Happy to help. What are the key constraints for the move?"),
+            ("user", "The total budget is under EUR 40,000, including movers, IT and furniture."),
+            ("assistant", "Noted, budget under EUR 40,000."),
+            ("user", "Never email the client directly; all client communication goes through Marit de Boer."),
+            ("assistant", "Understood. I will route every client message through Marit de Boer."),
+            ("user", "The move must happen on a weekend; the office cannot close on a weekday."),
+            ("assistant", "Got it, weekend only.")):
+        msgs.append({"role": role, "content": text})
+    fillers = [("How long would the IT cutover take?", "About 14 hours for 38 workstations, per estimate IT-77."),
+               ("Which weekends in March are free?", "March 8-9, March 15-16 and March 22-23 are free."),
+               ("How many boxes?", "Roughly 420 boxes, at EUR 2.10 each: EUR 882."),
+               ("Cleaning?", "End-of-lease cleaning by SchoonNL costs EUR 1,450.")]
+    k = 0
+    while len(msgs) < 60:
+        if len(msgs) == 44:
+            msgs += [{"role": "user", "content": "Actually, the budget is now EUR 43,500 because the partners approved extra."},
+                     {"role": "assistant", "content": "Updated: budget under EUR 43,500."}]
+            continue
+        q, a = fillers[k % len(fillers)]
+        msgs += [{"role": "user", "content": q + (f" (follow-up {k})" if k >= len(fillers) else "")},
+                 {"role": "assistant", "content": a}]
+        k += 1
+    return {"instruction": "Continue assisting the user with the relocation plan.", "messages": msgs}
+
+
+@pytest.mark.parametrize("budget", [132, 150])
+def test_a_stale_value_is_never_handed_over_without_the_users_change(budget: int) -> None:
+    # QA U F1: at 150 tokens turn 3's "under EUR 40,000" went out as a bullet, turn 45's "Actually, the budget is
+    # now EUR 43,500" (the same score, 24 tokens) did not fit after it and was dropped, and a plain "Cleaning?" took
+    # the room: the next agent read the stale budget as the current one
+    from odcf.compressor import Compressor
+
+    r = handoff(Compressor.from_ontology("agent_ops"), role="executor", items=relocation(), budget=budget)
+    assert r.tokens <= budget
+    turns = {t["turn"]: t for t in r.record["handoff"]["history"]}
+    assert turns[45]["corrects_turns"] == [3] and turns[3]["corrected_by_turns"] == [45]
+    assert ("under EUR 40,000" in r.text) <= ("EUR 43,500" in r.text), (budget, r.text)
+    assert (turns[3]["mode"] != "dropped") <= (turns[45]["mode"] != "dropped"), (turns[3], turns[45])
+    if turns[3]["mode"] == "dropped":  # then the record says it went for want of its change, not silently
+        earlier = next(s for s in r.record["sources"] if s["id"] == "history-earlier")["segments"]
+        assert any("is corrected by" in seg.get("reason", "") for seg in earlier), earlier
+
+
+def test_a_bullet_keeps_an_amount_written_with_its_iso_code_first() -> None:
+    # QA U F4: "costs EUR 1,450." was no value (agent_ops's airport_code anchor protects "EUR" alone), so the bullet
+    # read "… costs EUR …" with the amount gone
+    from odcf.compressor import Compressor
+
+    plan = Compressor.from_ontology("agent_ops").plan
+    turn = HandoffItem(id="m51", layer="history", speaker="assistant",
+                       text="End-of-lease cleaning by SchoonNL costs EUR 1,450.")
+    assert key_values(turn, plan) == [("EUR 1,450", False)]
+    assert "EUR 1,450" in gist(turn, plan, COUNTER, cap=24)
+
+
+ZH_CONSTRAINTS = ("请勿直接给客户发邮件，所有沟通必须通过王丽进行。", "总预算不超过人民币30万元。", "不要给我打电话。",
+                  "我对青霉素过敏。", "请勿致电给我。")
+
+
+def test_chinese_user_constraints_are_constraint_turns(general: Any) -> None:
+    # QA U F3: handoff read none of these as a user's constraint (compress did read README's "请勿致电给我"), so each
+    # was a plain old turn, trimmed while "请介绍一下第3份参考资料。" went out
+    for text in ZH_CONSTRAINTS:
+        assert user_constraint(text), text
+    from odcf.stages.rank import states_user_constraint
+
+    # one test with compress's: what compress counts as a user's constraint, handoff does
+    for text in ("请勿致电给我。", "我对青霉素过敏。", "Direct flights only.", "No hostels, please.", "Must we pay a deposit?"):
+        assert user_constraint(text) >= states_user_constraint(text), text
+    assert not user_constraint("请介绍一下第3份参考资料。") and not user_constraint("谢谢，我知道了。")
+    filler = [HandoffItem(id=f"f{k}", layer="history", speaker="assistant" if k % 2 else "user",
+                          text=f"第{k}份参考资料介绍了该市的历史。") for k in range(11)]
+    for text in ZH_CONSTRAINTS:
+        layered = layer_history([HandoffItem(id="c", layer="history", speaker="user", text=text), *filler],
+                                general.plan, COUNTER)
+        assert layered.bullets[0].constraint and text.rstrip("。") in layered.bullets[0].text, text

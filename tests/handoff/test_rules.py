@@ -435,3 +435,17 @@ def test_two_occurrences_of_an_event_of_one_host_or_address_do_not_conflict() ->
     # one event stated twice still conflicts
     assert _host_conflicts("Host srv-fin-02 was isolated on 2026-03-09.", "Host srv-fin-02 was isolated on 2026-03-10.") == [
         ("srv-fin-02", "isolated on", ["2026-03-09", "2026-03-10"])]
+
+
+def test_amounts_with_the_iso_code_first_conflict_as_the_dollar_form_does() -> None:
+    # QA U F4: "EUR 1,450" vs "EUR 1,950" from two tools was no conflict, "$1,450" vs "$1,950" was
+    items = (
+        HandoffItem(id="a", text="The quote for order #W4817420 is EUR 1,450.", origin="tool:quote_v1"),
+        HandoffItem(id="b", text="The quote for order #W4817420 is EUR 1,950.", origin="tool:quote_v2"),
+        HandoffItem(id="c", text="The quote for order #W5550001 is $1,450.", origin="tool:quote_v1"),
+        HandoffItem(id="d", text="The quote for order #W5550001 is $1,950.", origin="tool:quote_v2"),
+        HandoffItem(id="e", text="The quote for order #W6660001 is EUR 700.", origin="tool:quote_v1"),
+        HandoffItem(id="f", text="The quote for order #W6660001 is 700 EUR.", origin="tool:quote_v2"),
+    )
+    found = {c.entity: [v.raw for v in c.values] for c in find_conflicts(items)}
+    assert found == {"#W4817420": ["EUR 1,450", "EUR 1,950"], "#W5550001": ["$1,450", "$1,950"]}
