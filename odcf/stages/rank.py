@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from odcf.document import Document, Segment, TraceEvent
 from odcf.plan.model import Plan
@@ -1848,6 +1848,73 @@ def lift_cell_outputs(segments: Sequence[Segment], scores: dict[str, float]) -> 
     return out, raised
 
 
+#: What makes a part named by number another document's: "section 7 of the Act" (not "of this Agreement") after
+#: it, "the MSA's clause 4.1" before it.
+_OF_ANOTHER_RE = re.compile(r"\s+of\s+(?!this\b|these\b)", re.IGNORECASE)
+_POSSESSIVE_RE = re.compile(r"['’]s\s*$")
+#: A numbered provision's number in a reference: dotted ("10.1", "4.2.3"); a plain "Clause 7" names a section.
+_PROVISION_NUMBER_RE = re.compile(r"\d+(?:\.\d+)+")
+
+
+def provision_references(segments: Sequence[Segment]) -> dict[str, list[str]]:
+    """The numbered provisions each segment names by number, by the ids of their segments: "10.5 … count
+    towards the cap in Clause 10.1 …" names the paragraph that opens "10.1 Subject to Clause 10.3, each
+    party's total aggregate liability … shall not exceed 15% of the Contract Value.". A provision is a
+    paragraph opening with a dotted number (:data:`_LABEL_RE`) that opens no other paragraph of its source,
+    up to the next one or the next heading; a plain number ("Clause 7", "Clause 12") names a whole section
+    and is left out, as is a provision's reference to itself and another document's part ("section 7.2 of
+    the Act", "the MSA's clause 4.1")."""
+    opened: Counter[tuple[str, str]] = Counter()
+    parts: dict[tuple[str, str], list[str]] = {}
+    own: dict[str, str] = {}  # segment id -> the number of the provision it is a part of
+    prev: Segment | None = None
+    current: str | None = None
+    for seg in segments:
+        if prev is None or prev.source_id != seg.source_id or seg.kind == "heading":
+            current = None
+        first = prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph
+        if seg.kind == "sentence" and first and (m := _LABEL_RE.match(seg.original)):
+            current = m.group(1)
+            opened[(seg.source_id, current)] += 1
+        if current is not None:
+            parts.setdefault((seg.source_id, current), []).append(seg.id)
+            own[seg.id] = current
+        prev = seg
+    out: dict[str, list[str]] = {}
+    for seg in segments:
+        if seg.kind == "heading":
+            continue
+        text = seg.original
+        named: list[str] = []
+        for a, b in pointers(seg)[1]:
+            if _OF_ANOTHER_RE.match(text, b) or _POSSESSIVE_RE.search(text[:a]):
+                continue
+            for number in _PROVISION_NUMBER_RE.findall(text[a:b]):
+                key = (seg.source_id, number)
+                if opened[key] == 1 and number != own.get(seg.id):
+                    named += [sid for sid in parts[key] if sid != seg.id and sid not in named]
+        if named:
+            out[seg.id] = named
+    return out
+
+
+def lift_referenced(scores: dict[str, float], named_by: Mapping[str, Sequence[str]]) -> tuple[dict[str, float], int]:
+    """With no query, a numbered provision scores at least as each segment that names it by its number
+    (*named_by*: provision segment -> the segments naming it, :func:`provision_references`), by their
+    scores before this lift. With no query the liability cap, "10.1 … shall not exceed 15% of the Contract
+    Value.", went out while "10.3 The limitations in Clauses 10.1 and 10.2 do not apply to …" and "10.5 …
+    count towards the cap in Clause 10.1 …" were delivered (QA): the clauses that point to it say what
+    they change, not what it is. Returns the scores and how many were raised."""
+    out = dict(scores)
+    raised = 0
+    for sid in sorted(named_by):
+        best = max((scores[r] for r in named_by[sid] if r in scores), default=0.0)
+        if sid in out and best > out[sid]:
+            out[sid] = best
+            raised += 1
+    return out, raised
+
+
 def unlift(score: float, hit: bool, failing: bool | None = None) -> float:
     """A lexical score before :func:`lift_hits` (a hit's share of the best hit's own score, another
     segment's own score): the rerank blends these, so that lifting does not squeeze the lexical
@@ -1994,6 +2061,37 @@ def recurring_capitals(segments: Sequence[Segment]) -> dict[str, frozenset[str]]
             for src, counts in seen.items()}
 
 
+#: A numbered part's own number opening a segment, its label and not a word of what it says: a dotted number
+#: before a capitalised word or the line's end ("10.1 Subject to …", "## 12.2"), or in a heading a plain one
+#: ("## 10. Limitation of Liability"); not "3.5 million …".
+_LABEL_RE = re.compile(r"[ \t>#*_-]*(\d+(?:\.\d+)+)\.?(?=[ \t]+[A-Z(\"“]|[ \t]*$)")
+_HEADING_LABEL_RE = re.compile(r"[ \t>#*_-]*\d+(?:\.\d+)*[.:)]?(?=[ \t]|$)")
+
+
+def pointers(seg: Segment) -> tuple[int, list[tuple[int, int]]]:
+    """Where *seg* names parts of a text by number: the end of its own number opening it (:data:`_LABEL_RE`;
+    0 without one), which :func:`fact_density` does not count as a word, and the spans of the parts it
+    refers to by number ("Clause 12.1", "Clauses 10.1 and 10.2", "§ 3"; :data:`_CLAUSE_REF_RE`), which
+    :func:`provision_references` resolves.
+
+    >>> from odcf.document import Segment
+    >>> t = "12.2 The obligations in Clause 12.1 survive termination for 5 years."
+    >>> end, refs = pointers(Segment(id="a", source_id="s", index=0, text=t, original=t, kind="sentence"))
+    >>> t[:end], [t[a:b] for a, b in refs]
+    ('12.2', ['Clause 12.1'])
+    """
+    text = seg.original
+    label = (_HEADING_LABEL_RE if seg.kind == "heading" else _LABEL_RE).match(text)
+    refs: list[tuple[int, int]] = []
+    for m in _CLAUSE_REF_RE.finditer(text):
+        end = m.end()  # "Clauses 10.1 and 10.2", "Sections 9.1, 9.2 and 14"
+        plural = m.group(1) == "§§" or m.group(1).rstrip(".").lower().endswith("s")
+        while (more := _MORE_NUMBERS_RE.match(text, end)) is not None and (plural or more.group(0).strip()[0] not in ",;&"):
+            end = more.end()
+        refs.append((m.start(), end))
+    return (label.end() if label else 0), refs
+
+
 def fact_density(seg: Segment, recurring: Collection[str] = frozenset()) -> float:
     """Weighted share of the segment's words that carry a fact, capped at 1. A figure, an @handle or #tag,
     or a word inside a protected span that is not a connective, a marker or a name (numbers, codes, terms)
@@ -2002,11 +2100,18 @@ def fact_density(seg: Segment, recurring: Collection[str] = frozenset()) -> floa
     defined terms, :func:`recurring_capitals`), in a run of capitals ("IN WITNESS WHEREOF", "THIS MASTER
     SUPPLY AGREEMENT"), or in Title Case — a segment with a capitalised small word not opening a sentence,
     "Follow Us on Twitter", "Written Above" — or where fewer than one word in four opens in lower case (a
-    title or a menu, "Home About Contact", names nothing by them). For a document with no query, where
-    similarity to the plan's generic queries says little about which segment holds facts."""
+    title or a menu, "Home About Contact", names nothing by them). A numbered clause's own number opening it
+    is its label, not one of its words (:func:`pointers`): counted as a figure it gave every short clause a
+    fact, "12.2 The obligations in Clause 12.1 survive termination for 5 years." one in eleven words, a long
+    one next to none, and with no query 12.2 scored 0.91 where the liability cap, "10.1 Subject to Clause
+    10.3, … shall not exceed 15% of the Contract Value.", scored 0.42 and went out (QA). A reference to
+    another part ("Clause 12.1") still counts: it says which part a clause changes, and a contract's
+    limitation clauses carry few figures besides. For a document with no query, where similarity to the
+    plan's generic queries says little about which segment holds facts."""
     text = seg.original
     if not text:
         return 0.0
+    label = pointers(seg)[0]
     facts: list[tuple[int, int]] = []
     names: list[tuple[int, int]] = []
     for sp in seg.protected:
@@ -2025,6 +2130,8 @@ def fact_density(seg: Segment, recurring: Collection[str] = frozenset()) -> floa
             opens = True
         last = m.end()
         core = tok.strip(_OUTER_PUNCT)
+        if m.start() < label:  # "12.2" of "12.2 The obligations …": the word after it opens the sentence
+            continue
         if not core or not any(c.isalnum() for c in core):
             opens = opens or bool(_ENDS_SENTENCE_RE.search(tok))
             continue
@@ -2116,6 +2223,13 @@ class LexicalRanker(Stage):
         scores, corrected = lift_corrections(live, scores, links)
         scores, constraints = lift_constraints(live, scores, links)
         scores, outputs = lift_cell_outputs(live, scores)
+        named_by: dict[str, list[str]] = {}  # a numbered provision -> the segments naming it by its number
+        referenced = 0
+        if not doc.query:
+            for referrer, provision in provision_references(live).items():
+                for sid in provision:
+                    named_by.setdefault(sid, []).append(referrer)
+            scores, referenced = lift_referenced(scores, named_by)
         if doc.query:
             scores, levelled = rank_log_levels(doc.segments, scores, query=True)
         level_reasons = {} if doc.query else log_level_reasons(live)
@@ -2133,6 +2247,12 @@ class LexicalRanker(Stage):
                 new[seg.id] = new[seg.id].replace(meta={**seg.meta, "corrected_by": fixes}).with_reason(
                     f"rank: corrected by {', '.join(fixes)}, a later segment that changes what it says; "
                     "delivered only with it")
+            if seg.id in named_by:
+                # rerank lifts it again after its own scoring (odcf.stages.rerank)
+                by = named_by[seg.id]
+                new[seg.id] = new[seg.id].replace(meta={**new[seg.id].meta, "named_by": by}).with_reason(
+                    f"rank: named by its number in {', '.join(by)}; with no query it scores at least as "
+                    f"{'they do' if len(by) > 1 else 'that segment does'}")
         for seg in doc.segments:
             if seg.layer in PINNED_LAYERS and not seg.dropped:
                 new[seg.id] = seg.replace(score=1.0)
@@ -2149,6 +2269,7 @@ class LexicalRanker(Stage):
             **({"corrections_raised": corrected} if corrected else {}),
             **({"constraints_raised": constraints} if constraints else {}),
             **({"cell_outputs_raised": outputs} if outputs else {}),
+            **({"referenced_raised": referenced} if referenced else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
             **({"log_levels_ranked": levelled} if levelled else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),

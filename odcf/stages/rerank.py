@@ -58,6 +58,7 @@ from odcf.stages.rank import (
     lift_constraints,
     lift_corrections,
     lift_hits,
+    lift_referenced,
     query_hits,
     rank_log_levels,
     recurring_capitals,
@@ -527,6 +528,12 @@ class EmbeddingReranker(Stage):
             new_scores, outputs = lift_cell_outputs(english, new_scores)
             if outputs:
                 data["cell_outputs_raised"] = outputs
+            if not doc.query:
+                # a numbered provision at least as the segments naming it by number, as the rank stage found them
+                named_by = {s.id: s.meta["named_by"] for s in english if s.meta.get("named_by")}
+                new_scores, referenced = lift_referenced(new_scores, named_by)
+                if referenced:
+                    data["referenced_raised"] = referenced
             if doc.query:  # the level of a log's line breaks ties only
                 mixed = {s.id: new_scores.get(s.id, s.score or 0.0) for s in live}
                 levelled, moved = rank_log_levels(doc.segments, mixed, query=True)
