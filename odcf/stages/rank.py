@@ -1360,15 +1360,21 @@ USER_CONSTRAINT_RE = re.compile(
 #: What a user says to an agent that sets a condition on what the agent does for them, said without "me" or
 #: "I do not want": "Please also avoid anything before 10am", "the hotel must have air conditioning", "step-free
 #: access is essential", "no hostels", "under €2,000 total", "we can't walk far", "we'd prefer a quiet street",
-#: "direct flights only", "my partner uses a wheelchair", "I need it before March 20". Only in a user's turn of a conversation with an agent
-#: (:func:`_user_turns`), and not in a question: a meeting's "We must finish by Friday", a manual's "avoid
-#: direct sunlight" and the user's "Must we pay a deposit?" set none.
+#: "direct flights only", "my partner uses a wheelchair", "I need it before March 20", "an upgrade to 2.4 is not
+#: allowed", "restarting pdb-01 is not an option"; in Chinese "请勿直接给客户发邮件", "所有沟通必须通过王丽",
+#: "总预算不超过人民币30万元", "不得…", "禁止…". Only in a user's turn of a conversation with an agent
+#: (:func:`_user_turns`) or a customer's message of a ticket thread (:func:`_thread_senders`), and not in a
+#: question: a meeting's "We must finish by Friday", a manual's "avoid direct sunlight" and the user's "Must we pay
+#: a deposit?" or "要不要提前付款？" set none, nor does a report of what was not done, "No change was made to
+#: pdb-01." (QA s33 T4: a customer's "No errors since." beside "we must stay on v2.3" is the constraint's, not
+#: one of its own), nor "Builds 2.3.4 and earlier are not affected.".
 CHAT_CONSTRAINT_RE = re.compile(
     r"(?i:\bavoid\b|\bmust\b|\bmustn['’]t\b"
     r"|\b(?:has|have|need|needs)\s+to\s+(?:be|have|stay|fit|include|arrive|leave|end|start|finish)\b"
     r"|\b(?:is|are)\s+(?:essential|required|mandatory|a\s+must|non-negotiable|a\s+requirement)\b"
+    r"|\b(?:is|are)\s+not\s+(?:allowed|permitted|acceptable|an\s+option)\b"
     r"|\bno\s+(?!(?:problems?|worries|worry|thanks|idea|rush|hurry|doubt|need|way|matter|one|longer|pressure|wonder"
-    r"|preferences?|particular|clue|reason)\b)[^\W\d_]{3,}"
+    r"|preferences?|particular|clue|reason)\b)[^\W\d_]{3,}\b(?!\s+(?:was|were|has|have|had|since|yet)\b)"
     r"|\b(?:no\s+more\s+than|at\s+most|at\s+the\s+latest|max(?:imum)?|under|below|less\s+than)\s+(?:[€$£¥]|(?-i:"
     + _CURRENCY_CODES + r")\s?)?\d"
     r"|\b(?:I|we)\s+(?:cannot|can['’]t|can\s+not|won['’]t|will\s+not|do\s+not|don['’]t|never)\s+(?!(?:know|think"
@@ -1376,7 +1382,9 @@ CHAT_CONSTRAINT_RE = re.compile(
     r"|\b(?:I|we)(?:\s+would|['’]d)?\s+(?:prefer|rather)\b|\bplease\s+(?:also\s+)?(?:do\s+not|don['’]t|never|no)\b"
     r"|\b(?:need|needs|want|wants)\s+(?:it|this|that|them|(?:the|my|our)\s+[^\W\d_]+)\s+(?:by|before|no\s+later\s+than)\s"
     r"|\b[^\W\d_]{3,}\s+only\b(?=\s*(?:[.,;!]|please\b|$))|\bwheelchair|\bstep-free\b"
-    r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))")
+    r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))"
+    r"|请(?:勿|不要|别)|(?<![要能可])不要(?![紧脸])|不得|禁止|严禁|切勿|务必|必须|不(?:能|可以?|得|要)?超过"
+    r"|不(?:能|可以?|得)(?:早于|晚于|高于|低于)")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator|rep"
@@ -1420,32 +1428,63 @@ def _user_turns(segments: Sequence[Segment]) -> set[str]:
 #: note — Mei Tanaka (engineering) — …". A customer's (:data:`_CUSTOMER_SENDER_RE`) opens the customer's part,
 #: another's ends it.
 _MESSAGE_HEADER_RE = re.compile(r"^\W*(?:(?i:from):|[^\W\d][\w.#' ]{0,40}?\s+(?:[—–]|-{1,2})\s+[^()—–\n]{1,60}\([^()\n]{1,40}\))")
+#: The roles a ticket's message header names its sender by, the one served's or the other side's.
+_SENDER_ROLES = (r"customer|client|caller|patient|guest|requester|requestor|agent|support|engineer(?:ing)?|admin"
+                 r"|administrator|staff|operator|technician|rep(?:resentative)?|manager|supervisor|billing|sales")
+#: A message header that names its sender by role alone, right after the dash, with no name in brackets after it or
+#: with the name in them: "**Message 3 — Customer, 2024-11-04 07:41 UTC**", "Message 1 — Customer (Ingrid Solberg,
+#: DBA), 2024-11-04", "Message 4 — Support, …" (QA s33 T4: a ticket written so had no customer's part, and the
+#: customer's "do not restart the primary … during business hours" was dropped for filler). Not "Step 2 — Install".
+_ROLE_HEADER_RE = re.compile(rf"^\W*[^\W\d][\w.#' ]{{0,40}}?\s+(?:[—–]|-{{1,2}})\s+(?i:{_SENDER_ROLES})\b"
+                             r"(?:\s*\([^()\n]{1,40}\))?\s*(?:[,—–|:*]|-{1,2}|$)")
 #: The sender of such a message named as the one served: "Message 1 — Jana Novak (customer) — 2024-03-11",
-#: "From: Jana Novak (client)", "From: Customer <jana@…>" (not "Customer Support", "customer service").
+#: "From: Jana Novak (client)", "From: Customer <jana@…>", "Message 1 — Customer (Ingrid Solberg, DBA), …",
+#: "Message 3 — Customer, 2024-11-04" (not "Customer Support", "customer service", "(not visible to customer)").
 _CUSTOMER_SENDER_RE = re.compile(
-    r"(?:\(\s*|\b(?:from:\s*))(?:customer|client|caller|patient|guest|requester)\b(?!\s+(?:service|support|care|success))",
+    r"(?:\(\s*|\b(?:from:\s*)|^\W*[^\W\d][\w.#' ]{0,40}?\s+(?:[—–]|-{1,2})\s+)"
+    r"(?:customer|client|caller|patient|guest|requester)\b(?!\s+(?:service|support|care|success))",
     re.IGNORECASE)
-#: A prohibition opening a customer's sentence or list item: "Do NOT roll back to 5.1 — …", "Never call after 8 pm."
-#: (not "Don't worry", "Never mind").
-_PROHIBITION_RE = re.compile(r"^[\W\d]*(?i:please\s+)?(?i:do\s+not|don['’]t|never)\s+(?!(?i:worry|hesitate|mind|know)\b)\w+")
+#: A prohibition opening a user's or customer's sentence, list item or clause (after a label, a colon or a
+#: semicolon): "Do NOT roll back to 5.1 — …", "Never call after 8 pm.", "user: Never email the client directly; …",
+#: "Important constraints: do not restart the primary under any circumstances during business hours" (QA s33 U F2
+#: and T4: opening after a speaker's label or a lead-in, neither was raised and both were dropped while the agent's
+#: acknowledgement went out). Not "Don't worry", "Never mind", nor a "not" inside a statement ("Builds 2.3.4 and
+#: earlier are not affected.").
+_PROHIBITION_RE = re.compile(r"(?:^[\W\d]*|[.!?:;]\s+)(?i:please\s+)?(?i:do\s+not|don['’]t|never)\s+"
+                             r"(?!(?i:worry|hesitate|mind|know)\b)\w+")
+
+
+def _thread_senders(segments: Sequence[Segment]) -> tuple[set[str], set[str]]:
+    """The ids of the segments of a mail thread or ticket log written by the customer, and of those written by
+    the others in a thread where the customer writes too: a message header naming its sender as the one served
+    (:data:`_CUSTOMER_SENDER_RE`, "Message 1 — Jana Novak (customer) — …", "Message 3 — Customer, 2024-11-04 07:41
+    UTC") opens the customer's part, another (:data:`_MESSAGE_HEADER_RE`, :data:`_ROLE_HEADER_RE`: "Message 2 —
+    Support (Tomasz Wrona, L1), …", "Internal note — …") an other's, up to the next header. A thread whose messages
+    are not labelled so has neither: "From: Jana Novak" alone says nothing of who is served."""
+    customer_ids: set[str] = set()
+    other_ids: dict[str, set[str]] = {}
+    served: set[str] = set()  # the sources with a customer's message
+    source, customer, other = None, False, False
+    for seg in segments:
+        if seg.source_id != source:
+            source, customer, other = seg.source_id, False, False
+        headers = [line for line in seg.original.splitlines()
+                   if _MESSAGE_HEADER_RE.match(line) or _ROLE_HEADER_RE.match(line)]
+        for line in headers:
+            customer = bool(_CUSTOMER_SENDER_RE.search(line))
+            other = not customer
+            if customer:
+                served.add(seg.source_id)
+        if customer and not headers:
+            customer_ids.add(seg.id)
+        elif other and not headers:
+            other_ids.setdefault(seg.source_id, set()).add(seg.id)
+    return customer_ids, {sid for src in sorted(served & other_ids.keys()) for sid in other_ids[src]}
 
 
 def _customer_messages(segments: Sequence[Segment]) -> set[str]:
-    """The ids of the segments of a mail thread or ticket log written by the customer: those after a message
-    header naming its sender as the one served (:data:`_CUSTOMER_SENDER_RE`, "Message 1 — Jana Novak (customer) —
-    …") up to the next message header (:data:`_MESSAGE_HEADER_RE`). A thread whose messages are not labelled so
-    has none: "From: Jana Novak" alone says nothing of who is served."""
-    out: set[str] = set()
-    source, customer = None, False
-    for seg in segments:
-        if seg.source_id != source:
-            source, customer = seg.source_id, False
-        for line in seg.original.splitlines():
-            if _MESSAGE_HEADER_RE.match(line):
-                customer = bool(_CUSTOMER_SENDER_RE.search(line))
-        if customer and not any(_MESSAGE_HEADER_RE.match(line) for line in seg.original.splitlines()):
-            out.add(seg.id)
-    return out
+    """The ids of the segments of a mail thread or ticket log written by the customer (:func:`_thread_senders`)."""
+    return _thread_senders(segments)[0]
 
 
 #: A sentence of nothing but courtesy: "I'm sorry to hear that.", "Thanks.", "Noted.", "Understood.", "Happy to
@@ -1500,31 +1539,90 @@ def _is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith(("?", "\uff1f"))
 
 
+def _constraint_match(sentence: str, *, to_agent: bool) -> tuple[bool, re.Match[str]] | None:
+    """(a condition on how its writer is treated?, the words that make it one) if *sentence* states a constraint of
+    its writer (:func:`states_user_constraint`), else None."""
+    m = USER_CONSTRAINT_RE.search(sentence)
+    if m is not None:
+        return True, m
+    if not to_agent or _is_question(sentence):
+        return None
+    m = _PROHIBITION_RE.search(sentence) or CHAT_CONSTRAINT_RE.search(sentence)
+    return (False, m) if m is not None else None
+
+
 def states_user_constraint(sentence: str, *, to_agent: bool = True) -> bool:
     """Whether *sentence* states a constraint of the person writing it: a condition on how they are to be treated
-    (:data:`USER_CONSTRAINT_RE`: "please do not call me", "我对青霉素过敏", "请勿致电给我"), or, said by a user to an
-    agent (*to_agent*), what they ask of it (:data:`CHAT_CONSTRAINT_RE`: "no hostels", "under €2,000 total"), not in
-    a question ("Must we pay a deposit?"). The one test compress (:func:`lift_constraints`) and a handoff's history
+    (:data:`USER_CONSTRAINT_RE`: "please do not call me", "我对青霉素过敏", "请勿致电给我"), or, said by a user or
+    customer to an agent (*to_agent*), what they ask of it (:data:`_PROHIBITION_RE`, :data:`CHAT_CONSTRAINT_RE`:
+    "Never email the client directly", "no hostels", "under €2,000 total"), not in a question ("Must we pay a
+    deposit?"). The one test compress (:func:`constraint_reasons`, :func:`lift_constraints`) and a handoff's history
     (:func:`odcf.handoff.history.user_constraint`) apply, so the two keep the same user turns (QA: handoff read
     "请勿致电给我。", which compress raised, as a plain old turn and trimmed it).
 
     >>> states_user_constraint("请勿致电给我。"), states_user_constraint("Must we pay a deposit?")
     (True, False)
+    >>> states_user_constraint("Never email the client directly."), states_user_constraint("Never mind.", to_agent=False)
+    (True, False)
     """
-    return bool(USER_CONSTRAINT_RE.search(sentence)
-                or to_agent and CHAT_CONSTRAINT_RE.search(sentence) and not _is_question(sentence))
+    return _constraint_match(sentence, to_agent=to_agent) is not None
+
+
+def constraint_reasons(segments: Sequence[Segment], *, users: set[str] | None = None) -> dict[str, str]:
+    """{id: why} for each segment of *segments* that states a constraint of its writer (see
+    :func:`lift_constraints`, which raises them), a user's correction and what it changes aside: the words that
+    make it one and who said them, as the delivery record gives it (:func:`constraint_reason`: "rank: a constraint
+    the customer set, 'do not restart' in their message of the thread; …"). A system's, an agent's or a tool's
+    turn, and in a ticket thread with a customer's message another sender's message ("Message 2 — Support (…)"),
+    state none: the agent's "Do not retry the stuck orders by hand" is its advice, not the customer's condition.
+
+    >>> from odcf.document import Segment
+    >>> texts = ["assistant: What are the key constraints?", "user: Never email the client directly.",
+    ...          "assistant: Understood. I will route every message through Marit."]
+    >>> segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence",
+    ...                 meta={"speaker": t.split()[0]}) for i, t in enumerate(texts)]
+    >>> constraint_reasons(segs)
+    {'s1': "a constraint the user set, 'Never email' in their turn"}
+    """
+    users = _user_turns(segments) if users is None else users
+    mail, others = _thread_senders(segments)
+    out: dict[str, str] = {}
+    for seg in segments:
+        if _NOT_USER_RE.match(str(seg.meta.get("speaker") or "")) or seg.id in others:
+            continue
+        where = ("in their turn" if seg.id in users else "in their message of the thread" if seg.id in mail
+                 else None)
+        found = _constraint_match(seg.text, to_agent=where is not None)
+        if found is None:
+            continue
+        condition, m = found
+        if condition:
+            out[seg.id] = f"a condition its writer sets on how they are treated, '{m.group(0).strip()}'" + (
+                f" {where}" if where else "")
+        else:
+            said = re.sub(r"^[\W\d]*(?:[.!?:;]\s+)?", "", m.group(0)).strip()
+            out[seg.id] = f"a constraint the {'user' if seg.id in users else 'customer'} set, '{said}' {where}"
+    return out
+
+
+def constraint_reason(why: str) -> str:
+    """The delivery record's reason for a segment :func:`constraint_reasons` finds (*why*): what it states and where
+    it ranks for it (:func:`lift_constraints`)."""
+    return (f"rank: {why}; ranks right after the {CONSTRAINT_AFTER} best other segments of its source, never lower "
+            "than it scored")
 
 
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
                      links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
-    """*scores* with each segment stating a constraint of its writer (:data:`USER_CONSTRAINT_RE`, and in a user's
-    turn of a conversation with an agent :data:`CHAT_CONSTRAINT_RE`, and so in a customer's message of a ticket
-    thread (:func:`_customer_messages`) with a prohibition opening it (:data:`_PROHIBITION_RE`), or a correction there of what the user said
+    """*scores* with each segment stating a constraint of its writer (:func:`constraint_reasons`:
+    :data:`USER_CONSTRAINT_RE`, and in a user's turn of a conversation with an agent or a customer's message of a
+    ticket thread (:func:`_thread_senders`) :data:`CHAT_CONSTRAINT_RE` or a prohibition opening a sentence or
+    clause (:data:`_PROHIBITION_RE`); or a correction there of what the user said
     before, with what it corrects in the same user's turns: *links*, by default :func:`correction_links`; in a
-    transcript, not a system's, agent's or tool's turn) raised to just below the :data:`CONSTRAINT_AFTER`-th
-    best score among the other segments of its source, headings and the courtesy of the user's other side
-    (:func:`_courtesy`, an agent's "I'm sorry to hear that.") aside (never lowered), and that courtesy, where it scored as high, put below the
-    lowest of them; returns the scores and how many constraints were raised.
+    transcript, not a system's, agent's or tool's turn, nor another sender's message in a thread) raised to just
+    below the :data:`CONSTRAINT_AFTER`-th best score among the other segments of its source, headings and the
+    courtesy of the user's other side (:func:`_courtesy`, an agent's "I'm sorry to hear that.") aside (never
+    lowered), and that courtesy, where it scored as high, put below the lowest of them; returns the scores and how many constraints were raised.
 
     >>> from odcf.document import Segment
     >>> texts = ["The serial is BX-9920-114.", "Please do not call me; email only.", "Don't get me wrong, it works.",
@@ -1534,12 +1632,7 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
     ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
     """
     users = _user_turns(segments)
-    mail = _customer_messages(segments)
-    constraint = {seg.id for seg in segments if seg.id in scores
-                  and not _NOT_USER_RE.match(str(seg.meta.get("speaker") or ""))
-                  and (states_user_constraint(seg.text, to_agent=seg.id in users)
-                       or seg.id in mail and (CHAT_CONSTRAINT_RE.search(seg.text) or _PROHIBITION_RE.match(seg.text))
-                       and not _is_question(seg.text))}
+    constraint = {sid for sid in constraint_reasons(segments, users=users) if sid in scores}
     if users:
         # a user's change of what they asked for ("Actually, make it 15 June, not 14 June.") is what they ask now,
         # and what it changes still says the rest of what they asked ("a trip to Lisbon for 2 people from 14 June to
@@ -2222,6 +2315,7 @@ class LexicalRanker(Stage):
         links = correction_links(live)
         scores, corrected = lift_corrections(live, scores, links)
         scores, constraints = lift_constraints(live, scores, links)
+        constraint_why = constraint_reasons(live)
         scores, outputs = lift_cell_outputs(live, scores)
         named_by: dict[str, list[str]] = {}  # a numbered provision -> the segments naming it by its number
         referenced = 0
@@ -2241,6 +2335,8 @@ class LexicalRanker(Stage):
             new[seg.id] = seg.replace(score=scores[seg.id])
             if seg.id in level_reasons:
                 new[seg.id] = new[seg.id].with_reason(level_reasons[seg.id])
+            if seg.id in constraint_why:
+                new[seg.id] = new[seg.id].with_reason(constraint_reason(constraint_why[seg.id]))
             if seg.id in corrected_by:
                 # the budget delivers it only with its corrections (see odcf.stages.budget)
                 fixes = corrected_by[seg.id]

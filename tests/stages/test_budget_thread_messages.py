@@ -131,13 +131,15 @@ def test_the_record_says_why_a_header_or_its_content_was_left_out(results):
     headers = [s for s in dropped if msg[s.id][1]]
     assert headers and all("a message's header line is delivered only with a part of what it heads, and none was "
                            "delivered" in reasons[s.id] for s in headers), [reasons[s.id] for s in headers]
-    # Message 1's facts: left out with their header, and the record says which line they go with
-    facts = [s for s in dropped if msg[s.id][0] == 1 and "charged twice" in s.text]
-    header = next(s.id for s in r.document.segments if msg[s.id] == (1, True))
+    # Message 5's facts: left out with their header, and the record says which line they go with (Message 1's were,
+    # until its header was read as the customer's, "— Customer (Farah Haddad) —", and its "I do not want to cancel
+    # the plan" went out with it as the customer's constraint: QA s33 T4)
+    facts = [s for s in dropped if msg[s.id][0] == 5 and "received the $1,188.00 refund" in s.text]
+    header = next(s.id for s in r.document.segments if msg[s.id] == (5, True))
     assert facts and all(f"is a part of a message and goes only with its header line ({header}" in reasons[s.id]
                          for s in facts), [reasons[s.id] for s in facts]
-    # Message 1's "Hi," goes only with a part of Message 1's content, not with any of the ticket's
-    hi = next(s.id for s in r.document.segments if s.text == "Hi,")
+    # Message 5's "Hi Dana," goes only with a part of Message 5's content, not with any of the ticket's
+    hi = next(s.id for s in r.document.segments if s.text == "Hi Dana," and msg[s.id][0] == 5)
     assert "a greeting or sign-off is delivered only with a part of its message's content" in reasons[hi], reasons[hi]
 
 

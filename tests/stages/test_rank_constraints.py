@@ -1,0 +1,166 @@
+"""A user's or customer's prohibitions and hard limits rank as constraints, whoever asks what: in a chat's user turn
+opening after the speaker's label, in a ticket whose message headers name the customer before the bracket or with
+no bracket at all, and in Chinese; an agent's or assistant's sentences, and a plain "not" in a statement, do not."""
+from pathlib import Path
+
+import pytest
+
+from odcf.compressor import Compressor
+from odcf.document import Segment
+from odcf.stages.rank import _customer_messages, lift_constraints
+
+
+def _turns(*lines):
+    """Segments of a transcript, one a line: "speaker: text" gives the speaker."""
+    return [Segment(id=f"s{i}", source_id="a", index=i, text=line, original=line, kind="sentence",
+                    meta={"speaker": line.split(": ", 1)[0] + ":"}) for i, line in enumerate(lines)]
+
+
+def constraint_reasons(segments):
+    """:func:`odcf.stages.rank.constraint_reasons`, imported when called (so that, where it is missing, each test
+    still fails on the behaviour it checks)."""
+    from odcf.stages.rank import constraint_reasons as reasons
+
+    return reasons(segments)
+
+
+def _lines(*lines):
+    """Segments of a plain text, one a line, with no speaker."""
+    return [Segment(id=f"s{i}", source_id="a", index=i, text=line, original=line, kind="sentence")
+            for i, line in enumerate(lines)]
+
+
+# QA s33 U F2 (never_email.txt, general, --layer history, --budget 60)
+CHAT = ("user: Hi, I need help planning the office relocation from Rotterdam to Utrecht.\n\n"
+        "assistant: Happy to help. What are the key constraints for the move?\n\n"
+        "user: Never email the client directly; all client communication goes through Marit de Boer.\n\n"
+        "assistant: Understood. I will route every client message through Marit de Boer.\n\n"
+        "user: What movers operate between Rotterdam and Utrecht?\n\n"
+        "assistant: Three firms quote that route: Verhuis BV (EUR 12,400), TransLoc (EUR 14,900) and Van Dijk Moving "
+        "(EUR 11,750).\n\n"
+        "user: Which weekends in March are free?\n\n"
+        "assistant: March 8-9, March 15-16 and March 22-23 are free in the building calendar.\n\n"
+        "user: Good. Now prepare the message to send about the confirmed date.\n")
+
+
+@pytest.mark.parametrize("said", [
+    "Never email the client directly; all client communication goes through Marit de Boer.",
+    "Please never email the client directly.",
+    "Good. Never email the client directly.",
+    "Do not book anything before 10am.",
+    "请勿直接给客户发邮件，所有沟通必须通过王丽进行。",
+    "总预算不超过人民币30万元。",
+    "不要给客户打电话。",
+    "An upgrade to 2.4 is not allowed before the audit.",
+])
+def test_a_users_prohibition_in_a_chat_is_raised_and_the_assistants_is_not(said):
+    # QA s33 U F2: "user: Never email the client directly; …" (0.31) was left out while the assistant's
+    # "Understood. I will route …" (0.46) went out; the Chinese "请勿直接给客户发邮件…" likewise
+    lines = ("user: Hi, I need help with the move.", "assistant: What are the key constraints?",
+             f"user: {said}", "assistant: Understood. I will route every message through Marit.",
+             "user: Now prepare the message.")
+    scores = {"s0": 0.3, "s1": 0.6, "s2": 0.3, "s3": 0.45, "s4": 1.0}
+    out, raised = lift_constraints(_turns(*lines), scores)
+    assert raised == 1 and out["s2"] > out["s3"], out
+    assert "s2" in constraint_reasons(_turns(*lines))
+    # said by the assistant, it is no constraint of the user's
+    agent = (*lines[:2], f"assistant: {said}", *lines[3:])
+    assert lift_constraints(_turns(*agent), scores)[1] == 0
+    assert constraint_reasons(_turns(*agent)) == {}
+
+
+@pytest.mark.parametrize("said", [
+    "Never mind, it works now.",
+    "Don't worry about the date.",
+    "要不要提前付款？",
+    "No change was made to the booking.",
+    "No errors since.",
+    "Builds 2.3.4 and earlier are not affected.",
+])
+def test_a_users_statement_with_a_negation_is_no_constraint(said):
+    # (a report of what was not done, "No change was made", had read as "no hostels" and was raised)
+    lines = ("user: Hi, I need help with the move.", "assistant: What are the key constraints?",
+             f"user: {said}", "assistant: Noted.", "user: Now prepare the message.")
+    scores = {"s0": 0.3, "s1": 0.6, "s2": 0.3, "s3": 0.45, "s4": 1.0}
+    assert lift_constraints(_turns(*lines), scores) == (scores, 0), said
+
+
+def test_the_users_never_email_goes_out_before_the_assistants_acknowledgement():
+    r = Compressor.from_ontology("general").compress(
+        [{"text": CHAT, "id": "chat", "layer": "history"}], query="prepare the message about the confirmed move date",
+        budget=60, timings=False)
+    assert "Never email the client directly" in r.text, r.text
+    assert "Understood. I will route" not in r.text, r.text
+    seg = next(s for src in r.record["sources"] for s in src["segments"] if s["index"] == 3)
+    assert seg["status"] == "verbatim"
+    assert seg["reason"].startswith("rank: a constraint the user set, 'Never email' in their turn; ranks right after "
+                                    "the 2 best other segments of its source"), seg["reason"]
+
+
+# QA s33 T4: the ticket's headers name the customer before the bracket ("Message 1 — Customer (Ingrid Solberg, DBA),
+# …") or with no bracket ("Message 3 — Customer, …"), so the thread had no customer's part
+TICKET = (
+    "# Ticket #INC-58213 — Replication lag after upgrade\n\n"
+    "Customer: Fjordline Logistics AS. Product: PolarDB Cluster Enterprise.\n\n"
+    "**Message 1 — Customer (Ingrid Solberg, DBA), 2024-11-04 07:12 UTC**\n\n"
+    "Since 05:40 UTC our application has been getting error PDB-4031 on about 12% of writes. "
+    "Replication lag on pdb-03 is 340 seconds and growing. "
+    "Important constraints: do not restart the primary under any circumstances during business hours "
+    "(06:00-18:00 UTC), because our warehouse scanners cannot reconnect automatically. "
+    "We must stay on v2.3 until our certification audit ends on 2024-12-15; an upgrade to 2.4 is not allowed "
+    "before then.\n\n"
+    "**Message 2 — Support (Maria Ekström, L2), 2024-11-04 08:20 UTC**\n\n"
+    "There is a workaround that does not require restarting the primary: on pdb-03 only, set wal_compression = pglz "
+    "in /etc/polardb/replica.conf and restart the replica. "
+    "However, do not change wal_compression on the primary, because on 2.3.x that requires a primary restart.\n\n"
+    "**Message 3 — Customer, 2024-11-04 09:02 UTC**\n\n"
+    "Done at 08:51 UTC. Lag dropped from 410 seconds to 0 within 6 minutes. No change was made to pdb-01. "
+    "Again: restarting pdb-01 is not an option before 18:00 UTC.\n\n"
+    "**Internal note — Support (Rahul Menon, Engineering), 2024-11-04 18:10 UTC (not visible to customer)**\n\n"
+    "PDB-BUG-7741 affects 2.3.6 and 2.3.7 only. Builds 2.3.4 and earlier are not affected. "
+    "Do not suggest the 2.4.1 upgrade as the fix.\n")
+
+
+def test_a_customers_constraints_under_role_first_headers_are_raised():
+    segs = Compressor.from_ontology("customer_service").compress(TICKET, budget=10_000, annotate=False).document.segments
+    mail = {s.original.strip()[:30] for s in segs if s.id in _customer_messages(segs)}
+    assert any(t.startswith("Important constraints") for t in mail), mail
+    assert any(t.startswith("Again: restarting") for t in mail), mail  # under "Message 3 — Customer, …"
+    assert not any(t.startswith(("However, do not", "Do not suggest", "Builds 2.3.4")) for t in mail), mail
+    why = {s.original.strip()[:30]: w for s in segs for sid, w in constraint_reasons(segs).items() if sid == s.id}
+    assert why == {
+        "Important constraints: do not ": "a constraint the customer set, 'do not restart' in their message of the thread",
+        "We must stay on v2.3 until our": "a constraint the customer set, 'must' in their message of the thread",
+        "Again: restarting pdb-01 is no": "a constraint the customer set, 'is not an option' in their message of the "
+                                          "thread",
+    }, why
+
+
+def test_a_ticket_delivers_the_customers_constraints_before_filler():
+    # QA s33 T4: at 642 of 2,570 tokens, with a query naming the customer's constraints, "Important constraints: do
+    # not restart the primary …" (0.56) and "We must stay on v2.3 …" (0.41) were dropped while "Builds 2.3.4 and
+    # earlier are not affected." (0.60) and "No change was made to pdb-01." went out; with no query, at 0.14 and 0.29
+    text = (Path(__file__).parent.parent / "fixtures" / "ticket_inc58213.md").read_text(encoding="utf-8")
+    q = "what constraints did the customer give and what workaround was applied"
+    for query in (q, None):
+        r = Compressor.from_ontology("customer_service").compress(
+            [{"text": text, "id": "ticket.md"}], query=query, budget=642, timings=False)
+        assert "do not restart the primary under any circumstances during business hours" in r.text, (query, r.text)
+        assert "We must stay on v2.3 until our certification audit ends" in r.text, (query, r.text)
+        assert "restarting pdb-01 is not an option before 18:00 UTC" in r.text, (query, r.text)
+        assert "Builds 2.3.4 and earlier are not affected." not in r.text, (query, r.text)
+        rank = next(e["data"] for e in r.record["stages"] if e["stage"] == "rank")
+        assert rank["constraints_raised"] >= 3, rank
+        reasons = [g["reason"] for src in r.record["sources"] for g in src["segments"] if g["reason"]]
+        assert any(w.startswith("rank: a constraint the customer set, 'do not restart' in their message of the thread; "
+                                "ranks right after the 2 best other segments of its source") for w in reasons), reasons
+
+
+def test_an_agents_prohibition_in_a_thread_with_a_customer_is_not_the_customers():
+    # "Do not suggest the 2.4.1 upgrade" is the support's own note; "please do not call me" in an agent's message of
+    # a thread where the customer writes is the agent's too, and a "From: Jana Novak" mail with no roles keeps it
+    segs = _lines("Message 1 — Jana Novak (customer) — 2024-03-11", "The sync fails.",
+                  "Message 2 — Rafael Ortiz (agent) — 2024-03-11", "Please do not call me on Fridays.")
+    assert constraint_reasons(segs) == {}
+    mail = _lines("From: Jana Novak", "The sync fails.", "Please do not call me on Fridays.")
+    assert list(constraint_reasons(mail)) == ["s2"]
