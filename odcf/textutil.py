@@ -575,6 +575,17 @@ def person_opener(sentence: str) -> str | None:
 #: capitalised name ("these Terms"); at its start :data:`_PRONOUN_OPENER_RE` reads it.
 _DEMONSTRATIVE_RE = re.compile(r"\b(?i:these|those)\s+(?!(?:who|whom|whose|which|that|of|in|at|on|are|were|will|may|must)\b)"
                                r"[a-z][a-z-]{2,}\b")
+#: "this"/"that" and a noun for a time, a limit or a condition later in a short sentence ("Questions received after
+#: that time will not be answered." after "II.2 Questions must be submitted … no later than 10 June 2024 at 12:00
+#: CET."; "… before this deadline", "… above that amount", "… fails this requirement"): which time, the sentence
+#: before it states (QA T1: it was delivered without that sentence, the deadline and the clause's number). Only
+#: these nouns: "this notice", "this contract", "this procedure" name the document itself, and "that" only after a
+#: preposition ("after that time"; not "provided that time limits …", a conjunction). Not "the deadline": an
+#: ordinary "the" would tie half a document together.
+_THIS_THAT_RE = re.compile(
+    r"(?:\b(?i:this)|(?<![\w-])(?i:after|before|by|until|till|at|on|from|within|beyond|past|during|since|over|above"
+    r"|below|under|exceeding|of|in|to|for)\s+(?i:that))\s+(?:time|date|deadline|period|day|hour|moment|limit|threshold"
+    r"|amount|sum|figure|requirement|condition|exception|window)\b(?!\s+(?:of|for|in|under|to|as|when|which)\b|\s+[A-Z0-9#])")
 #: "both"/"either"/"neither"/"such", "the two"/"the three", "the above"/"the foregoing" (or "these …"/"those …") and a
 #: lower-case noun, anywhere in a short sentence ("Mold is not covered unless both conditions are met."): which
 #: conditions, the sentence before it states. Not a noun that names its own ("both copies of the form", "either
@@ -615,7 +626,8 @@ _COPULA_SUCH_RE = re.compile(r"\b(?i:is|was|are|were|be|been|being)\s+$")
 
 def demonstrative_back(sentence: str) -> str | None:
     """"these"/"those" with its noun in *sentence* of at most 12 words (:data:`_DEMONSTRATIVE_RE`), not as its
-    first word, or "both"/"either"/"such"/"the two"/"the above" … with its noun anywhere in it
+    first word, or "this"/"that" with a noun for a time, a limit or a condition (:data:`_THIS_THAT_RE`, "after that
+    time"), or "both"/"either"/"such"/"the two"/"the above" … with its noun anywhere in it
     (:data:`_QUANTIFIER_RE`), and not in a lead-in ending in ":" ("Fill in these fields:" points ahead); or, in a
     sentence of any length, "either"/"neither"/"both" alone as its opening clause's subject (:data:`_PRONOUN_QUANTIFIER_RE`,
     "If either fails, …"); or None.
@@ -645,13 +657,22 @@ def demonstrative_back(sentence: str) -> str | None:
     ...  "disqualification.", "Neither of them applies.", "Both are required.", "Either way, the fee is due.",
     ...  "Either Party may terminate.", "If either party objects, the term ends.", "You may pay either by card or cash.")]
     ['either', 'Neither', 'Both', None, None, None, None]
+    >>> [demonstrative_back(s) for s in ("Questions received after that time will not be answered.",
+    ...  "No claim is accepted after this deadline.", "A tenderer that fails this requirement is excluded.",
+    ...  "Interest accrues on amounts above that threshold.")]
+    ['after that time', 'this deadline', 'this requirement', 'above that threshold']
+    >>> [demonstrative_back(s) for s in ("This notice was sent for publication on 13 May.", "The deadline is 28 June.",
+    ...  "Tenders received after the deadline will be rejected.", "It is provided that time limits apply.",
+    ...  "Write the date of this period of leave.", "This contract is governed by Danish law.",
+    ...  "Questions received after that time will not be answered by the municipality or by any of its advisers.")]
+    [None, None, None, None, None, None, None]
     """
     text = sentence.strip()
     if m := _PRONOUN_QUANTIFIER_RE.match(text):
         return m.group(1)
     if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
         return None
-    m = _DEMONSTRATIVE_RE.search(text, 1)
+    m = _DEMONSTRATIVE_RE.search(text, 1) or _THIS_THAT_RE.search(text, 1)
     if m and text[:m.start()].strip("\"'\u201c\u2018([ "):
         return m.group(0)
     for m in _QUANTIFIER_RE.finditer(text):

@@ -44,7 +44,10 @@ paragraph names ("Do not increase the dose unless …" after "It was restarted a
 The first piece of a list item (the one holding its number or mark) goes only with the item's later
 sentences that open by forbidding ("Do not …", "Never …"), as a segment goes with its corrections (below):
 "2. If the logs show `connection refused` …, go to section 4." delivered without "Do not restart the
-pods: …" read as the whole step; the later sentence may go without it, written after its number.
+pods: …" read as the whole step; the later sentence may go without it, written after its number. So does the first
+sentence of a numbered clause with the later sentences of its paragraph that limit it ("III.5 The tenderer must have a
+positive equity …" with "A tenderer with negative equity is eligible only if a parent company provides a guarantee …":
+:func:`_clause_limits`).
 
 A segment that a later one corrects (meta ``corrected_by``, set by the rank stage: "the figure
 "3.50:1" is deleted and replaced with "3.75:1"", "up to 6 hours (previously 8 hours)") goes only with
@@ -93,7 +96,9 @@ A question of a question-and-answer log ("**Q19.** … Please confirm the minimu
 "Question 3:", "Q:") goes only with the opening of its answer ("**A19.** The technical score threshold
 is 65 out of 100 points.", numbered like it, else right after it: :mod:`odcf.stages.segment.qa`), which
 goes alone; the rank stages score that opening at least as high as its question. Delivered without
-it, a question that repeats the query's words is the query asked again, not answered.
+it, a question that repeats the query's words is the query asked again, not answered. Where the question and its
+answer are one numbered item ("X.6 Question: Will the municipality accept an invoice in PDF format? Answer: No. …"),
+the answer's opening goes only with its question too (:func:`_asked_in_item`): its "No" answers nothing alone.
 """
 from __future__ import annotations
 
@@ -165,14 +170,17 @@ class Budgeter(Stage):
         before, heads = _antecedents(doc, pairs)
         required_ids = {sid for sid, t in tiers.items() if t[0] <= 1}  # whole sources: groups stay whole
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
-        limited_by = {k: v for k, v in _item_limits(doc).items() if k in tiers}
+        limited_by = {k: v for k, v in {**_item_limits(doc), **_clause_limits(doc)}.items() if k in tiers}
+        asked_by = {k: v for k, v in _asked_in_item(doc, pairs, before).items() if k in tiers}
         excepted_by = {k: v for k, v in _cross_limits(doc).items() if k in tiers}
         read_by = {k: v for k, v in _unit_lines(doc).items() if k in tiers}
         # what a segment goes only with elsewhere in its source: its corrections, the limits of its list
-        # item, the exceptions to it that name it by its number, the lines that say how its table's figures read
+        # item or numbered clause, the exceptions to it that name it by its number, the lines that say how its
+        # table's figures read, the question an answer in the same numbered item answers
         needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()), *excepted_by.get(k, ()),
-                                         *read_by.get(k, ()))))
-                 for k in sorted(corrected_by.keys() | limited_by.keys() | excepted_by.keys() | read_by.keys())}
+                                         *read_by.get(k, ()), *asked_by.get(k, ()))))
+                 for k in sorted(corrected_by.keys() | limited_by.keys() | excepted_by.keys() | read_by.keys()
+                                 | asked_by.keys())}
         courtesy = _pleasantry_messages(doc, live, required_ids)
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=needs,
@@ -257,7 +265,8 @@ class Budgeter(Stage):
                                                     rules=lone_rules,
                                                     courtesy={sid for sid, c in courtesy.items() if not c & kept},
                                                     limited_by=limited_by, pairs=pairs,
-                                                    excepted_by=excepted_by, went_with=went_with, read_by=read_by)
+                                                    excepted_by=excepted_by, went_with=went_with, read_by=read_by,
+                                                    asked_by=asked_by)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
@@ -620,7 +629,8 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             pairs: Sequence[QAPair] | None = None,
             excepted_by: Mapping[str, tuple[str, ...]] | None = None,
             went_with: Mapping[str, str] | None = None,
-            read_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            read_by: Mapping[str, tuple[str, ...]] | None = None,
+            asked_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -741,9 +751,16 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                        f"{cost.get(prior.id, 0)} {room.unit}), which was not delivered: {why}")
             elif limited_by and (rest := [f for f in limited_by.get(seg.id, ())
                                           if f not in kept and by_id[f].status != "merged"]):
-                why = (f"is the first piece of a list item and goes only with the later sentences of the item that "
+                what = ("the first piece of a list item", "item") if seg.kind == "list" else (
+                    "the first sentence of a numbered clause", "clause")
+                why = (f"is {what[0]} and goes only with the later sentences of the {what[1]} that "
                        f"limit it ({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} {room.unit}), which were "
                        f"not delivered: {why}")
+            elif asked_by and (rest := [f for f in asked_by.get(seg.id, ())
+                                        if f not in kept and by_id[f].status != "merged"]):
+                why = (f"is an answer written in the numbered item of its question and goes only with that question "
+                       f"({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not "
+                       f"delivered: {why}")
             elif excepted_by and (rest := [f for f in excepted_by.get(seg.id, ())
                                            if f not in kept and by_id[f].status != "merged"]):
                 why = (f"is a part of a numbered provision that {', '.join(rest)}, elsewhere in its source, names by its "
@@ -1018,8 +1035,8 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     - a sentence that points back (:func:`~odcf.textutil.points_back`: "However, …", "After that, …",
       "Provided that …" (opening a paragraph too: -> the last sentence of the one above), "no other …",
       in its own paragraph a definite noun the sentence before names, opening it or as the object of a
-      prohibition opening it, "Do not increase the dose …", or "these periods" in a short one) -> the segment before it in
-      its source, when that one is a sentence too (a heading or a table row is not what "However"
+      prohibition opening it, "Do not increase the dose …", or "these periods", "after that time" in a short one) -> the
+      segment before it in its source, when that one is a sentence too (a heading or a table row is not what "However"
       answers), or a part of the same numbered paragraph. Lines of a transcript are left out: a
       delivered sentence there is written after its speaker's label, and speech opens many
       sentences with "But" that answer nothing in particular (pairing them cost QMSum evidence
@@ -1668,6 +1685,59 @@ def _item_limits(doc: Document) -> dict[str, tuple[str, ...]]:
                 and _PROHIBITION_OPENER_RE.match(seg.original.lstrip())):
             out.setdefault(first.id, []).append(seg.id)
     return {k: tuple(v) for k, v in out.items()}
+
+
+#: A paragraph's first sentence opening with a clause's number: "III.5 The tenderer must …", "2.1 A tenderer …",
+#: "X.3 Question: …", "Clause 4.2 The Buyer …" (not "2. …", which is any list's item, nor a year, "2024 was …").
+_CLAUSE_OPENS_RE = re.compile(r"[ \t>*_]*(?:(?:[IVXLC]{1,6}|[A-Z]|\d{1,3})(?:\.\d{1,3})+|(?i:clause|section|article"
+                              r"|paragraph|para\.|rule|§)\s*\d{1,3}(?:\.\d{1,3})*)\.?[ \t]+(?=\S)")
+#: What limits a clause in a later sentence of it: "A tenderer with negative equity is eligible only if a parent company
+#: provides a guarantee …", "… unless …", "… except …", "Provided that …", "… save that …". Not every limiting
+#: connective of :data:`_LIMITING` ("if", "not", "no", "but" are in most sentences of a rule).
+_CLAUSE_LIMIT_RE = re.compile(r"\b(?i:only\s+if|only\s+where|only\s+when|unless|except|excepting"
+                              r"|provided(?:,\s*however,)?\s+that|save\s+that|save\s+where)\b")
+
+
+def _clause_limits(doc: Document) -> dict[str, tuple[str, ...]]:
+    """What the first sentence of a numbered clause (a paragraph opening with a clause's number,
+    :data:`_CLAUSE_OPENS_RE`) goes only with: the later sentences of the paragraph that limit it
+    (:data:`_CLAUSE_LIMIT_RE`), as the first piece of a list item with its prohibitions (:func:`_item_limits`):
+    "III.5 The tenderer must have a positive equity in the most recent approved annual report." was delivered
+    without "A tenderer with negative equity is eligible only if a parent company provides a guarantee …",
+    and read as "negative equity excludes" (QA T1). The limit may go without it. Sentences an earlier stage
+    dropped are not waited for, nor the later parts of a sentence cut for length."""
+    out: dict[str, list[str]] = {}
+    first: Segment | None = None
+    prev: Segment | None = None
+    for seg in doc.segments:
+        if prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph:
+            first = seg if seg.kind == "sentence" and _CLAUSE_OPENS_RE.match(seg.original) else None
+        elif (first is not None and seg.kind == "sentence" and not first.dropped and not seg.dropped
+                and not seg.meta.get("cut_part") and _CLAUSE_LIMIT_RE.search(seg.original)):
+            # a later part of a sentence cut for length is no later sentence: the parts holding a marker go
+            # together already (:func:`_whole_sentences`), and say so
+            out.setdefault(first.id, []).append(seg.id)
+        elif seg.kind != "sentence":
+            first = None  # a block inside the paragraph: what follows it is no sentence of the clause
+        prev = seg
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _asked_in_item(doc: Document, pairs: Sequence[QAPair], before: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The question that the opening of an answer goes only with, by the answer's id, where both are written in
+    one paragraph, a numbered clause's ("X.6 Question: Will the municipality accept an invoice in PDF format?
+    Answer: No. Invoices must be in OIOUBL format …"): the answer has no number of its own, and its "No" answers
+    nothing without the question (QA T1). The question already goes only with the answer (:func:`_link_questions`;
+    not where that link was not made, a head in the pair). An answer in a paragraph of its own ("**A19.** The
+    threshold is 65 points.") goes alone, as before."""
+    by_id = {s.id: s for s in doc.segments}
+    out: dict[str, tuple[str, ...]] = {}
+    for pair in pairs:
+        question, answer = by_id[pair.question[0]], by_id[pair.answer[0]]
+        if (question.source_id == answer.source_id and question.paragraph == answer.paragraph
+                and before.get(question.id) == answer.id and not question.dropped):
+            out[answer.id] = (question.id,)
+    return out
 
 
 #: A numbered part of the document named in a sentence: a clause word and its number ("Paragraph

@@ -1,6 +1,7 @@
 """Questions and their answers in a question-and-answer log: a tender's clarification log
 ("**Q19.** … Please confirm the minimum technical score." / "**A19.** The threshold is 65 points."),
-an FAQ ("Question 3: …" / "Answer: …"), a "Q: …" / "A: …" transcript. The rank stage scores an
+an FAQ ("Question 3: …" / "Answer: …"), a "Q: …" / "A: …" transcript, and a numbered clause that holds
+both, "X.3 Question: Must the 99.7% availability … be met during the implementation phase? Answer: No. …". The rank stage scores an
 answer at least as high as its question, and the budget delivers a question only with its answer
 (see :mod:`odcf.stages.rank` and :mod:`odcf.stages.budget`).
 """
@@ -20,6 +21,11 @@ QA_MARK_RE = re.compile(
     r"(?:[ \t]*(?P<n>\d{1,4}(?:\.\d{1,3})?)[ \t]*(?:(?(1)\1)[.:)]|[.:)](?(1)\1))"
     r"|[ \t]*(?:(?(1)\1):|:(?(1)\1)))"
     r"\s+\S")
+
+
+#: A clause's number before a question's mark, in a notice's clarifications written as numbered clauses ("X.3
+#: Question: …? Answer: No. …", "12.4 Q: …", "3. Question: …"): the question opens after it.
+_CLAUSE_NUMBER_RE = re.compile(r"^[ \t]*(?:[A-Z]{1,5}\.\d{1,3}(?:\.\d{1,3})*|\d{1,3}(?:\.\d{1,3})*)\.?[ \t]+(?=\S)")
 
 
 #: The most questions waiting for their answer that are looked through (the latest ones).
@@ -44,17 +50,43 @@ def _opens_line(seg: Segment, prev: Segment | None) -> bool:
     return bool(seg.meta.get("opens_line")) or (pieces is not None and pieces[0] == seg.index)
 
 
+def _mark(seg: Segment, prev: Segment | None, asking: bool) -> re.Match[str] | None:
+    """The question's or answer's mark opening *seg* (:data:`QA_MARK_RE`), or None: at the opening of its
+    paragraph or of a line, maybe after a clause's number (:data:`_CLAUSE_NUMBER_RE`, a question's only:
+    "X.3 Question: …"); or, an answer's, at any sentence of the paragraph of a question being read
+    (*asking*): "X.3 Question: Must the 99.7% availability under IV.4 be met during the implementation
+    phase? Answer: No. The availability requirement applies from the go-live date only." is one numbered
+    item, and its answer's "No." answers nothing without it (QA T1)."""
+    if _opens_line(seg, prev):
+        m = QA_MARK_RE.match(seg.original)
+        if m is None and (number := _CLAUSE_NUMBER_RE.match(seg.original)) is not None:
+            m = QA_MARK_RE.match(seg.original[number.end():])
+            if m is not None and m.group("side")[0] != "Q":
+                m = None  # "3. Answer: …" is a list's item that says "Answer:", not an answer to pair
+        return m
+    if asking and seg.kind == "sentence":
+        m = QA_MARK_RE.match(seg.original)
+        return m if m is not None and m.group("side")[0] == "A" else None
+    return None
+
+
 def qa_pairs(segments: Sequence[Segment]) -> list[QAPair]:
     """The questions of *segments* paired with their answers: an answer numbered like a question before
     it in its source ("A19." with "Q19."), else one right after a question (nothing but the question
     between them: "Question:" / "Answer:"). A question or an answer is the segment that opens with its
-    mark (:data:`QA_MARK_RE`) and the segments after it in its paragraph, up to the next mark.
+    mark (:data:`QA_MARK_RE`; a question's maybe after a clause's number, and an answer's at a sentence
+    of its question's paragraph too: :func:`_mark`) and the segments after it in its paragraph, up to
+    the next mark.
 
     >>> segs = [Segment(id=str(i), source_id="a", index=i, text=t, original=t, paragraph=i)
     ...         for i, t in enumerate(["**Q1.** Is it late?", "**Q2.** Is it big?", "**A2.** No.", "**A1.** Yes.",
     ...                                "Q: Why?", "A: Because."])]
     >>> [(p.question, p.answer) for p in qa_pairs(segs)]
     [(('1',), ('2',)), (('0',), ('3',)), (('4',), ('5',))]
+    >>> segs = [Segment(id=str(i), source_id="a", index=i, text=t, original=t, paragraph=0) for i, t in
+    ...         enumerate(["X.6 Question: Will you accept a PDF invoice?", "Answer: No.", "Invoices must be in OIOUBL."])]
+    >>> [(p.question, p.answer) for p in qa_pairs(segs)]
+    [(('0',), ('1', '2'))]
     """
     pairs: list[QAPair] = []
     open_q: list[tuple[str | None, list[str]]] = []  # (number, ids) of the questions not yet answered
@@ -85,7 +117,8 @@ def qa_pairs(segments: Sequence[Segment]) -> list[QAPair]:
         if prev is None or prev.source_id != seg.source_id:
             close()
             open_q, last = [], None
-        m = QA_MARK_RE.match(seg.original) if _opens_line(seg, prev) else None
+        m = _mark(seg, prev, unit is not None and unit[0] == "Q" and prev is not None
+                  and prev.source_id == seg.source_id and prev.paragraph == seg.paragraph)
         if m is not None:
             close()
             before_answer = last
