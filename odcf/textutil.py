@@ -586,6 +586,12 @@ _THIS_THAT_RE = re.compile(
     r"(?:\b(?i:this)|(?<![\w-])(?i:after|before|by|until|till|at|on|from|within|beyond|past|during|since|over|above"
     r"|below|under|exceeding|of|in|to|for)\s+(?i:that))\s+(?:time|date|deadline|period|day|hour|moment|limit|threshold"
     r"|amount|sum|figure|requirement|condition|exception|window)\b(?!\s+(?:of|for|in|under|to|as|when|which)\b|\s+[A-Z0-9#])")
+#: What :data:`_THIS_THAT_RE` finds that points nowhere, as the text up to its end: "At this time, 1,240 merchants see
+#: HTTP 503 …", "At this moment the queue holds 18,000 captures." (= now, a status update's figure), "Do not close this
+#: window until the import reaches 100%." (a screen's window): tied to the sentence before, the figures went without
+#: it (QA AA F6). Not "at that time", "within this window", which speak of a time or window the sentence before states.
+_THIS_THAT_IDIOM_RE = re.compile(r"(?:\b(?i:at)\s+(?i:this)\s+(?:time|moment)|\b(?i:close|open|leave|keep|refresh|reload"
+                                 r"|resize|minimi[sz]e|maximi[sz]e|exit|shut)\s+(?i:this|that)\s+window)$")
 #: "both"/"either"/"neither"/"such", "the two"/"the three", "the above"/"the foregoing" (or "these …"/"those …") and a
 #: lower-case noun, anywhere in a short sentence ("Mold is not covered unless both conditions are met."): which
 #: conditions, the sentence before it states. Not a noun that names its own ("both copies of the form", "either
@@ -666,13 +672,18 @@ def demonstrative_back(sentence: str) -> str | None:
     ...  "Write the date of this period of leave.", "This contract is governed by Danish law.",
     ...  "Questions received after that time will not be answered by the municipality or by any of its advisers.")]
     [None, None, None, None, None, None, None]
+    >>> [demonstrative_back(s) for s in ("At this time, 1,240 merchants see HTTP 503 on card captures.",
+    ...  "At this moment the queue holds 18,000 captures.", "Do not close this window until the import reaches 100%.",
+    ...  "We will confirm at that time.", "No deploys are allowed outside this window.")]
+    [None, None, None, 'at that time', 'this window']
     """
     text = sentence.strip()
     if m := _PRONOUN_QUANTIFIER_RE.match(text):
         return m.group(1)
     if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
         return None
-    m = _DEMONSTRATIVE_RE.search(text, 1) or _THIS_THAT_RE.search(text, 1)
+    m = _DEMONSTRATIVE_RE.search(text, 1) or next(
+        (t for t in _THIS_THAT_RE.finditer(text, 1) if not _THIS_THAT_IDIOM_RE.search(text, 0, t.end())), None)
     if m and text[:m.start()].strip("\"'\u201c\u2018([ "):
         return m.group(0)
     for m in _QUANTIFIER_RE.finditer(text):

@@ -45,9 +45,9 @@ The first piece of a list item (the one holding its number or mark) goes only wi
 sentences that open by forbidding ("Do not …", "Never …"), as a segment goes with its corrections (below):
 "2. If the logs show `connection refused` …, go to section 4." delivered without "Do not restart the
 pods: …" read as the whole step; the later sentence may go without it, written after its number. So does the first
-sentence of a numbered clause with the later sentences of its paragraph that limit it ("III.5 The tenderer must have a
+sentence of a numbered clause with the short sentence right after it that limits it ("III.5 The tenderer must have a
 positive equity …" with "A tenderer with negative equity is eligible only if a parent company provides a guarantee …":
-:func:`_clause_limits`).
+:func:`_clause_limits`; not with a long one whose "unless" limits something else, QA AA F1).
 
 A segment that a later one corrects (meta ``corrected_by``, set by the rank stage: "the figure
 "3.50:1" is deleted and replaced with "3.75:1"", "up to 6 hours (previously 8 hours)") goes only with
@@ -125,6 +125,7 @@ from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
 from odcf.textutil import HAN_RE, NO_OTHER_RE, person_opener, points_back, refers_back
+from odcf.textutil import words as _words
 from odcf.tokens import get_counter, short_unit, unit_words
 
 #: The fill measures what a segment adds after the one before it with this many characters of that one
@@ -1698,27 +1699,57 @@ _CLAUSE_LIMIT_RE = re.compile(r"\b(?i:only\s+if|only\s+where|only\s+when|unless|
                               r"|provided(?:,\s*however,)?\s+that|save\s+that|save\s+where)\b")
 
 
+#: A limit that bears on the clause's first sentence is short and says so early: "A tenderer with negative equity is
+#: eligible only if …" (22 words, the limiter at its 8th). A long sentence with an "unless" deep inside it limits
+#: what it says itself (QA AA F1: "… and the Supplier shall have no liability for any defect … unless the Buyer could
+#: not reasonably have discovered it …", 106 tokens after "3.1 The Supplier shall deliver the Goods … no later than
+#: 1 March 2025."; tied, the delivery date, the price and the notice period went undelivered at 1/4).
+_CLAUSE_LIMIT_MAX_WORDS = 30
+_CLAUSE_LIMIT_WITHIN_WORDS = 12
+
+
+def _clause_limit(first: Segment, seg: Segment) -> bool:
+    """Whether *seg*, the sentence right after *first* (a numbered clause's first sentence), limits it: at most
+    :data:`_CLAUSE_LIMIT_MAX_WORDS` words, a limiter of :data:`_CLAUSE_LIMIT_RE` in its first
+    :data:`_CLAUSE_LIMIT_WITHIN_WORDS` words ("A tenderer with negative equity is eligible only if …", "Unless …",
+    "Provided that …"), and a word of *first* after its number ("tenderer", "equity"), so that the limit is on
+    what the first sentence says (QA T1), not on something else the clause goes on to say (QA AA F1)."""
+    text = seg.original.strip()
+    m = _CLAUSE_LIMIT_RE.search(text)
+    if m is None or len(text.split()) > _CLAUSE_LIMIT_MAX_WORDS \
+            or len(text[:m.start()].split()) >= _CLAUSE_LIMIT_WITHIN_WORDS:
+        return False
+    head = first.original[(o.end() if (o := _CLAUSE_OPENS_RE.match(first.original)) else 0):]
+    return bool(_stems(head) & _stems(text))
+
+
+def _stems(text: str) -> set[str]:
+    """The content words of *text*, a plural's "s" off ("Goods", "goods" and "good" alike)."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _words(text, stop=True) if w.isalpha()}
+
+
 def _clause_limits(doc: Document) -> dict[str, tuple[str, ...]]:
     """What the first sentence of a numbered clause (a paragraph opening with a clause's number,
-    :data:`_CLAUSE_OPENS_RE`) goes only with: the later sentences of the paragraph that limit it
-    (:data:`_CLAUSE_LIMIT_RE`), as the first piece of a list item with its prohibitions (:func:`_item_limits`):
+    :data:`_CLAUSE_OPENS_RE`) goes only with: the sentence right after it in its paragraph, where that one limits
+    it (:func:`_clause_limit`), as the first piece of a list item with its prohibitions (:func:`_item_limits`):
     "III.5 The tenderer must have a positive equity in the most recent approved annual report." was delivered
     without "A tenderer with negative equity is eligible only if a parent company provides a guarantee …",
-    and read as "negative equity excludes" (QA T1). The limit may go without it. Sentences an earlier stage
-    dropped are not waited for, nor the later parts of a sentence cut for length."""
+    and read as "negative equity excludes" (QA T1). The limit may go without it. Not a later sentence that
+    holds an "unless"/"except" about something else (QA AA F1, :data:`_CLAUSE_LIMIT_MAX_WORDS`). Sentences an
+    earlier stage dropped are not waited for, nor the later parts of a sentence cut for length."""
     out: dict[str, list[str]] = {}
     first: Segment | None = None
     prev: Segment | None = None
     for seg in doc.segments:
         if prev is None or prev.source_id != seg.source_id or prev.paragraph != seg.paragraph:
             first = seg if seg.kind == "sentence" and _CLAUSE_OPENS_RE.match(seg.original) else None
-        elif (first is not None and seg.kind == "sentence" and not first.dropped and not seg.dropped
-                and not seg.meta.get("cut_part") and _CLAUSE_LIMIT_RE.search(seg.original)):
-            # a later part of a sentence cut for length is no later sentence: the parts holding a marker go
-            # together already (:func:`_whole_sentences`), and say so
-            out.setdefault(first.id, []).append(seg.id)
-        elif seg.kind != "sentence":
-            first = None  # a block inside the paragraph: what follows it is no sentence of the clause
+        elif first is not None and seg.kind == "sentence" and seg.meta.get("cut_part"):
+            pass  # a later part of a sentence cut for length is no later sentence (:func:`_whole_sentences`)
+        else:
+            if (first is not None and seg.kind == "sentence" and not first.dropped and not seg.dropped
+                    and _clause_limit(first, seg)):
+                out.setdefault(first.id, []).append(seg.id)
+            first = None  # only the sentence right after it; a block inside the paragraph ends the clause too
         prev = seg
     return {k: tuple(v) for k, v in out.items()}
 

@@ -160,3 +160,108 @@ def test_a_dropped_answer_names_the_question_it_goes_with(plan):
         a6 = next(s for s in segs if s.index == q6.index + 1)
         assert q6.dropped == a6.dropped, r.text
         _reasons_name_the_tie(segs)
+
+
+# QA AA F1: an "unless"/"except" deep inside a long sentence about something else limits that sentence, not the
+# clause's first sentence; tied to it, the delivery date, the price and the notice period went undelivered.
+SUPPLY = (
+    "# Supply Agreement — Schedule 2 (Commercial Terms)\n\n"
+    "3.1 The Supplier shall deliver the Goods to the Buyer's warehouse at Rotterdam no later than 1 March 2025. "
+    "The Buyer shall inspect the Goods within 10 Business Days of delivery and shall notify the Supplier in writing "
+    "of any defect found on inspection, giving reasonable detail of the defect, the affected batch numbers and the "
+    "quantity concerned, together with photographs where these can reasonably be taken, and the Supplier shall have "
+    "no liability for any defect that was apparent on a reasonable inspection but was not so notified unless the "
+    "Buyer could not reasonably have discovered it within that period because the Goods were sealed, palletised or "
+    "stored in a manner agreed by the Supplier.\n\n"
+    "3.2 The price of the Goods is EUR 412,000, payable in two instalments. The first instalment of EUR 206,000 is "
+    "payable on signature and the second on acceptance, and all sums are exclusive of VAT, which shall be added at "
+    "the applicable rate, and of any customs duties, import levies, port charges or similar charges arising in "
+    "connection with the import of the Goods into the Netherlands, all of which shall be borne by the Buyer except "
+    "where the Supplier has elected to act as importer of record for a consignment.\n\n"
+    "3.3 Either party may terminate this Agreement by giving 90 days' written notice. Neither party may assign, "
+    "transfer, subcontract, charge or otherwise deal with any of its rights or obligations under this Agreement, "
+    "whether in whole or in part, to any third party, including any member of its group, without the prior written "
+    "consent of the other party, except that the Supplier may subcontract the transport of the Goods to a carrier of "
+    "its choice.\n"
+)
+KEY_TERMS = ("no later than 1 March 2025.", "The price of the Goods is EUR 412,000", "giving 90 days' written notice.")
+
+
+def _clause_ties(text):
+    from odcf.stages.budget import _clause_limits
+    segs = _segments(text)
+    by = {s.id: s.text for s in segs}
+    return {by[k]: [by[f] for f in v] for k, v in _clause_limits(
+        Document.from_sources([Source(id="a", text=text)]).replace(segments=segs)).items()}
+
+
+def test_a_long_sentence_with_an_unless_about_something_else_does_not_limit_the_clause():
+    assert _clause_ties(SUPPLY) == {}
+    # the T1 limit still binds: short, "only if" early, on the tenderer's equity the first sentence states
+    assert any(k == EQUITY and v[0].startswith(UNLESS) for k, v in _clause_ties(NOTICE).items())
+
+
+@pytest.mark.parametrize("text, tied", [
+    (("4.1 The Buyer shall pay each invoice within 30 days. Payment is due only if the invoice states the order "
+      "number."), True),
+    ("4.1 The Buyer shall pay each invoice within 30 days. Unless agreed otherwise, invoices are paid in EUR.", True),
+    # a short limit on another subject: no word of the first sentence
+    ("4.1 The Buyer shall pay each invoice within 30 days. Notices are effective unless returned undelivered.", False),
+    # not the sentence right after the first
+    (("4.1 The Buyer shall pay each invoice within 30 days. Late payment bears interest at 8%. Payment is due only "
+      "if the invoice states the order number."), False),
+    # the limiter late in a long sentence
+    (("4.1 The Buyer shall pay each invoice within 30 days. The Buyer shall keep records of all payments made under "
+      "this Agreement for six years and shall make them available to the Supplier's auditors on request, unless the "
+      "invoice was disputed."), False),
+])
+def test_only_the_short_next_sentence_that_limits_the_clause_early_is_tied(text, tied):
+    assert bool(_clause_ties(text)) == tied
+
+
+@pytest.mark.parametrize("budget", [85, 120, 171])
+def test_a_supply_agreement_delivers_its_key_terms_at_a_small_budget(plan, budget):
+    r = Compressor(plan, stages=CORE).compress(SUPPLY, budget=budget, annotate=False)
+    assert r.tokens_out <= budget and r.text.strip(), (budget, r.text)
+    for term in KEY_TERMS:
+        assert term in r.text, (budget, term, r.text)
+    assert not any("numbered clause" in why for s in r.document.segments for why in s.reasons)
+
+
+# QA AA F6: "At this time"/"At this moment" mean "now", and "close this window" is a screen's window: neither points
+# back to the sentence before.
+INCIDENT = (
+    "## Update 1 — 09:14 UTC\n\n"
+    "We are investigating reports of elevated error rates on the Payment API in EU-West. Engineers from the platform "
+    "team, the database team and the on-call SRE have joined the bridge and are reviewing dashboards, recent deploys "
+    "and the load balancer configuration to narrow down the cause. At this time, 1,240 merchants see HTTP 503 on card "
+    "captures.\n\n"
+    "## Update 2 — 09:52 UTC\n\n"
+    "We have rolled back the configuration and are monitoring recovery across all regions while the backlog of queued "
+    "captures drains. At this moment the queue holds 18,000 captures.\n\n"
+    "1. Start a restore into the staging cluster crm-stg-02. Do not close this window until the import reaches 100%.\n"
+)
+
+
+@pytest.mark.parametrize("sentence, tied", [
+    ("At this time, 1,240 merchants see HTTP 503 on card captures.", False),
+    ("At this moment the queue holds 18,000 captures.", False),
+    ("Do not close this window until the import reaches 100%.", False),
+    ("Please keep that window open until it finishes.", False),
+    ("We will confirm the figures at that time.", True),
+    ("No deploys are allowed outside this window.", True),
+    ("No claim is accepted after this time.", True),
+])
+def test_now_and_a_screen_window_do_not_point_back(sentence, tied):
+    found = points_back(sentence, "Start the restore into crm-stg-02 at 22:00 CET on 4 May.")
+    assert (found is not None) == tied, found
+
+
+def test_an_update_figure_at_this_moment_is_not_tied_to_the_sentence_before_it():
+    segs = _segments(INCIDENT)
+    before, _ = _antecedents(Document.from_sources([Source(id="a", text=INCIDENT)]).replace(segments=segs))
+    prior = {s.index: s.id for s in segs}
+    checked = [s for s in segs if s.text.startswith(("At this", "Do not close"))]
+    assert len(checked) == 3
+    for s in checked:  # (a section's sentences go with its heading, as any do)
+        assert before.get(s.id) != prior[s.index - 1], (s.text, before.get(s.id))
