@@ -1360,14 +1360,17 @@ USER_CONSTRAINT_RE = re.compile(
 #: What a user says to an agent that sets a condition on what the agent does for them, said without "me" or
 #: "I do not want": "Please also avoid anything before 10am", "the hotel must have air conditioning", "step-free
 #: access is essential", "no hostels", "under €2,000 total", "we can't walk far", "we'd prefer a quiet street",
-#: "direct flights only", "my partner uses a wheelchair", "I need it before March 20", "an upgrade to 2.4 is not
+#: "direct flights only", "my partner uses a wheelchair", "I need it before March 20", "please deliver it after
+#: 17:00 on a weekday" (QA s33 AA F4: not raised, it was dropped at every budget), "an upgrade to 2.4 is not
 #: allowed", "restarting pdb-01 is not an option"; in Chinese "请勿直接给客户发邮件", "所有沟通必须通过王丽",
 #: "总预算不超过人民币30万元", "不得…", "禁止…". Only in a user's turn of a conversation with an agent
 #: (:func:`_user_turns`) or a customer's message of a ticket thread (:func:`_thread_senders`), and not in a
 #: question: a meeting's "We must finish by Friday", a manual's "avoid direct sunlight" and the user's "Must we pay
 #: a deposit?" or "要不要提前付款？" set none, nor does a report of what was not done, "No change was made to
 #: pdb-01." (QA s33 T4: a customer's "No errors since." beside "we must stay on v2.3" is the constraint's, not
-#: one of its own), nor "Builds 2.3.4 and earlier are not affected.".
+#: one of its own), nor "Builds 2.3.4 and earlier are not affected.", nor what they have not, "I do not have the
+#: original receipt any more" (QA s33 AA F4: raised as the customer's constraint, it took the agent's RMA number's
+#: room), nor a rule they quote (:func:`_quoted`).
 CHAT_CONSTRAINT_RE = re.compile(
     r"(?i:\bavoid\b|\bmust\b|\bmustn['’]t\b"
     r"|\b(?:has|have|need|needs)\s+to\s+(?:be|have|stay|fit|include|arrive|leave|end|start|finish)\b"
@@ -1378,9 +1381,10 @@ CHAT_CONSTRAINT_RE = re.compile(
     r"|\b(?:no\s+more\s+than|at\s+most|at\s+the\s+latest|max(?:imum)?|under|below|less\s+than)\s+(?:[€$£¥]|(?-i:"
     + _CURRENCY_CODES + r")\s?)?\d"
     r"|\b(?:I|we)\s+(?:cannot|can['’]t|can\s+not|won['’]t|will\s+not|do\s+not|don['’]t|never)\s+(?!(?:know|think"
-    r"|remember|believe|see|understand|mind|care|worry|get|recall|need|have\s+(?:a|any)\s+preference)\b)\w+"
+    r"|remember|believe|see|understand|mind|care|worry|get|recall|need|have)\b)\w+"
     r"|\b(?:I|we)(?:\s+would|['’]d)?\s+(?:prefer|rather)\b|\bplease\s+(?:also\s+)?(?:do\s+not|don['’]t|never|no)\b"
     r"|\b(?:need|needs|want|wants)\s+(?:it|this|that|them|(?:the|my|our)\s+[^\W\d_]+)\s+(?:by|before|no\s+later\s+than)\s"
+    r"|\bplease\s+(?:[^\W\d_]+\s+){1,3}(?:after|before|by|no\s+later\s+than)\s+(?=\d)"
     r"|\b[^\W\d_]{3,}\s+only\b(?=\s*(?:[.,;!]|please\b|$))|\bwheelchair|\bstep-free\b"
     r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))"
     r"|请(?:勿|不要|别)|(?<![要能可])不要(?![紧脸])|不得|禁止|严禁|切勿|务必|必须|不(?:能|可以?|得|要)?超过"
@@ -1452,6 +1456,22 @@ _CUSTOMER_SENDER_RE = re.compile(
 #: earlier are not affected.").
 _PROHIBITION_RE = re.compile(r"(?:^[\W\d]*|[.!?:;]\s+)(?i:please\s+)?(?i:do\s+not|don['’]t|never)\s+"
                              r"(?!(?i:worry|hesitate|mind|know)\b)\w+")
+
+
+#: What introduces a rule someone else set, which a user or customer quotes: "Your returns page says: Do not send
+#: items back without an RMA number.", "the manual states that …", "according to your policy, …" (QA s33 AA F4: a
+#: customer quoting the shop's returns policy had it raised as her own constraints, which crowded out the agent's
+#: RMA number and pick-up slot). Not the user's own "As I said, never call me" ("I said", "we said").
+_QUOTING_RE = re.compile(
+    r"(?i:(?<!\bI\s)(?<!\bwe\s)\b(?:says?|said|states?|stated|reads|writes|wrote|warns?|warned)\b\s*[:,]?"
+    r"|\baccording\s+to\b[^,;:.]*[,:]?)\s*[\"“‘']?[^,;:\"“”]*$")
+
+
+def _quoted(sentence: str, start: int) -> bool:
+    """Whether the words at *start* of *sentence* are someone else's rule the writer quotes: after a reporting
+    verb or "according to" in the same clause (:data:`_QUOTING_RE`), or inside an opened quotation mark."""
+    before = sentence[:start]
+    return bool(_QUOTING_RE.search(before)) or before.count('"') % 2 == 1 or before.count("“") > before.count("”")
 
 
 def _thread_senders(segments: Sequence[Segment]) -> tuple[set[str], set[str]]:
@@ -1539,16 +1559,32 @@ def _is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith(("?", "\uff1f"))
 
 
-def _constraint_match(sentence: str, *, to_agent: bool) -> tuple[bool, re.Match[str]] | None:
+def _constraint_match(sentence: str, *, to_agent: bool,
+                      quoting: bool = False) -> tuple[bool, re.Match[str]] | None:
     """(a condition on how its writer is treated?, the words that make it one) if *sentence* states a constraint of
-    its writer (:func:`states_user_constraint`), else None."""
+    its writer (:func:`states_user_constraint`), else None. What it asks of an agent is not its writer's where it
+    quotes another's rule (:func:`_quoted`), nor, where the sentence before it did (*quoting*), is a prohibition
+    opening it: "Your returns page says: Do not send items back without an RMA number. Never use the original box
+    …" are both the shop's."""
     m = USER_CONSTRAINT_RE.search(sentence)
     if m is not None:
         return True, m
     if not to_agent or _is_question(sentence):
         return None
-    m = _PROHIBITION_RE.search(sentence) or CHAT_CONSTRAINT_RE.search(sentence)
-    return (False, m) if m is not None else None
+    for m in (_PROHIBITION_RE.search(sentence), CHAT_CONSTRAINT_RE.search(sentence)):
+        if m is not None and not _quoted(sentence, m.start()) and not (quoting and m.re is _PROHIBITION_RE
+                                                                        and m.start() == 0):
+            return False, m
+    return None
+
+
+def _quotes_rule(sentence: str, *, quoting: bool = False) -> bool:
+    """Whether *sentence* quotes another's rule (:func:`_constraint_match`): a prohibition or a limit after "says:",
+    "according to", inside quotation marks, or a prohibition opening it right after a sentence that does
+    (*quoting*); the quotation goes on while it does."""
+    return any(m is not None and (_quoted(sentence, m.start()) or quoting and m.re is _PROHIBITION_RE
+                                  and m.start() == 0)
+               for m in (_PROHIBITION_RE.search(sentence), CHAT_CONSTRAINT_RE.search(sentence)))
 
 
 def states_user_constraint(sentence: str, *, to_agent: bool = True) -> bool:
@@ -1587,12 +1623,16 @@ def constraint_reasons(segments: Sequence[Segment], *, users: set[str] | None = 
     users = _user_turns(segments) if users is None else users
     mail, others = _thread_senders(segments)
     out: dict[str, str] = {}
+    quoting: tuple[str, int] | None = None  # the paragraph whose last sentence quoted another's rule
     for seg in segments:
         if _NOT_USER_RE.match(str(seg.meta.get("speaker") or "")) or seg.id in others:
+            quoting = None
             continue
         where = ("in their turn" if seg.id in users else "in their message of the thread" if seg.id in mail
                  else None)
-        found = _constraint_match(seg.text, to_agent=where is not None)
+        goes_on = quoting == (seg.source_id, seg.paragraph)
+        quoting = (seg.source_id, seg.paragraph) if _quotes_rule(seg.text, quoting=goes_on) else None
+        found = _constraint_match(seg.text, to_agent=where is not None, quoting=goes_on)
         if found is None:
             continue
         condition, m = found
@@ -1949,6 +1989,21 @@ _POSSESSIVE_RE = re.compile(r"['’]s\s*$")
 _PROVISION_NUMBER_RE = re.compile(r"\d+(?:\.\d+)+")
 
 
+#: A definitions or interpretation clause: "1.1 In this Agreement, capitalised terms have the meanings given in
+#: Schedule 1, the headings are for convenience only, …", "'Fees' means …"; and a reference for what words mean,
+#: "as defined in Clause 1.1", "terms as construed under Clause 1.1", "subject to the interpretation rules in
+#: Clause 1.1", "read in accordance with Clause 1.1". Every clause may point to such a clause, and none depends on
+#: it for what it says (QA s33 AA F5: named by four clauses, it took the best of their scores and was all that was
+#: delivered at 1/2, the fees and the EUR 250,000 cap dropped).
+_INTERPRETATION_RE = re.compile(
+    r"(?i:\b(?:capitali[sz]ed\s+terms|(?:has|have)\s+the\s+meanings?|shall\s+mean|means\b|(?:the\s+)?following\s+"
+    r"definitions|headings?\s+(?:are|is)\s+for\s+convenience|singular\s+includes?\s+the\s+plural"
+    r"|(?:definitions|interpretation)\s+(?:and\s+interpretation\s+)?(?:apply|shall\s+apply)))")
+_MEANING_REF_RE = re.compile(
+    r"(?i:\b(?:defined|construed|interpreted|read|meanings?(?:\s+given)?|definitions?|interpretation(?:\s+rules?)?)"
+    r"(?:\s+(?:in\s+accordance\s+with|pursuant\s+to|in|under|by|with|at|of))+\s*)$")
+
+
 def provision_references(segments: Sequence[Segment]) -> dict[str, list[str]]:
     """The numbered provisions each segment names by number, by the ids of their segments: "10.5 … count
     towards the cap in Clause 10.1 …" names the paragraph that opens "10.1 Subject to Clause 10.3, each
@@ -1956,8 +2011,10 @@ def provision_references(segments: Sequence[Segment]) -> dict[str, list[str]]:
     paragraph opening with a dotted number (:data:`_LABEL_RE`) that opens no other paragraph of its source,
     up to the next one or the next heading; a plain number ("Clause 7", "Clause 12") names a whole section
     and is left out, as is a provision's reference to itself and another document's part ("section 7.2 of
-    the Act", "the MSA's clause 4.1")."""
+    the Act", "the MSA's clause 4.1"), and so are a definitions or interpretation clause and a reference for what
+    words mean ("as defined in Clause 1.1": :data:`_INTERPRETATION_RE`, :data:`_MEANING_REF_RE`)."""
     opened: Counter[tuple[str, str]] = Counter()
+    defines: set[tuple[str, str]] = set()  # the provisions whose opening sentence defines or interprets words
     parts: dict[tuple[str, str], list[str]] = {}
     own: dict[str, str] = {}  # segment id -> the number of the provision it is a part of
     prev: Segment | None = None
@@ -1969,6 +2026,8 @@ def provision_references(segments: Sequence[Segment]) -> dict[str, list[str]]:
         if seg.kind == "sentence" and first and (m := _LABEL_RE.match(seg.original)):
             current = m.group(1)
             opened[(seg.source_id, current)] += 1
+            if _INTERPRETATION_RE.search(seg.original):
+                defines.add((seg.source_id, current))
         if current is not None:
             parts.setdefault((seg.source_id, current), []).append(seg.id)
             own[seg.id] = current
@@ -1980,11 +2039,11 @@ def provision_references(segments: Sequence[Segment]) -> dict[str, list[str]]:
         text = seg.original
         named: list[str] = []
         for a, b in pointers(seg)[1]:
-            if _OF_ANOTHER_RE.match(text, b) or _POSSESSIVE_RE.search(text[:a]):
+            if _OF_ANOTHER_RE.match(text, b) or _POSSESSIVE_RE.search(text[:a]) or _MEANING_REF_RE.search(text[:a]):
                 continue
             for number in _PROVISION_NUMBER_RE.findall(text[a:b]):
                 key = (seg.source_id, number)
-                if opened[key] == 1 and number != own.get(seg.id):
+                if opened[key] == 1 and number != own.get(seg.id) and key not in defines:
                     named += [sid for sid in parts[key] if sid != seg.id and sid not in named]
         if named:
             out[seg.id] = named

@@ -164,3 +164,53 @@ def test_an_agents_prohibition_in_a_thread_with_a_customer_is_not_the_customers(
     assert constraint_reasons(segs) == {}
     mail = _lines("From: Jana Novak", "The sync fails.", "Please do not call me on Fridays.")
     assert list(constraint_reasons(mail)) == ["s2"]
+
+
+THREAD_QUOTING = """# Ticket #88213 — Refund for damaged espresso machine
+
+Message 1 — Customer (Marta Lindqvist), 2025-02-03 10:12
+
+Hello, my espresso machine (order #W55120, EUR 649) arrived with a cracked water tank. Your returns page says: Do not send items back without an RMA number. Never use the original box for returns of heavy items. I do not have the original receipt any more, but the order is in my account. I would like a replacement, and please deliver it after 17:00 on a weekday.
+
+Message 2 — Agent (Tom Becker), 2025-02-03 11:40
+
+Thank you, Marta. I have issued RMA 771-2045 and booked a courier pick-up for 5 February between 08:00 and 12:00. Never ship the machine with water left in the boiler, as it can leak in transit. A replacement unit will ship once the courier scans the return, usually within 2 business days.
+
+Message 3 — Customer (Marta Lindqvist), 2025-02-03 12:05
+
+The morning pick-up does not work for me: I am at work until 16:30. The replacement must arrive before 14 February, as it is a birthday present.
+"""
+
+
+def test_a_rule_the_customer_quotes_and_what_they_lack_are_not_their_constraints():
+    # QA s33 AA F4: the shop's policy quoted after "Your returns page says:" and "I do not have the original receipt"
+    # were raised as the customer's, and at 1/4 took the room of the customer's "must arrive before 14 February"
+    segs = Compressor.from_ontology("customer_service").compress(
+        THREAD_QUOTING, budget=10_000, annotate=False).document.segments
+    why = {s.original.strip()[:30]: w for s in segs for sid, w in constraint_reasons(segs).items() if sid == s.id}
+    assert why == {
+        "I would like a replacement, an": "a constraint the customer set, 'please deliver it after' in their message of "
+                                          "the thread",
+        "The replacement must arrive be": "a constraint the customer set, 'must' in their message of the thread",
+    }, why
+    r = Compressor.from_ontology("customer_service").compress(THREAD_QUOTING, budget=69, timings=False)
+    assert "Your returns page says" not in r.text and "must arrive before 14 February" in r.text, r.text
+
+
+@pytest.mark.parametrize("said", [
+    "The manual states: never use bleach on the seals.",
+    "According to your website, items must be returned within 30 days.",
+    'The label on the box reads "Do not stack", so I left it upright.',
+    "I do not have a printer at home.",
+])
+def test_a_quoted_rule_or_a_report_of_what_one_lacks_is_no_constraint(said):
+    assert constraint_reasons(_turns("assistant: How can I help?", f"user: {said}")) == {}
+
+
+def test_a_users_own_prohibition_after_a_quoted_rule_in_another_paragraph_or_after_I_said_is_still_raised():
+    assert list(constraint_reasons(_turns("assistant: Noted.", "user: As I said: never call after 8 pm."))) == ["s1"]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=p,
+                    meta={"speaker": t.split(": ", 1)[0] + ":"})
+            for i, (t, p) in enumerate([("assistant: Hi.", 0), ("user: Your FAQ says: do not reply to this mail.", 1),
+                                        ("user: Never email the client directly.", 2)])]
+    assert list(constraint_reasons(segs)) == ["s2"]

@@ -97,3 +97,31 @@ def test_no_query_a_contract_delivers_the_liability_cap_with_the_clauses_that_po
     assert "9.2" not in delivered or "9.1" in delivered
     reasons = {g["id"]: g.get("reason") or "" for s in r.record["sources"] for g in s["segments"]}
     assert any("named by its number in" in v for v in reasons.values())
+
+
+INTERPRETED = """# Services Agreement
+
+1.1 In this Agreement, capitalised terms have the meanings given in Schedule 1, the headings are for convenience only, words in the singular include the plural and vice versa, a reference to a person includes a body corporate, and a reference to a statute includes that statute as amended or re-enacted from time to time.
+
+4.2 The Customer shall pay the Fees of EUR 96,000 per year within 30 days of the invoice date, as defined in Clause 1.1.
+
+7.3 The Supplier's total liability under this Agreement shall not exceed EUR 250,000, terms as construed under Clause 1.1.
+
+9.4 Either party may terminate this Agreement on 60 days' written notice, subject to the interpretation rules in Clause 1.1.
+
+11.2 Notices shall be sent to the addresses in Schedule 3, read in accordance with Clause 1.1.
+"""
+
+
+def test_no_query_an_interpretation_clause_named_by_every_clause_is_not_lifted_over_them():
+    # QA s33 AA F5: "1.1 In this Agreement, capitalised terms have the meanings …", named "as defined in Clause 1.1" by
+    # four clauses, took the best of their scores and was all that was delivered at 1/2: fees and cap dropped
+    segs = segments(INTERPRETED)
+    assert provision_references(segs) == {}
+    r = Compressor.from_ontology("legal_contract").compress({"id": "c", "text": INTERPRETED}, budget=95, timings=False)
+    assert "EUR 96,000" in r.text and "EUR 250,000" in r.text, r.text
+    assert "capitalised terms" not in r.text
+    # a clause that depends on what another says still names it
+    more = segments(INTERPRETED + "\n7.4 The cap in Clause 7.3 does not apply to fraud.\n")
+    by_start = {s.text[:4]: s.id for s in more if s.kind == "sentence"}
+    assert provision_references(more) == {by_start["7.4 "]: [by_start["7.3 "]]}
