@@ -119,7 +119,7 @@ def test_a_planned_change_is_no_change():
         ("apixaban", "2.5", "mg")]
     links = _links([
         "Apixaban 5 mg twice daily for atrial fibrillation.",
-        "If her creatinine rises above 133 µmol/L, apixaban should be reduced to 2.5 mg twice daily; her creatinine "
-        "today is 98 µmol/L, so no change is needed.",
+        ("If her creatinine rises above 133 µmol/L, apixaban should be reduced to 2.5 mg twice daily; her creatinine "
+         "today is 98 µmol/L, so no change is needed."),
     ])
     assert links == {}
