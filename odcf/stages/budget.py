@@ -83,9 +83,10 @@ Read as text, Message 3's "Also I would prefer the $198.00 as a refund to the ca
 for room, sat under Message 1's header; and seven headers with nothing under them took 165 of 244 tokens.
 
 A later sentence of a paragraph that opens with a date or time label ("Day 4 (05/09/2024): Oxygen weaned
-off.", "2024-09-05 14:10 — …", "On 3 May: …") goes only with the sentence that holds the label: delivered
-without it, "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units." read as the current
-dose (QA s33 T2).
+off.", "2024-09-05 14:10 — …", "On 3 May: …") goes only with the sentence that holds the label, where that
+sentence is the label and a few words: delivered without it, "Blood glucose 9-14 mmol/L on glargine 10 units;
+dose increased to 12 units." read as the current dose (QA s33 T2); tied to a long narrative sentence after
+"14:02 —", a meeting's decisions were all left out (QA s33 AA F2).
 
 A paragraph under a short label line ending in ":" ("Customer reply:" above it, or its own first line,
 "Internal note (not visible to customer) — Priya, 15 April 2025 09:10:") goes only with that line, as
@@ -1302,11 +1303,11 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             title = (seg.paragraph, seg.id) if (m and m.end() == len(seg.original.strip())) or _title_alone(seg, nxt) else None
             runin = (seg.paragraph, seg.id) if title is None and (
                 _RUN_IN_RE.match(seg.original) or _opens_with_label(seg) or _opens_with_label(seg, title=True)
-                or _dated(seg)) else None
+                or _dated(seg, short=True)) else None
         elif runin is not None and seg.paragraph == runin[0] and _dated(seg) and _dated(by_id[runin[1]]):
             # a later line of a timeline with a date label of its own ("2024-09-05 14:20 — Rolled back.")
-            # happened then, not at the paragraph's first label: the lines after it go with it
-            runin = (seg.paragraph, seg.id)
+            # happened then, not at the paragraph's first label: the lines after it go with it (if it is short)
+            runin = (seg.paragraph, seg.id) if _dated(seg, short=True) else None
         if seg.meta.get("label_only") and not seg.dropped:
             label = (seg.meta.get("turn"), seg.id)
             heads.add(seg.id)
@@ -1525,12 +1526,27 @@ def _opens_with_label(seg: Segment, title: bool = False) -> bool:
             and "mail_field" not in seg.meta and (_title_line(first) if title else _label_line(first)))
 
 
-def _dated(seg: Segment) -> re.Match[str] | None:
+#: The most words after its label that a paragraph's labelled first sentence holds for its later sentences to go
+#: only with it (:func:`_dated`): "Day 4 (05/09/2024): Oxygen weaned off." (3), "Week 2: The patient walked unaided
+#: in the corridor." (7).
+_DATE_LABEL_WORDS = 10
+
+
+def _dated(seg: Segment, short: bool = False) -> re.Match[str] | None:
     """The date or time label (:data:`_DATE_LABEL_RE`) opening *seg*, a sentence of prose (not a speaker's line
-    nor an email's header line), else None: "Day 4 (05/09/2024): Oxygen weaned off."."""
+    nor an email's header line), else None: "Day 4 (05/09/2024): Oxygen weaned off.". With *short*, only where
+    the sentence is the label and a few words (:data:`_DATE_LABEL_WORDS`), which a later sentence of its paragraph
+    can go with at little cost. QA (s33 AA F2): steering-committee minutes, each paragraph "14:02 — The chair
+    opened the meeting, welcomed … (50 words) The go-live date is confirmed as 2 December 2024.": tied to the
+    whole narrative sentence, every decision was left out and 1/4 delivered only "14:55 — Meeting closed.", 23 of
+    58 tokens."""
     if seg.kind != "sentence" or "speaker" in seg.meta or "mail_field" in seg.meta:
         return None
-    return _DATE_LABEL_RE.match(seg.original.lstrip())
+    text = seg.original.lstrip()
+    m = _DATE_LABEL_RE.match(text)
+    if m is None or (short and len(text[m.end() - 1:].split()) > _DATE_LABEL_WORDS):
+        return None
+    return m
 
 
 def _ends_in_colon(text: str) -> bool:

@@ -899,6 +899,10 @@ _CONDITION_BEFORE_RE = re.compile(_CONDITIONS + r"[^.;:!?,\n]*$")
 #: A condition opening the sentence of a user's change in a conversation: "If flights are over €600, make it 3
 #: nights" changes nothing yet.
 _CONDITION_OPENS_RE = re.compile(_CONDITIONS + r"[^.;:!?\n]*$")
+#: A change verb after "should be", "would be" …: a plan, not a change made. QA (s33 AA): "If her creatinine rises
+#: above 133 µmol/L, apixaban should be reduced to 2.5 mg twice daily; … so no change is needed" had made the
+#: current "Apixaban 5 mg twice daily" stale.
+_PLANNED_BEFORE_RE = re.compile(r"\b(?i:should|would|could|may|might)\s+(?:not\s+)?be\s+$")
 
 
 #: An ISO currency code, in capitals ("EUR 4,500", "USD 1,200", "5,200 CHF").
@@ -921,10 +925,12 @@ def _cues(text: str, *, chat: bool = False) -> list[re.Match[str]]:
     """The matches of :data:`CORRECTION_RE` in *text* that say it corrects something, and with *chat* (a user's
     turn in a conversation with an agent, :func:`_user_turns`) those of :data:`_CHAT_CHANGE_RE`: not a "replaced
     by" on a line that says what it replaces was stopped (:data:`_STOPPED_RE`), nor a change inside a condition of
-    its sentence (:data:`_CONDITION_BEFORE_RE`, :data:`_CONDITION_OPENS_RE`)."""
+    its sentence (:data:`_CONDITION_BEFORE_RE`, :data:`_CONDITION_OPENS_RE`) or a planned one ("should be reduced to",
+    :data:`_PLANNED_BEFORE_RE`)."""
     found = [m for m in CORRECTION_RE.finditer(text)
              if not (m.group(0).lower() == "replaced by" and _STOPPED_RE.search(line_at(text, m.start())))
-             and not (_CHANGE_VERB_RE.match(m.group(0)) and _CONDITION_BEFORE_RE.search(text, 0, m.start()))]
+             and not (_CHANGE_VERB_RE.match(m.group(0)) and (_CONDITION_BEFORE_RE.search(text, 0, m.start())
+                                                             or _PLANNED_BEFORE_RE.search(text, 0, m.start())))]
     if chat:
         found += [m for m in _CHAT_CHANGE_RE.finditer(text) if not _CONDITION_OPENS_RE.search(text, 0, m.start())]
     return found
@@ -1060,23 +1066,65 @@ _NOT_A_DRUG = frozenset({"dose", "dosage", "been", "then", "also", "later", "fur
                          "twice", "once", "rate", "this", "that", "which", "were"})
 
 
+#: A plan, not a change made, in the sentence of a dose change: "If her creatinine rises above 133 µmol/L, apixaban
+#: is reduced to 2.5 mg", "… should be reduced to 2.5 mg if creatinine rises", "consider …".
+_DOSE_PLAN_RE = re.compile(r"\b(?i:if|unless|provided\s+that|should|would|could|may|might|consider|plan(?:ned)?\s+to)\b")
+#: A limit, not a dose given, in the clause that names a drug: "Maximum furosemide dose on this ward is 80 mg",
+#: "never exceed paracetamol 4 g in 24 hours".
+_DOSE_LIMIT_RE = re.compile(r"\b(?i:max(?:imum)?|(?:do|must|should|may)\s+not\s+exceed|never\s+exceed|not\s+to\s+exceed"
+                            r"|no\s+more\s+than|up\s+to|at\s+most|limit)\b")
+#: A patient's own block with no heading over it: "Bed 7: …", "Patient 2 — …", "Room 12".
+_PATIENT_RE = re.compile(r"^\W*(?i:bed|bay|room|cubicle|patient|pt\.?)\s*\d+\b")
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence of *text* that holds *text[start:end]* (a full stop before no digit ends one: "2.5 mg")."""
+    ends = [m.end() for m in _SENTENCE_END_RE.finditer(text, 0, start)]
+    m = _SENTENCE_END_RE.search(text, end)
+    return text[ends[-1] if ends else 0:m.start() if m else len(text)]
+
+
+_CLAUSE_END_RE = re.compile(r"[;:\n]|[.!?](?!\d)")
+
+
+def _clause_to(text: str, end: int) -> str:
+    """*text* up to *end* from the start of its clause there (after a ";", ":", line break or sentence end)."""
+    starts = [m.end() for m in _CLAUSE_END_RE.finditer(text, 0, end)]
+    return text[starts[-1] if starts else 0:end]
+
+
 def _dose_changes(text: str) -> list[tuple[str, str, str]]:
     """The changes of a named drug's dose in *text* (:data:`_DOSE_CHANGE_RE`): (name casefolded, new value,
-    unit); "Glargine increased to 14 units." -> [("glargine", "14", "units")]."""
+    unit); "Glargine increased to 14 units." -> [("glargine", "14", "units")]. Not one its sentence plans
+    (:data:`_DOSE_PLAN_RE`): QA (s33 AA) "If her creatinine rises above 133 µmol/L, apixaban should be reduced to
+    2.5 mg …; … so no change is needed" made the current "Apixaban 5 mg twice daily" stale."""
     return [(m.group(1).casefold(), m.group(2).replace(",", ""), _DOSE_UNIT[m.group(3).casefold()])
             for m in _DOSE_CHANGE_RE.finditer(text)
-            if m.group(1).casefold() not in STOPWORDS and m.group(1).casefold() not in _NOT_A_DRUG]
+            if m.group(1).casefold() not in STOPWORDS and m.group(1).casefold() not in _NOT_A_DRUG
+            and not _DOSE_PLAN_RE.search(_sentence_around(text, m.start(), m.end()))]
+
+
+def _same_section(segments: Sequence[Segment], j: int, k: int) -> bool:
+    """Whether *segments[j]* and *segments[k]* are of one section of one source: no heading between them, and
+    none of those after *j* up to *k* opens a patient's block (:data:`_PATIENT_RE`, "Bed 7: …"). QA (s33 AA F3): in
+    a ward handover, Bed 7's "Ramipril was increased to 10 mg" made Bed 3's "Takes ramipril 2.5 mg …" stale, and
+    Bed 3's section was left out."""
+    return (segments[j].source_id == segments[k].source_id
+            and not any(seg.kind == "heading" or (seg.source_id == segments[k].source_id and _PATIENT_RE.match(seg.text))
+                        for seg in segments[j + 1:k + 1]))
 
 
 def _older_dose(text: str, changes: Sequence[tuple[str, str, str]]) -> bool:
     """Whether *text* gives a dose of a drug that one of *changes* (:func:`_dose_changes`) changes, in the same
     unit and another value, in the clause that names it: "… on glargine 10 units; dose increased to 12 units." for
     ("glargine", "14", "units"), not "Insulin glargine 14 units subcutaneously at night (NEW)." (the new dose)
-    nor "Glargine pen needles, 100 per box." (no dose)."""
+    nor "Glargine pen needles, 100 per box." (no dose), nor a limit (:data:`_DOSE_LIMIT_RE`: "Maximum furosemide dose
+    on this ward is 80 mg", "never exceed paracetamol 4 g in 24 hours", QA s33 AA F3)."""
     for name, value, unit in changes:
         rx = re.compile(r"\b" + re.escape(name) + r"\b[^.;:!?\n\d]{0,30}(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?("
                         + _DOSE_UNITS + r")\b", re.IGNORECASE)
         if any(_DOSE_UNIT[m.group(2).casefold()] == unit and m.group(1).replace(",", "") != value
+               and not _DOSE_LIMIT_RE.search(_clause_to(text, m.end()))
                for m in rx.finditer(text)):
             return True
     return False
@@ -1167,7 +1215,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         if doses:
             stale = {segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
                      if segments[j].kind != "heading" and not _in_diff(segments[j])
-                     and segments[j].source_id == segments[k].source_id and _older_dose(segments[j].text, doses)}
+                     and _same_section(segments, j, k) and _older_dose(segments[j].text, doses)}
             if stale - set(found):
                 found = [seg.id for seg in segments[:k] if seg.id in stale or seg.id in found]
         if found:

@@ -77,3 +77,39 @@ def test_a_dated_note_is_never_delivered_without_its_date(plan):
                 assert any(repr(x) in seg.reasons[-1] for x in LABELS), seg.reasons[-1]
                 dropped_for_label = True
     assert seen_later and dropped_for_label
+
+
+MINUTES = (
+    "# Steering committee — migration go/no-go, 14 November 2024\n\n"
+    "14:02 — The chair opened the meeting, welcomed the two new members from the finance team and the external "
+    "auditor, reminded everyone that the session is recorded for the minutes, and walked through the agenda, which "
+    "had been circulated on Monday together with the cutover checklist and the risk register. The go-live date is "
+    "confirmed as 2 December 2024.\n\n"
+    "14:15 — The infrastructure lead gave a long overview of the work done since the last meeting, covering the "
+    "network changes in both data centres, the firewall rule review with the security team, the capacity tests on "
+    "the new storage array and the outstanding tickets with the hosting provider, most of which are cosmetic. "
+    "Rollback takes at most 4 hours and must start before 06:00 CET.\n\n"
+    "14:40 — The finance representative summarised the discussion with procurement about the licence true-up, the "
+    "timing of the purchase orders, the change to the cost centre structure and the approval chain for any "
+    "overspend, and thanked the team for the clear reporting. The remaining budget is EUR 86,000.\n\n"
+    "14:55 — Meeting closed.\n")
+
+
+def test_a_long_labelled_sentence_does_not_hold_its_paragraph():
+    # QA (s33 AA F2): tied to each paragraph's whole 50-word narrative, the minutes' decisions were all left
+    # out, and 1/4 delivered only "14:55 — Meeting closed.", 23 of 58 tokens
+    before = _before(MINUTES)
+    assert not (before["The go-live date is confirmed as 2 December 2024."] or "").startswith("14:02")
+    assert not (before["The remaining budget is EUR 86,000."] or "").startswith("14:40")
+    # a long line of a timeline after a short one starts a run of its own that ties nothing
+    before = _before("2024-09-05 14:10 — Paged the on-call engineer.\n"
+                     "2024-09-05 14:20 — " + "The engineer read the logs of every service in turn " * 2 + "today. "
+                     "Error rate fell to 0.1%.\n")
+    assert before["Error rate fell to 0.1%."] is None
+
+
+def test_the_minutes_keep_their_decisions(plan):
+    r = Compressor(plan, stages=CORE).compress(MINUTES, budget=58, annotate=False)
+    assert "The go-live date is confirmed as 2 December 2024." in r.text
+    assert "The remaining budget is EUR 86,000." in r.text
+    assert not any("date or time label" in r for seg in r.document.segments for r in seg.reasons)

@@ -69,3 +69,57 @@ def test_the_stale_dose_is_never_delivered_without_its_change(plan):
             if seg.text == STALE and seg.dropped and "is corrected by" in seg.reasons[-1]:
                 assert "a stale value is not delivered as current" in seg.reasons[-1]
     assert seen
+
+
+def _section_links(texts):
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t,
+                    kind="heading" if t.startswith("#") else "sentence", paragraph=i)
+            for i, t in enumerate(texts)]
+    return correction_links(segs)
+
+
+def test_a_dose_change_corrects_no_other_patients_dose():
+    # QA (s33 AA F3): a ward handover; Bed 7's ramipril increase made Bed 3's ramipril stale and Bed 3's whole
+    # section was left out, and the ward's furosemide maximum was "corrected by" Bed 7's reduction
+    links = _section_links([
+        "## Bed 3 — Mr D. Haldane, 67 y",
+        "Takes ramipril 2.5 mg once daily and bisoprolol 1.25 mg once daily.",
+        "## Bed 7 — Mrs L. Brennan, 74 y",
+        "Ramipril was increased to 10 mg this afternoon after review by the registrar.",
+    ])
+    assert links == {}
+    links = _links([  # no headings: a "Bed N" label opens each patient's block
+        "Bed 3: takes ramipril 2.5 mg once daily.",
+        "Patient 7: ramipril was increased to 10 mg this afternoon.",
+    ])
+    assert links == {}
+    # under one heading, the same patient's later change still corrects
+    links = _section_links([
+        "## Bed 7 — Mrs L. Brennan, 74 y",
+        "Takes ramipril 2.5 mg once daily.",
+        "Ramipril was increased to 10 mg this afternoon after review by the registrar.",
+    ])
+    assert links == {"s2": ["s1"]}
+
+
+def test_a_limit_is_no_dose_a_change_corrects():
+    assert not _older_dose("Maximum furosemide dose on this ward is 80 mg IV twice daily.",
+                           _dose_changes("Furosemide was reduced to 40 mg orally."))
+    assert not _older_dose("Paracetamol 1 g up to four times daily; never exceed paracetamol 4 g in 24 hours.",
+                           _dose_changes("Paracetamol increased to 1 g four times daily regularly."))
+    assert _older_dose("Takes furosemide 80 mg once daily.", _dose_changes("Furosemide was reduced to 40 mg orally."))
+
+
+def test_a_planned_change_is_no_change():
+    # QA (s33 AA): "If her creatinine rises above 133 µmol/L, apixaban should be reduced to 2.5 mg …" had made the
+    # current "Apixaban 5 mg twice daily" stale
+    assert _dose_changes("If her creatinine rises above 133 µmol/L, apixaban is reduced to 2.5 mg twice daily.") == []
+    assert _dose_changes("Apixaban is reduced to 2.5 mg twice daily if creatinine rises above 133 µmol/L.") == []
+    assert _dose_changes("Apixaban was reduced to 2.5 mg twice daily. If creatinine rises, call the GP.") == [
+        ("apixaban", "2.5", "mg")]
+    links = _links([
+        "Apixaban 5 mg twice daily for atrial fibrillation.",
+        ("If her creatinine rises above 133 µmol/L, apixaban should be reduced to 2.5 mg twice daily; her creatinine "
+         "today is 98 µmol/L, so no change is needed."),
+    ])
+    assert links == {}
