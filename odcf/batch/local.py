@@ -128,12 +128,8 @@ def _stop_workers(executor: ProcessPoolExecutor) -> None:
     terminate = getattr(executor, "terminate_workers", None)
     if terminate is not None:  # pragma: no cover - Python 3.14+
         terminate()
-    # The pool registers a process only once it has started it: Ctrl-C that lands while the pool is still
-    # spawning its second worker leaves that one outside ``_processes``, loading its models with SIGINT
-    # ignored, and ``shutdown(wait=True)`` then waited for it (a clone's `make test` under load timed out
-    # 30 s after the Ctrl-C). The driver starts no other multiprocessing children, so stop them all.
-    pool = list((getattr(executor, "_processes", None) or {}).values())
-    for process in pool + [p for p in multiprocessing.active_children() if p not in pool]:
+        return
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
         try:
             if process.is_alive():
                 process.terminate()

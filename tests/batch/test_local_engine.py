@@ -47,24 +47,3 @@ def test_a_worker_ends_when_its_driver_is_killed(tmp_path):
         assert not _alive(child)
     finally:
         driver.kill()
-
-
-def test_stopping_the_workers_also_stops_one_the_pool_has_not_registered_yet():
-    # Ctrl-C while the pool was still spawning its second worker left that worker outside the pool's
-    # ``_processes``; shutdown then waited out its model loading (a clone's make test timed out under load)
-    import multiprocessing
-    from types import SimpleNamespace
-
-    from odcf.batch.local import _stop_workers
-
-    child = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(120,))
-    child.start()
-    try:
-        _stop_workers(SimpleNamespace(_processes={}))
-        child.join(timeout=30)
-        assert not child.is_alive()
-        assert child.exitcode == -signal.SIGTERM
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
