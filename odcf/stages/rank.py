@@ -1701,7 +1701,8 @@ def constraint_reason(why: str) -> str:
 
 
 def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
-                     links: dict[str, list[str]] | None = None) -> tuple[dict[str, float], int]:
+                     links: dict[str, list[str]] | None = None, *,
+                     reasons: Mapping[str, str] | None = None) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:func:`constraint_reasons`:
     :data:`USER_CONSTRAINT_RE`, and in a user's turn of a conversation with an agent or a customer's message of a
     ticket thread (:func:`_thread_senders`) :data:`CHAT_CONSTRAINT_RE` or a prohibition opening a sentence or
@@ -1720,7 +1721,9 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
     ({'s0': 0.9, 's1': 0.499999, 's2': 0.3, 's3': 0.5}, 1)
     """
     users = _user_turns(segments)
-    constraint = {sid for sid in constraint_reasons(segments, users=users) if sid in scores}
+    if reasons is None:  # the caller that also records why passes what it found: found once
+        reasons = constraint_reasons(segments, users=users)
+    constraint = {sid for sid in reasons if sid in scores}
     if users:
         # a user's change of what they asked for ("Actually, make it 15 June, not 14 June.") is what they ask now,
         # and what it changes still says the rest of what they asked ("a trip to Lisbon for 2 people from 14 June to
@@ -2421,8 +2424,8 @@ class LexicalRanker(Stage):
         scores, answers = lift_answers(doc.segments, scores)
         links = correction_links(live)
         scores, corrected = lift_corrections(live, scores, links)
-        scores, constraints = lift_constraints(live, scores, links)
         constraint_why = constraint_reasons(live)
+        scores, constraints = lift_constraints(live, scores, links, reasons=constraint_why)
         scores, outputs = lift_cell_outputs(live, scores)
         named_by: dict[str, list[str]] = {}  # a numbered provision -> the segments naming it by its number
         referenced = 0
