@@ -1550,11 +1550,6 @@ def _thread_senders(segments: Sequence[Segment]) -> tuple[set[str], set[str]]:
     return customer_ids, {sid for src in sorted(served & other_ids.keys()) for sid in other_ids[src]}
 
 
-def _customer_messages(segments: Sequence[Segment]) -> set[str]:
-    """The ids of the segments of a mail thread or ticket log written by the customer (:func:`_thread_senders`)."""
-    return _thread_senders(segments)[0]
-
-
 #: A sentence of nothing but courtesy: "I'm sorry to hear that.", "Thanks.", "Noted.", "Understood.", "Happy to
 #: help!", "Have a nice day." Said by an agent, it tells the reader nothing a user's constraint has to make room for.
 _COURTESY_RE = re.compile(

@@ -403,10 +403,10 @@ def test_a_customers_constraints_in_a_ticket_thread_are_raised_as_in_a_chat():
         THREAD, query="What constraints did the customer set on changes to production?", budget=120, annotate=False)
     assert "Do NOT roll back to 5.1" in r.text, r.text
     assert "secure upload link only" in r.text, r.text
-    from odcf.stages.rank import _customer_messages, lift_constraints
+    from odcf.stages.rank import _thread_senders, lift_constraints
 
     segs = r.document.segments
-    mail = _customer_messages(segs)
+    mail = _thread_senders(segs)[0]
     said = {s.original.strip() for s in segs if s.id in mail}
     assert any("Do NOT roll back" in t for t in said) and any("print labels" in t for t in said)
     # the agent's and the engineer's messages are no customer's: their "Do not retry …", "Never deploy …" stay as scored

@@ -7,7 +7,7 @@ import pytest
 
 from odcf.compressor import Compressor
 from odcf.document import Segment
-from odcf.stages.rank import _customer_messages, lift_constraints
+from odcf.stages.rank import _thread_senders, lift_constraints
 
 
 def _turns(*lines):
@@ -123,7 +123,7 @@ TICKET = (
 
 def test_a_customers_constraints_under_role_first_headers_are_raised():
     segs = Compressor.from_ontology("customer_service").compress(TICKET, budget=10_000, annotate=False).document.segments
-    mail = {s.original.strip()[:30] for s in segs if s.id in _customer_messages(segs)}
+    mail = {s.original.strip()[:30] for s in segs if s.id in _thread_senders(segs)[0]}
     assert any(t.startswith("Important constraints") for t in mail), mail
     assert any(t.startswith("Again: restarting") for t in mail), mail  # under "Message 3 — Customer, …"
     assert not any(t.startswith(("However, do not", "Do not suggest", "Builds 2.3.4")) for t in mail), mail
