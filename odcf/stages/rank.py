@@ -1051,9 +1051,8 @@ def _in_diff(seg: Segment) -> bool:
 
 
 #: A dose's unit, each way of writing it as one ("unit" and "units", "mcg", "µg" and "micrograms").
-_DOSE_UNIT = {**dict.fromkeys(("mg",), "mg"), **dict.fromkeys(("g",), "g"),
-              **dict.fromkeys(("mcg", "µg", "ug", "microgram", "micrograms"), "mcg"),
-              **dict.fromkeys(("unit", "units", "iu"), "units"), **dict.fromkeys(("ml",), "ml")}
+_DOSE_UNIT = {"mg": "mg", "g": "g", "ml": "ml", **dict.fromkeys(("mcg", "µg", "ug", "microgram", "micrograms"), "mcg"),
+              **dict.fromkeys(("unit", "units", "iu"), "units")}
 _DOSE_UNITS = r"(?:mg|mcg|µg|ug|micrograms?|g|units?|IU|iu|mL|ml)"
 #: A change of a named drug's dose to a new value, the name right before its verb (or before "dose"): "Glargine
 #: increased to 14 units", "Apixaban was reduced from 5 mg twice daily to 2.5 mg", "glargine dose increased to 14 units".
