@@ -115,6 +115,42 @@ def heuristic_probs(texts: Sequence[str], *, case: bool = False) -> list[np.ndar
     return out
 
 
+#: Kinds of the gold entity words a model misses, in the order the report names them.
+MISSED_KINDS = ("capitalised", "function word or punctuation", "other lower-case word")
+
+
+def missed_entity_words(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float) -> dict[str, Any]:
+    """The gold entity words left out at a global keep *rate*, by kind: with an upper-case letter, a
+    lower-case function word (``FUNCTION_WORDS``: "the", "of", "is", "they", …) or bare punctuation,
+    or another lower-case word. Each kind counts its words and lists them (text order) with their
+    probability, so a report can say which words stand between a figure and its target.
+
+    >>> rows = [{"text": "Into the Wild by the democrats", "entity": [1, 1, 1, 0, 1, 1]}]
+    >>> m = missed_entity_words(rows, [np.array([0.1, 0.2, 0.9, 0.0, 0.3, 0.4])], rate=1 / 3)
+    >>> {k: v["count"] for k, v in m["kinds"].items()}
+    {'capitalised': 1, 'function word or punctuation': 2, 'other lower-case word': 0}
+    >>> m["kinds"]["function word or punctuation"]["words"]
+    [['the', 0.2], ['the', 0.3]]
+    """
+    from odcf.backends.token_classifier import split_words
+
+    keep = select_global(probs, rate=rate)
+    kinds: dict[str, dict[str, Any]] = {k: {"count": 0, "words": []} for k in MISSED_KINDS}
+    pos = 0
+    for r, p in zip(rows, probs):
+        spans = split_words(r["text"])
+        for i, flag in enumerate(r["entity"]):
+            if flag and not keep[pos + i]:
+                word = r["text"][spans[i][0]:spans[i][1]]
+                core = re.sub(r"^\W+|\W+$", "", word)
+                kind = (MISSED_KINDS[0] if any(c.isupper() for c in word)
+                        else MISSED_KINDS[1] if not core or core in _STOP else MISSED_KINDS[2])
+                kinds[kind]["count"] += 1
+                kinds[kind]["words"].append([word, round(float(p[i]), 3)])
+        pos += len(p)
+    return {"rate": rate, "missed": sum(k["count"] for k in kinds.values()), "kinds": kinds}
+
+
 def _forced_retention(rows: Sequence[dict[str, Any]], probs: Sequence[np.ndarray], rate: float, *,
                       ner: bool = False) -> dict[str, Any]:
     """Retention when the built-in and ontology anchors are forced to keep (as the protect stage
@@ -223,6 +259,8 @@ def evaluate(
             m[f"tokens_{rate:.3f}_p"] = tokens.budget(probs, rate, cost_exponent=0.0)
         m["anchors_forced"] = _forced_retention(rows, probs, RATES[0])
         m["ner_forced"] = _forced_retention(rows, probs, RATES[0], ner=True)
+        if any(any(r["entity"]) for r in rows):
+            m["missed_entities"] = missed_entity_words(rows, probs, RATES[0])
         out["sources"][source] = m
         logger.info("%s: %s", source, {k: v for k, v in m.items() if k.startswith("rate")})
         for key, case in (("heuristic", False), ("heuristic_case", True)):
@@ -415,6 +453,15 @@ def _wnut_checks(w: dict[str, Any]) -> list[str]:
                      "ranks anchors with entities, so in probability order alone long URLs take the room of "
                      "entities; the budget order p / tokens^e passes over a long word before several short ones "
                      "that are almost as likely to be needed.")
+    miss = w.get("missed_entities")
+    if miss and miss["missed"]:
+        parts = [f"{v['count']} {k}" for k, v in miss["kinds"].items()]
+        lines.append(f"\nThe {miss['missed']} gold entity words left out at {1 / miss['rate']:.0f}:1 words, by kind: "
+                     f"{', '.join(parts)}. The words (probability), in text order:")
+        lines.append("")
+        for kind, v in miss["kinds"].items():
+            if v["count"]:
+                lines.append(f"- {kind}: " + ", ".join(f"`{word}` ({prob:.2f})" for word, prob in v["words"]))
     p = w.get(f"tokens_{RATES[0]:.3f}_p")
     if b and p and b.get("url_kept"):
         lines.append(f"\nWhat the order trades at the 3:1 token budget: URL words ({b['url_kept']['of']}, "

@@ -72,3 +72,24 @@ def test_a_peer_row_with_nothing_in_the_columns_shown_is_left_out() -> None:
     res = {"metadata": {}, "sources": {}, "speed": [{"threads": 1, "batch_size": 1, "words_per_s": 900}]}
     table = render_comparison([("model under test", res)], [("heuristic peer", {})])
     assert table[-3:] == ["| model | words/s, 1 thread |", "|---|---|", "| model under test | 900 |"]
+
+
+def test_the_report_names_the_entity_words_a_model_leaves_out_by_kind() -> None:
+    import numpy as np
+
+    from odcf.training.evaluate import _wnut_checks, missed_entity_words
+
+    rows = [{"text": "they 've seen Into the Wild", "entity": [1, 0, 0, 1, 1, 1]},
+            {"text": "the democrats won", "entity": [1, 1, 0]}]
+    probs = [np.array([0.1, 0.0, 0.5, 0.2, 0.3, 0.9]), np.array([0.25, 0.15, 0.8])]
+    miss = missed_entity_words(rows, probs, rate=1 / 3)  # 3 of 9 words kept: Wild, won, seen
+    assert miss["missed"] == 5
+    assert miss["kinds"]["capitalised"]["words"] == [["Into", 0.2]]
+    assert miss["kinds"]["function word or punctuation"]["words"] == [["they", 0.1], ["the", 0.3], ["the", 0.25]]
+    assert miss["kinds"]["other lower-case word"]["words"] == [["democrats", 0.15]]
+    lines = _wnut_checks({"rate_0.333": {"entity_kept": {"share": None}}, "rate_0.192": {"entity_kept": {"share": None}},
+                          "missed_entities": miss})
+    text = "\n".join(lines)
+    assert ("The 5 gold entity words left out at 3:1 words, by kind: 1 capitalised, 3 function word or "
+            "punctuation, 1 other lower-case word.") in text
+    assert "- function word or punctuation: `they` (0.10), `the` (0.30), `the` (0.25)" in text
