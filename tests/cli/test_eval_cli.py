@@ -25,3 +25,21 @@ def test_eval_checks_its_options_and_outputs_before_evaluating(tmp_path: Path, c
         assert main(["eval", "--work", str(tmp_path / "w"), *extra]) == code
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_failed_evaluation_leaves_no_output_folder_behind(tmp_path: Path, capsys) -> None:
+    """QA: `--out DIR/x.md` and `--json DIR/x.json` made DIR before evaluating and left it when the
+    evaluation failed (here: a --work folder whose build stamp does not read)."""
+    from odcf.cli.main import main
+
+    work = tmp_path / "run"
+    (work / "dataset").mkdir(parents=True)
+    (work / "dataset" / "odcf_build.json").write_text("not json", encoding="utf-8")
+    had = tmp_path / "had"
+    had.mkdir()
+    assert main(["eval", "--work", str(work), "--threads", "1", "--out", str(tmp_path / "new" / "deep" / "x.md"),
+                 "--json", str(had / "sub" / "x.json")]) == 1
+    err = capsys.readouterr().err
+    assert "odcf_build.json: cannot read the build stamp" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "new").exists() and not (had / "sub").exists()
+    assert had.is_dir() and list(had.iterdir()) == []  # the folder that was there stays
