@@ -198,3 +198,56 @@ def test_a_tokenizer_other_than_the_exported_one_is_refused_by_its_sha256(tmp_pa
 def test_metadata_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StageError, match="metadata_version 99 is newer than this odcf reads"):
         TokenClassifier.load(_tiny_copy(tmp_path / "m", metadata_version=99), threads=1)
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"threshold": "high"}, '"threshold": "high" is not a number from 0 to 1'),
+    ({"threshold": 1.5}, '"threshold": 1.5 is not a number from 0 to 1'),
+    ({"threshold": -0.1}, '"threshold": -0.1 is not a number from 0 to 1'),
+    ({"threshold": True}, '"threshold": true is not a number from 0 to 1'),
+    ({"max_len": 0}, '"max_len": 0 is not an integer of at least 8'),
+    ({"max_len": -5}, '"max_len": -5 is not an integer of at least 8'),
+    ({"max_len": 128.5}, '"max_len": 128.5 is not an integer of at least 8'),
+    ({"max_len": "256"}, '"max_len": "256" is not an integer of at least 8'),
+    ({"file": 5}, '"file": 5 is not a file name'),
+    ({"tokenizer_vocab_size": "30522"}, '"tokenizer_vocab_size": "30522" is not a positive integer'),
+    ({"threshold": "high", "max_len": 0},  # every problem, in the file's order (max_len comes first there)
+     '"max_len": 0 is not an integer of at least 8; "threshold": "high" is not a number from 0 to 1'),
+])
+def test_metadata_values_that_cannot_be_what_they_name_are_one_error_at_load(tmp_path: Path, changes, said) -> None:
+    # QA: "threshold": "high" failed at the first text, 1.5 kept nothing silently, "max_len": 0 said
+    # "compressor: max_len must be at least 8" without naming the file, 128.5 ran as 128
+    folder = _tiny_copy(tmp_path / "m", **changes)
+    with pytest.raises(StageError) as err:
+        TokenClassifier.load(folder, threads=1)
+    assert str(err.value) == f"{folder / 'metadata.json'}: {said}"
+
+
+def test_missing_threshold_and_max_len_keep_their_defaults(tmp_path: Path) -> None:
+    clf = TokenClassifier.load(_tiny_copy(tmp_path / "m", threshold=None, max_len=None), threads=1)
+    assert (clf.threshold, clf.max_len) == (0.5, 256)
+    clf = TokenClassifier.load(_tiny_copy(tmp_path / "m2", threshold=0, max_len=8), threads=1)
+    assert (clf.threshold, clf.max_len) == (0.0, 8)
+
+
+def test_a_max_len_beyond_the_models_position_embeddings_is_one_error_at_load(tmp_path: Path) -> None:
+    """QA: "max_len": 100000 loaded, short texts ran, and a text of more than 510 sub-tokens failed with
+    an ONNX Runtime error (the shipped model has 512 position embeddings)."""
+    import shutil
+
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+
+    folder = tmp_path / "m"
+    shutil.copytree(DEFAULT_MODEL_DIR, folder)
+    meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+    (folder / "metadata.json").write_text(json.dumps({**meta, "max_len": 100000}), encoding="utf-8")
+    with pytest.raises(StageError, match=rf'^compressor model {folder}/model.int8.onnx: {folder}/metadata.json: '
+                                         r'"max_len": 100000 is more than the model reads: a window of 100000 sub-tokens '
+                                         r'does not run \(ONNX Runtime: .*\); the longest that runs is 512 .*'
+                                         r'set max_len to at most 512$'):
+        TokenClassifier.load(folder, threads=1)
+    with pytest.raises(StageError, match=r": max_len=513 is more than the model reads: .* at most 512$"):
+        TokenClassifier.load(None, threads=1, max_len=513)
+    assert TokenClassifier.load(None, threads=1, max_len=512).max_len == 512
+    with pytest.raises(StageError, match=r"^compressor: max_len must be an integer of at least 8, got 'abc'$"):
+        TokenClassifier.load(None, threads=1, max_len="abc")
