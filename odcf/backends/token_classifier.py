@@ -105,11 +105,20 @@ def load_tokenizer(path: str | Path) -> Any:
                 raise StageError("the token compressor needs `tokenizers`: pip install tokenizers") from exc
             if not Path(key).is_file():
                 raise StageError(f"tokenizer {path!s}: no such file")
-            tok = Tokenizer.from_file(key)
+            try:
+                tok = Tokenizer.from_file(key)
+            except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception (not JSON, not a tokenizer)
+                raise StageError(f"tokenizer {path!s}: not a tokenizers file ({_first_line(exc)})") from None
             tok.no_truncation()
             tok.no_padding()
             _TOKENIZERS[key] = tok
         return tok
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (at most 300 characters), else its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -221,9 +230,12 @@ def check_metadata_version(onnx_file: Path, meta: dict[str, Any]) -> str | None:
 
 def _load_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise StageError(f"{path}: cannot read model metadata: {exc}") from exc
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            raise StageError(f"{path}: cannot read model metadata: the file is empty")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StageError(f"{path}: cannot read model metadata: {exc}") from None
     if not isinstance(data, dict):
         raise StageError(f"{path}: model metadata must be a JSON object")
     return data
@@ -322,7 +334,9 @@ class TokenClassifier:
         self._session = get_session(self.onnx_file, threads=self.threads)
         self._tok = load_tokenizer(self.tokenizer_file)
         self._inputs = [i.name for i in self._session.get_inputs()]
-        self._output = self._session.get_outputs()[0].name
+        out = self._session.get_outputs()[0]
+        self._output = out.name
+        self._check_interface(out.shape)
         cls_id = self._tok.token_to_id("[CLS]")
         sep_id = self._tok.token_to_id("[SEP]")
         pad_id = self._tok.token_to_id("[PAD]")
@@ -339,6 +353,19 @@ class TokenClassifier:
         self._check_tokenizer()
         self._check_window()
 
+    def _check_interface(self, shape: Sequence[Any]) -> None:
+        """Refuse an ONNX graph that is not a token classifier of odcf's form (inputs ``input_ids`` and
+        maybe ``attention_mask`` and ``token_type_ids``; logits ``[batch, seq, 2]``), so that another
+        model is one error naming what it takes and gives, not a misleading one (a missing input read
+        as a tokenizer mismatch) or a Python error at the first text."""
+        known = ("input_ids", "attention_mask", "token_type_ids")
+        if "input_ids" not in self._inputs or any(n not in known for n in self._inputs):
+            raise StageError(f"compressor model {self.onnx_file}: its inputs are {self._inputs}; a token classifier "
+                             f"takes input_ids (and maybe attention_mask, token_type_ids)")
+        if len(shape) != 3 or (isinstance(shape[-1], int) and shape[-1] != 2):
+            raise StageError(f"compressor model {self.onnx_file}: its output {self._output} has shape {list(shape)}; "
+                             "a token classifier gives logits [batch, seq, 2] (drop, keep)")
+
     def _check_window(self) -> None:
         """Refuse a ``max_len`` longer than the model reads (a BERT-class model has 512 position
         embeddings): run one window of ``max_len`` sub-tokens, so that it is one error at load, not an
@@ -353,8 +380,10 @@ class TokenClassifier:
                            np.zeros(n - 2, dtype=np.int64))
             try:
                 self._run([chunk], check=False)
-            except Exception as exc:  # onnxruntime raises its own exception types
-                return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            except StageError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+                return _first_line(exc)
             return None
 
         error = runs(self.max_len)
@@ -387,6 +416,8 @@ class TokenClassifier:
         try:
             self._run([_Chunk(0, np.zeros(1, dtype=np.int64), np.asarray([size - 1], dtype=np.int64),
                               np.zeros(1, dtype=np.int64))], check=False)
+        except StageError:
+            raise
         except Exception as exc:  # onnxruntime raises its own exception types
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
             raise StageError(f"{mismatch}: the model cannot read the tokenizer's highest id {size - 1} (its word "
@@ -496,4 +527,7 @@ class TokenClassifier:
                 raise StageError(f"compressor model {self.onnx_file} (tokenizer {self.tokenizer_file}) failed to "
                                  f"run: {first}") from None
         logits = np.asarray(logits, dtype=np.float64)
+        if logits.shape != (*input_ids.shape, 2):  # a graph whose declared shape is not fixed
+            raise StageError(f"compressor model {self.onnx_file}: gave logits of shape {list(logits.shape)} for "
+                             f"input_ids of shape {list(input_ids.shape)}; a token classifier gives [batch, seq, 2]")
         return 1.0 / (1.0 + np.exp(logits[..., 0] - logits[..., 1]))

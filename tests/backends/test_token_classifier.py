@@ -251,3 +251,76 @@ def test_a_max_len_beyond_the_models_position_embeddings_is_one_error_at_load(tm
     assert TokenClassifier.load(None, threads=1, max_len=512).max_len == 512
     with pytest.raises(StageError, match=r"^compressor: max_len must be an integer of at least 8, got 'abc'$"):
         TokenClassifier.load(None, threads=1, max_len="abc")
+
+
+def test_unreadable_metadata_and_tokenizer_files_are_one_clear_error(tmp_path: Path) -> None:
+    # QA: a tokenizer.json that is not JSON was a bare `Exception: expected ident` traceback; metadata
+    # that is not UTF-8 a UnicodeDecodeError traceback; an empty metadata.json said "Expecting value"
+    folder = _tiny_copy(tmp_path / "empty")
+    (folder / "metadata.json").write_text("  \n", encoding="utf-8")
+    with pytest.raises(StageError, match=r"^.*empty/metadata.json: cannot read model metadata: the file is empty$"):
+        TokenClassifier.load(folder, threads=1)
+    folder = _tiny_copy(tmp_path / "latin1")
+    (folder / "metadata.json").write_bytes(b'{"note": "caf\xe9"}')
+    with pytest.raises(StageError, match=r"latin1/metadata.json: cannot read model metadata: 'utf-8' codec can't decode"):
+        TokenClassifier.load(folder, threads=1)
+    for name, content in (("notjson", b"not json {"), ("notatokenizer", b"{}"), ("binary", b"\xff\xfe\x00\x01")):
+        folder = _tiny_copy(tmp_path / name, tokenizer="mytok", tokenizer_sha256=None)
+        (folder / "mytok").mkdir()
+        (folder / "mytok" / "tokenizer.json").write_bytes(content)
+        with pytest.raises(StageError, match=rf"^tokenizer {folder}/mytok/tokenizer.json: not a tokenizers file \(.+\)$"):
+            TokenClassifier.load(folder, threads=1)
+
+
+def test_an_onnx_file_that_is_not_onnx_is_one_clear_error(tmp_path: Path) -> None:
+    folder = _tiny_copy(tmp_path / "m")
+    (folder / "model.onnx").write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(StageError, match=r"^ONNX model .*m/model.onnx: cannot be loaded: .*INVALID_PROTOBUF"):
+        TokenClassifier.load(folder, threads=1)
+
+
+def _graph(folder: Path, *, inputs: tuple[str, ...] = ("input_ids",), labels: int | None = 2,
+           free: bool = False) -> Path:
+    """A graph that gives *labels* logits per input position (None: logits [batch, seq], no label axis);
+    *free*: the label axis reshaped at run time, so that its size is not known before a run."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Cast", [inputs[0]], ["f"], to=TensorProto.FLOAT)]
+    if labels is None:
+        nodes.append(helper.make_node("Identity", ["f"], ["logits"]))
+    else:
+        nodes += [helper.make_node("Unsqueeze", ["f", "axes"], ["f3"]),
+                  helper.make_node("Concat", ["f3"] * labels, ["c" if free else "logits"], axis=-1)]
+        if free:  # Reshape(c, Shape(f) + [-1])
+            nodes += [helper.make_node("Shape", ["f"], ["s"]), helper.make_node("Concat", ["s", "axes"], ["shp"], axis=0),
+                      helper.make_node("Reshape", ["c", "shp"], ["logits"])]
+    axes = ["batch", "seq"] + ([] if labels is None else ["labels" if free else labels])
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(i, TensorProto.INT64, ["batch", "seq"]) for i in inputs],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, axes)],
+        initializer=[numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder.mkdir(parents=True)
+    onnx.save(model, folder / "model.onnx")
+    (folder / "metadata.json").write_text(json.dumps({"file": "model.onnx", "max_len": 16}), encoding="utf-8")
+    return folder
+
+
+def test_an_onnx_graph_that_is_not_a_token_classifier_is_one_clear_error(tmp_path: Path) -> None:
+    # QA: a graph without input_ids was reported as a tokenizer mismatch; logits without a label axis
+    # were an IndexError traceback at the first text; three labels ran silently on the first two
+    assert TokenClassifier.load(_graph(tmp_path / "ok"), threads=1).word_probs(["a b"])[0].shape == (2,)
+    assert TokenClassifier.load(_graph(tmp_path / "okfree", free=True), threads=1).word_probs(["a b"])[0].shape == (2,)
+    with pytest.raises(StageError, match=r"ids/model.onnx: its inputs are \['ids'\]; a token classifier takes input_ids"):
+        TokenClassifier.load(_graph(tmp_path / "ids", inputs=("ids",)), threads=1)
+    with pytest.raises(StageError, match=r"rank2/model.onnx: its output logits has shape \['batch', 'seq'\]; "
+                                         r"a token classifier gives logits \[batch, seq, 2\]"):
+        TokenClassifier.load(_graph(tmp_path / "rank2", labels=None), threads=1)
+    with pytest.raises(StageError, match=r"three/model.onnx: its output logits has shape \['batch', 'seq', 3\]"):
+        TokenClassifier.load(_graph(tmp_path / "three", labels=3), threads=1)
+    # a label axis declared without a size: its size is checked on the first run (the load's probe)
+    with pytest.raises(StageError, match=r"free/model.onnx: gave logits of shape \[1, 3, 3\] for input_ids of "
+                                         r"shape \[1, 3\]; a token classifier gives \[batch, seq, 2\]"):
+        TokenClassifier.load(_graph(tmp_path / "free", labels=3, free=True), threads=1)
