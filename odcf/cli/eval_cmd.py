@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR, TokenClassifier
     from odcf.training.evaluate import evaluate, render_markdown
 
     try:
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--compare: expected NAME=MODEL, got {item!r}")
         others.append((name, path))
     model = args.model or str(DEFAULT_MODEL_DIR)
+    for path in (model, *(path for _, path in others)):  # every model loads before the first evaluation
+        TokenClassifier.load(path, threads=max(threads))
     picked = dict(sources=csv_list(args.sources) if args.sources is not None else None, corpus=corpus_paths(args))
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads, **picked)
     compare = [(name, evaluate(path, data_dir=args.data, work_dir=args.work, threads=threads, **picked))
