@@ -9,6 +9,7 @@ own training data. This is how the recipe in training/README.md was chosen. Need
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,8 +18,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dataset", required=True, help="a built dataset folder (RUN/dataset) with a dev split")
     ap.add_argument("--qmsum-windows", type=int, default=1200, help="QMSum dev windows scored (default 1200)")
     args = ap.parse_args(argv)
+    dev = _labelled(args.dataset)["dev"]  # checked before the heavy imports
 
-    import datasets
     import numpy as np
     import torch
     from transformers import AutoModelForTokenClassification
@@ -29,7 +30,6 @@ def main(argv: list[str] | None = None) -> None:
     from odcf.training.metrics import select_global, word_masks
 
     torch.set_num_threads(1)
-    dev = datasets.load_from_disk(args.dataset)["dev"]
     tok = load_tokenizer(DEFAULT_TOKENIZER)
     rates = (1 / 3, 1 / 4, 1 / 5.2)
     print("| run | source | " + " | ".join(f"kept at {1 / r:.1f}:1" for r in rates) + " |")
@@ -48,6 +48,18 @@ def main(argv: list[str] | None = None) -> None:
             cells = [f"{(select_global(probs, rate=r) & target).sum() / max(int(np.sum(target)), 1):.2%}" for r in rates]
             print(f"| {run} | {source} ({'entity words' if source == 'wnut17' else 'label-keep words'}) | "
                   + " | ".join(cells) + " |", flush=True)
+
+
+def _labelled(folder: str) -> Any:
+    """The labelled data of *folder*, checked whole as ``odcf train``, ``export`` and ``eval`` check them
+    (:func:`odcf.training.data.load_labelled`): a damaged folder is one line, not a traceback."""
+    from odcf.errors import OdcfError
+    from odcf.training.data import load_labelled
+
+    try:
+        return load_labelled(folder)
+    except OdcfError as exc:
+        raise SystemExit(f"dev_compare.py: error: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -27,7 +27,9 @@ relative to the folder), ``max_len`` and the calibrated ``threshold``; since ``m
 also the tokenizer file's ``tokenizer_sha256`` and ``tokenizer_vocab_size``, checked at load. Every
 load also runs the tokenizer's highest id through the model once, so that a tokenizer larger than
 the model's word embedding is one :class:`~odcf.errors.StageError` naming both files, not an ONNX
-Runtime error at the first text.
+Runtime error at the first text. The metadata's values are checked at load too
+(:func:`check_metadata_values`), and one window of ``max_len`` sub-tokens runs through the model, so
+that a window longer than its position embeddings is refused then, not at the first long text.
 """
 from __future__ import annotations
 
@@ -63,6 +65,8 @@ _TOK_LOCK = threading.Lock()
 METADATA_VERSION = 1
 #: (model, tokenizer) pairs whose highest id has run through the model once in this process.
 _PROBED: set[tuple[str, str]] = set()
+#: (model, max_len) pairs whose window has run through the model once in this process.
+_WINDOWS: set[tuple[str, int]] = set()
 #: The shipped model's file name.
 ONNX_DEFAULT = "model.int8.onnx"
 
@@ -101,11 +105,20 @@ def load_tokenizer(path: str | Path) -> Any:
                 raise StageError("the token compressor needs `tokenizers`: pip install tokenizers") from exc
             if not Path(key).is_file():
                 raise StageError(f"tokenizer {path!s}: no such file")
-            tok = Tokenizer.from_file(key)
+            try:
+                tok = Tokenizer.from_file(key)
+            except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception (not JSON, not a tokenizer)
+                raise StageError(f"tokenizer {path!s}: not a tokenizers file ({_first_line(exc)})") from None
             tok.no_truncation()
             tok.no_padding()
             _TOKENIZERS[key] = tok
         return tok
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (at most 300 characters), else its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -116,16 +129,64 @@ def read_metadata(model_path: str | Path) -> tuple[Path, dict[str, Any]]:
         if not meta_file.is_file():
             raise StageError(f"compressor model {p}: no metadata.json in the folder")
         meta = _load_json(meta_file)
-        onnx_file = p / str(meta.get("file", "model.onnx"))
+        check_metadata_values(meta_file, meta)
+        onnx_file = p / meta.get("file", "model.onnx")
     elif p.is_file():
         onnx_file = p
         meta_file = p.parent / "metadata.json"
         meta = _load_json(meta_file) if meta_file.is_file() else {}
+        check_metadata_values(meta_file, meta)
     else:
         raise StageError(f"compressor model {p}: no such file or folder")
     if not onnx_file.is_file():
         raise StageError(f"compressor model {p}: ONNX file {onnx_file.name} is missing")
     return onnx_file, meta
+
+
+def _metadata_file(model_path: Path) -> Path:
+    """The ``metadata.json`` that :func:`read_metadata` reads (or would read) for *model_path*."""
+    return model_path / "metadata.json" if model_path.is_dir() else model_path.parent / "metadata.json"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_metadata_values(meta_file: Path, meta: dict[str, Any]) -> None:
+    """Refuse metadata values that cannot be what they name, all in one :class:`~odcf.errors.StageError`
+    naming *meta_file*, each key and its value, in the file's order (a missing key keeps its default). ``max_len`` is checked
+    against what the model itself reads when it loads (:meth:`TokenClassifier.warm_up`).
+
+    >>> check_metadata_values(Path("m/metadata.json"), {"threshold": "high", "max_len": 0})
+    Traceback (most recent call last):
+    ...
+    odcf.errors.StageError: m/metadata.json: "threshold": "high" is not a number from 0 to 1; "max_len": 0 is not an integer of at least 8
+    """
+    version = meta.get("metadata_version")
+    if _is_int(version) and version > METADATA_VERSION:
+        return  # a newer format: check_metadata_version refuses it by its version, not by its keys
+    problems: dict[str, str] = {}
+
+    def bad(key: str, what: str) -> None:
+        problems[key] = f"{json.dumps(key)}: {json.dumps(meta[key], ensure_ascii=False)} is not {what}"
+
+    for key in ("file", "tokenizer"):
+        if key in meta and not (isinstance(meta[key], str) and meta[key].strip()):
+            bad(key, "a file name" if key == "file" else "a tokenizer name or path")
+    if "max_len" in meta and not (_is_int(meta["max_len"]) and meta["max_len"] >= 8):
+        bad("max_len", "an integer of at least 8")
+    t = meta.get("threshold")
+    if "threshold" in meta and not (isinstance(t, (int, float)) and not isinstance(t, bool) and 0.0 <= t <= 1.0):
+        bad("threshold", "a number from 0 to 1")
+    for key in ("sha256", "tokenizer_sha256"):
+        v = meta.get(key)
+        if v is not None and not (isinstance(v, str) and re.fullmatch(r"[0-9a-fA-F]{64}", v)):
+            bad(key, "a sha256 (64 hex digits)")
+    v = meta.get("tokenizer_vocab_size")
+    if v is not None and not (_is_int(v) and v > 0):
+        bad("tokenizer_vocab_size", "a positive integer")
+    if problems:  # in the file's order
+        raise StageError(f"{meta_file}: " + "; ".join(problems[k] for k in meta if k in problems))
 
 
 def check_sha256(onnx_file: Path, meta: dict[str, Any]) -> str:
@@ -169,9 +230,12 @@ def check_metadata_version(onnx_file: Path, meta: dict[str, Any]) -> str | None:
 
 def _load_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise StageError(f"{path}: cannot read model metadata: {exc}") from exc
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            raise StageError(f"{path}: cannot read model metadata: the file is empty")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StageError(f"{path}: cannot read model metadata: {exc}") from None
     if not isinstance(data, dict):
         raise StageError(f"{path}: model metadata must be a JSON object")
     return data
@@ -217,6 +281,8 @@ class TokenClassifier:
     path: str = "bundled"
     #: Why the delivery record should doubt the metadata (:func:`check_metadata_version`), else None.
     warning: str | None = None
+    #: Where ``max_len`` came from, for the error when the model cannot run windows that long.
+    max_len_from: str | None = None
 
     @classmethod
     def load(
@@ -237,10 +303,14 @@ class TokenClassifier:
         onnx_file, meta = read_metadata(path)
         sha = check_sha256(onnx_file, meta)
         warning = check_metadata_version(onnx_file, meta)
-        model_max = int(meta.get("max_len", 256))
-        n = int(max_len or model_max)
-        if n < 8:
-            raise StageError(f"compressor: max_len must be at least 8, got {n}")
+        if max_len is not None:
+            if not (_is_int(max_len) and max_len >= 8):
+                raise StageError(f"compressor: max_len must be an integer of at least 8, got {max_len!r}")
+            n, n_from = max_len, f"max_len={max_len}"
+        else:
+            n = meta.get("max_len", 256)  # an integer of at least 8: read_metadata checked it
+            n_from = (f'{_metadata_file(path)}: "max_len": {n}' if "max_len" in meta
+                      else f"the default max_len {n} (none in metadata)")
         if batch_size < 1:
             raise StageError(f"compressor: batch_size must be positive, got {batch_size}")
         clf = cls(
@@ -254,6 +324,7 @@ class TokenClassifier:
             path=("bundled" if model_path is None or path.resolve() in (DEFAULT_MODEL_DIR, DEFAULT_MODEL_DIR / ONNX_DEFAULT)
                   else str(model_path)),
             warning=warning,
+            max_len_from=n_from,
         )
         clf.warm_up()
         return clf
@@ -263,7 +334,9 @@ class TokenClassifier:
         self._session = get_session(self.onnx_file, threads=self.threads)
         self._tok = load_tokenizer(self.tokenizer_file)
         self._inputs = [i.name for i in self._session.get_inputs()]
-        self._output = self._session.get_outputs()[0].name
+        out = self._session.get_outputs()[0]
+        self._output = out.name
+        self._check_interface(out.shape)
         cls_id = self._tok.token_to_id("[CLS]")
         sep_id = self._tok.token_to_id("[SEP]")
         pad_id = self._tok.token_to_id("[PAD]")
@@ -278,6 +351,52 @@ class TokenClassifier:
             raise StageError(f"compressor model {self.onnx_file}: token_types is {types!r} but the ONNX "
                              "graph has no token_type_ids input")
         self._check_tokenizer()
+        self._check_window()
+
+    def _check_interface(self, shape: Sequence[Any]) -> None:
+        """Refuse an ONNX graph that is not a token classifier of odcf's form (inputs ``input_ids`` and
+        maybe ``attention_mask`` and ``token_type_ids``; logits ``[batch, seq, 2]``), so that another
+        model is one error naming what it takes and gives, not a misleading one (a missing input read
+        as a tokenizer mismatch) or a Python error at the first text."""
+        known = ("input_ids", "attention_mask", "token_type_ids")
+        if "input_ids" not in self._inputs or any(n not in known for n in self._inputs):
+            raise StageError(f"compressor model {self.onnx_file}: its inputs are {self._inputs}; a token classifier "
+                             f"takes input_ids (and maybe attention_mask, token_type_ids)")
+        if len(shape) != 3 or (isinstance(shape[-1], int) and shape[-1] != 2):
+            raise StageError(f"compressor model {self.onnx_file}: its output {self._output} has shape {list(shape)}; "
+                             "a token classifier gives logits [batch, seq, 2] (drop, keep)")
+
+    def _check_window(self) -> None:
+        """Refuse a ``max_len`` longer than the model reads (a BERT-class model has 512 position
+        embeddings): run one window of ``max_len`` sub-tokens, so that it is one error at load, not an
+        ONNX Runtime error at the first text that long. On failure the longest window that runs is
+        searched for (by halving) and named."""
+        key = (str(self.onnx_file.resolve()), self.max_len)
+        if key in _WINDOWS:
+            return
+
+        def runs(n: int) -> str | None:
+            chunk = _Chunk(0, np.zeros(n - 2, dtype=np.int64), np.full(n - 2, self._sep, dtype=np.int64),
+                           np.zeros(n - 2, dtype=np.int64))
+            try:
+                self._run([chunk], check=False)
+            except StageError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+                return _first_line(exc)
+            return None
+
+        error = runs(self.max_len)
+        if error is not None:
+            good, bad = 3, self.max_len  # the tokenizer probe ran a window of 3
+            while bad - good > 1:
+                mid = (good + bad) // 2
+                good, bad = (mid, bad) if runs(mid) is None else (good, mid)
+            where = self.max_len_from or f"max_len {self.max_len}"
+            raise StageError(f"compressor model {self.onnx_file}: {where} is more than the model reads: a window of "
+                             f"{self.max_len} sub-tokens does not run (ONNX Runtime: {error}); the longest that runs "
+                             f"is {good} (a BERT-class model has 512 position embeddings): set max_len to at most {good}")
+        _WINDOWS.add(key)
 
     def _check_tokenizer(self) -> None:
         """Refuse a tokenizer that is not the model's: another file than the export's (sha256), another
@@ -297,6 +416,8 @@ class TokenClassifier:
         try:
             self._run([_Chunk(0, np.zeros(1, dtype=np.int64), np.asarray([size - 1], dtype=np.int64),
                               np.zeros(1, dtype=np.int64))], check=False)
+        except StageError:
+            raise
         except Exception as exc:  # onnxruntime raises its own exception types
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
             raise StageError(f"{mismatch}: the model cannot read the tokenizer's highest id {size - 1} (its word "
@@ -305,7 +426,8 @@ class TokenClassifier:
 
     @property
     def threshold(self) -> float:
-        """The calibrated keep threshold from the metadata (0.5 when absent)."""
+        """The calibrated keep threshold from the metadata (0.5 when absent; a number from 0 to 1,
+        checked at load)."""
         return float(self.metadata.get("threshold", 0.5))
 
     # -- public ------------------------------------------------------------------------------
@@ -405,4 +527,7 @@ class TokenClassifier:
                 raise StageError(f"compressor model {self.onnx_file} (tokenizer {self.tokenizer_file}) failed to "
                                  f"run: {first}") from None
         logits = np.asarray(logits, dtype=np.float64)
+        if logits.shape != (*input_ids.shape, 2):  # a graph whose declared shape is not fixed
+            raise StageError(f"compressor model {self.onnx_file}: gave logits of shape {list(logits.shape)} for "
+                             f"input_ids of shape {list(input_ids.shape)}; a token classifier gives [batch, seq, 2]")
         return 1.0 / (1.0 + np.exp(logits[..., 0] - logits[..., 1]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR, TokenClassifier
     from odcf.training.evaluate import evaluate, render_markdown
 
     try:
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--threads: expected comma-separated thread counts, e.g. 1,2; got {args.threads!r}") from None
     if not threads or min(threads) < 1:
         raise UsageError(f"--threads {args.threads}: thread counts must be 1 or more")
-    # the outputs are checked (and their folders made) first: a bad path must not cost the whole evaluation
+    # the outputs are checked first (a bad path must not cost the whole evaluation), but their folders
+    # are made only when the results are written: a failed evaluation leaves no new folder behind
     for flag, target in (("--out", args.out), ("--json", args.json)):
         if target:
             _output_file(flag, Path(target))
@@ -58,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--compare: expected NAME=MODEL, got {item!r}")
         others.append((name, path))
     model = args.model or str(DEFAULT_MODEL_DIR)
+    for path in (model, *(path for _, path in others)):  # every model loads before the first evaluation
+        TokenClassifier.load(path, threads=max(threads))
     picked = dict(sources=csv_list(args.sources) if args.sources is not None else None, corpus=corpus_paths(args))
     res = evaluate(model, data_dir=args.data, work_dir=args.work, threads=threads, **picked)
     compare = [(name, evaluate(path, data_dir=args.data, work_dir=args.work, threads=threads, **picked))
@@ -66,21 +70,30 @@ def run(args: argparse.Namespace) -> int:
     command = "odcf " + " ".join(shlex.quote(a) for a in argv[argv.index("eval"):]) if "eval" in argv else "odcf eval"
     md = render_markdown(res, command=command, compare=compare)
     if args.out:
-        Path(args.out).write_text(md, encoding="utf-8")
+        _write("--out", Path(args.out), md)
     if args.json:
-        Path(args.json).write_text(json.dumps({**res, "compare": dict(compare)}, indent=2) + "\n", encoding="utf-8")
+        _write("--json", Path(args.json), json.dumps({**res, "compare": dict(compare)}, indent=2) + "\n")
     sys.stdout.write(md)
     return 0
 
 
 def _output_file(flag: str, path: Path) -> None:
-    """Refuse an output path that cannot be written as a file; create its folder."""
+    """Refuse an output path that cannot be written as a file: a folder, a path under a file, or a
+    path whose nearest existing folder cannot be written to. Creates nothing."""
     if path.is_dir():
         raise OdcfError(f"{flag} {path}: is a folder; name a file")
     for p in path.parents:
         if p.exists() and not p.is_dir():
             raise OdcfError(f"{flag} {path}: {p} is a file, not a folder")
+    there = next((p for p in path.absolute().parents if p.exists()), None)
+    if there is not None and not os.access(there, os.W_OK | os.X_OK):
+        raise OdcfError(f"{flag} {path}: cannot write in {there} (permission denied)")
+
+
+def _write(flag: str, path: Path, text: str) -> None:
+    """Write *text* to *path*, making its folder now (not before the evaluation)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise OdcfError(f"{flag} {path}: cannot create its folder: {exc.strerror or exc}") from None
+        raise OdcfError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
+
+from odcf.errors import UsageError
 
 
 def register(sub: Any) -> None:
@@ -33,6 +36,15 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # values that cannot work are usage errors before the run is read (--threads 0 was a torch traceback)
+    if args.threads < 1:
+        raise UsageError(f"--threads {args.threads}: must be 1 or more")
+    if not (math.isfinite(args.tolerance) and args.tolerance > 0):
+        raise UsageError(f"--tolerance {args.tolerance:g}: must be a positive number (a logit difference)")
+    if not 0 <= args.min_agreement <= 1:
+        raise UsageError(f"--min-agreement {args.min_agreement:g}: must be a share from 0 to 1")
+    if args.threshold_share is not None and not 0 < args.threshold_share <= 1:
+        raise UsageError(f"--threshold-share {args.threshold_share:g}: must be a share above 0 and at most 1")
     from odcf.training.export import export_run
 
     meta = export_run(args.run, args.out, tolerance=args.tolerance, min_agreement=args.min_agreement,

@@ -215,6 +215,8 @@ def evaluate(
     from odcf.errors import InputError
     from odcf.training.data import BuildConfig, build_dataset
 
+    # the model first: a wrong path or a broken model is one error before the labelled data are built
+    clf = TokenClassifier.load(model_path, threads=max(threads))
     chosen = tuple(sources) if sources is not None else ("wnut17", "qmsum")
     if corpus:
         chosen = (*chosen, "corpus")
@@ -239,7 +241,6 @@ def evaluate(
                              "labelled data again), or give another --work folder") from None
     else:
         test = list(build_dataset(cfg)["test"])
-    clf = TokenClassifier.load(model_path, threads=max(threads))
     out: dict[str, Any] = {"model": str(model_path), "metadata": {k: clf.metadata.get(k) for k in (
         "sha256", "bytes", "num_hidden_layers", "threshold", "max_len", "int8_agreement", "agreement_gate", "train")},
         "sources": {}, "speed": [], "machine": {"cpu": platform.processor() or platform.machine()}}

@@ -198,3 +198,129 @@ def test_a_tokenizer_other_than_the_exported_one_is_refused_by_its_sha256(tmp_pa
 def test_metadata_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StageError, match="metadata_version 99 is newer than this odcf reads"):
         TokenClassifier.load(_tiny_copy(tmp_path / "m", metadata_version=99), threads=1)
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"threshold": "high"}, '"threshold": "high" is not a number from 0 to 1'),
+    ({"threshold": 1.5}, '"threshold": 1.5 is not a number from 0 to 1'),
+    ({"threshold": -0.1}, '"threshold": -0.1 is not a number from 0 to 1'),
+    ({"threshold": True}, '"threshold": true is not a number from 0 to 1'),
+    ({"max_len": 0}, '"max_len": 0 is not an integer of at least 8'),
+    ({"max_len": -5}, '"max_len": -5 is not an integer of at least 8'),
+    ({"max_len": 128.5}, '"max_len": 128.5 is not an integer of at least 8'),
+    ({"max_len": "256"}, '"max_len": "256" is not an integer of at least 8'),
+    ({"file": 5}, '"file": 5 is not a file name'),
+    ({"tokenizer_vocab_size": "30522"}, '"tokenizer_vocab_size": "30522" is not a positive integer'),
+    ({"threshold": "high", "max_len": 0},  # every problem, in the file's order (max_len comes first there)
+     '"max_len": 0 is not an integer of at least 8; "threshold": "high" is not a number from 0 to 1'),
+])
+def test_metadata_values_that_cannot_be_what_they_name_are_one_error_at_load(tmp_path: Path, changes, said) -> None:
+    # QA: "threshold": "high" failed at the first text, 1.5 kept nothing silently, "max_len": 0 said
+    # "compressor: max_len must be at least 8" without naming the file, 128.5 ran as 128
+    folder = _tiny_copy(tmp_path / "m", **changes)
+    with pytest.raises(StageError) as err:
+        TokenClassifier.load(folder, threads=1)
+    assert str(err.value) == f"{folder / 'metadata.json'}: {said}"
+
+
+def test_missing_threshold_and_max_len_keep_their_defaults(tmp_path: Path) -> None:
+    clf = TokenClassifier.load(_tiny_copy(tmp_path / "m", threshold=None, max_len=None), threads=1)
+    assert (clf.threshold, clf.max_len) == (0.5, 256)
+    clf = TokenClassifier.load(_tiny_copy(tmp_path / "m2", threshold=0, max_len=8), threads=1)
+    assert (clf.threshold, clf.max_len) == (0.0, 8)
+
+
+def test_a_max_len_beyond_the_models_position_embeddings_is_one_error_at_load(tmp_path: Path) -> None:
+    """QA: "max_len": 100000 loaded, short texts ran, and a text of more than 510 sub-tokens failed with
+    an ONNX Runtime error (the shipped model has 512 position embeddings)."""
+    import shutil
+
+    from odcf.backends.token_classifier import DEFAULT_MODEL_DIR
+
+    folder = tmp_path / "m"
+    shutil.copytree(DEFAULT_MODEL_DIR, folder)
+    meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+    (folder / "metadata.json").write_text(json.dumps({**meta, "max_len": 100000}), encoding="utf-8")
+    with pytest.raises(StageError, match=rf'^compressor model {folder}/model.int8.onnx: {folder}/metadata.json: '
+                                         r'"max_len": 100000 is more than the model reads: a window of 100000 sub-tokens '
+                                         r'does not run \(ONNX Runtime: .*\); the longest that runs is 512 .*'
+                                         r'set max_len to at most 512$'):
+        TokenClassifier.load(folder, threads=1)
+    with pytest.raises(StageError, match=r": max_len=513 is more than the model reads: .* at most 512$"):
+        TokenClassifier.load(None, threads=1, max_len=513)
+    assert TokenClassifier.load(None, threads=1, max_len=512).max_len == 512
+    with pytest.raises(StageError, match=r"^compressor: max_len must be an integer of at least 8, got 'abc'$"):
+        TokenClassifier.load(None, threads=1, max_len="abc")
+
+
+def test_unreadable_metadata_and_tokenizer_files_are_one_clear_error(tmp_path: Path) -> None:
+    # QA: a tokenizer.json that is not JSON was a bare `Exception: expected ident` traceback; metadata
+    # that is not UTF-8 a UnicodeDecodeError traceback; an empty metadata.json said "Expecting value"
+    folder = _tiny_copy(tmp_path / "empty")
+    (folder / "metadata.json").write_text("  \n", encoding="utf-8")
+    with pytest.raises(StageError, match=r"^.*empty/metadata.json: cannot read model metadata: the file is empty$"):
+        TokenClassifier.load(folder, threads=1)
+    folder = _tiny_copy(tmp_path / "latin1")
+    (folder / "metadata.json").write_bytes(b'{"note": "caf\xe9"}')
+    with pytest.raises(StageError, match=r"latin1/metadata.json: cannot read model metadata: 'utf-8' codec can't decode"):
+        TokenClassifier.load(folder, threads=1)
+    for name, content in (("notjson", b"not json {"), ("notatokenizer", b"{}"), ("binary", b"\xff\xfe\x00\x01")):
+        folder = _tiny_copy(tmp_path / name, tokenizer="mytok", tokenizer_sha256=None)
+        (folder / "mytok").mkdir()
+        (folder / "mytok" / "tokenizer.json").write_bytes(content)
+        with pytest.raises(StageError, match=rf"^tokenizer {folder}/mytok/tokenizer.json: not a tokenizers file \(.+\)$"):
+            TokenClassifier.load(folder, threads=1)
+
+
+def test_an_onnx_file_that_is_not_onnx_is_one_clear_error(tmp_path: Path) -> None:
+    folder = _tiny_copy(tmp_path / "m")
+    (folder / "model.onnx").write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(StageError, match=r"^ONNX model .*m/model.onnx: cannot be loaded: .*INVALID_PROTOBUF"):
+        TokenClassifier.load(folder, threads=1)
+
+
+def _graph(folder: Path, *, inputs: tuple[str, ...] = ("input_ids",), labels: int | None = 2,
+           free: bool = False) -> Path:
+    """A graph that gives *labels* logits per input position (None: logits [batch, seq], no label axis);
+    *free*: the label axis reshaped at run time, so that its size is not known before a run."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Cast", [inputs[0]], ["f"], to=TensorProto.FLOAT)]
+    if labels is None:
+        nodes.append(helper.make_node("Identity", ["f"], ["logits"]))
+    else:
+        nodes += [helper.make_node("Unsqueeze", ["f", "axes"], ["f3"]),
+                  helper.make_node("Concat", ["f3"] * labels, ["c" if free else "logits"], axis=-1)]
+        if free:  # Reshape(c, Shape(f) + [-1])
+            nodes += [helper.make_node("Shape", ["f"], ["s"]), helper.make_node("Concat", ["s", "axes"], ["shp"], axis=0),
+                      helper.make_node("Reshape", ["c", "shp"], ["logits"])]
+    axes = ["batch", "seq"] + ([] if labels is None else ["labels" if free else labels])
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(i, TensorProto.INT64, ["batch", "seq"]) for i in inputs],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, axes)],
+        initializer=[numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder.mkdir(parents=True)
+    onnx.save(model, folder / "model.onnx")
+    (folder / "metadata.json").write_text(json.dumps({"file": "model.onnx", "max_len": 16}), encoding="utf-8")
+    return folder
+
+
+def test_an_onnx_graph_that_is_not_a_token_classifier_is_one_clear_error(tmp_path: Path) -> None:
+    # QA: a graph without input_ids was reported as a tokenizer mismatch; logits without a label axis
+    # were an IndexError traceback at the first text; three labels ran silently on the first two
+    assert TokenClassifier.load(_graph(tmp_path / "ok"), threads=1).word_probs(["a b"])[0].shape == (2,)
+    assert TokenClassifier.load(_graph(tmp_path / "okfree", free=True), threads=1).word_probs(["a b"])[0].shape == (2,)
+    with pytest.raises(StageError, match=r"ids/model.onnx: its inputs are \['ids'\]; a token classifier takes input_ids"):
+        TokenClassifier.load(_graph(tmp_path / "ids", inputs=("ids",)), threads=1)
+    with pytest.raises(StageError, match=r"rank2/model.onnx: its output logits has shape \['batch', 'seq'\]; "
+                                         r"a token classifier gives logits \[batch, seq, 2\]"):
+        TokenClassifier.load(_graph(tmp_path / "rank2", labels=None), threads=1)
+    with pytest.raises(StageError, match=r"three/model.onnx: its output logits has shape \['batch', 'seq', 3\]"):
+        TokenClassifier.load(_graph(tmp_path / "three", labels=3), threads=1)
+    # a label axis declared without a size: its size is checked on the first run (the load's probe)
+    with pytest.raises(StageError, match=r"free/model.onnx: gave logits of shape \[1, 3, 3\] for input_ids of "
+                                         r"shape \[1, 3\]; a token classifier gives \[batch, seq, 2\]"):
+        TokenClassifier.load(_graph(tmp_path / "free", labels=3, free=True), threads=1)

@@ -19,7 +19,7 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     data = write_corpus(tmp_path / "data")
     out = tmp_path / "eval.md"
     rc = main(["eval", "--data", str(data), "--model", str(TINY), "--work", str(tmp_path / "run"),
-               "--threads", "1", "--out", str(out), "--json", str(tmp_path / "eval.json"),
+               "--threads", "1", "--out", str(out), "--json", str(tmp_path / "new" / "eval.json"),
                "--compare", f"again={TINY}"])
     assert rc == 0
     md = out.read_text(encoding="utf-8")
@@ -27,7 +27,7 @@ def test_eval_command_writes_the_table(tmp_path: Path) -> None:
     assert "| again | " in md
     import json
 
-    res = json.loads((tmp_path / "eval.json").read_text())
+    res = json.loads((tmp_path / "new" / "eval.json").read_text())  # its folder made at the end
     wnut = res["sources"]["wnut17"]
     assert wnut["words"] == 3  # "We love Netflix!"
     assert wnut["rate_0.333"]["entity_kept"]["of"] == 1
