@@ -1629,6 +1629,76 @@ def _quotes_rule(sentence: str, *, quoting: bool = False) -> bool:
                for m in (_PROHIBITION_RE.search(sentence), CHAT_CONSTRAINT_RE.search(sentence)))
 
 
+#: A quotation mark opened after its lead-in, a reporting verb, "according to …" or a colon, and still open at the end
+#: of the sentence: 'Your FAQ says: "Items must be returned within 30 days.', 'The manual states “Never …' (the
+#: quotation goes on in the next sentence). Not a quotation closed in the sentence ('The label reads "Do not stack".').
+_OPEN_QUOTE_RE = re.compile(r"(?:(?<!\bI\s)(?<!\bwe\s)\b(?i:says?|said|states?|stated|reads|writes|wrote|warns?|warned"
+                            r"|according\s+to\b[^,;:.\"“”]*)|:)\s*[,:]?\s*[\"“][^\"“”]*$")
+
+
+#: A line ending in its lead-in to a quotation in the paragraph under it: "Your returns page says:", "According to
+#: your policy:" (not "Steps:", "Note:", "As I said:").
+_SAYS_COLON_RE = re.compile(r"(?:(?<!\bI\s)(?<!\bwe\s)\b(?i:says|states|stated|reads|writes|wrote|warns|warned)"
+                            r"|\b(?i:according\s+to)\b[^,;:.]*)\s*:\s*$")
+#: The writer in the first person singular: "Never call me before 9:00" after a quoted rule is the writer's own (a
+#: shop's rule speaks of "you", "we" and "us").
+_WRITER_RE = re.compile(r"\b(?:I|(?i:me|my|mine|myself))\b")
+#: A quotation mark, straight or curly (not an apostrophe).
+_QUOTE_MARK_RE = re.compile(r"[\"“”]")
+
+
+def _closes_quote(sentence: str) -> bool:
+    """Whether *sentence*, inside a quotation opened before it, closes it (an odd number of straight marks, or a
+    closing curly one)."""
+    return sentence.count('"') % 2 == 1 or "”" in sentence
+
+
+def quotation_goes_on(segments: Sequence[Segment]) -> dict[str, str]:
+    """{id: id of the sentence before it} for each sentence that goes on with a quotation the sentence before it, in
+    its paragraph, opened or went on with: inside a quotation mark a sentence before it opened after its lead-in
+    (:data:`_OPEN_QUOTE_RE`: 'The FAQ says: "Items must be returned within 30 days. Keep the receipt."'), or opening
+    with a prohibition right after a sentence that quotes a rule without quotation marks (:func:`_quotes_rule`:
+    "Your returns page says: Items must be returned within 30 days in their original condition. Never use the
+    retail box as the shipping box; …"), unless it speaks of its writer ("Never call me before 9:00",
+    :data:`_WRITER_RE`). Delivered without the sentence before it, such a sentence reads as its writer's own
+    instruction (QA: the second sentence of the shop's policy a customer quoted went out alone at 1/4). Not a
+    sentence after "Note: …", "Subject: …" or a colon over steps: no quotation opens there. And each later sentence
+    of the paragraph under a line ending in its lead-in ("Your returns page says:", :data:`_SAYS_COLON_RE`), whose
+    first goes with that line (:func:`odcf.stages.budget._antecedents`).
+
+    >>> from odcf.document import Segment
+    >>> texts = ["Your returns page says: Items must be returned within 30 days.", "Never use the retail box.",
+    ...          "Note: do not stack the boxes.", "Never lift them alone."]
+    >>> quotation_goes_on([Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+    ...                    for i, t in enumerate(texts)])
+    {'s1': 's0'}
+    """
+    out: dict[str, str] = {}
+    prev: Segment | None = None
+    inside = rule = False  # at the end of the sentence before: a quotation mark still open; it quoted a rule
+    block: tuple[str, int] | None = None  # the paragraph quoted under a line ending in "says:"
+    for seg in segments:
+        if (prev is None or seg.kind != "sentence" or prev.kind != "sentence" or prev.source_id != seg.source_id
+                or prev.paragraph != seg.paragraph):
+            inside = rule = False
+            block = ((seg.source_id, seg.paragraph) if prev is not None and seg.kind == prev.kind == "sentence"
+                     and prev.source_id == seg.source_id and seg.paragraph == prev.paragraph + 1
+                     and _SAYS_COLON_RE.search(prev.original) else None)
+        elif block is not None and block != (seg.source_id, seg.paragraph):
+            block = None
+        text = seg.original
+        goes_on = inside or (rule and _PROHIBITION_RE.match(text) is not None and _WRITER_RE.search(text) is None) or (
+            block is not None and prev is not None and prev.paragraph == seg.paragraph)
+        if goes_on and prev is not None:
+            out[seg.id] = prev.id
+        # where quotation marks say where the quotation ends, it ends there
+        rule = (seg.kind == "sentence" and not inside and not _QUOTE_MARK_RE.search(text)
+                and _quotes_rule(text, quoting=goes_on))
+        inside = seg.kind == "sentence" and (not _closes_quote(text) if inside else _OPEN_QUOTE_RE.search(text) is not None)
+        prev = seg
+    return out
+
+
 def states_user_constraint(sentence: str, *, to_agent: bool = True) -> bool:
     """Whether *sentence* states a constraint of the person writing it: a condition on how they are to be treated
     (:data:`USER_CONSTRAINT_RE`: "please do not call me", "我对青霉素过敏", "请勿致电给我"), or, said by a user or
