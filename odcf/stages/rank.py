@@ -1120,13 +1120,44 @@ def _older_dose(text: str, changes: Sequence[tuple[str, str, str]]) -> bool:
     nor "Glargine pen needles, 100 per box." (no dose), nor a limit (:data:`_DOSE_LIMIT_RE`: "Maximum furosemide dose
     on this ward is 80 mg", "never exceed paracetamol 4 g in 24 hours", QA s33 AA F3)."""
     for name, value, unit in changes:
-        rx = re.compile(r"\b" + re.escape(name) + r"\b[^.;:!?\n\d]{0,30}(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?("
-                        + _DOSE_UNITS + r")\b", re.IGNORECASE)
         if any(_DOSE_UNIT[m.group(2).casefold()] == unit and m.group(1).replace(",", "") != value
                and not _DOSE_LIMIT_RE.search(_clause_to(text, m.end()))
-               for m in rx.finditer(text)):
+               for m in _doses_of(name).finditer(text)):
             return True
     return False
+
+
+def _doses_of(name: str) -> re.Pattern[str]:
+    """A dose of the drug *name* (casefolded): its value (group 1) and unit (group 2) after its name."""
+    return re.compile(r"\b" + re.escape(name) + r"\b[^.;:!?\n\d]{0,30}(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?("
+                      + _DOSE_UNITS + r")\b", re.IGNORECASE)
+
+
+def _limits_only(text: str, changes: Sequence[tuple[str, str, str]]) -> bool:
+    """Whether every dose *text* gives of a drug one of *changes* (:func:`_dose_changes`) changes, in its unit, is a
+    limit (:data:`_DOSE_LIMIT_RE`): "Never exceed paracetamol 4 g per day because of her low body weight." for
+    ("paracetamol", "1", "g"). A change of the dose leaves the limit standing."""
+    limits = [bool(_DOSE_LIMIT_RE.search(_clause_to(text, m.end())))
+              for name, _, unit in changes for m in _doses_of(name).finditer(text)
+              if _DOSE_UNIT[m.group(2).casefold()] == unit]
+    return bool(limits) and all(limits)
+
+
+def _patients(segments: Sequence[Segment]) -> list[str | None]:
+    """For each segment, the patient whose block it is in (:data:`_PATIENT_RE`, "bed 3" for "Bed 3: …" and the
+    segments after it), up to the next such block, another heading or the end of its source; else None."""
+    out: list[str | None] = []
+    current: str | None = None
+    for k, seg in enumerate(segments):
+        if k and segments[k - 1].source_id != seg.source_id:
+            current = None
+        m = _PATIENT_RE.match(seg.text)
+        if m is not None:
+            current = " ".join(m.group(0).strip(" \t#*_-:(").casefold().replace(".", "").split())
+        elif seg.kind == "heading":
+            current = None
+        out.append(current)
+    return out
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
@@ -1171,6 +1202,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments], [_compact(seg.text) for seg in segments])
           if any(v or q for v, q in replaced.values()) or any(_ZH_ARTICLE_RE.search(segments[k].text) for k in fixes)
           else None)
+    patients = (_patients(segments) if any(_PATIENT_RE.match(seg.text) for seg in segments)
+                else [None] * len(segments))
+    by_id = {seg.id: seg for seg in segments}
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in cues[k] for w in words(m.group(0))}
@@ -1183,7 +1217,10 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         code = segments[k].kind == "code"
         window = [j for j in range(max(0, k - CORRECTION_WINDOW), k)
                   if j not in fixing and segments[j].kind != "heading" and not _in_diff(segments[j])
-                  and not (code and segments[j].kind == "code")]
+                  and not (code and segments[j].kind == "code")
+                  # a correction in one patient's block corrects nothing in another's ("Bed 4: … Correction:
+                  # paracetamol increased to 1 g …" had corrected Bed 3's paracetamol on the words they share)
+                  and not (patients[j] and patients[k] and patients[j] != patients[k])]
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found and k in changes:
@@ -1212,6 +1249,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # the current dose, the discharge list's 14 units left out (QA s33 T2)
         doses = _dose_changes(segments[k].text)
         if doses:
+            # a limit of the drug ("never exceed paracetamol 4 g per day") stands whatever its dose is changed to:
+            # it had been "corrected by" "Paracetamol increased to 1 g …" on the words they share
+            found = [sid for sid in found if not _limits_only(by_id[sid].text, doses)]
             stale = {segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
                      if segments[j].kind != "heading" and not _in_diff(segments[j])
                      and _same_section(segments, j, k) and _older_dose(segments[j].text, doses)}
