@@ -115,7 +115,12 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.plan.protection import ZH_CONNECTIVES, ZH_EXCEPTION_CONDITION
 from odcf.render import header, render
 from odcf.stages.base import Stage
-from odcf.stages.rank import _MESSAGE_HEADER_RE, _user_turns, pleasantries, quotation_goes_on
+from odcf.stages.rank import (
+    _MESSAGE_HEADER_RE,
+    _user_turns,
+    pleasantries,
+    quotation_goes_on,
+)
 from odcf.stages.segment.headings import (
     TITLE_VERBS,
     WHOLE_TITLE_RE,
