@@ -115,7 +115,12 @@ from odcf.plan.model import Plan, RoleContract
 from odcf.plan.protection import ZH_CONNECTIVES, ZH_EXCEPTION_CONDITION
 from odcf.render import header, render
 from odcf.stages.base import Stage
-from odcf.stages.rank import _MESSAGE_HEADER_RE, _user_turns, pleasantries
+from odcf.stages.rank import (
+    _MESSAGE_HEADER_RE,
+    _user_turns,
+    pleasantries,
+    quotation_goes_on,
+)
 from odcf.stages.segment.headings import (
     TITLE_VERBS,
     WHOLE_TITLE_RE,
@@ -1043,6 +1048,9 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
       delivered sentence there is written after its speaker's label, and speech opens many
       sentences with "But" that answer nothing in particular (pairing them cost QMSum evidence
       recall 0.619 -> 0.584 at 4x);
+    - a later sentence of a quotation ("Never use the retail box as the shipping box; …" after "Your returns
+      page says: Items must be returned within 30 days …": :func:`~odcf.stages.rank.quotation_goes_on`) -> the
+      sentence before it, so that the rule a customer quotes never goes alone as the customer's own;
     - a sentence opening a paragraph with a definite noun the paragraph above names ("The resolution
       was carried 5–2") -> the first sentence of that paragraph that names it (else its first);
       "No other exclusions apply." after a
@@ -1108,6 +1116,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
     by_id = {s.id: s for s in doc.segments}
     users = _user_turns(doc.segments)  # the lines of the one served by the other side (a customer, a patient)
+    quoted = quotation_goes_on(doc.segments)  # the later sentences of a quotation -> the sentence before each
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
@@ -1188,6 +1197,10 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             # a message's header line opens its message: it never goes with the message before it
             if stack:
                 out[seg.id] = stack[-1][1]  # "# Ticket CS-1001" over its messages
+        elif seg.id in quoted:
+            # "Never use the retail box as the shipping box; …" after "Your returns page says: Items must be
+            # returned within 30 days …": alone, the shop's rule the customer quotes reads as the customer's own
+            out[seg.id] = quoted[seg.id]
         elif (prev is not None and prev.source_id == seg.source_id and (
                 (seg.kind == "sentence" and prev.kind == "sentence")
                 # a long numbered paragraph cut into parts: "Her Honour characterised that decision …"

@@ -1120,13 +1120,44 @@ def _older_dose(text: str, changes: Sequence[tuple[str, str, str]]) -> bool:
     nor "Glargine pen needles, 100 per box." (no dose), nor a limit (:data:`_DOSE_LIMIT_RE`: "Maximum furosemide dose
     on this ward is 80 mg", "never exceed paracetamol 4 g in 24 hours", QA s33 AA F3)."""
     for name, value, unit in changes:
-        rx = re.compile(r"\b" + re.escape(name) + r"\b[^.;:!?\n\d]{0,30}(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?("
-                        + _DOSE_UNITS + r")\b", re.IGNORECASE)
         if any(_DOSE_UNIT[m.group(2).casefold()] == unit and m.group(1).replace(",", "") != value
                and not _DOSE_LIMIT_RE.search(_clause_to(text, m.end()))
-               for m in rx.finditer(text)):
+               for m in _doses_of(name).finditer(text)):
             return True
     return False
+
+
+def _doses_of(name: str) -> re.Pattern[str]:
+    """A dose of the drug *name* (casefolded): its value (group 1) and unit (group 2) after its name."""
+    return re.compile(r"\b" + re.escape(name) + r"\b[^.;:!?\n\d]{0,30}(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?("
+                      + _DOSE_UNITS + r")\b", re.IGNORECASE)
+
+
+def _limits_only(text: str, changes: Sequence[tuple[str, str, str]]) -> bool:
+    """Whether every dose *text* gives of a drug one of *changes* (:func:`_dose_changes`) changes, in its unit, is a
+    limit (:data:`_DOSE_LIMIT_RE`): "Never exceed paracetamol 4 g per day because of her low body weight." for
+    ("paracetamol", "1", "g"). A change of the dose leaves the limit standing."""
+    limits = [bool(_DOSE_LIMIT_RE.search(_clause_to(text, m.end())))
+              for name, _, unit in changes for m in _doses_of(name).finditer(text)
+              if _DOSE_UNIT[m.group(2).casefold()] == unit]
+    return bool(limits) and all(limits)
+
+
+def _patients(segments: Sequence[Segment]) -> list[str | None]:
+    """For each segment, the patient whose block it is in (:data:`_PATIENT_RE`, "bed 3" for "Bed 3: …" and the
+    segments after it), up to the next such block, another heading or the end of its source; else None."""
+    out: list[str | None] = []
+    current: str | None = None
+    for k, seg in enumerate(segments):
+        if k and segments[k - 1].source_id != seg.source_id:
+            current = None
+        m = _PATIENT_RE.match(seg.text)
+        if m is not None:
+            current = " ".join(m.group(0).strip(" \t#*_-:(").casefold().replace(".", "").split())
+        elif seg.kind == "heading":
+            current = None
+        out.append(current)
+    return out
 
 
 def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
@@ -1171,6 +1202,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     zh = ((_articles(segments), [_zh_values(seg.text) for seg in segments], [_compact(seg.text) for seg in segments])
           if any(v or q for v, q in replaced.values()) or any(_ZH_ARTICLE_RE.search(segments[k].text) for k in fixes)
           else None)
+    patients = (_patients(segments) if any(_PATIENT_RE.match(seg.text) for seg in segments)
+                else [None] * len(segments))
+    by_id = {seg.id: seg for seg in segments}
     out: dict[str, list[str]] = {}
     for k in fixes:
         cue = {w for m in cues[k] for w in words(m.group(0))}
@@ -1183,7 +1217,10 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         code = segments[k].kind == "code"
         window = [j for j in range(max(0, k - CORRECTION_WINDOW), k)
                   if j not in fixing and segments[j].kind != "heading" and not _in_diff(segments[j])
-                  and not (code and segments[j].kind == "code")]
+                  and not (code and segments[j].kind == "code")
+                  # a correction in one patient's block corrects nothing in another's ("Bed 4: … Correction:
+                  # paracetamol increased to 1 g …" had corrected Bed 3's paracetamol on the words they share)
+                  and not (patients[j] and patients[k] and patients[j] != patients[k])]
         # where the correction says what the value was and a segment holds it, that is what it corrects
         found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
         if not found and k in changes:
@@ -1212,6 +1249,9 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         # the current dose, the discharge list's 14 units left out (QA s33 T2)
         doses = _dose_changes(segments[k].text)
         if doses:
+            # a limit of the drug ("never exceed paracetamol 4 g per day") stands whatever its dose is changed to:
+            # it had been "corrected by" "Paracetamol increased to 1 g …" on the words they share
+            found = [sid for sid in found if not _limits_only(by_id[sid].text, doses)]
             stale = {segments[j].id for j in range(max(0, k - CORRECTION_WINDOW), k)
                      if segments[j].kind != "heading" and not _in_diff(segments[j])
                      and _same_section(segments, j, k) and _older_dose(segments[j].text, doses)}
@@ -1627,6 +1667,76 @@ def _quotes_rule(sentence: str, *, quoting: bool = False) -> bool:
     return any(m is not None and (_quoted(sentence, m.start()) or quoting and m.re is _PROHIBITION_RE
                                   and m.start() == 0)
                for m in (_PROHIBITION_RE.search(sentence), CHAT_CONSTRAINT_RE.search(sentence)))
+
+
+#: A quotation mark opened after its lead-in, a reporting verb, "according to …" or a colon, and still open at the end
+#: of the sentence: 'Your FAQ says: "Items must be returned within 30 days.', 'The manual states “Never …' (the
+#: quotation goes on in the next sentence). Not a quotation closed in the sentence ('The label reads "Do not stack".').
+_OPEN_QUOTE_RE = re.compile(r"(?:(?<!\bI\s)(?<!\bwe\s)\b(?i:says?|said|states?|stated|reads|writes|wrote|warns?|warned"
+                            r"|according\s+to\b[^,;:.\"“”]*)|:)\s*[,:]?\s*[\"“][^\"“”]*$")
+
+
+#: A line ending in its lead-in to a quotation in the paragraph under it: "Your returns page says:", "According to
+#: your policy:" (not "Steps:", "Note:", "As I said:").
+_SAYS_COLON_RE = re.compile(r"(?:(?<!\bI\s)(?<!\bwe\s)\b(?i:says|states|stated|reads|writes|wrote|warns|warned)"
+                            r"|\b(?i:according\s+to)\b[^,;:.]*)\s*:\s*$")
+#: The writer in the first person singular: "Never call me before 9:00" after a quoted rule is the writer's own (a
+#: shop's rule speaks of "you", "we" and "us").
+_WRITER_RE = re.compile(r"\b(?:I|(?i:me|my|mine|myself))\b")
+#: A quotation mark, straight or curly (not an apostrophe).
+_QUOTE_MARK_RE = re.compile(r"[\"“”]")
+
+
+def _closes_quote(sentence: str) -> bool:
+    """Whether *sentence*, inside a quotation opened before it, closes it (an odd number of straight marks, or a
+    closing curly one)."""
+    return sentence.count('"') % 2 == 1 or "”" in sentence
+
+
+def quotation_goes_on(segments: Sequence[Segment]) -> dict[str, str]:
+    """{id: id of the sentence before it} for each sentence that goes on with a quotation the sentence before it, in
+    its paragraph, opened or went on with: inside a quotation mark a sentence before it opened after its lead-in
+    (:data:`_OPEN_QUOTE_RE`: 'The FAQ says: "Items must be returned within 30 days. Keep the receipt."'), or opening
+    with a prohibition right after a sentence that quotes a rule without quotation marks (:func:`_quotes_rule`:
+    "Your returns page says: Items must be returned within 30 days in their original condition. Never use the
+    retail box as the shipping box; …"), unless it speaks of its writer ("Never call me before 9:00",
+    :data:`_WRITER_RE`). Delivered without the sentence before it, such a sentence reads as its writer's own
+    instruction (QA: the second sentence of the shop's policy a customer quoted went out alone at 1/4). Not a
+    sentence after "Note: …", "Subject: …" or a colon over steps: no quotation opens there. And each later sentence
+    of the paragraph under a line ending in its lead-in ("Your returns page says:", :data:`_SAYS_COLON_RE`), whose
+    first goes with that line (:func:`odcf.stages.budget._antecedents`).
+
+    >>> from odcf.document import Segment
+    >>> texts = ["Your returns page says: Items must be returned within 30 days.", "Never use the retail box.",
+    ...          "Note: do not stack the boxes.", "Never lift them alone."]
+    >>> quotation_goes_on([Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+    ...                    for i, t in enumerate(texts)])
+    {'s1': 's0'}
+    """
+    out: dict[str, str] = {}
+    prev: Segment | None = None
+    inside = rule = False  # at the end of the sentence before: a quotation mark still open; it quoted a rule
+    block: tuple[str, int] | None = None  # the paragraph quoted under a line ending in "says:"
+    for seg in segments:
+        if (prev is None or seg.kind != "sentence" or prev.kind != "sentence" or prev.source_id != seg.source_id
+                or prev.paragraph != seg.paragraph):
+            inside = rule = False
+            block = ((seg.source_id, seg.paragraph) if prev is not None and seg.kind == prev.kind == "sentence"
+                     and prev.source_id == seg.source_id and seg.paragraph == prev.paragraph + 1
+                     and _SAYS_COLON_RE.search(prev.original) else None)
+        elif block is not None and block != (seg.source_id, seg.paragraph):
+            block = None
+        text = seg.original
+        goes_on = inside or (rule and _PROHIBITION_RE.match(text) is not None and _WRITER_RE.search(text) is None) or (
+            block is not None and prev is not None and prev.paragraph == seg.paragraph)
+        if goes_on and prev is not None:
+            out[seg.id] = prev.id
+        # where quotation marks say where the quotation ends, it ends there
+        rule = (seg.kind == "sentence" and not inside and not _QUOTE_MARK_RE.search(text)
+                and _quotes_rule(text, quoting=goes_on))
+        inside = seg.kind == "sentence" and (not _closes_quote(text) if inside else _OPEN_QUOTE_RE.search(text) is not None)
+        prev = seg
+    return out
 
 
 def states_user_constraint(sentence: str, *, to_agent: bool = True) -> bool:

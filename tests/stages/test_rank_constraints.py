@@ -214,3 +214,81 @@ def test_a_users_own_prohibition_after_a_quoted_rule_in_another_paragraph_or_aft
             for i, (t, p) in enumerate([("assistant: Hi.", 0), ("user: Your FAQ says: do not reply to this mail.", 1),
                                         ("user: Never email the client directly.", 2)])]
     assert list(constraint_reasons(segs)) == ["s2"]
+
+
+THREAD_QUOTED_POLICY = """# Ticket #90417 — Return of a damaged stand mixer
+
+Message 1 — Customer (Helena Brandt), 2025-03-10 09:14
+
+Hello, I ordered a KitchenPro stand mixer (order #W61877, EUR 429.00) on 2 March and it arrived on 7 March with a cracked bowl lock. Your returns page says: Items must be returned within 30 days of delivery in their original condition, with all accessories, manuals and packaging inserts included. Never use the retail box as the shipping box; put it inside a shipping carton. I would like a replacement rather than a refund, and please deliver it after 17:00 on a weekday, as nobody is home before then.
+
+Message 2 — Agent (Jonas Weber), 2025-03-10 11:02
+
+Thank you for the photos, Helena, and sorry about the bowl lock. I have issued RMA 5520-8841 for order #W61877: print the label from this mail, tape it to the outer carton and drop the parcel at a DHL point by 24 March. A replacement mixer is reserved for you and ships as soon as the return is scanned.
+
+Message 3 — Customer (Helena Brandt), 2025-03-10 12:30
+
+Thanks. I no longer have a printer at home. Can the DHL point print the label for me?
+
+Message 4 — Agent (Jonas Weber), 2025-03-10 13:05
+
+Yes: show the QR code in this mail at the counter and they will print the label. I have also noted the evening delivery window on the replacement order.
+
+Message 5 — Customer (Helena Brandt), 2025-03-12 18:20
+
+I dropped the parcel at the DHL point on Hauptstrasse today, receipt number 00340434161234. When will the replacement ship?
+
+Message 6 — Agent (Jonas Weber), 2025-03-13 08:45
+
+The return was scanned this morning. The replacement ships today with tracking number 1Z999AA10123456784 and will be delivered on 14 March between 17:00 and 20:00.
+"""
+
+
+@pytest.mark.parametrize("budget", [100, 104, 108, 116, 166, 206])
+def test_a_quoted_policys_later_sentence_is_never_delivered_without_its_lead_in(budget):
+    # QA: at about 1/4 "Never use the retail box as the shipping box; …", the second sentence of the shop's policy the
+    # customer quotes after "Your returns page says:", went out alone as filler (99-110, 163-169, 203-208 of 464
+    # tokens), and read as the customer's own instruction
+    r = Compressor.from_ontology("customer_service").compress(THREAD_QUOTED_POLICY, budget=budget, timings=False)
+    assert "Never use the retail box" not in r.text or "Your returns page says: Items must" in r.text, r.text
+    assert "please deliver it after 17:00" in r.text, r.text
+
+
+def quotation_goes_on(segments):
+    from odcf.stages.rank import quotation_goes_on as goes_on
+
+    return goes_on(segments)
+
+
+@pytest.mark.parametrize(("sentences", "tied"), [
+    (["Your returns page says: Items must be returned within 30 days.", "Never use the retail box as the shipping box."],
+     {"s1": "s0"}),
+    (["According to your policy: items must be returned within 30 days.", "Do not send them without an RMA number."],
+     {"s1": "s0"}),
+    (['Your FAQ says: "Items must be returned within 30 days.', 'Returns must include the original receipt."',
+      "Never call me before 9:00."], {"s1": "s0"}),
+    (["The manual states “Keep the unit upright.", "Do not lay it on its side.”", "Do not close the ticket."],
+     {"s1": "s0"}),
+    (["Your returns page says: Items must be returned within 30 days.", "Never call me before 9:00."], {}),
+    # a colon over steps, a note, a header, the writer's own words, a closed quotation, inches: no quotation goes on
+    (["To return the mixer: unplug it and let it cool.", "Do not use the retail box."], {}),
+    (["Note: do not stack the boxes.", "Never lift them alone."], {}),
+    (["Subject: Do not ship order #W61877", "Never mind the earlier mail."], {}),
+    (["As I said: never call after 8 pm.", "Do not email me either."], {}),
+    (['The label reads "Do not stack", so I left it upright.', "Never send it by post."], {}),
+    (['The 27" monitor arrived with a dead pixel.', "Do not send another one."], {}),
+])
+def test_which_sentences_go_on_with_a_quotation(sentences, tied):
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence")
+            for i, t in enumerate(sentences)]
+    assert quotation_goes_on(segs) == tied
+
+
+def test_the_paragraph_under_a_line_ending_in_says_goes_on_with_it_and_one_under_steps_does_not():
+    paras = [["My mixer arrived broken.", "Your returns page says:"],
+             ["Items must be returned within 30 days.", "Never use the retail box as the shipping box."],
+             ["Please deliver it after 17:00.", "Thanks."], ["To return it:"], ["Unplug the mixer.", "Never use tape."]]
+    placed = [(p, t) for p, para in enumerate(paras) for t in para]
+    segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=p)
+            for i, (p, t) in enumerate(placed)]
+    assert quotation_goes_on(segs) == {"s3": "s2"}

@@ -123,3 +123,37 @@ def test_a_planned_change_is_no_change():
          "today is 98 µmol/L, so no change is needed."),
     ])
     assert links == {}
+
+
+def test_a_correction_in_one_patients_block_corrects_nothing_in_anothers_on_shared_words():
+    # QA: in a ward handover with no headings, Bed 4's "Correction: paracetamol …" was linked to Bed 3's paracetamol
+    # on the words (or the dose) they share, and Bed 3's sentence went only with Bed 4's correction
+    assert _links([
+        "Bed 3: Mrs Elin Sand, 81, hip fracture; regular paracetamol for pain, physiotherapist review booked.",
+        "Bed 4: Mr Arvid Holm, 67, pneumonia.",
+        "Correction: paracetamol stopped, physiotherapist review cancelled.",
+    ]) == {}
+    assert _links([
+        "Bed 3: Mrs Elin Sand, 81, hip fracture; paracetamol 500 mg four times daily.",
+        "Bed 4: Mr Arvid Holm, 67, pneumonia.",
+        "Correction: paracetamol 1 g, not 500 mg.",
+    ]) == {}
+    # the same patient's block still: a later "Bed 3" line is Bed 3's
+    assert _links([
+        "Bed 3: Mrs Elin Sand, 81, hip fracture; paracetamol 500 mg four times daily.",
+        "Bed 4: Mr Arvid Holm, 67, pneumonia.",
+        "Bed 3 update: correction, paracetamol 1 g, not 500 mg.",
+    ]) == {"s2": ["s0"]}
+
+
+def test_a_limit_of_a_drug_is_not_corrected_by_a_change_of_its_dose_on_shared_words():
+    # QA: "Never exceed paracetamol 4 g per day …" was "corrected by" "Paracetamol increased to 1 g …" on the words
+    # they share, and went only with it, as if the limit had changed
+    for change in ("Paracetamol increased to 1 g four times daily, her body weight allows it.",
+                   "Correction: paracetamol increased to 1 g four times daily, her body weight allows it."):
+        assert _links(["Bed 3: Mrs Elin Sand, 81, hip fracture.",
+                       "Never exceed paracetamol 4 g per day because of her low body weight.", change]) == {}
+    # an older dose beside the limit is still stale
+    assert _links(["Bed 3: Mrs Elin Sand, 81, hip fracture.",
+                   "Paracetamol 0.5 g four times daily; never exceed paracetamol 4 g per day.",
+                   "Paracetamol increased to 1 g four times daily."]) == {"s2": ["s1"]}
