@@ -33,7 +33,9 @@ Facts are pulled out as (entity, attribute, value) triples with simple patterns:
   ``Number``: ``claim_id``, ``policyNumber``) is an entity, qualified by its parents' ids and its ``date``;
   each scalar leaf under it is an attribute (its key path, ``_`` read as a space).
 
-Values are normalized (``$1,200.00`` → ``1200``, ``canceled`` → ``cancelled``) before comparing.
+Values are normalized (``$1,200.00`` → ``1200``, ``USD 40k`` → ``40000``, ``canceled`` → ``cancelled``) before
+comparing, an amount with its currency (:func:`money_currency`): the same figure in two currencies is two values
+(``40000 USD``, ``40000 EUR``), a figure that names none is the same as it in any one.
 Two items that state different values for the same entity and attribute are a conflict: both
 stay in the handoff, and the conflict is listed with each value's source, time and confidence.
 
@@ -70,8 +72,11 @@ _ID_PATTERNS = (
 #: capitals before the amount is its kind as after it"), a code or "dollars" after it, or a Chinese amount. QA: without
 #: the code before, "costs EUR 1,450." was no value, so its bullet read "costs EUR …" with the amount gone, and two
 #: tools' "EUR 1,450" and "EUR 1,950" for one order were no conflict while "$1,450" and "$1,950" were.
-_MONEY = (r"(?:[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?|\b(?-i:" + _CURRENCY_CODES + r")\s?\d[\d,]*(?:\.\d+)?"
-          r"|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?)"
+#: A figure may end in a thousands or millions suffix written onto it ("USD 40k", "€2.5m", "$1.2bn"): read without
+#: it, "USD 40k" was "USD 40" and conflicted with "USD 40,000".
+_FIGURE = r"\d[\d,]*(?:\.\d+)?(?:(?:k|m|bn)\b)?"
+_MONEY = (r"(?:[$€£¥￥]\s?" + _FIGURE + r"|\b(?-i:" + _CURRENCY_CODES + r")\s?" + _FIGURE
+          + r"|" + _FIGURE + r"\s?(?:USD|EUR|GBP|dollars?)"
           r"|(?:人民币|美元|欧元)?\d[\d,]*(?:\.\d+)?\s?(?:亿元|万元|元)|(?:人民币|美元|欧元)\d[\d,]*(?:\.\d+)?)")
 _MONTHS = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|Jun(?:e)?|Jul(?:y)?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
 _DATE = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTHS}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|\d{{1,2}} {_MONTHS}(?: \d{{4}})?)"
@@ -159,6 +164,7 @@ class Fact:
     value: str          # normalized, used for comparison
     raw: str            # as written
     item: str
+    currency: str | None = None  # an amount's currency (:func:`money_currency`), None when it names none
 
 
 @dataclass(frozen=True)
@@ -260,8 +266,10 @@ def normalize_value(kind: str, raw: str) -> str:
     r = raw.strip()
     if kind == "money":
         num = re.sub(r"[^\d.]", "", r.replace(",", ""))
+        suffix = _SUFFIX_RE.search(r)
+        scale = _SCALE[suffix.group(1).lower()] if suffix else 1e8 if "亿" in r else 1e4 if "万" in r else 1
         try:
-            f = float(num) * (1e8 if "亿" in r else 1e4 if "万" in r else 1)
+            f = float(num) * scale
         except ValueError:
             return r.lower()
         return f"{f:.2f}".rstrip("0").rstrip(".")
@@ -278,6 +286,29 @@ def normalize_value(kind: str, raw: str) -> str:
         if m:
             return f"{normalize_value('money', m.group(1))} {m.group(2).lower().rstrip('s')}"
     return r.lower()
+
+
+#: A thousands or millions suffix written onto a figure ("40k", "2.5m", "1.2bn"), and what it multiplies by.
+_SUFFIX_RE = re.compile(r"\d(k|m|bn)\b", re.IGNORECASE)
+_SCALE = {"k": 1e3, "m": 1e6, "bn": 1e9}
+#: An amount's currency, by its sign, ISO code or name (sign, code and name of one currency are one: "€40,000",
+#: "EUR 40,000" and "40,000 EUR" are all EUR). "¥" (yen or yuan) and a bare "元" name none for sure, and a "$"
+#: after a letter ("A$", "C$", "HK$") is not the US dollar's.
+_CURRENCY_SIGN = {"$": "USD", "€": "EUR", "£": "GBP", "dollar": "USD", "dollars": "USD", "RMB": "CNY", "人民币": "CNY",
+                  "美元": "USD", "欧元": "EUR"}
+_CURRENCY_OF_RE = re.compile(r"(?<![A-Za-z])\$|[€£]|\b(?-i:(" + _CURRENCY_CODES + r"))\b|\b(dollars?)\b|人民币|美元|欧元",
+                             re.IGNORECASE)
+
+
+def money_currency(raw: str, before: str = "") -> str | None:
+    """The ISO code of the currency an amount as written (an :data:`_MONEY` match, *before* the text before it) is
+    in, or None when it names none for sure: ``$40,000`` -> USD, ``€40,000`` / ``EUR 40,000`` / ``40,000 EUR`` ->
+    EUR, ``40,000`` -> None; ``$40,000`` after "A" (``A$40,000``) -> None."""
+    m = _CURRENCY_OF_RE.search(before[-1:] + raw)
+    if m is None:
+        return None
+    word = m.group(1) or (m.group(2).lower() if m.group(2) else m.group(0))
+    return _CURRENCY_SIGN.get(word, word)
 
 
 _MONTH_NUM = {m: i for i, m in enumerate(
@@ -313,6 +344,22 @@ def _same_precision(values: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
     out: dict[str, list[Fact]] = {}
     for k, fs in values.items():
         out.setdefault(k[-5:], []).extend(fs)
+    return out
+
+
+def _by_currency(values: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
+    """*values* with an amount stated in two currencies split by currency ("40000 EUR", "40000 USD"): the same figure
+    in euros and in dollars is two values, not one (QA: "budget EUR 40,000" and "budget USD 40,000" were no
+    conflict). An amount that names no currency (``40,000``, a JSON number) stays with the figure: it is the same
+    value as one currency, and one of several as much as another."""
+    out: dict[str, list[Fact]] = {}
+    for v, facts in values.items():
+        currencies = sorted({f.currency for f in facts if f.currency})
+        if len(currencies) < 2:
+            out.setdefault(v, []).extend(facts)
+            continue
+        for f in facts:
+            out.setdefault(f"{v} {f.currency}" if f.currency else v, []).append(f)
     return out
 
 
@@ -425,8 +472,9 @@ def text_facts(item_id: str, text: str, id_patterns: Sequence[IdPattern]) -> lis
             spans.append((m.start(), m.end()))
             if recurring and kind in ("date", "size"):
                 continue  # "nightly", "again", "every": one of several occurrences, not the entity's only value
-            found.append((Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id),
-                          kind, m.end(), own[:2]))
+            cur = money_currency(raw, sent[:m.start()]) if kind == "money" else None
+            found.append((Fact(entity=ent, attribute=attr, value=normalize_value(kind, raw), raw=raw, item=item_id,
+                               currency=cur), kind, m.end(), own[:2]))
         out += _occurrences(sent, found, ids)
         # "Host srv-fin-02 downtime is 31 hours": a subject named right after the identifier
         for s, e, name in ids:
@@ -530,7 +578,8 @@ def _subject_facts(item_id: str, clause: str, *, entity: str = "",
         if kind == "number":  # "2,448" = "2448", "3 nights" = "3 night" (units compared singular)
             unit = (m.group("unit") or "").strip().lower()
             value = " ".join(x for x in (normalize_value("money", m.group("number")), unit.rstrip("s")) if x)
-        out.append((Fact(entity=entity, attribute=subject, value=value, raw=raw.strip(), item=item_id),
+        cur = money_currency(raw, clause[:m.start(kind)]) if kind == "money" else None
+        out.append((Fact(entity=entity, attribute=subject, value=value, raw=raw.strip(), item=item_id, currency=cur),
                     (m.start(kind), m.end("unit") if kind == "number" and m.group("unit") else m.end(kind))))
     return out
 
@@ -599,7 +648,7 @@ def find_conflicts(items: Iterable[HandoffItem], *, plan: Any = None) -> tuple[C
             table.setdefault((f.entity, f.attribute), {}).setdefault(f.value, []).append(f)
     out: list[Conflict] = []
     for (entity, attr), values in table.items():
-        values = _same_precision(values)
+        values = _by_currency(_same_precision(values))
         if len(values) < 2:
             continue
         per_item: dict[str, set[str]] = {}

@@ -602,7 +602,7 @@ def _mark_handoff_cuts(record: dict[str, Any], prep: _Prepared, batch: ItemBatch
 def _history_entries(layered: Any, record: Mapping[str, Any] | None, document: Document | None,
                      counter: Any) -> list[dict[str, Any]]:
     """``handoff.history``: each turn as layered (``layered_as``: verbatim, condensed, bullet) and
-    as delivered: ``mode`` is ``dropped`` (``tokens_out`` 0) when the budget left the turn out,
+    as delivered: ``mode`` is ``dropped`` (``tokens_out`` 0, ``reason`` the budget's) when the budget left the turn out,
     ``trimmed`` when it kept only part of it, the layered mode otherwise; ``tokens_out`` is what
     was delivered (the layering alone without *record*)."""
     out = [t.to_dict() for t in layered.turns]
@@ -622,6 +622,10 @@ def _history_entries(layered: Any, record: Mapping[str, Any] | None, document: D
             continue
         if not live:
             entry["mode"], entry["tokens_out"] = "dropped", 0
+            # why, as the budget said it of the turn's first segment ("no room …", "is corrected by …")
+            reason = next(("; ".join(s.reasons) for s in mine if s.reasons), None)
+            if reason:
+                entry["reason"] = reason
         elif len(live) < len(mine):
             entry["mode"] = "trimmed"
             src = by_id.get(t.item.id)

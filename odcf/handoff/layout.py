@@ -14,6 +14,7 @@ from odcf.handoff.history import BULLET_CAP, LayeredHistory, LayeredTurn, layer_
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.mandatory import MandatoryDecision
 from odcf.handoff.reasoning import ReasoningCut
+from odcf.handoff.stage import STALE_BELOW
 from odcf.handoff.state import CompactState
 from odcf.plan.model import Plan
 from odcf.tokens import TokenCounter
@@ -100,11 +101,14 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
         first_t, last_t = layered.bullets[0].turn, layered.bullets[-1].turn
         # a user's constraint ranks with the newest turn however old it is (see HandoffPriority)
         keep = [k for k, t in enumerate(layered.bullets) if t.constraint]
+        # ... but one whose value a later turn changed just below the others (HandoffPriority)
+        stale = [k for k, t in enumerate(layered.bullets) if t.constraint and t.corrected_by]
         history.append(Source(id=EARLIER_ID, text=layered.bullet_text(), kind="text", layer="history",
                               origin=f"odcf:history turns {first_t}–{last_t} as bullets",
                               # its source line names the turns, the record what became of each: no
                               # […n items] for the older ones left out (odcf.stages.segment.items)
                               meta={"handoff_order": "ascending", "handoff_constraint_bullets": keep,
+                                    "handoff_stale_bullets": stale,
                                     "handoff_bullet_turns": [t.turn for t in layered.bullets],
                                     "handoff_corrected_by": _corrected_by(layered.bullets),
                                     "list_marks": False}))
@@ -115,8 +119,9 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
                 "handoff_corrected_by": _corrected_by((t,))}
         if t.constraint:
             # a user's constraint ("do not …", "make sure … are not alarmed") ranks with the newest
-            # turn and is kept without the turns after it (which link to it as before)
-            meta.update(handoff_score=1.0, handoff_constraint=True)
+            # turn and is kept without the turns after it (which link to it as before); one whose value a
+            # later turn changed, just below the other constraints (see HandoffPriority)
+            meta.update(handoff_score=1.0 - (STALE_BELOW if t.corrected_by else 0.0), handoff_constraint=True)
         history.append(t.item.to_source(text=t.text, kind="chat", meta=meta))
     return first + state_sources + facts + drafts + history
 

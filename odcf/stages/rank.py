@@ -872,12 +872,21 @@ def _units(text: str) -> dict[str, set[str | None]]:
     return out
 
 
-def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict[str, set[str | None]]) -> bool:
+def _same_value(shared: set[str], mine: dict[str, set[str | None]], theirs: dict[str, set[str | None]],
+                mine_cur: Mapping[str, set[str]] | None = None, theirs_cur: Mapping[str, set[str]] | None = None) -> bool:
     """Whether a number both hold names the same value: written with a common unit, or without a
-    unit on one side ("not 34" and "34 x €24"); "64 MB" is not "64 GB"."""
+    unit on one side ("not 34" and "34 x €24"); "64 MB" is not "64 GB". With the currencies of each side's numbers
+    (*mine_cur*, *theirs_cur*: :func:`_currencies`), a figure in one currency is not the same figure in another
+    ("$40,000" is no "€40,000"), and in one currency its name after it is no unit of its own ("40,000 EUR" is
+    "€40,000 total")."""
     for key in shared:
         n = key.split(" ", 1)[0]
+        ca, cb = (mine_cur or {}).get(n, set()), (theirs_cur or {}).get(n, set())
+        if ca and cb and not ca & cb:
+            continue
         a, b = mine.get(n, {None}), theirs.get(n, {None})
+        if ca and cb:
+            a, b = _without_currency(a), _without_currency(b)
         if None in a or None in b or a & b:
             return True
     return False
@@ -950,7 +959,42 @@ _CURRENCY_KIND = {
     **dict.fromkeys(("£", "gbp", "pound", "pounds"), "gbp"),
     **dict.fromkeys(("¥", "jpy", "yen"), "jpy"),
     **dict.fromkeys(("chf", "franc", "francs"), "chf"),
+    **dict.fromkeys(("cny", "rmb", "yuan"), "cny"),
 }
+
+#: The ISO codes of :data:`_CURRENCY_CODES`, lowercased as a unit after a figure is (not "try", a word as often).
+_CURRENCY_CODE_SET = frozenset(_CURRENCY_CODES.lower().split("|")) - {"try"}
+#: A currency sign or ISO code right before a figure (in figures, :func:`_as_figures`): "€40000", "EUR 40000"; not a
+#: "$" after a letter ("A$", "HK$": not the US dollar's, :data:`_CURRENCY_KIND`).
+_CURRENCY_FIGURE_RE = re.compile(r"(?:(?<![A-Za-z])([€$£¥])|\b(?-i:(" + _CURRENCY_CODES + r")))\s?(\d[\d,.]*\d(?::\d\d)*|\d)")
+
+
+def _currency_of(unit: str | None) -> str | None:
+    """The currency a unit after a figure names ("eur", "euros", "chf"), as :data:`_CURRENCY_KIND` names it, or None."""
+    if not unit:
+        return None
+    return _CURRENCY_KIND.get(unit) or (unit if unit in _CURRENCY_CODE_SET else None)
+
+
+def _without_currency(units: set[str | None]) -> set[str | None]:
+    """*units* with a currency's name read as no unit: "40000 EUR" is written with none but its currency."""
+    return {None if _currency_of(u) else u for u in units}
+
+
+def _currencies(text: str, units: Mapping[str, set[str | None]]) -> dict[str, set[str]]:
+    """The currencies each number of *text* (in figures, :func:`_as_figures`; *units*, its :func:`_units`) is written
+    in: by a sign or code before it or a code or name after it ("€40000", "EUR 40000", "40000 euros" -> eur)."""
+    out: dict[str, set[str]] = {}
+    for m in _CURRENCY_FIGURE_RE.finditer(text):
+        kind = m.group(1) or m.group(2).lower()
+        if kind == "¥":
+            continue  # yen or yuan: no currency for sure
+        out.setdefault(m.group(3).rstrip(".,"), set()).add(_CURRENCY_KIND.get(kind, kind))
+    for n, us in units.items():
+        for u in us:
+            if (cur := _currency_of(u)) is not None:
+                out.setdefault(n, set()).add(cur)
+    return out
 
 
 def _value_kinds(text: str) -> set[str]:
@@ -1189,6 +1233,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
     figures = [_as_figures(seg.text) for seg in segments]
     keys = [_keys(t) for t in figures]
     units = [_units(t) for t in figures]
+    currencies = [_currencies(t, u) for t, u in zip(figures, units)]
     changes = {k for k in fixes if any(m.re is _CHAT_CHANGE_RE for m in cues[k])}
     kinds = [_value_kinds(t) for t in figures] if changes else []
     for k in changes:  # a change's own: those of the value it gives, not of the rest of its sentence
@@ -1210,8 +1255,13 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         cue = {w for m in cues[k] for w in words(m.group(0))}
         mine_words = {w for w in keys[k][0] - cue if df[w] <= CORRECTION_RARE}
         mine_numbers = {n for n in keys[k][1] if df[n] <= CORRECTION_RARE}
-        old = set().union(*(_keys(_as_figures(v))[1] for m in _OLD_VALUE_RE.finditer(segments[k].text)
-                            for v in m.groups() if v))
+        olds = [_as_figures(v) for m in _OLD_VALUE_RE.finditer(segments[k].text) for v in m.groups() if v]
+        old = set().union(*(_keys(v)[1] for v in olds))
+        # the currencies of the values it says were there before: "(previously $40,000)" holds no "€40,000"
+        old_cur: dict[str, set[str]] = {}
+        for v in olds:
+            for n, cur in _currencies(v, _units(v)).items():
+                old_cur.setdefault(n, set()).update(cur)
         named = [p for p in (_subject(m.group(1)) for m in _CHANGED_SUBJECT_RE.finditer(segments[k].text)) if p]
         # code corrects no code before it (two parts of a program that hold one constant are no erratum)
         code = segments[k].kind == "code"
@@ -1222,7 +1272,8 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
                   # paracetamol increased to 1 g …" had corrected Bed 3's paracetamol on the words they share)
                   and not (patients[j] and patients[k] and patients[j] != patients[k])]
         # where the correction says what the value was and a segment holds it, that is what it corrects
-        found = [segments[j].id for j in window if old and _same_value(old & keys[j][1], units[k], units[j])]
+        found = [segments[j].id for j in window
+                 if old and _same_value(old & keys[j][1], units[k], units[j], old_cur, currencies[j])]
         if not found and k in changes:
             found = _changed_value(segments, k, window, kinds, _things(cues[k]), _said_things(cues[k]))
         if not found:
@@ -1239,7 +1290,7 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
             # "corrected by" the extension on those words
             subject = {w for p in named for w in words(p, stop=True)}
             found = [segments[j].id for j in window
-                     if _same_value(mine_numbers & keys[j][1], units[k], units[j])
+                     if _same_value(mine_numbers & keys[j][1], units[k], units[j], currencies[k], currencies[j])
                      or len(mine_words & (keys[j][0] - (subject if any(_names_only(p, segments[j].text) for p in named)
                                                         else set()))) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]

@@ -287,11 +287,30 @@ def test_a_denied_value_supports_no_side_and_chinese_amounts_are_compared() -> N
         HandoffItem(id="n1", text="Refund for order #W1234567 is not $1,200.", origin="agent:b"),
         HandoffItem(id="z1", text="订单#W1234567的退款金额为人民币450元。", origin="agent:zh"),
         HandoffItem(id="z2", text="订单#W7654321的退款金额为人民币5万元。", origin="agent:zh2"),
-        HandoffItem(id="z3", text="Refund amount for order #W7654321: 50,000 EUR.", origin="agent:c"),
+        HandoffItem(id="z3", text="Refund amount for order #W7654321: RMB 50,000.", origin="agent:c"),
     )
     conflicts = {c.entity: c for c in find_conflicts(items)}
     assert [(v.value, v.items) for v in conflicts["#W1234567"].values] == [("1200", ("m1",)), ("450", ("z1",))]
-    assert "#W7654321" not in conflicts  # 5万元 is 50,000: no conflict
+    assert "#W7654321" not in conflicts  # 人民币5万元 is RMB 50,000: no conflict (50,000 EUR would be one)
+
+
+@pytest.mark.parametrize(("a", "b", "values"), [
+    ("The budget is EUR 40,000.", "The budget is USD 40,000.", ["40000 EUR", "40000 USD"]),
+    ("The budget is $40,000.", "The budget is €40,000.", ["40000 USD", "40000 EUR"]),
+    ("Refund amount for order #W123: £50.", "Refund amount for order #W123: 50 EUR.", ["50 GBP", "50 EUR"]),
+    ("The budget is EUR 40,000.", "The budget is 40,000 EUR.", None),
+    ("The budget is EUR 40,000.", "The budget is €40,000.", None),
+    ("The budget is 40,000 dollars.", "The budget is $40,000.", None),
+    ("The budget is USD 40k.", "The budget is USD 40,000.", None),
+    ("The budget is €2.5m.", "The budget is €2,500,000.", None),
+    ("The budget is USD 40k.", "The budget is USD 45,000.", ["40000", "45000"]),
+    ("The budget is EUR 40,000.", "The budget is 40,000.", None),
+])
+def test_amounts_are_compared_with_their_currency(a: str, b: str, values: list[str] | None) -> None:
+    # QA: "budget EUR 40,000" and "budget USD 40,000" (and "$40,000" and "€40,000") were the same value, no
+    # conflict; "USD 40k" was read as "USD 40" and conflicted with "USD 40,000"
+    found = find_conflicts((HandoffItem(id="a", text=a, origin="tool:x"), HandoffItem(id="b", text=b, origin="tool:y")))
+    assert [[v.value for v in c.values] for c in found] == ([values] if values else [])
 
 
 def test_reasoning_index_merges_neighbouring_ranges_and_stays_small() -> None:
