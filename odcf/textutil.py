@@ -378,6 +378,9 @@ def _ends_with_abbreviation(sentence: str, after: str = "") -> bool:
 #: not "After this Agreement ends, …", which names its own event, nor with a year of their own,
 #: :data:`_OWN_YEAR_RE`);
 #: "Provided that …", a proviso to the sentence before (across a blank line too: the paragraph above's last one);
+#: a fallback to what the sentence before asks, "If that is not possible, I need a hire car until then.", "If not, …",
+#: "Failing that, …", "Otherwise, …" (QA s34 A F4: delivered without "I need the car back before 12 June …", it asked
+#: for a hire car with no date); not "If not for the rain …", "If that is possible, …";
 #: "and", "so" and "also" open too many self-contained sentences (speech above all) to count.
 _BACK_REFERENCE_RE = re.compile(
     r"^[\"'\u201c\u2018(\[]*(?:(?:however|but|yet(?! another)|nevertheless|nonetheless|therefore|thus|hence|"
@@ -387,7 +390,9 @@ _BACK_REFERENCE_RE = re.compile(
     r"|later that (?:year|month|week|day)|thereafter|subsequently|from then on"
     r"|after (?:that|this|these|those)(?=\s*,)|after (?:that|this|these|those) (?:periods?|dates?|times?|points?|years?"
     r"|months?|weeks?|days?)"
-    r"|provided(?:,\s*however,)?\s+that)(?![\w-])"
+    r"|provided(?:,\s*however,)?\s+that"
+    r"|if\s+(?:that|this)\s+(?:is\s+not|isn['’]t|was\s+not|wasn['’]t)\s+(?:possible|feasible|an\s+option))(?![\w-])"
+    r"|(?:if\s+not|failing\s+(?:that|this))(?=\s*,)"
     r"|(?:instead|otherwise|in addition|in (?:that|this|such) case)(?=\s*,)"  # "Instead of …" looks ahead
     r"|(?:但是|但(?![丁凡])|然而|可是|不过|因此|所以|因而|从而|否则|此外|另外|尽管如此|即便如此|除此之外"
     r"|同年|同月|同日|当年|当月|当日|当天|次年|翌年|次月|次日|翌日|随后|其余))",
@@ -628,6 +633,10 @@ _PRONOUN_QUANTIFIER_RE = re.compile(
     r"|fails?|failed|applies|apply|applied|holds?|happens?|occurs?|lapses?|expires?|passes|succeeds?|works?)\b)")
 #: A copula before "such" makes it an intensifier ("It was such good news."), not a reference back.
 _COPULA_SUCH_RE = re.compile(r"\b(?i:is|was|are|were|be|been|being)\s+$")
+#: "until then", "by then" ending a sentence with no figure of its own ("If that is not possible, I need a hire car until
+#: then."): when "then" is, the sentence before it states (QA s34 A F4). Not "We start on 12 June and need a car until
+#: then.", which says it; not "then" in the middle ("by then the fee is due" opens its own clause).
+_THEN_END_RE = re.compile(r"\b(?i:until|till|by|before)\s+then(?=\W*$)")
 
 
 def demonstrative_back(sentence: str) -> str | None:
@@ -636,7 +645,11 @@ def demonstrative_back(sentence: str) -> str | None:
     time"), or "both"/"either"/"such"/"the two"/"the above" … with its noun anywhere in it
     (:data:`_QUANTIFIER_RE`), and not in a lead-in ending in ":" ("Fill in these fields:" points ahead); or, in a
     sentence of any length, "either"/"neither"/"both" alone as its opening clause's subject (:data:`_PRONOUN_QUANTIFIER_RE`,
-    "If either fails, …"); or None.
+    "If either fails, …"), or "until then"/"by then" ending it with no figure of its own (:data:`_THEN_END_RE`); or None.
+
+    >>> [demonstrative_back(s) for s in ("I will need a hire car until then.", "We cannot pay by then.",
+    ...  "We start on 12 June and need a car until then.", "Until then, the fee is due.", "By then it was late, so we left.")]
+    ['until then', 'by then', None, None, None]
 
     >>> demonstrative_back("A claim made after these periods will not be accepted.")
     'these periods'
@@ -680,6 +693,8 @@ def demonstrative_back(sentence: str) -> str | None:
     text = sentence.strip()
     if m := _PRONOUN_QUANTIFIER_RE.match(text):
         return m.group(1)
+    if (m := _THEN_END_RE.search(text)) and not any(c.isdigit() for c in text):
+        return m.group(0)
     if len(text.split()) > _PRONOUN_MAX_WORDS or text.endswith(":"):
         return None
     m = _DEMONSTRATIVE_RE.search(text, 1) or next(

@@ -1470,10 +1470,11 @@ def lift_answers(segments: Sequence[Segment], scores: dict[str, float],
 
 #: A sentence in which the person writing sets a condition on how they are to be treated: "please do
 #: not call me", "email only", "never before 9 am", "I do not want a refund", "I'd prefer a
-#: replacement", "I am allergic to penicillin"; "请勿致电给我", "只接受邮件", "我不要退款". Whatever the
-#: question, an agent acting on the text must respect it, so it ranks near the top of its source (it had
-#: ranked below a serial number for "how should we contact the customer?"). The writer's own person
-#: only ("me", "my", "I"): "do not" alone is everywhere (a manual's "Do not expose the drill to rain", a
+#: replacement", "I am allergic to penicillin", "please email rather than phone" (not "customers now
+#: email rather than phone"); "请勿致电给我", "只接受邮件", "我不要退款". Whatever the question, an agent
+#: acting on the text must respect it, so it ranks near the top of its source (it had ranked below a
+#: serial number for "how should we contact the customer?"). The writer's own person only ("me", "my",
+#: "I"): "do not" alone is everywhere (a manual's "Do not expose the drill to rain", a
 #: tender's "请勿在工作时间以外致电", a meeting's "We don't want to rush the migration", "We require the
 #: contractor to …"), and raised, they took the room of the answers.
 USER_CONSTRAINT_RE = re.compile(
@@ -1481,6 +1482,8 @@ USER_CONSTRAINT_RE = re.compile(
     r"|\bplease\s+never\b|\bplease\s+(?:do\s+not|don['’]t)\s+(?!forget\b|hesitate\b|worry\b)\w+\s+(?:my|our|her|his|their)\b"
     r"|\b(?:e-?mail|phone|text|sms|post|mail|chat|letters?|writing)\s+only\b"
     r"|\bonly\s+(?:by|via|through|in)\s+(?:e-?mail|phone|text|sms|post|mail|chat|letter|writing)\b"
+    r"|\bplease\s+(?:\w+\s+)?(?:e-?mail|write|text|call|phone|ring)\s+(?:(?:to\s+)?(?:me|us)\s+)?rather\s+than\s+"
+    r"(?:e-?mail|writ|text|call|phon|ring)\w*"
     r"|\b(?:never|not|nothing)\s+(?:be\s+)?(?:before|after)\s+\d{1,2}(?:[:.]\d\d)?\s*(?:[ap]\.?m\b|h\b|o['’]clock)"
     r"|\bno\s+(?:(?:phone|more)\s+)?(?:calls?|visits?|deliver(?:y|ies)|contact|messages?|texts?|e-?mails?|appointments?)"
     r"\s+(?:before|after|until)\s+\d{1,2}(?:[:.]\d\d)?\s*(?:[ap]\.?m\b|h\b|o['’]clock)"
@@ -1527,6 +1530,40 @@ CHAT_CONSTRAINT_RE = re.compile(
     r"|\bmobility\s+(?:issues?|problems?|aids?|scooter|impair\w*))"
     r"|请(?:勿|不要|别)|(?<![要能可])不要(?![紧脸])|不得|禁止|严禁|切勿|务必|必须|不(?:能|可以?|得|要)?超过"
     r"|不(?:能|可以?|得)(?:早于|晚于|高于|低于)")
+#: A day of the week, and a date or a time a request sets for something: "12 June", "June 12", "2024-06-12", "12/06",
+#: "11:00", "6pm", "Friday" (not a year alone, "by 2025", a plan's target).
+_WEEKDAYS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_WHEN = (rf"(?:the\s+)?(?i:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|(?:{_MONTHS})\s+\d{{1,2}}\b"
+         rf"|\d{{4}}-\d\d-\d\d\b|\d{{1,2}}[./]\d{{1,2}}\b|\d{{1,2}}:\d\d\b|\d{{1,2}}\s?[ap]\.?m\b|{_WEEKDAYS}\b)")
+#: What the person writing asks of whoever reads them, in their own person or with "please", wherever they write it (a
+#: claim's email, "From: Grace Okafor", is no customer's message by its header, :func:`_thread_senders`): a deadline,
+#: "I need the car back before 12 June", "we really need a working kitchen by 20 April"; a prohibition, "please do not
+#: arrange any site visits before 11:00", "please make sure the repairer does not replace the headlamp …", "we do not
+#: want the contractors to use the side gate"; a limit, "I can bring them to your Berlin office on a Friday afternoon
+#: only", "I can only come on Fridays" (QA s34 A F1: none was raised, and all were dropped at half the budget while a
+#: "From:" line went out). The group that matched names which (:func:`constraint_reasons`). Not in a question, nor
+#: in a rule the writer quotes; not another's ("he needed the car by 12 June", "Customers must not call before 11:00"),
+#: a contract's "The Supplier shall not …", a task of the writer's own ("We need to discuss the budget", "I need the
+#: figures before the meeting"), a plan's "we need a 20% margin by 2025", "I don't want to rush the migration",
+#: "Please don't forget to send it before 5 May", "Please make sure you do not miss the deadline", nor a notice, "The
+#: support line is open on weekdays only".
+WRITER_REQUEST_RE = re.compile(
+    r"(?P<deadline>\b(?:I|[Ww]e)\s+(?:(?:really|urgently|absolutely|definitely|still|also|just)\s+)?"
+    r"(?:need|must\s+have)\s+(?:a|an|the|my|our|it|this|them|these|those)\b[^.;!?]{0,40}?\s"
+    r"(?:before|by|no\s+later\s+than)\s+" + _WHEN + ")"
+    r"|(?P<prohibition>\b(?i:please)\s+(?:(?:also|just)\s+)?(?:(?:do\s+not|don['’]t|never)\s+"
+    r"(?!(?i:forget|hesitate|worry)\b)\w+[^.;!?]{0,40}?\b(?:before|after|until|earlier\s+than|later\s+than)\s+" + _WHEN
+    + r"|(?:make\s+sure|ensure)\s+(?:that\s+)?(?:the|any|nobody|no\s+one)\b[^.;!?]{0,40}?\b(?:does\s+not|do\s+not"
+    r"|doesn['’]t|don['’]t|will\s+not|won['’]t|never)\s+\w+)"
+    r"|\b(?:I|[Ww]e)\s+(?:(?:really|also|definitely|certainly)\s+)?(?:do\s+not|don['’]t)\s+want\s+(?:the|any|our|my"
+    r"|anyone|anybody|someone|somebody)\b[^.;!?]{0,30}?\bto\s+\w+)"
+    r"|(?P<limit>\b(?:I|[Ww]e)\s+(?:can|could|will|am|are|['’]m|['’]re)\b[^.;!?]{0,60}?\b(?:(?:on|in\s+the)\s+)?"
+    r"(?:(?:a|an)\s+)?(?i:" + _WEEKDAYS + r"|weekdays?|weekends?|mornings?|afternoons?|evenings?)"
+    r"(?:\s+(?i:mornings?|afternoons?|evenings?|nights?))?\s+only\b"
+    r"|\b(?:I|[Ww]e)\s+(?:can|could|am|are|['’]m|['’]re|will\s+be)\s+(?:\w+\s+)?only\s+(?:\w+\s+){0,4}?"
+    r"(?:on|in\s+the|after|before|between|from)\s+(?:(?:a|an)\s+)?"
+    r"(?:(?i:weekdays?|weekends?|mornings?|afternoons?|evenings?)\b|"
+    + _WHEN + "))")
 #: A transcript speaker who is not the user: a system prompt's or an agent's "Do not …" is policy, not a
 #: constraint the person set (raising an airline policy's prohibitions took the room of booking codes).
 _NOT_USER_RE = re.compile(r"^\W*(?:system|assistant|agent|tool|bot|function|developer|ai|support|operator|rep"
@@ -1692,22 +1729,32 @@ def _is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith(("?", "\uff1f"))
 
 
-def _constraint_match(sentence: str, *, to_agent: bool,
-                      quoting: bool = False) -> tuple[bool, re.Match[str]] | None:
-    """(a condition on how its writer is treated?, the words that make it one) if *sentence* states a constraint of
-    its writer (:func:`states_user_constraint`), else None. What it asks of an agent is not its writer's where it
-    quotes another's rule (:func:`_quoted`), nor, where the sentence before it did (*quoting*), is a prohibition
-    opening it: "Your returns page says: Do not send items back without an RMA number. Never use the original box
-    …" are both the shop's."""
+def _constraint_match(sentence: str, *, to_agent: bool, quoting: bool = False,
+                      requests: bool = True) -> tuple[str, re.Match[str]] | None:
+    """(what kind of constraint, the words that make it one) if *sentence* states a constraint of its writer
+    (:func:`states_user_constraint`), else None. The kind is "condition" (on how its writer is treated,
+    :data:`USER_CONSTRAINT_RE`), "deadline", "prohibition" or "limit" (what its writer asks,
+    :data:`WRITER_REQUEST_RE`, unless its writer is not the one served where that one speaks too: *requests*
+    False), or "constraint" (what a user or customer asks of an agent, *to_agent*). What it asks is not its
+    writer's where it quotes another's rule (:func:`_quoted`), nor, where the sentence before it did (*quoting*),
+    is a prohibition opening it: "Your returns page says: Do not send items back without an RMA number. Never use
+    the original box …" are both the shop's (a "please …" too; the writer's own "I need …", "we do not want …" is
+    theirs)."""
     m = USER_CONSTRAINT_RE.search(sentence)
     if m is not None:
-        return True, m
-    if not to_agent or _is_question(sentence):
+        return "condition", m
+    if _is_question(sentence):
+        return None
+    m = WRITER_REQUEST_RE.search(sentence) if requests else None
+    if m is not None and not _quoted(sentence, m.start()) and not (
+            quoting and m.start() == 0 and m.group(0)[:6].lower() == "please"):
+        return str(m.lastgroup), m
+    if not to_agent:
         return None
     for m in (_PROHIBITION_RE.search(sentence), CHAT_CONSTRAINT_RE.search(sentence)):
         if m is not None and not _quoted(sentence, m.start()) and not (quoting and m.re is _PROHIBITION_RE
                                                                         and m.start() == 0):
-            return False, m
+            return "constraint", m
     return None
 
 
@@ -1792,7 +1839,8 @@ def quotation_goes_on(segments: Sequence[Segment]) -> dict[str, str]:
 
 def states_user_constraint(sentence: str, *, to_agent: bool = True) -> bool:
     """Whether *sentence* states a constraint of the person writing it: a condition on how they are to be treated
-    (:data:`USER_CONSTRAINT_RE`: "please do not call me", "我对青霉素过敏", "请勿致电给我"), or, said by a user or
+    (:data:`USER_CONSTRAINT_RE`: "please do not call me", "我对青霉素过敏", "请勿致电给我"), a deadline, a prohibition
+    or a limit they set (:data:`WRITER_REQUEST_RE`: "I need the car back before 12 June"), or, said by a user or
     customer to an agent (*to_agent*), what they ask of it (:data:`_PROHIBITION_RE`, :data:`CHAT_CONSTRAINT_RE`:
     "Never email the client directly", "no hostels", "under €2,000 total"), not in a question ("Must we pay a
     deposit?"). The one test compress (:func:`constraint_reasons`, :func:`lift_constraints`) and a handoff's history
@@ -1825,6 +1873,8 @@ def constraint_reasons(segments: Sequence[Segment], *, users: set[str] | None = 
     """
     users = _user_turns(segments) if users is None else users
     mail, others = _thread_senders(segments)
+    # where the one served speaks, what the other side asks ("Nurse: I need it before March 20.") is not theirs
+    served = {seg.source_id for seg in segments if seg.id in users or seg.id in mail}
     out: dict[str, str] = {}
     quoting: tuple[str, int] | None = None  # the paragraph whose last sentence quoted another's rule
     for seg in segments:
@@ -1835,13 +1885,16 @@ def constraint_reasons(segments: Sequence[Segment], *, users: set[str] | None = 
                  else None)
         goes_on = quoting == (seg.source_id, seg.paragraph)
         quoting = (seg.source_id, seg.paragraph) if _quotes_rule(seg.text, quoting=goes_on) else None
-        found = _constraint_match(seg.text, to_agent=where is not None, quoting=goes_on)
+        found = _constraint_match(seg.text, to_agent=where is not None, quoting=goes_on,
+                                  requests=where is not None or seg.source_id not in served)
         if found is None:
             continue
-        condition, m = found
-        if condition:
+        kind, m = found
+        if kind == "condition":
             out[seg.id] = f"a condition its writer sets on how they are treated, '{m.group(0).strip()}'" + (
                 f" {where}" if where else "")
+        elif kind != "constraint":  # what the writer asks: "a deadline its writer sets, 'I need the car back …'"
+            out[seg.id] = f"a {kind} its writer sets, '{m.group(0).strip()}'" + (f" {where}" if where else "")
         else:
             said = re.sub(r"^[\W\d]*(?:[.!?:;]\s+)?", "", m.group(0)).strip()
             out[seg.id] = f"a constraint the {'user' if seg.id in users else 'customer'} set, '{said}' {where}"
@@ -1859,7 +1912,8 @@ def lift_constraints(segments: Sequence[Segment], scores: dict[str, float],
                      links: dict[str, list[str]] | None = None, *,
                      reasons: Mapping[str, str] | None = None) -> tuple[dict[str, float], int]:
     """*scores* with each segment stating a constraint of its writer (:func:`constraint_reasons`:
-    :data:`USER_CONSTRAINT_RE`, and in a user's turn of a conversation with an agent or a customer's message of a
+    :data:`USER_CONSTRAINT_RE`, :data:`WRITER_REQUEST_RE` (not the other side's where the one served speaks too),
+    and in a user's turn of a conversation with an agent or a customer's message of a
     ticket thread (:func:`_thread_senders`) :data:`CHAT_CONSTRAINT_RE` or a prohibition opening a sentence or
     clause (:data:`_PROHIBITION_RE`); or a correction there of what the user said
     before, with what it corrects in the same user's turns: *links*, by default :func:`correction_links`; in a

@@ -223,3 +223,53 @@ def test_it_opening_a_long_sentence_with_a_number_before_to_still_points_back():
             assert "Metformin 1000 mg twice daily was stopped" in out, (budget, out)
     assert "It was restarted" in c.compress(text, query="When was metformin restarted and at what dose?",
                                             budget=80).text
+
+
+MOTOR = (
+    "## Emails\n\n"
+    "From: Johanna Berger <j.berger@mailbox.example>\n"
+    "To: claims@versicherung.example\n"
+    "Subject: Accident 4 May\n\n"
+    "Dear Sir or Madam,\n\n"
+    "My son Lukas had an accident with my car on Saturday. I attach the photos and the police report number.\n\n"
+    "I need the car back before 12 June because I start a new job in Augsburg on 12 June and there is no train "
+    "connection for the early shift. {fallback}\n\n"
+    "Kind regards,\nJohanna Berger\n")
+
+
+@pytest.mark.parametrize("fallback", [
+    "If that is not possible, I need a hire car until then.", "If not, I need a hire car until that day.",
+    "Failing that, a hire car would help.", "Otherwise, a hire car would help.", "A hire car would help until then."])
+def test_a_fallback_or_until_then_goes_only_with_the_sentence_it_refers_to(plan, fallback):
+    # QA s34 A F4: "If that is not possible, I need a hire car until then." (0.996) went out without "I need the car
+    # back before 12 June …" (0.84): a hire car "until then", and no date
+    text_at = _sweep(plan, MOTOR.format(fallback=fallback), "Does the customer need a hire car?")
+    only_with(text_at, fallback, "I need the car back before 12 June", range(10, 200, 5))
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("If that is not possible, I need a hire car until then.", "If that is not possible"),
+    ("If this isn't feasible, email me.", "If this isn't feasible"),
+    ("If not, we pay the bank directly.", "If not"),
+    ("Failing that, call me after 19:00.", "Failing that"),
+    ("If not for the rain, we would have gone.", None),
+    ("If that is possible, call me.", None),
+    ("If nothing else works, call me.", None),
+    ("Failing grades are reported to the board.", None),
+])
+def test_what_opens_a_fallback_to_the_sentence_before(sentence, expected):
+    from odcf.textutil import back_reference
+    assert back_reference(sentence) == expected
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("I need a hire car until then.", "until then"),
+    ("We cannot pay the invoice by then.", "by then"),
+    ("Please hold the room till then!", "till then"),
+    ("We start on 12 June and need a car until then.", None),  # it names its own time
+    ("By then the fee was due, so we paid it in full.", None),
+    ("Until then, nothing changes for existing customers of the bank.", None),
+])
+def test_a_sentence_ending_with_until_then_points_back(sentence, expected):
+    from odcf.textutil import demonstrative_back
+    assert demonstrative_back(sentence) == expected

@@ -292,3 +292,127 @@ def test_the_paragraph_under_a_line_ending_in_says_goes_on_with_it_and_one_under
     segs = [Segment(id=f"s{i}", source_id="a", index=i, text=t, original=t, kind="sentence", paragraph=p)
             for i, (p, t) in enumerate(placed)]
     assert quotation_goes_on(segs) == {"s3": "s2"}
+
+
+# QA s34 A F1: insurance claim files, whose emails name no sender's role ("From: Grace Okafor <…>"), so no message is
+# the customer's by its header; the claimant's deadlines, prohibitions and limits were raised only when worded "do not
+# call me", and went out at none of the budgets, half of the file included
+CLAIM = """# Claim CLM-2024-207716 — escape of water
+
+## 1. Policy excerpt
+
+Section 3 Excess. The standard excess is GBP 250. For escape of water claims the excess is GBP 1,000.
+
+Condition 8.3 You must take all reasonable steps to prevent further damage. The Supplier shall not subcontract the repair without our consent.
+
+## 2. Adjuster notes
+
+2024-03-07 — Site visit. Kitchen ceiling collapsed. The owner said he did not want to wait for the assessor. Homeowners say they noticed a small stain around Christmas.
+
+## 3. Emails
+
+From: Grace Okafor <grace.okafor@example.co.uk>
+To: claims@homeinsure.example
+Subject: Claim CLM-2024-207716
+
+Hello,
+
+My husband works nights, so please do not arrange any site visits before 11:00. Please email rather than phone.
+
+We are hosting my mother from 22 April, so we really need a working kitchen by 20 April. Do we need the contractor's quote by 3 April?
+
+Also, please note we do not want the contractors to use the side gate. I do not have the original invoice for the units. No leaks since.
+
+Grace
+
+From: Johanna Berger <j.berger@mailbox.example>
+To: claims@versicherung.example
+Subject: Accident 4 May
+
+I need the car back before 12 June because I start a new job on 12 June. Please make sure the repairer does not replace the headlamp with a non-original part. If you need the keys, I can bring them to your office on a Friday afternoon only. Your letter says: please do not send originals before 1 May.
+
+From: Priya Raman <p.raman@crawford-partners.example>
+To: Grace Okafor
+Subject: RE: Claim CLM-2024-207716
+
+Dear Mrs Okafor,
+
+The damage is covered under Section 1.4. I have noted that visits should not be before 11:00.
+"""
+
+
+def test_a_claimants_deadlines_prohibitions_and_limits_are_raised_with_what_made_them_one():
+    segs = Compressor.from_ontology("general").compress(CLAIM, budget=10_000, annotate=False).document.segments
+    why = {s.original.strip()[:30]: w for s in segs for sid, w in constraint_reasons(segs).items() if sid == s.id}
+    assert why == {
+        "My husband works nights, so pl": "a prohibition its writer sets, 'please do not arrange any site visits before "
+                                          "11:00'",
+        "Please email rather than phone": "a condition its writer sets on how they are treated, 'Please email rather "
+                                          "than phone'",
+        "We are hosting my mother from ": "a deadline its writer sets, 'we really need a working kitchen by 20 April'",
+        "Also, please note we do not wa": "a prohibition its writer sets, 'we do not want the contractors to use'",
+        "I need the car back before 12 ": "a deadline its writer sets, 'I need the car back before 12 June'",
+        "Please make sure the repairer ": "a prohibition its writer sets, 'Please make sure the repairer does not "
+                                          "replace'",
+        "If you need the keys, I can br": "a limit its writer sets, 'I can bring them to your office on a Friday "
+                                          "afternoon only'",
+    }, why  # not the contract's "shall not", the note's "he did not want to", a question, a quoted rule, a report
+
+
+@pytest.mark.parametrize("said", [
+    "The Supplier shall not assign this Agreement before 1 June.",
+    "He did not want to wait for the assessor.",
+    "She needed the car back before 12 June.",
+    "The customer said he needed the car by 12 June.",
+    "Do we need the contractor's quote by 3 April?",
+    "We need to discuss the budget before 3 May.",
+    "I need the figures before the meeting.",
+    "We need a 20% margin by 2025.",
+    "Please don't forget to send the form before 5 May.",
+    "Please do not hesitate to call us after 10:00.",
+    "Please make sure you do not miss the deadline.",
+    "The support line is open on weekdays only.",
+    "I can only guess what happened.",
+    "Customers now email rather than phone.",
+    "They did not want the contractors to use the gate.",
+    "Your policy says: please do not send originals before 1 May.",
+])
+def test_what_is_no_writers_deadline_prohibition_or_limit(said):
+    from odcf.stages.rank import states_user_constraint
+
+    assert not states_user_constraint(said, to_agent=False), said
+    assert constraint_reasons(_lines("From: Jana Novak", said)) == {}, said
+
+
+def test_a_writers_own_request_after_a_quoted_rule_is_theirs_and_a_please_going_on_with_the_quote_is_not():
+    segs = _lines("From: Jana Novak", "Your policy says: repairs must be done at an approved repairer.",
+                  "I need the car back before 12 June.")
+    assert list(constraint_reasons(segs)) == ["s2"]
+    segs = _lines("From: Jana Novak", "Your policy says: do not move the car.",
+                  "Please do not arrange repairs before 3 May.")
+    assert constraint_reasons(segs) == {}
+
+
+def test_a_writers_request_in_the_other_sides_message_or_turn_is_not_raised():
+    # the agent's "please make sure …" in a ticket thread with the customer's messages, a nurse's deadline in a
+    # chat with a patient: theirs, not the served side's
+    segs = _lines("Message 1 — Jana Novak (customer) — 2024-03-11", "The car was hit.",
+                  "Message 2 — Rafael Ortiz (agent) — 2024-03-11",
+                  "Please make sure the repairer does not replace the headlamp.", "I need the form back by 3 May.")
+    assert constraint_reasons(segs) == {}
+    turns = _turns("Patient: My knee hurts.", "Nurse: I need the form back by 3 May.",
+                   "Patient: I can come on a Friday afternoon only.")
+    assert list(constraint_reasons(turns)) == ["s2"]
+    assert constraint_reasons(turns)["s2"] == ("a limit its writer sets, 'I can come on a Friday afternoon only' in "
+                                               "their turn")
+
+
+def test_a_claimants_constraints_are_delivered_at_half_the_budget():
+    # QA s34 A F1: at 850 of 1,700 tokens none of the claimant's constraints went out, a "From:" line did
+    c = Compressor.from_ontology("general")
+    full = c.compress(CLAIM, budget=100_000, timings=False).tokens_in
+    r = c.compress(CLAIM, budget=full // 2, timings=False)
+    for said in ("please do not arrange any site visits before 11:00", "we really need a working kitchen by 20 April",
+                 "we do not want the contractors to use the side gate", "I need the car back before 12 June",
+                 "does not replace the headlamp with a non-original part", "on a Friday afternoon only"):
+        assert said in r.text, (said, r.text)
