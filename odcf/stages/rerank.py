@@ -254,9 +254,14 @@ def rows_by_query_words(segs: Sequence[Segment], scores: dict[str, float], query
         values = sorted((scores[s.id] for s in parts), reverse=True)
         ranked = sorted(parts, key=lambda s: (-held[s.id], -scores[s.id], s.index))
         nays.sort(key=ranked.index)
-        for seg, v in zip(ranked, values):
+        floor = min((max(values[0] - 1e-6 * i, 0.0) for i in range(len(nays))), default=None)
+        for k, (seg, v) in enumerate(zip(ranked, values)):
             if seg in nays:  # they answer the query: at the table's best, in rank order
                 v = max(v, round(values[0] - 1e-6 * nays.index(seg), 6))
+            elif floor is not None and v >= floor:
+                # and the other rows below them, where the table's scores tie (every row 1.0 from the rank
+                # stage, the same cosine): handed out again in order, tied values had changed nothing
+                v = round(max(floor - 1e-6 * (k + 1), 0.0), 6)
             if out[seg.id] != v:
                 out[seg.id] = v
                 moved += 1
