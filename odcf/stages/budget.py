@@ -47,7 +47,11 @@ sentences that open by forbidding ("Do not …", "Never …"), as a segment goes
 pods: …" read as the whole step; the later sentence may go without it, written after its number. So does the first
 sentence of a numbered clause with the short sentence right after it that limits it ("III.5 The tenderer must have a
 positive equity …" with "A tenderer with negative equity is eligible only if a parent company provides a guarantee …":
-:func:`_clause_limits`; not with a long one whose "unless" limits something else, QA AA F1).
+:func:`_clause_limits`; not with a long one whose "unless" limits something else, QA AA F1). So does a sentence stating a
+sum with the sentence right after it that gives the same term another sum for a case ("The theft deductible is EUR
+1,000." with "The deductible is EUR 2,500 if the vehicle was not fitted with a working approved tracking device …":
+:func:`_case_values`), and a question in a paragraph of prose with its answer later there ("Checked whether Exclusion
+5.9 applies." with "Exclusion 5.9 does not apply, despite …": :func:`_answered_later`).
 
 A segment that a later one corrects (meta ``corrected_by``, set by the rank stage: "the figure
 "3.50:1" is deleted and replaced with "3.75:1"", "up to 6 hours (previously 8 hours)") goes only with
@@ -116,6 +120,7 @@ from odcf.plan.protection import ZH_CONNECTIVES, ZH_EXCEPTION_CONDITION
 from odcf.render import header, render
 from odcf.stages.base import Stage
 from odcf.stages.rank import (
+    _CURRENCY_KIND,
     _MESSAGE_HEADER_RE,
     _user_turns,
     pleasantries,
@@ -130,7 +135,14 @@ from odcf.stages.segment.headings import (
 from odcf.stages.segment.lines import LIST_RE
 from odcf.stages.segment.mail import MAIL_HEAD_FIELDS, pleasantry
 from odcf.stages.segment.qa import QAPair, qa_pairs
-from odcf.textutil import HAN_RE, NO_OTHER_RE, person_opener, points_back, refers_back
+from odcf.textutil import (
+    HAN_RE,
+    NO_OTHER_RE,
+    STOPWORDS,
+    person_opener,
+    points_back,
+    refers_back,
+)
 from odcf.textutil import words as _words
 from odcf.tokens import get_counter, short_unit, unit_words
 
@@ -179,15 +191,19 @@ class Budgeter(Stage):
         corrected_by = {s.id: tuple(s.meta["corrected_by"]) for s in live if s.meta.get("corrected_by")}
         limited_by = {k: v for k, v in {**_item_limits(doc), **_clause_limits(doc)}.items() if k in tiers}
         asked_by = {k: v for k, v in _asked_in_item(doc, pairs, before).items() if k in tiers}
+        cased_by = {k: v for k, v in _case_values(doc).items() if k in tiers}
+        answered_by = {k: v for k, v in _answered_later(doc, pairs).items() if k in tiers}
         excepted_by = {k: v for k, v in _cross_limits(doc).items() if k in tiers}
         read_by = {k: v for k, v in _unit_lines(doc).items() if k in tiers}
         # what a segment goes only with elsewhere in its source: its corrections, the limits of its list
         # item or numbered clause, the exceptions to it that name it by its number, the lines that say how its
-        # table's figures read, the question an answer in the same numbered item answers
+        # table's figures read, the question an answer in the same numbered item answers, the next sentence that
+        # sets its sum otherwise for a case, the answer later in its paragraph to a question
         needs = {k: tuple(dict.fromkeys((*corrected_by.get(k, ()), *limited_by.get(k, ()), *excepted_by.get(k, ()),
-                                         *read_by.get(k, ()), *asked_by.get(k, ()))))
+                                         *read_by.get(k, ()), *asked_by.get(k, ()), *cased_by.get(k, ()),
+                                         *answered_by.get(k, ()))))
                  for k in sorted(corrected_by.keys() | limited_by.keys() | excepted_by.keys() | read_by.keys()
-                                 | asked_by.keys())}
+                                 | asked_by.keys() | cased_by.keys() | answered_by.keys())}
         courtesy = _pleasantry_messages(doc, live, required_ids)
         groups = _Groups(before, tiers, {s.id for s in doc.segments if s.status == "merged"}, heads,
                          whole=_whole_sentences(doc), corrected_by=needs,
@@ -273,7 +289,7 @@ class Budgeter(Stage):
                                                     courtesy={sid for sid, c in courtesy.items() if not c & kept},
                                                     limited_by=limited_by, pairs=pairs,
                                                     excepted_by=excepted_by, went_with=went_with, read_by=read_by,
-                                                    asked_by=asked_by)
+                                                    asked_by=asked_by, cased_by=cased_by, answered_by=answered_by)
         warnings += _shortfalls(probe, live, kept, present, cost, exact, budget, counter, measured, groups,
                                 strict=strict, role=contract.name, room=room)
         if doc.query and kept:
@@ -637,7 +653,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
             excepted_by: Mapping[str, tuple[str, ...]] | None = None,
             went_with: Mapping[str, str] | None = None,
             read_by: Mapping[str, tuple[str, ...]] | None = None,
-            asked_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
+            asked_by: Mapping[str, tuple[str, ...]] | None = None,
+            cased_by: Mapping[str, tuple[str, ...]] | None = None,
+            answered_by: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[Segment], int, dict[str, bool]]:
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
@@ -768,6 +786,16 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 why = (f"is an answer written in the numbered item of its question and goes only with that question "
                        f"({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not "
                        f"delivered: {why}")
+            elif cased_by and (rest := [f for f in cased_by.get(seg.id, ())
+                                        if f not in kept and by_id[f].status != "merged"]):
+                term, cue = _case_value(seg, by_id[rest[0]]) or ("its sum", "a condition")
+                why = (f"states the {term} that the next sentence of its paragraph ({', '.join(rest)}: "
+                       f"{sum(cost[f] for f in rest if f in cost)} {room.unit}) sets otherwise for a case ({cue!r} …), "
+                       f"and goes only with it, which was not delivered: {why}")
+            elif answered_by and (rest := [f for f in answered_by.get(seg.id, ())
+                                           if f not in kept and by_id[f].status != "merged"]):
+                why = (f"is a question and goes only with its answer later in its paragraph ({', '.join(rest)}: "
+                       f"{sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not delivered: {why}")
             elif excepted_by and (rest := [f for f in excepted_by.get(seg.id, ())
                                            if f not in kept and by_id[f].status != "merged"]):
                 why = (f"is a part of a numbered provision that {', '.join(rest)}, elsewhere in its source, names by its "
@@ -1058,7 +1086,9 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     - a segment of a table, code block, list or quoted block right after a sentence ending in ":",
       or after a paragraph with a sentence saying "the following" -> that lead-in (a segment of a
       table, code block or quoted block right after a list item ending in ":" too); the first
-      sentence of the paragraph under a sentence ending in ":" -> that sentence;
+      sentence of the paragraph under a sentence ending in ":" -> that sentence; a sentence on a later line of the
+      paragraph of a sentence ending in ":" ("… caused by:" / "1.4 Escape of water …" / "1.5 Storm or flood.") -> that
+      sentence, a head;
     - a segment of a chat turn whose speaker label stands on a line of its own ("tool:") -> that line;
     - a remark of three words or fewer later in a speaker's line ("… we saw age 1834. Not urgent."), or of two
       after a sentence of prose in its paragraph or as a paragraph of its own ("Verified.", :func:`_short_remark`) ->
@@ -1112,6 +1142,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     first_cut: str | None = None  # the first part of the over-long sentence being cut into parts
     cut_text = ""  # the text of that sentence's parts so far
     ahead: tuple[int, str] | None = None  # (paragraph, id) of a sentence that points to what follows
+    inline: tuple[int, str] | None = None  # (paragraph, id) of a sentence ending in ":" over the lines after it there
     above: tuple[int, str | None, list[str], list[str]] | None = None  # (paragraph, its first sentence, its sentences, their ids)
     by_index: dict[int, Segment] = {}  # the current source's segments by index, for the ``under`` links
     by_id = {s.id: s for s in doc.segments}
@@ -1120,7 +1151,7 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
     for k, seg in enumerate(doc.segments):
         if prev is None or prev.source_id != seg.source_id:
             stack, lead, label, title, quotes, first_cut, ahead, above = [], None, None, None, [], None, None, None
-            runin = labelled = thread = None
+            runin = labelled = thread = inline = None
             mail.close()
             by_index = {}
         by_index[seg.index] = seg
@@ -1259,6 +1290,12 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
             lead = (seg.paragraph, lead[1])
             out[seg.id] = lead[1]
             heads.add(lead[1])
+        elif inline is not None and seg.paragraph == inline[0] and seg.kind == "sentence":
+            # "We cover loss or damage to the buildings caused by:" / "1.4 Escape of water …" / "1.5 Storm or flood."
+            # on the lines after it in its paragraph: alone, the lead-in went out with nothing after it, and "1.5
+            # Storm or flood." means nothing without it (QA s34 A F6)
+            out[seg.id] = inline[1]
+            heads.add(inline[1])
         elif label is not None and seg.meta.get("turn") == label[0]:
             out[seg.id] = label[1]
         elif title is not None and seg.paragraph == title[0]:
@@ -1367,6 +1404,13 @@ def _antecedents(doc: Document, pairs: Sequence[QAPair] | None = None) -> tuple[
                 above[3].append(seg.id)
         elif above is not None and above[0] == seg.paragraph:
             above = (above[0], None, [], [])  # something else inside the paragraph: nothing to go with
+        if inline is not None and inline[0] != seg.paragraph:
+            inline = None
+        if (inline is None and nxt is not None and nxt.source_id == seg.source_id and nxt.paragraph == seg.paragraph
+                and seg.kind == nxt.kind == "sentence" and "\n" in nxt.sep and not seg.dropped
+                and _ends_in_colon(seg.original) and not seg.meta.get("label_only")
+                and not any(k in m.meta for m in (seg, nxt) for k in ("speaker", "mail_field", "quote_block"))):
+            inline = (seg.paragraph, seg.id)  # what follows on its lines, in its paragraph, it introduces
         if seg.kind == "sentence" and not seg.dropped and _FORWARD_RE.search(seg.original):
             ahead = (seg.paragraph, seg.id)
         elif ahead is not None and seg.paragraph != ahead[0]:
@@ -1781,6 +1825,150 @@ def _clause_limits(doc: Document) -> dict[str, tuple[str, ...]]:
             first = None  # only the sentence right after it; a block inside the paragraph ends the clause too
         prev = seg
     return {k: tuple(v) for k, v in out.items()}
+
+
+#: A sum of money or a percentage a sentence states: "EUR 1,000", "€500", "GBP 1,000", "1,250 euros", "20%". Groups: the
+#: sign or code before the figure, the figure; or the figure, and the code, name or "%" after it.
+_SUM_CODES = r"EUR|USD|GBP|CHF|JPY|CNY|AUD|CAD|NZD|SEK|NOK|DKK|PLN|CZK|INR|HKD|SGD|ZAR"
+_SUM_RE = re.compile(r"(?:([€$£¥])\s?|\b(" + _SUM_CODES + r")\s?)(\d[\d,]*(?:\.\d+)?)"
+                     r"|(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?(%|(?:" + _SUM_CODES + r"|euros?|pounds?|dollars?)\b)")
+#: The case a sentence sets its value for: "… is EUR 2,500 if the vehicle was not fitted with …", "Where the vehicle was
+#: driven by a named driver under 25 …", "For escape of water claims the excess is GBP 1,000.", "… unless …", "… when …",
+#: "… for drivers under 25".
+_CASE_RE = re.compile(r"^[\W\d]*(?i:for|in\s+the\s+case\s+of)\b|\b(?i:if|where|when|whenever|unless|provided\s+that"
+                      r"|in\s+(?:the\s+)?case\s+of|for\s+(?:[^\W\d_]+\s+){0,3}(?:under|over|aged|below|above|younger|older))\b")
+#: Words before a sum that do not make it another term's: "the total deductible" is "the deductible".
+_SAME_TERM_WORDS = frozenset({"total", "overall", "applicable", "full"})
+#: The most words of either sentence of a case value (:func:`_case_value`): a policy's sentences, not a long paragraph's.
+_CASE_VALUE_WORDS = 40
+#: The most content words before a sum that name what it is the value of ("The theft deductible is EUR 1,000").
+_TERM_WORDS = 6
+
+
+def _sums(text: str) -> list[tuple[str, str, list[str]]]:
+    """The sums of *text* (:data:`_SUM_RE`): (kind, figure without separators, the words before it in its clause,
+    lower-cased, at most :data:`_TERM_WORDS` content words back): "The theft deductible is EUR 1,000." ->
+    [("eur", "1000", ["the", "theft", "deductible", "is"])]."""
+    out = []
+    for m in _SUM_RE.finditer(text):
+        kind = (m.group(1) or m.group(2) or m.group(5)).lower()
+        figure = (m.group(3) or m.group(4)).replace(",", "")
+        clause = re.split(r"[,;:()\n]|[.!?](?=\s)", text[:m.start()])[-1]
+        said = [w.lower() for w in re.findall(r"[^\W\d_][\w'-]*", clause)]
+        content = [k for k, w in enumerate(said) if w not in STOPWORDS]
+        said = said[content[-_TERM_WORDS]:] if len(content) > _TERM_WORDS else said
+        out.append((_CURRENCY_KIND.get(kind, kind), figure, said))
+    return out
+
+
+def _case_value(base: Segment, case: Segment) -> tuple[str, str] | None:
+    """The term and the condition where *case*, the sentence right after *base* in its paragraph (not on a line of its
+    own: the lines of a list of rules are each their own), gives a sum of that term another value for a case
+    (:data:`_CASE_RE`) that *base* states with no condition: "The theft deductible is EUR 1,000." / "The deductible is
+    EUR 2,500 if the vehicle was not fitted with a working approved tracking device …" -> ("deductible", "if"). The term
+    is a word before a sum of one kind in both, and in *case* with no other word before it that *base* does not say
+    there (:data:`_SAME_TERM_WORDS` aside): "the total deductible is EUR 1,250" is the deductible, "a late payment fee of
+    EUR 25" no "fee is EUR 50"'s. Else None."""
+    if (base.kind != "sentence" or case.kind != "sentence" or "\n" in case.sep or _ends_in_colon(base.original)
+            or any(k in s.meta for s in (base, case) for k in ("speaker", "mail_field", "quote_block"))
+            or any(len(s.original.split()) > _CASE_VALUE_WORDS for s in (base, case))
+            or _CASE_RE.search(base.original) or not (cue := _CASE_RE.search(case.original))):
+        return None
+    stated = _sums(base.original)
+    for kind, figure, said in _sums(case.original):
+        for base_kind, _, base_said in stated:
+            if kind != base_kind or figure in {f for k, f, _ in stated if k == kind}:
+                continue
+            terms = {w for w in base_said if w not in STOPWORDS}
+            head = next((k for k in range(len(said) - 1, -1, -1) if said[k] in terms), None)
+            if head is None:
+                continue
+            k = head - 1
+            while k >= 0 and said[k] not in STOPWORDS and (said[k] in terms or said[k] in _SAME_TERM_WORDS):
+                k -= 1
+            if k < 0 or said[k] in STOPWORDS:
+                return said[head], re.sub(r"^[\W\d]+", "", cue.group(0)).lower()
+    return None
+
+
+def _case_values(doc: Document) -> dict[str, tuple[str, ...]]:
+    """What a sentence stating a sum goes only with: the sentence right after it in its paragraph that gives that sum
+    another value for a case (:func:`_case_value`), as a numbered clause's first sentence with the sentence that limits
+    it (:func:`_clause_limits`): "Section 3.2 Deductible. The theft deductible is EUR 1,000." delivered without "The
+    deductible is EUR 2,500 if the vehicle was not fitted with a working approved tracking device …" told an adjuster
+    EUR 1,000 where the tracker had lapsed, and "The deductible for own damage is EUR 500 per claim." without "Where the
+    vehicle was driven by a named driver under 25 …, so the total deductible is EUR 1,250." a reply writer EUR 500 (QA
+    s34 A F3). The case may go without it. Sentences an earlier stage dropped are not waited for."""
+    out: dict[str, tuple[str, ...]] = {}
+    prev: Segment | None = None
+    for seg in doc.segments:
+        if (prev is not None and prev.source_id == seg.source_id and prev.paragraph == seg.paragraph
+                and not prev.dropped and not seg.dropped and not seg.meta.get("cut_part")
+                and not prev.meta.get("cut_parts") and _case_value(prev, seg) is not None):
+            out[prev.id] = (seg.id,)
+        prev = seg
+    return out
+
+
+#: A sentence that says something was asked or checked, and what: "Checked whether Exclusion 5.9 applies.", "We asked if
+#: the car was locked." (a date or a label before it aside); what follows "whether"/"if" is the question.
+_ASKED_RE = re.compile(r"[\W\d]*(?:[^\W\d_][\w'’-]*:?\s+){0,3}?(?i:check(?:ed|ing)?|verif(?:y|ied|ying)|confirm(?:ed|ing)?"
+                       r"|ask(?:ed|ing)?|quer(?:y|ied|ying)|review(?:ed|ing)?|assess(?:ed|ing)?|establish(?:ed|ing)?"
+                       r"|investigat(?:e|ed|ing)|determin(?:e|ed|ing))\s+(?i:whether|if)\b")
+#: An answer's opening "Yes" or "No" ("No, the joint was not touched.").
+_YES_NO_RE = re.compile(r"[\W]*(?i:yes|no)\b[,.;:!—–-]")
+#: The most words of a question that goes only with its answer later in its paragraph (:func:`_answered_later`).
+_ASK_MAX_WORDS = 25
+#: How many sentences after a question its answer is looked for, in its paragraph.
+_ANSWER_WITHIN = 4
+
+
+def _question_keys(text: str) -> set[str]:
+    """The words and numbers of *text* an answer to it repeats: its content words, a plural's or a verb's "s" off
+    ("applies", "apply" -> apply), and its numbers with their marks ("5.9", "1.4(a)")."""
+    keys = set()
+    for w in re.findall(r"\d+(?:\.\d+)*(?:\([a-z0-9]{1,3}\))*|[^\W\d_][\w'’-]*", text.lower()):
+        if w[0].isdigit():
+            keys.add(w)
+        elif w not in STOPWORDS and len(w) > 2:
+            keys.add(w[:-3] + "y" if w.endswith("ies") and len(w) > 4
+                     else w[:-1] if w.endswith("s") and not w.endswith("ss") and len(w) > 3 else w)
+    return keys
+
+
+def _answered_later(doc: Document, pairs: Sequence[QAPair]) -> dict[str, tuple[str, ...]]:
+    """What a question written in a paragraph of prose goes only with: its answer later in that paragraph. The question
+    ends in "?" or says what was checked ("Checked whether Exclusion 5.9 applies.", :data:`_ASKED_RE`; at most
+    :data:`_ASK_MAX_WORDS` words); the answer is the first of the :data:`_ANSWER_WITHIN` sentences after it there that
+    repeats every word and number of the question (:func:`_question_keys`, at least two: "Exclusion 5.9 does not apply,
+    despite the building work during the period."), or, right after a question ending in "?", one opening with "Yes" or
+    "No". Delivered without it, the note left the reader asking whether the building-work exclusion applies (QA s34 A
+    F5). The answer may go alone. Not a question of a question-and-answer log (*pairs*, :func:`_link_questions`), nor
+    a speaker's line, an email's header or a quoted line."""
+    paired = {sid for pair in pairs for sid in (*pair.question, *pair.answer)}
+    segs = doc.segments
+    out: dict[str, tuple[str, ...]] = {}
+    for k, seg in enumerate(segs):
+        if (seg.kind != "sentence" or seg.dropped or seg.id in paired or len(seg.original.split()) > _ASK_MAX_WORDS
+                or any(key in seg.meta for key in ("speaker", "mail_field", "quote_block"))):
+            continue
+        text = seg.original.strip()
+        asks = text.rstrip("*_\"'”’)").endswith(("?", "？"))
+        m = None if asks else _ASKED_RE.match(text)
+        if not asks and m is None:
+            continue
+        # what is asked: after "whether", or after a label or date before the question ("Notes: Does … apply?")
+        keys = _question_keys(text[m.end():] if m else re.split(r"[:—–]\s+", text)[-1])
+        for j, later in enumerate(segs[k + 1:k + 1 + _ANSWER_WITHIN]):
+            if later.source_id != seg.source_id or later.paragraph != seg.paragraph or later.kind != "sentence":
+                break
+            if later.dropped or later.original.rstrip().endswith(("?", "？")):
+                continue
+            if (len(keys) >= 2 and keys <= _question_keys(later.original)) or (
+                    asks and j == 0 and _YES_NO_RE.match(later.original)):
+                out[seg.id] = (later.id,)
+                break
+    return out
 
 
 def _asked_in_item(doc: Document, pairs: Sequence[QAPair], before: Mapping[str, str]) -> dict[str, tuple[str, ...]]:

@@ -765,11 +765,16 @@ def _lift(scores: dict[str, float], hits: set[str]) -> dict[str, float]:
     return out
 
 
+#: An ISO currency code, in capitals ("EUR 4,500", "USD 1,200", "5,200 CHF").
+_CURRENCY_CODES = (r"EUR|USD|GBP|CHF|JPY|CNY|RMB|AUD|CAD|NZD|SEK|NOK|DKK|PLN|CZK|HUF|RON|INR|HKD|SGD|ZAR|BRL|MXN"
+                   r"|KRW|TRY|AED|SAR|ILS")
+
+
 #: A sentence that corrects or replaces a value said before it: "correction: it's 36 people, not
 #: 34", "Addendum 2: the submission deadline is extended to 15 August", "the budget is €40,000 not
 #: €50,000", an amendment ('the figure "3.50:1" is deleted and replaced with "3.75:1"', "is amended by
 #: replacing …", "up to 6 hours (previously 8 hours)", "reduced from 2 years to 18 months", "1.75:1 in
-#: place of 2.00:1"), "变更为", "以此为准". Not "actually", "updated", "revised" or "is now": prose is full
+#: place of 2.00:1", "GBP 4,950 instead of GBP 9,200"), "变更为", "以此为准". Not "actually", "updated", "revised" or "is now": prose is full
 #: of them ("The office address was updated on 30 January" rose above an indemnity clause); nor "may be
 #: amended" or "in place of" before a word (a contract's amendment clause, "used in place of insulin").
 CORRECTION_RE = re.compile(
@@ -778,6 +783,7 @@ CORRECTION_RE = re.compile(
     r"|amended to read|now reads"
     r"|(?:extended|postponed|changed|reduced|increased|cut|raised|lowered|shortened|brought forward) (?:to|from(?=[^.;:]{1,40}?\bto\b)))\b"
     r"|\((?i:previously|formerly)\b|\b(?i:in place of)\s+[\"“]?[€$£¥]?\d"
+    r"|\b(?i:instead of)\s+(?:[€$£¥]\s?|(?:" + _CURRENCY_CODES + r")\s?)?\d"
     r"|\bnot\s+[€$£¥]?\d[\d,./:]*%?(?:\s?[^\W\d_]+){0,2}(?:\s\d{4})?(?=\s*(?:[.;,)!\n\-–—]|$|as\b|but\b))|更正|修改为|变更为|调整为|延长至|延期至|改为|以此为准|不再|删去|删除第")
 #: A number on its own: not the digits of a name or a unit ("D50", "T2DM", "mL/min/1.73m2").
 _NUMBER_RE = re.compile(r"(?<![\w,./:])\d[\d,.]*(?::\d\d)*")
@@ -814,10 +820,12 @@ _CHANGED_SUBJECT_RE = re.compile(
     r"(?:extended|postponed|changed|reduced|increased|raised|lowered|shortened|brought forward|moved|amended)"
     r"\s+(?:to|from)\b", re.IGNORECASE)
 #: The value a correction says was there before: "(previously 1000 mg twice daily)", "from 8 to 6
-#: hours", "not 34", "in place of 12%". Where it holds a number, what the correction corrects holds it.
+#: hours", "not 34", "in place of 12%", "instead of GBP 9,200". Where it holds a number, what the correction corrects
+#: holds it.
 _OLD_VALUE_RE = re.compile(
     r"\((?i:previously|formerly)\s+([^)]{1,60})\)|\b(?i:from)\s+([^.;:]{1,40}?)\s+(?i:to)\b"
-    r"|\bnot\s+([€$£¥]?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)|\b(?i:in place of)\s+[\"“]?([€$£¥]?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)")
+    r"|\bnot\s+([€$£¥]?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)|\b(?i:in place of)\s+[\"“]?([€$£¥]?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)"
+    r"|\b(?i:instead of)\s+((?:[€$£¥]\s?|(?:" + _CURRENCY_CODES + r")\s?)?\d[\d,.]*(?:\s?(?:[^\W\d_]+|%))?)")
 _YEAR_RE = re.compile(r"(?:19|20)\d\d")
 #: How many segments before a correction it is compared with (bounded work on long inputs).
 CORRECTION_WINDOW = 400
@@ -912,11 +920,6 @@ _CONDITION_OPENS_RE = re.compile(_CONDITIONS + r"[^.;:!?\n]*$")
 #: above 133 µmol/L, apixaban should be reduced to 2.5 mg twice daily; … so no change is needed" had made the
 #: current "Apixaban 5 mg twice daily" stale.
 _PLANNED_BEFORE_RE = re.compile(r"\b(?i:should|would|could|may|might)\s+(?:not\s+)?be\s+$")
-
-
-#: An ISO currency code, in capitals ("EUR 4,500", "USD 1,200", "5,200 CHF").
-_CURRENCY_CODES = (r"EUR|USD|GBP|CHF|JPY|CNY|RMB|AUD|CAD|NZD|SEK|NOK|DKK|PLN|CZK|HUF|RON|INR|HKD|SGD|ZAR|BRL|MXN"
-                   r"|KRW|TRY|AED|SAR|ILS")
 
 
 #: A user's change of a value in a conversation with an agent, the new value right after it: "Make it under €2,000
@@ -1294,6 +1297,11 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
                      or len(mine_words & (keys[j][0] - (subject if any(_names_only(p, segments[j].text) for p in named)
                                                         else set()))) >= 2
                      or any(_gives_value(p, segments[j].text) for p in named)]
+        if not found and _FIX_LABEL_RE.match(segments[k].text) and k and _fixes_before(segments, k, keys, figures):
+            # "Corrected: the deductible is EUR 2,500 …, so the reserve is EUR 49,800." after "Initially the reserve was
+            # EUR 51,300 (EUR 52,300 minus EUR 1,000)." in its paragraph: it says no old value and shares with the
+            # sentence it corrects one rare word; read alone, EUR 51,300 went out as the reserve (QA s34 A F2)
+            found = [segments[k - 1].id]
         # a later dose of a named drug makes its earlier doses stale, a change of one too: "Glargine increased to 14
         # units." (Day 5) corrects "Blood glucose 9-14 mmol/L on glargine 10 units; dose increased to 12 units." (Day
         # 4), which shares with it no word or number rare enough to say so; delivered without it, 12 units read as
@@ -1311,6 +1319,24 @@ def correction_links(segments: Sequence[Segment]) -> dict[str, list[str]]:
         if found:
             out[segments[k].id] = found
     return out
+
+
+#: A correction written as a label opening its sentence, maybe after a date: "Corrected: the deductible is EUR 2,500 …",
+#: "2024-04-02 — Correction: …", "**Erratum:** …".
+_FIX_LABEL_RE = re.compile(r"[\W\d_]*(?i:corrected|correction|erratum)(?:\*\*|__)?[ \t]*:")
+
+
+def _fixes_before(segments: Sequence[Segment], k: int, keys: Sequence[tuple[set[str], set[str]]],
+                  figures: Sequence[str]) -> bool:
+    """Whether *segments[k]*, a correction written as a label (:data:`_FIX_LABEL_RE`) that links nothing by the other
+    rules, corrects the sentence right before it: both sentences of one paragraph, and both giving a value of one
+    kind (:func:`_value_kinds`: a sum in one currency, a unit), "Corrected: … the reserve is EUR 49,800." after
+    "Initially the reserve was EUR 51,300 …". Not a sentence that gives no value: a label corrects what the
+    paragraph just said, and a value is what goes stale."""
+    seg, prev = segments[k], segments[k - 1]
+    return (seg.kind == prev.kind == "sentence" and seg.source_id == prev.source_id and seg.paragraph == prev.paragraph
+            and not _in_diff(prev) and not _cues(prev.text) and bool(keys[k][1]) and bool(keys[k - 1][1])
+            and bool(_value_kinds(figures[k]) & _value_kinds(figures[k - 1])))
 
 
 def _articles(segments: Sequence[Segment]) -> list[tuple[int | None, int]]:
