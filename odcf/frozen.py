@@ -37,6 +37,11 @@ class FrozenMap(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._data
 
+    def get(self, key: Any, default: Any = None) -> Any:
+        # the dict's own get: Mapping.get goes through __getitem__ and a KeyError, and rendering
+        # reads segment metadata this way hundreds of thousands of times per long document
+        return self._data.get(key, default)
+
     def __repr__(self) -> str:
         return f"FrozenMap({self._data!r})"
 

@@ -13,6 +13,7 @@ the ontology's ``pipeline:`` section, and :data:`DEFAULT_ENABLED`.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import logging
@@ -23,7 +24,7 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from odcf.document import Document, Segment, TraceEvent
+from odcf.document import Document, Segment, Span, TraceEvent
 from odcf.errors import StageError
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
@@ -275,19 +276,26 @@ def _stamp_last(doc: Document, stage: str, tokens_in: int, tokens_out: int, ms: 
 
 def protected_intact(seg: Segment) -> list[str]:
     """Protected span texts that are missing from the segment's current text, in order."""
+    return list(_missing_spans(seg.text, seg.original, tuple(seg.protected)))
+
+
+@functools.lru_cache(maxsize=2048)
+def _missing_spans(text: str, original: str, protected: tuple[Span, ...]) -> tuple[str, ...]:
+    """:func:`protected_intact` of a segment with this text, original and spans. Cached: the guard after
+    each lossy stage checks every protected segment, and most come through a stage unchanged."""
     missing: list[str] = []
     pos = 0
-    for span in sorted(seg.protected, key=lambda s: (s.start, s.end)):
+    for span in sorted(protected, key=lambda s: (s.start, s.end)):
         # a whole value: a protected "8" is not found in the "80" beside it
-        found = find_value(seg.text, span.text, pos, original=seg.original, at=span.start) if span.text else pos
+        found = find_value(text, span.text, pos, original=original, at=span.start) if span.text else pos
         if found < 0:
-            found = find_value(seg.text, span.text, original=seg.original, at=span.start)
+            found = find_value(text, span.text, original=original, at=span.start)
             if found < 0:
                 missing.append(span.text)
                 continue
         else:
             pos = found
-    return missing
+    return tuple(missing)
 
 
 def _guard(before: Document, after: Document, stage: str) -> Document:

@@ -99,6 +99,8 @@ def check_fields(obj: Any, spec: Mapping[str, tuple[str, bool]], where: str, out
 #: CJK ideographs, kana and hangul (a regex character-class body).
 _CJK_CHARS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK_CHARS}]")
+#: A character at U+0250 or above (past Latin Extended-B): not a Latin letter for detect_language.
+_BEYOND_LATIN_RE = re.compile("[^\x00-\u024f]")
 #: Han characters only (no kana or hangul): the script that is written without spaces between words.
 HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LATIN_WORD_RE = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
@@ -121,10 +123,11 @@ STOPWORDS = frozenset(
 
 def cjk_ratio(text: str) -> float:
     """Share of non-space characters that are CJK."""
-    chars = [c for c in text if not c.isspace()]
-    if not chars:
+    # str.split() cuts at exactly the characters str.isspace() names, and no CJK character is one
+    visible = sum(map(len, text.split()))
+    if not visible:
         return 0.0
-    return sum(1 for c in chars if _CJK_RE.match(c)) / len(chars)
+    return len(_CJK_RE.findall(text)) / visible
 
 
 def has_visible_text(text: str) -> bool:
@@ -142,10 +145,10 @@ def detect_language(text: str) -> str:
     """``zh`` when CJK characters dominate, ``en`` for mainly Latin script, else ``other``."""
     if cjk_ratio(text) >= 0.2:
         return "zh"
-    letters = [c for c in text if c.isalpha()]
+    letters = "".join(filter(str.isalpha, text))
     if not letters:
         return "en"
-    latin = sum(1 for c in letters if c < "\u0250")
+    latin = len(letters) - len(_BEYOND_LATIN_RE.findall(letters))  # the letters below U+0250
     return "en" if latin / len(letters) >= 0.7 else "other"
 
 

@@ -33,8 +33,11 @@ _CHUNK_CHARS = 16_000
 #: The longest piece counted in one call when no split point is nearer: at most 4 tokens a character
 #: keeps it under bpe-openai's 200,000-token and 1,000,000-character limits.
 _MAX_PIECE_CHARS = 50_000
-#: Texts up to this many characters are cached ...
-_CACHE_TEXT_CHARS = 4_096
+#: A text longer than this is counted by :meth:`_CachedCounter._count_long` (in pieces, for bpe-openai).
+_LONG_TEXT_CHARS = 4_096
+#: Texts up to this many characters are cached (long ones too: the compressor and the pipeline's
+#: first stage both count every whole source) ...
+_CACHE_TEXT_CHARS = 1_048_576
 #: ... up to this many bytes of text in all (CJK takes 2 bytes a character, emoji 4).
 _CACHE_BYTES = 32 * 2**20
 
@@ -46,8 +49,9 @@ class TokenCounter(Protocol):
 
 
 class _CachedCounter:
-    """Counting is called on the same segment text many times; cache the counts of short texts,
-    bounded by the bytes of text held (not the number of texts: 4,096 emoji take 16 KiB)."""
+    """Counting is called on the same segment text many times; cache the counts of texts up to a
+    million characters, bounded by the bytes of text held (not the number of texts: 4,096 emoji take
+    16 KiB)."""
 
     def __init__(self, name: str, max_bytes: int = _CACHE_BYTES) -> None:
         self.name = name
@@ -69,7 +73,7 @@ class _CachedCounter:
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        n = self._count(text)
+        n = self._count(text) if len(text) <= _LONG_TEXT_CHARS else self._count_long(text)
         size = sys.getsizeof(text)
         with self._lock:
             if text not in self._cache:

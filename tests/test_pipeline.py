@@ -419,3 +419,31 @@ def test_a_budget_in_bytes_is_said_in_bytes_not_bytes_tokens():
     said = [str(p) for p in verify_report(forged, r.text).problems]
     assert any(f"the delivered text counts {r.tokens_out} bytes" in p for p in said), said
     assert not any("bytes tokens" in w for w in [*r.record["warnings"], *said])
+
+
+def test_the_guard_checks_a_protected_segment_a_stage_left_alone_once(monkeypatch):
+    # the guard after each lossy stage checks every protected segment, and most come through a stage
+    # unchanged: each (text, original, spans) is searched once
+    import odcf.pipeline as pipeline
+    from odcf.document import Segment, Span
+
+    searched: list[str] = []
+    real = pipeline.find_value
+
+    def counting(text, needle, *args, **kwargs):
+        searched.append(needle)
+        return real(text, needle, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "find_value", counting)
+    text = "The fee of $5,017.25 is due on 3 March 2031 (guard cache test)."
+    spans = (Span(11, 20, "$5,017.25", "anchor:money"), Span(31, 43, "3 March 2031", "anchor:date"))
+    seg = Segment(id="s1", source_id="a", index=0, text=text, original=text, protected=spans)
+    assert pipeline.protected_intact(seg) == []
+    first = len(searched)
+    assert first == 2
+    assert pipeline.protected_intact(seg.replace(score=0.7, reasons=("rank: scored",))) == []
+    assert len(searched) == first
+    # a changed text is searched again, and what it lost is reported
+    cut = seg.replace(text="The fee is due on 3 March 2031 (guard cache test).")
+    assert pipeline.protected_intact(cut) == ["$5,017.25"]
+    assert len(searched) > first

@@ -139,3 +139,37 @@ def test_a_tokenizer_that_names_none_fails_when_the_compressor_is_built(plan, na
         with pytest.raises(OdcfError, match=re.escape(message)):
             Compressor(plan).compress("Pay $5.", tokenizer=name)
     assert Compressor(plan, tokenizer="bytes").compress("Pay $5.").record["unit"] == "bytes"
+
+
+class _Calls(tokens._CachedCounter):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.encoded = 0
+
+    def _count(self, text: str) -> int:
+        self.encoded += 1
+        return len(text)
+
+
+def test_a_whole_source_counted_again_is_not_encoded_again():
+    # the compressor and the pipeline's first stage both count every source: a 300,000-character
+    # meeting was encoded twice per record
+    counter = _Calls("calls")
+    text = "the cap is five percent of fees. " * 3000  # 99,000 characters: counted in pieces
+    assert counter.count(text) == len(text)
+    pieces = counter.encoded
+    assert pieces > 1
+    assert counter.count(text) == len(text)
+    assert counter.encoded == pieces
+    # still bounded: a text longer than the cache takes is counted each time, as before
+    huge = "x " * (tokens._CACHE_TEXT_CHARS // 2 + 1)
+    counter.count(huge)
+    counter.count(huge)
+    assert huge not in counter._cache
+
+
+def test_a_long_cached_count_is_the_count_of_the_text():
+    counter = get_counter("o200k_base")
+    enc = bpe_openai.get_encoding("o200k_base")
+    text = ("Payment is due within 30 days of the invoice date (net 30); late fees of 1.5% apply.\n" * 400)
+    assert counter.count(text) == counter.count(text) == len(enc.encode_ordinary(text))

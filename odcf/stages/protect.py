@@ -13,6 +13,7 @@ Spans are offsets into ``segment.original``. Overlapping spans are kept as they 
 """
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterable
@@ -192,7 +193,13 @@ def _word_bounded(text: str, start: int, end: int) -> bool:
 def _find_marker(text: str, low: str, marker: str) -> bool:
     if _CJK.search(marker) or not marker[0].isalnum():
         return marker in text
-    return re.search(phrase_regex(marker.lower()) + r"(?!\w)", low) is not None
+    return _marker_regex(marker).search(low) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _marker_regex(marker: str) -> re.Pattern[str]:
+    """A marker's pattern, built once: every segment is tried against every marker of the plan."""
+    return re.compile(phrase_regex(marker.lower()) + r"(?!\w)")
 
 
 def _clause_end(text: str, pos: int, max_words: int) -> int:

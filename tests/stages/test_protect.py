@@ -203,3 +203,17 @@ def test_provided_after_a_one_noun_subject_or_a_name_is_the_verb(sentence):
 
     at = sentence.index("provided")
     assert not_a_connective(sentence, at, at + len("provided"))
+
+
+def test_a_marker_pattern_is_built_once_not_once_per_segment(monkeypatch):
+    import odcf.stages.protect as protect_module
+
+    built: list[str] = []
+    real = protect_module.phrase_regex
+    monkeypatch.setattr(protect_module, "phrase_regex", lambda p: built.append(p) or real(p))
+    protect_module._marker_regex.cache_clear() if hasattr(protect_module, "_marker_regex") else None
+    texts = ["This agreement is strictly confidential.", "Nothing here.", "Confidentiality survives.",
+             "It is CONFIDENTIAL"]
+    found = [protect_module._find_marker(t, t.lower(), "Confidential") for t in texts]
+    assert found == [True, False, False, True]  # a whole word: "Confidentiality" is not the marker
+    assert built == ["confidential"]
