@@ -2248,6 +2248,55 @@ def log_level_reasons(segments: Sequence[Segment]) -> dict[str, str]:
     return out
 
 
+#: An agent's final submission in a ReAct-style trajectory (Thought / Action / Observation steps): SWE-agent's
+#: ``submit`` command, alone or with its answer ("submit FLAG{…}"), as an action's code block.
+_SUBMIT_RE = re.compile(r"\A(?:Action:\s*\n)?(?:```[\w-]*\n)?[ \t]*submit(?:[ \t][^\n]*)?\s*(?:\n```)?\s*\Z")
+#: A step's "Observation:" label (alone, or opening its output's block).
+_OBSERVATION_RE = re.compile(r"\AObservation:(?:\s|\Z)")
+#: The most of its source's characters the end of a trajectory may hold to be lifted (:func:`final_outcome`).
+OUTCOME_SHARE = 0.25
+
+
+def final_outcome(segments: Sequence[Segment]) -> set[str]:
+    """The segments of each agent trajectory from its last ``submit`` action to the end of its source: the
+    action, what it returned and any final submission after it (the patch, the flag). A source is a trajectory
+    when two of its segments or more open with "Observation:"; the end is taken only when it holds a quarter of
+    the source's text at most (:data:`OUTCOME_SHARE`). QA s34 M5: with no query, a CTF run's flag
+    ("submit FLAG{…}" and its observation, scored 0.02-0.06) was dropped at 1/4 and 1/8 of the input while the
+    HTML form boilerplate of earlier observations was delivered."""
+    by_source: dict[str, list[Segment]] = {}
+    for seg in segments:
+        by_source.setdefault(seg.source_id, []).append(seg)
+    out: set[str] = set()
+    for segs in by_source.values():
+        if sum(1 for seg in segs if _OBSERVATION_RE.match(seg.original)) < 2:
+            continue
+        last = next((k for k in range(len(segs) - 1, -1, -1) if _SUBMIT_RE.match(segs[k].original.strip())), None)
+        if last is None:
+            continue
+        total = sum(len(seg.original) for seg in segs)
+        if sum(len(seg.original) for seg in segs[last:]) <= OUTCOME_SHARE * total:
+            out.update(seg.id for seg in segs[last:] if not seg.dropped)
+    return out
+
+
+def lift_final_outcome(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
+    """With no query, the end of an agent trajectory (:func:`final_outcome`) scores as the best segment of its
+    source: the run is passed on for what it came to. Returns the scores and how many were raised."""
+    ends = final_outcome(segments)
+    best: dict[str, float] = {}
+    for seg in segments:
+        if seg.id in scores:
+            best[seg.source_id] = max(best.get(seg.source_id, 0.0), scores[seg.id])
+    out = dict(scores)
+    raised = 0
+    for seg in segments:
+        if seg.id in ends and seg.id in out and out[seg.id] < best[seg.source_id]:
+            out[seg.id] = best[seg.source_id]
+            raised += 1
+    return out, raised
+
+
 def lift_cell_outputs(segments: Sequence[Segment], scores: dict[str, float]) -> tuple[dict[str, float], int]:
     """A notebook code cell's ``outputs`` member scores at least as its ``source`` (the best of its
     pieces, ``cell_source``: odcf.stages.segment): "ROC AUC: 0.8734" is the answer to the
@@ -2652,8 +2701,10 @@ class LexicalRanker(Stage):
             live, {seg.id: (round(v / top_raw, 6) if top_raw > 0 else 0.0) for seg, v in zip(live, raw)})
         scores, courtesies = demote_pleasantries(live, scores)
         levelled = 0
+        outcome = 0
         if not doc.query:  # a log's errors first (with a query, after the lifts: the level breaks ties only)
             scores, levelled = rank_log_levels(doc.segments, scores, query=False)
+            scores, outcome = lift_final_outcome(live, scores)
         scores = lift_hits(scores, hits, failing=failing)
         # before the corrections: one that corrects an answer still ranks just above it
         scores, answers = lift_answers(doc.segments, scores)
@@ -2672,6 +2723,7 @@ class LexicalRanker(Stage):
         if doc.query:
             scores, levelled = rank_log_levels(doc.segments, scores, query=True)
         level_reasons = {} if doc.query else log_level_reasons(live)
+        ends = set() if doc.query else final_outcome(live)
         corrected_by: dict[str, list[str]] = {}
         for fix, stale in links.items():
             for sid in stale:
@@ -2680,6 +2732,10 @@ class LexicalRanker(Stage):
             new[seg.id] = seg.replace(score=scores[seg.id])
             if seg.id in level_reasons:
                 new[seg.id] = new[seg.id].with_reason(level_reasons[seg.id])
+            if seg.id in ends:
+                new[seg.id] = new[seg.id].with_reason(
+                    "rank: the end of an agent trajectory, from its last submit action; with no query it scores as "
+                    "the best segment of its source")
             if seg.id in constraint_why:
                 new[seg.id] = new[seg.id].with_reason(constraint_reason(constraint_why[seg.id]))
             if seg.id in corrected_by:
@@ -2713,6 +2769,7 @@ class LexicalRanker(Stage):
             **({"referenced_raised": referenced} if referenced else {}),
             **({"corrections_linked": len(corrected_by)} if corrected_by else {}),
             **({"log_levels_ranked": levelled} if levelled else {}),
+            **({"outcome_raised": outcome} if outcome else {}),
             **({"boilerplate_demoted": boilerplate} if boilerplate else {}),
             **({"pleasantries_demoted": courtesies} if courtesies else {}),
         })

@@ -57,6 +57,7 @@ from odcf.stages.rank import (
     lift_cell_outputs,
     lift_constraints,
     lift_corrections,
+    lift_final_outcome,
     lift_hits,
     lift_referenced,
     query_hits,
@@ -507,6 +508,12 @@ class EmbeddingReranker(Stage):
                 new_scores.update((sid, v) for sid, v in levelled.items() if v != mixed[sid])
                 if moved:
                     data["log_levels_ranked"] = moved
+                # the end of an agent trajectory, its submission, as the rank stage put it
+                mixed = {s.id: new_scores.get(s.id, s.score or 0.0) for s in live}
+                ended, raised = lift_final_outcome(live, mixed)
+                new_scores.update((sid, v) for sid, v in ended.items() if v != mixed[sid])
+                if raised:
+                    data["outcome_raised"] = raised
         if names:
             # a segment holding what the query names exactly (an id, a host, a quoted phrase) comes
             # first; among those, the rest of the query orders them

@@ -275,3 +275,62 @@ def test_the_index_and_path_lines_are_never_delivered_without_a_hunk(budget):
         r = Compressor.from_ontology("agent_ops").compress([Source(id="two.diff", text=text)], query=query,
                                                            budget=budget, annotate=False, timings=False)
         check(r.text, text)
+
+
+# the final submission of SWE-agent's marshmallow-1867 run (QA s34 H2): one hunk, one changed line
+MARSH = """diff --git a/src/marshmallow/fields.py b/src/marshmallow/fields.py
+index ad388c7..20da768 100644
+--- a/src/marshmallow/fields.py
++++ b/src/marshmallow/fields.py
+@@ -1472,7 +1472,7 @@ class TimeDelta(Field):
+         if value is None:
+             return None
+         base_unit = dt.timedelta(**{self.precision: 1})
+-        return int(value.total_seconds() / base_unit.total_seconds())
++        return int(round(value.total_seconds() / base_unit.total_seconds()))  # round to nearest int
+ 
+     def _deserialize(self, value, attr, data, **kwargs):
+         try:
+"""
+
+
+@pytest.mark.parametrize("limit", [30, 60, 100])
+def test_a_long_hunk_is_never_cut_inside_a_change_block(limit):
+    # QA s34 H2: a hunk cut between its "-" and its "+" line was delivered as "-        return int(…)" /
+    # "[DIFF_LINES: 4]", which reads as a deletion, while the patch replaced the line
+    for text in (MARSH, SWE, SETTINGS):
+        segs = Segmenter(max_hunk_tokens=limit)(Document.from_sources([Source(id="a", text=text)]),
+                                                Plan(domain="t")).segments
+        for part in (s for s in segs if s.meta.get("diff") == "lines"):
+            lines = part.text.splitlines()
+            first, n = part.meta["diff_lines"]
+            body = text.split("\n@@", 1)[1].splitlines()[1:]
+            assert lines == body[first:first + n]
+            # a part starts on a context line, or on the hunk's first line, and ends after a whole block
+            assert first == 0 or body[first][:1] == " ", (limit, part.text)
+            assert first + n == len(body) or body[first + n][:1] == " ", (limit, part.text)
+
+
+@pytest.mark.parametrize("budget", [90, 110, 130, 150, 170, 200])
+def test_a_changed_line_is_delivered_with_its_replacement_or_not_at_all(budget):
+    text = ("Thought: The output has changed from 344 to 345, so the rounding issue is fixed.\n\n"
+            "## Final submission\n\n```diff\n" + MARSH + "```\n")
+    r = Compressor.from_ontology("agent_ops").compress([Source(id="run.md", text=text)], budget=budget,
+                                                       annotate=False, timings=False)
+    old = "-        return int(value.total_seconds() / base_unit.total_seconds())"
+    new = "+        return int(round(value.total_seconds() / base_unit.total_seconds()))  # round to nearest int"
+    assert (old in r.text) == (new in r.text), r.text
+    if old in r.text:
+        assert f"{old}\n{new}\n" in r.text
+
+
+def test_a_long_run_of_added_lines_alone_is_still_cut_in_parts():
+    # a new function: "+" lines and no "-" line, a part of it reads as lines added (and more left out)
+    added = "".join(f"+    total_{k} = compute_step({k}, payload, options)\n" for k in range(30))
+    text = ("--- a/app/steps.py\n+++ b/app/steps.py\n@@ -10,2 +10,32 @@ import os\n import sys\n"
+            + added + " \n")
+    segs = Segmenter()(Document.from_sources([Source(id="a", text=text)]), Plan(domain="t")).segments
+    parts = [s for s in segs if s.meta.get("diff") == "lines"]
+    assert len(parts) >= 3 and all(len(s.text.splitlines()) < 20 for s in parts)
+    assert parts[0].text.startswith(" import sys\n+    total_0 ")  # its context line with its first line
+    assert join_segments(segs) == text.rstrip("\n")

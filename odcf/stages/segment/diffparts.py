@@ -4,7 +4,7 @@ A hunk means nothing without the file it changes: hunks of five files delivered 
 header of the first read as changes to that one. So a file's header is a piece, each hunk (its ``@@`` line and the
 lines the ``@@`` counts announce, and those after them that still read as a hunk's lines) is a piece under it (meta ``under``: the budget delivers a hunk
 only with its file's header, and a header only with one of its hunks), and a long hunk is an ``@@``
-piece with parts of whole lines under it. In a git diff the header piece is the ``diff --git`` line and
+piece with parts of whole lines under it, cut only between its change blocks (:func:`_units`). In a git diff the header piece is the ``diff --git`` line and
 the mode, new, deleted, rename and copy lines right under it, which name the file for every hunk; its
 ``index``, ``---`` and ``+++`` lines (the path twice more) are a piece of their own that goes only with
 the file's first hunk, or the first part of it (meta ``diff_needs``: that piece's index, made a
@@ -34,6 +34,8 @@ _HEAD_LINE_RE = re.compile(r"^(?:index [0-9a-f]+\.\.[0-9a-f]+|--- \S|\+\+\+ \S|(
                            r"Binary files )")
 #: The lines of a git header that name the file's old and new paths again, and those after them.
 _PATHS_RE = re.compile(r"^(?:index [0-9a-f]+\.\.[0-9a-f]+|--- \S|\+\+\+ \S|Binary files )")
+#: The context lines above a change block that go with it when a long hunk is cut (git's default context).
+CONTEXT_LINES = 3
 #: A hunk's header, with its counts of old and new lines.
 HUNK_RE = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
@@ -100,6 +102,41 @@ def diff_end(files: list[tuple[list[int], list[tuple[int, int]]]]) -> int:
     return max(files[-1][1][-1][1] if files[-1][1] else 0, files[-1][0][-1] + 1)
 
 
+def _units(body: list[tuple[int, int, str]], cost: Callable[[str], int], limit: int) -> list[tuple[int, int]]:
+    """The (start, end) of the runs of a hunk's *body* that a part of it holds whole: a context line, or a
+    change block (its "-" lines and the "+" lines that replace them) with up to :data:`CONTEXT_LINES`
+    context lines right above it, which say where it is. A part never starts or ends inside a change block,
+    so that the block goes whole or not at all (QA s34 H2: a hunk cut between its "-" and its "+" line was
+    delivered as "-        return int(…)" / "[DIFF_LINES: 4]", a deletion, while the patch replaced the
+    line). Only a run of one kind ("+" lines alone, a new function; "-" lines alone) over *limit* tokens,
+    a whole hunk's, is cut between its lines: a part of it reads as what it is (lines added, or removed,
+    and more left out), and a long one stays deliverable."""
+    units: list[tuple[int, int]] = []
+    k, n = 0, len(body)
+    while k < n:
+        end = k
+        while end < n and body[end][2][:1] in ("-", "+", "\\"):
+            end += 1
+        if end == k:  # a context line (its space may be trimmed)
+            units.append((k, k + 1))
+            k += 1
+            continue
+        start = k
+        while (units and k - start < CONTEXT_LINES and units[-1] == (start - 1, start)
+               and body[start - 1][2][:1] in (" ", "")):
+            start = units.pop()[0]  # the context lines above go with the block
+        kinds = {ln[2][:1] for ln in body[k:end]} - {"\\"}
+        if len(kinds) == 1 and sum(cost(ln[2]) for ln in body[k:end]) > limit:
+            # a long run of one kind: a line a unit (the first with the context lines above it, a
+            # "\\ No newline" line with the line it follows)
+            cut = [j for j in range(k + 1, end) if body[j][2][:1] != "\\"]
+            units.extend(zip([start, *cut], [*cut, end]))
+        else:
+            units.append((start, end))
+        k = end
+    return units
+
+
 def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[list[int], list[tuple[int, int]]]],
                 paragraph: int, offset: int, block: int, line_piece: Callable[..., Piece],
                 cost: Callable[[str], int], limit: int) -> list[Piece]:
@@ -145,14 +182,19 @@ def diff_pieces(lines: list[tuple[int, int, str]], i: int, files: list[tuple[lis
                                   indent=True))
             chunk: list[tuple[int, int, str]] = []
             first = tokens = 0
-            for k, ln in enumerate(body):
-                t = cost(ln[2])
-                if chunk and tokens + t > limit // 2:
+            changes = False  # whether the part holds changed lines
+            for k, end in _units(body, cost, limit):
+                t = sum(cost(ln[2]) for ln in body[k:end])
+                change = any(ln[2][:1] in ("-", "+") for ln in body[k:end])
+                # context lines left over (after a hunk's last change block) make a part of their own: with
+                # the changes before them, they made that part too big for a budget that the change fits
+                if chunk and (tokens + t > limit // 2 or change != changes):
                     out.append(whole(chunk, {**meta, "diff": "lines", "under": hunk_at,
                                              "diff_lines": [first, len(chunk)], "diff_total": len(body)}))
                     chunk, first, tokens = [], k, 0
-                chunk.append(ln)
+                chunk.extend(body[k:end])
                 tokens += t
+                changes = change
             out.append(whole(chunk, {**meta, "diff": "lines", "under": hunk_at,
                                      "diff_lines": [first, len(chunk)], "diff_total": len(body)}))
     return out
