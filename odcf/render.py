@@ -97,7 +97,11 @@ def join_segments(segments: Sequence[Segment]) -> str:
         speaker = seg.meta.get("speaker")
         # a heading in a message is in no turn (in_turn): the piece before it says whose turn goes on
         above = said if prev is not None and prev.kind == "heading" and "speaker" not in prev.meta else prev
-        if (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
+        if block is not None and "json_label" in seg.meta:
+            # a tool's JSON after its label ("tool:get_order: {…}"), cut into members: the label as written,
+            # then the members delivered (below); no piece holds the label
+            out.append(seg.meta["json_label"])
+        elif (speaker and not seg.meta.get("opens_line") and (prev is None or prev.paragraph != seg.paragraph)
                 and (above is None or _turn(above) != _turn(seg)) and seg.kind != "heading"):
             # the turn's first sentence, which holds the speaker's label, was not delivered, and what
             # is above is another turn: say who speaks (a table, a code block or quoted lines start on

@@ -667,6 +667,9 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     asks = {sid: pair for pair in (qa_pairs(doc.segments) if pairs is None else pairs)
             for sid in pair.question}  # a question's segments
     after = {s.id: n for s, n in zip(doc.segments, doc.segments[1:])}  # the segment after each
+    heads_of: dict[str, list[str]] = {}  # a head -> the segments that go only with it
+    for sid, head in before.items():
+        heads_of.setdefault(head, []).append(sid)
     for seg in doc.segments:
         if seg.id in decided:
             final.append(decided[seg.id])
@@ -711,6 +714,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                         else "a diff's hunk line (@@)" if seg.meta.get("diff") == "hunk"
                         else "a line that introduces the block after it")
                 why = f"{what} is delivered only with a part of what it heads, and none was delivered"
+                copies = [f"{m} into {keeper_of[m]}" for m in heads_of.get(seg.id, ())
+                          if by_id[m].status == "merged" and m in keeper_of]
+                if copies and len(copies) == len(heads_of[seg.id]):
+                    # all it heads was merged into copies of it elsewhere (dedup): say so, not "none was delivered"
+                    why = (f"{what} is delivered only with a part of what it heads, and all of that ({len(copies)} "
+                           f"segment{'s' if len(copies) > 1 else ''}) was merged into copies elsewhere (dedup: "
+                           f"{copies[0]}{', …' if len(copies) > 1 else ''}): alone it would read as an empty output")
             elif prior is not None and prior.id not in heads and prior.id not in kept and prior.status != "merged":
                 opener = (points_back(seg.original, prior.original, same_paragraph=seg.paragraph == prior.paragraph)
                           if not seg.meta.get("budget_needs") else None)
@@ -1683,8 +1693,11 @@ class _Mail:
 def _heads_left_by_copies(doc: Document, before: dict[str, str]) -> set[str]:
     """Heads whose segments were all merged into copies elsewhere (dedup): they head nothing left
     here, so they may go on their own ("I will change reservation VA5SGQ to:" before a list
-    delivered in an earlier turn)."""
+    delivered in an earlier turn); not a bare label (:func:`_bare_label`, "Observation:"), which
+    alone reads as an empty output (QA s34: a step's repeated error output was merged into the
+    step before, and "Observation:" went out with nothing under it)."""
     status = {s.id: s.status for s in doc.segments}
+    text = {s.id: s.original for s in doc.segments}
     live: set[str] = set()
     merged: set[str] = set()
     for sid, head in before.items():
@@ -1692,7 +1705,18 @@ def _heads_left_by_copies(doc: Document, before: dict[str, str]) -> set[str]:
             merged.add(head)
         elif status.get(sid) != "dropped":
             live.add(head)
-    return merged - live
+    return {h for h in merged - live if not _bare_label(text.get(h, ""))}
+
+
+#: The most words of a bare label (:func:`_bare_label`).
+_BARE_LABEL_WORDS = 3
+
+
+def _bare_label(text: str) -> bool:
+    """Whether *text* is a label and nothing else, on a line of its own: a few words ending in ":"
+    ("Observation:", "Tool result:"), no sentence that says something ("I will change reservation
+    VA5SGQ to:")."""
+    return _label_line(text) and len(text.split()) <= _BARE_LABEL_WORDS
 
 
 def _whole_sentences(doc: Document) -> dict[str, tuple[str, ...]]:

@@ -356,6 +356,36 @@ def test_a_lead_in_whose_block_was_merged_into_a_copy_may_go_alone():
     assert lead not in _antecedents(merged)[1]
 
 
+def test_a_bare_label_whose_block_was_merged_into_a_copy_is_not_delivered_alone():
+    # QA s34 L2: a step's error output, the same as the step before's, was merged into it (dedup), and
+    # "Observation:" went out with nothing under it, read as an empty output
+    import re
+
+    from odcf.document import Source
+
+    output = ("```\nYour proposed edit has introduced new syntax error(s). Please understand the fixes and retry "
+              "your edit command.\n\nERRORS:\n- E999 SyntaxError: unmatched ')'\n\nThis is how your edit would have "
+              "looked if applied\n[File: /repo/pydicom/pixel_data_handlers/numpy_handler.py (374 lines total)]\n"
+              "287:    required_elements = ['BitsAllocated', 'Rows', 'Columns']\n288:    if 'PixelData' in ds:\n"
+              "289:        required_elements.append('PixelRepresentation')\n290:        )\n```")
+    text = ("## Step 7\n\nThought: I will add the PixelRepresentation check to the required elements.\n\n"
+            "Action:\n```\nedit 287:290\n```\n\nObservation:\n" + output + "\n\n"
+            "## Step 8\n\nThought: It appears there was another syntax error due to an unmatched parenthesis.\n\n"
+            "Action:\n```\nedit 287:291\n```\n\nObservation:\n" + output + "\n\n"
+            "## Step 9\n\nThought: The edit is applied now and the reproduction prints Result: True.\n")
+    c = Compressor.from_ontology("agent_ops")
+    said = 0
+    for query in (None, "which error is raised"):
+        for budget in range(160, 320, 20):
+            r = c.compress([Source(id="t.md", text=text, kind="markdown")], query=query, role="reviewer",
+                           budget=budget, timings=False)
+            assert not re.search(r"^Observation:\n(?:\n(?!```)|\Z)", r.text, re.MULTILINE), (budget, r.text)
+            labels = [s for s in r.record["sources"][0]["segments"] if s["index"] == 12]
+            if labels[0]["status"] == "dropped" and "merged into copies" in labels[0]["reason"]:
+                said += 1  # the record says what became of what it heads
+    assert said
+
+
 def test_an_item_of_a_loose_list_goes_only_with_the_line_that_introduces_the_list(plan):
     # QA: "3. Drop the replication slot" was delivered without "Never do any of the following …:"
     loose = ("Never do any of the following on the production cluster:\n\n1. Run `VACUUM FULL` on the orders "

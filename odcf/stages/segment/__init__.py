@@ -40,6 +40,7 @@ from odcf.stages.segment.headings import lone_numbered_title, plain_heading
 from odcf.stages.segment.items import mark_items
 from odcf.stages.segment.jsonparts import (
     ID_KEY_RE,
+    NUMBER_KEY_RE,
     ROWS_MARK_RE,
     json_lines_run,
     json_record,
@@ -67,6 +68,7 @@ from odcf.stages.segment.mail import (
     QUOTE_END_RE,
     QUOTE_PIECE_CHARS,
     QUOTE_RE,
+    ROLE_NAME_RE,
     SPEAKER_RE,
     SPEAKER_RUN,
     STAMPED_SPEAKER_RE,
@@ -75,6 +77,7 @@ from odcf.stages.segment.mail import (
     mail_header_run,
     opens_turn,
     speaker_meta,
+    speaker_of,
     speaker_run,
 )
 from odcf.stages.segment.subtitles import cue_end
@@ -375,6 +378,42 @@ class Segmenter(Stage):
             out.extend(Piece(p.start, p.end, "json", paragraph, {**(p.meta or {}), **meta}) for p in parts)
         return out, block
 
+    def _inline_json(self, text: str, line: tuple[int, int, str], end: int, label: re.Match[str] | None,
+                     kind: str, paragraph: int, counter: Any, block: int, base: int,
+                     budget: int | None = None) -> list[Piece] | None:
+        """A chat turn whose text after its speaker's label is one JSON object or array, up to *end*
+        (the paragraph's end): a tool's result ("tool:get_reservation_details: {…}", as tau-bench
+        transcripts and odcf's handoff write it), cut as a JSON source is (:meth:`_json_pieces`), each
+        member told the label (``json_label``: the label as written, with the space after it), its
+        speaker and its block (``json_block``), so that assembly writes the label and the members
+        delivered as valid JSON after it, with ``"[JSON_ITEMS: n]"`` for what it leaves out
+        (odcf.render); never a run of prices without the flight they are of. *label*: the line's
+        speaker label where the segmenter read one, else one of a chat role's name (a turn of its own, as
+        the handoff's, is no transcript of two lines). A JSON value small enough to stay whole is one
+        piece of *kind* with its label, never cut at its commas. None when the turn is not that."""
+        ls, _le, first = line
+        read = label  # the speaker the segmenter read (its meta, as a sentence of the line would have)
+        if label is None:
+            label = SPEAKER_RE.match(first)
+            if label is None or not ROLE_NAME_RE.fullmatch(speaker_of(label)):
+                return None
+        start = ls + label.end(1)
+        while start < end and text[start].isspace():
+            start += 1
+        if start >= end or text[start] not in "[{":
+            return None
+        pieces = self._json_pieces(text, counter, start, end, base, budget)
+        if pieces is None:
+            return None
+        indent = len(first) - len(first.lstrip())
+        if len(pieces) < 2:
+            # small: the turn whole or not at all, never cut at its commas as a long sentence is (a run of
+            # prices delivered without the flight they are of)
+            return [Piece(ls + indent, end, kind, paragraph, speaker_meta(read, 0))]
+        meta = {**(speaker_meta(read, label.end(1)) or {}), "json_block": block,
+                "json_label": text[ls + indent:start]}
+        return [Piece(p.start, p.end, p.kind, paragraph, {**(p.meta or {}), **meta}) for p in pieces]
+
     def _json_members(self, text: str, start: int, end: int, counter: Any,
                       levels: tuple[tuple[str, str, str], ...], sizes: tuple[int, ...],
                       base: int = 0, under: int | None = None, part: int | None = None) -> list[Piece] | None:
@@ -386,7 +425,7 @@ class Segmenter(Stage):
         container around it, so that assembly rebuilds valid JSON from any subset of the pieces, and
         ``json_sizes`` how many members each of those containers has, so that it can say how many
         it left out. An object cut into its members keeps those after its id with it (``"order_id":
-        "#W7710032"``: its first member named ``id`` or ``…_id`` whose value is no list or object):
+        "#W7710032"``: its first member named ``id`` or ``…_id``, else ``…_number`` (``"flight_number"``), whose value is no list or object):
         each of them, and all that is cut out of it, is ``under`` the id's piece (marked ``json_id``;
         the budget delivers them only with it, odcf.stages.budget), so that a payment is never read
         as another order's. In a value that does not fit in the budget whole (*part*: half the
@@ -400,9 +439,9 @@ class Segmenter(Stage):
             return None
         sizes = sizes + (len(members),)
         out: list[Piece] = []
-        ident = next((j for j, (ms, me) in enumerate(members) if text[start] == "{"
-                      and value_container(text, ms, me) is None and ID_KEY_RE.search(member_key(text, ms, me) or "")),
-                     None)
+        ident = next((j for key_re in (ID_KEY_RE, NUMBER_KEY_RE) for j, (ms, me) in enumerate(members)
+                      if text[start] == "{" and value_container(text, ms, me) is None
+                      and key_re.search(member_key(text, ms, me) or "")), None)
         id_piece: int | None = None  # the index of the id member's piece, once it is made
         keys = [member_key(text, ms, me) for ms, me in members] if text[start] == "{" else []
         made: dict[int, list[int]] = {}  # each member's pieces (their indexes in the source)
@@ -728,6 +767,16 @@ class Segmenter(Stage):
                 last_label = None
             # the next line of a message (no label of its own): the message's speaker, not its opening
             said_by = label if label is not None else last_label
+            inline = self._inline_json(text, lines[i], pe, label, kind, paragraph, counter, json_blocks + 1,
+                                       len(pieces), budget)
+            if inline is not None:
+                # a tool's JSON after its label ("tool:get_order: {…}"): cut into members as a JSON source
+                json_blocks += len(inline) > 1
+                pieces.extend(inline)
+                blocks.add(paragraph)
+                paragraph += 1
+                i = j
+                continue
             first_paragraph = paragraph
             for ss, se in _attach_short(text[ps:pe], _block_sentences(text, lines[i:j]), self.min_sentence_words,
                                         backward=said_by is None):

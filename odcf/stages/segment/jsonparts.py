@@ -10,6 +10,10 @@ from odcf.stages.segment.lines import rstrip
 
 #: The key of an object's id member (searched): "id", "order_id", "user-id", "orderId", "ID"; not "paid".
 ID_KEY_RE = re.compile(r"^(?:id|Id|ID)$|[_-](?:id|ID)$|[a-z0-9](?:Id|ID)$")
+#: The key of a number that names an object without an id member (searched): "flight_number", "orderNumber",
+#: "invoice_no"; not a phone's or a fax's. QA s34: a flight's prices went out without "flight_number", which
+#: of four flights they were of unsaid.
+NUMBER_KEY_RE = re.compile(r"^(?!(?i:phone|fax|mobile|cell|tel)).+(?:[_-](?:number|no)|(?<=[a-z])(?:Number|No))$")
 
 
 #: The line odcf writes where records of JSON Lines are left out (odcf.render): delivered JSON Lines

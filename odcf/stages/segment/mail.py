@@ -47,10 +47,16 @@ ROLE_TAG = (r"\[(?i:" + ROLE_WORDS + r")"
 #: field ("To: Sam Ortega") is not one, nor a log level or a traceback's line (:data:`NOT_SPEAKER`).
 #: Or an agent log's role tag (:data:`ROLE_TAG`, group ``tag``). Group 1 is the label up to its colon
 #: (or the tag); the speaker is group ``name`` and the colon, or the tag (see :func:`speaker_of`).
+#: A tool's result labelled with the tool's name, as odcf's handoff writes it and tau-bench transcripts do:
+#: "tool:get_reservation_details:", "function:search:" (the speaker is the whole label, its name included).
+TOOL_LABEL = r"(?i:tool|function):[\w.\-]{1,64}"
+#: An agent's tool call labelled without a colon: "assistant [tool call] cancel_reservation {…}" (tau-bench
+#: transcripts): the agent speaks, not the speaker of the line above (QA s34: it was delivered as "user: …").
+CALL_TAG = r"(?i:assistant|agent|ai|model|bot)[ \t]+\[(?i:tool|function)[ _\-]?calls?\]"
 LABEL = (r"^[ \t]{0,3}(?:" + STAMP + r")?(?!" + MAIL_FIELDS + r":)(?!" + NOT_SPEAKER + r")"
-         r"((?P<name>(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
+         r"((?P<name>" + TOOL_LABEL + r"|(?:[A-Z][\w'’.\-]{0,24}(?: [A-Z0-9][\w'’.\-]{0,24}){0,3}"
          r"|[a-z][\w\-]{0,20})(?: \([^()\n]{1,24}\))?)(?:[ \t]+" + BRACKETED_TIME + r")?:"
-         r"|(?P<tag>" + ROLE_TAG + r":?))")
+         r"|(?P<tag>" + ROLE_TAG + r":?|" + CALL_TAG + r"))")
 SPEAKER_RE = re.compile(LABEL + r"[ \t]+\S")
 #: A line that opens with a role tag ("[user] Thanks.", "[tool get_order] {…}"): a new turn of an agent
 #: log even right under another message's line (a tag is never the next line of a sentence).
@@ -178,7 +184,7 @@ LABEL_ONLY_RE = re.compile(LABEL + r"[ \t]*$")
 
 #: A speaker's name that is a chat's role ("user:", "Assistant:"): a chat's label even where the
 #: messages are cut by headings.
-ROLE_NAME_RE = re.compile(r"(?i:" + ROLE_WORDS + r")(?:[ \t]*\([^()\n]*\))?:")
+ROLE_NAME_RE = re.compile(r"(?:(?i:" + ROLE_WORDS + r")(?:[ \t]*\([^()\n]*\))?|" + TOOL_LABEL + "):")
 
 
 def chat_turns(lines: list[tuple[int, int, str]], headings: Sequence[int] = (), *,
