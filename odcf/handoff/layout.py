@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from odcf.document import Source
-from odcf.handoff.history import BULLET_CAP, LayeredHistory, LayeredTurn, layer_history
+from odcf.handoff.history import BULLET_CAP, LayeredHistory, LayeredTurn, layer_history, speaker_of
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.mandatory import MandatoryDecision
 from odcf.handoff.reasoning import ReasoningCut
@@ -112,6 +112,7 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
         meta = {"handoff_score": score, "handoff_mode": t.mode, "handoff_turn": t.turn,
+                "handoff_speaker": f"{speaker_of(t.item)}:",
                 "handoff_corrected_by": _corrected_by((t,))}
         if t.constraint:
             # a user's constraint ("do not …", "make sure … are not alarmed") ranks with the newest

@@ -69,10 +69,13 @@ class HandoffPriority(Stage):
                     continue
                 segments[k] = seg.replace(score=score)
                 changed += 1
+        labelled = _label_turns(doc, segments, by_source)
         linked = _link_turns(doc, segments, by_source)
         corrected = _link_corrections(doc, segments, by_source)
         meta = dict(doc.meta)
         data: dict[str, object] = {"rescored": changed, "turns_linked": linked}
+        if labelled:
+            data["turns_labelled"] = labelled
         if corrected:
             data["stale_turns_linked"] = corrected
         if "order" in meta:  # a reranker's placement would shuffle the turns; the handoff keeps reading order
@@ -98,6 +101,30 @@ def _bullets(segments: list, ks: list[int], meta: Mapping[str, Any]) -> dict[int
                 segments[k] = seg.replace(meta={**seg.meta, "budget_needs": head.id,
                                                 "budget_needs_what": "the start of its history bullet"})
     return keep
+
+
+def _label_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:
+    """Give each segment of a recent history turn its speaker (source meta ``handoff_speaker``, "user:") and
+    its turn, and the one that holds the label ``opens_line``, as the segmenter does for a transcript's lines:
+    the assembler then writes the label before the first part delivered of a turn whose first part was not
+    (QA: a turn trimmed to its constraint went out as "Please do not call me.", whose words?). Returns how
+    many turns were labelled."""
+    labelled = 0
+    for src in doc.sources:
+        speaker = src.meta.get("handoff_speaker")
+        ks = by_source.get(src.id, [])
+        if not speaker or not ks or src.meta.get("handoff_turn") is None:
+            continue
+        for j, k in enumerate(ks):
+            seg = segments[k]
+            if "speaker" in seg.meta:
+                continue
+            meta = {**seg.meta, "speaker": speaker, "turn": f"handoff {src.meta['handoff_turn']}"}
+            if j == 0 and seg.original.lstrip().startswith(speaker):
+                meta["opens_line"] = True
+            segments[k] = seg.replace(meta=meta)
+        labelled += 1
+    return labelled
 
 
 def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:

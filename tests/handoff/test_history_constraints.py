@@ -279,3 +279,30 @@ def test_chinese_user_constraints_are_constraint_turns(general: Any) -> None:
         layered = layer_history([HandoffItem(id="c", layer="history", speaker="user", text=text), *filler],
                                 general.plan, COUNTER)
         assert layered.bullets[0].constraint and text.rstrip("。") in layered.bullets[0].text, text
+
+
+def test_a_turn_trimmed_to_its_constraint_keeps_its_speaker() -> None:
+    """QA B L1: at 200 tokens the user's turn went out as "Please do not call me." alone, whose words
+    the next agent could not tell; the assembler writes the turn's label before the part delivered."""
+    from odcf.compressor import Compressor
+
+    items = {"instruction": "Tell the customer the refund amount and method for order #W2586676.",
+             "state": {"order_ids": ["#W2586676"], "resolution": "refunded"},
+             "items": [{"id": "u1", "category": "user_constraints", "text": "Do not send the refund to a new card."},
+                       {"category": "preconditions", "searched": True, "items": []}],
+             "messages": [{"role": "user", "content": "Where is my refund for #W2586676? Please do not call me."},
+                          {"role": "assistant", "content": "Let me check."}]}
+    c = Compressor.from_ontology("customer_service")
+    trimmed = 0
+    for budget in (140, 150, 160, 170):
+        r = c.handoff(role="executor", items=items, budget=budget, timings=False)
+        assert r.tokens <= budget
+        turn = next(h for h in r.record["handoff"]["history"] if h["turn"] == 1)
+        if turn["mode"] == "trimmed":
+            trimmed += 1
+            assert "\nuser: Please do not call me." in r.text, r.text
+            assert "Where is my refund" not in r.text
+        elif turn["mode"] != "dropped":
+            assert "\nuser: Where is my refund for #W2586676? Please do not call me." in r.text
+        assert "\nPlease do not call me." not in r.text
+    assert trimmed, "no budget trimmed the turn to its constraint"
