@@ -47,7 +47,7 @@ from odcf.document import Document, query_problem, sha256
 from odcf.handoff.conflicts import find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
-from odcf.handoff.history import bullet_groups, layer_history
+from odcf.handoff.history import bullet_groups, layer_history, user_constraint_strength
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
 from odcf.handoff.layout import EARLIER_ID, HEADER_TOKENS, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
@@ -55,7 +55,6 @@ from odcf.handoff.notes import notes_cap, render_notes
 from odcf.handoff.reasoning import (
     REASONING_SHARE,
     ReasoningCut,
-    is_constraint,
     truncate_reasoning,
 )
 from odcf.handoff.stage import HandoffPriority
@@ -362,7 +361,8 @@ def _prepare(batch: ItemBatch, plan: Plan, contract: RoleContract, budget: int, 
               if s.layer in allowed]
     verbatim, condensed, turn_cap = history
     layered, caps = fit_history(hist_items, others, plan=plan, counter=counter, budget=budget,
-                                verbatim=verbatim, condensed=condensed, turn_cap=turn_cap, query=query)
+                                verbatim=verbatim, condensed=condensed, turn_cap=turn_cap, query=query,
+                                conflicts=conflicts)
     sources = build_sources(kept, decision, states, reasoning_cuts, layered)
     return _Prepared(list(kept), list(duplicates), list(confidence_flags), list(conflicts), decision, allowed,
                      missing, states, reasoning_cuts, layered, caps, sources)
@@ -533,7 +533,7 @@ def _constraints_left(out: Document, counter: Any) -> dict[str, int]:
         if not src.meta.get("handoff_constraint"):
             continue
         segs = [seg for seg in out.segments if seg.source_id == src.id]
-        parts = [seg for seg in segs if is_constraint(seg.original)] or segs
+        parts = [seg for seg in segs if user_constraint_strength(seg.original)] or segs
         header = 0 if any(not seg.dropped for seg in segs) else HEADER_TOKENS
         for seg in parts:
             if seg.dropped and any(r.startswith("budget:") for r in seg.reasons):

@@ -216,16 +216,18 @@ def _render_kept(text: str, spans: list[tuple[int, int]], kept: list[int]) -> st
 
 
 def keep_constraints_first(pieces: Sequence[str], costs: Sequence[int], cap: int,
-                           fits: Callable[[list[int]], bool]) -> list[int]:
+                           fits: Callable[[list[int]], bool],
+                           strength: Callable[[str], int] | None = None) -> list[int]:
     """0-based indices (ascending) of the *pieces* to keep within *cap* tokens: the constraint
     pieces first, strongest first (:func:`constraint_strength`), each tier in source order and a
     piece that does not fit skipped; then the other pieces from the start, up to the first that
     does not fit. *costs* are the pieces' tokens; *fits* says whether a trial, written as it will
     be delivered, is within the cap. Drafts (:func:`truncate_reasoning`) and history turns
-    (:func:`cut_keeping_constraints`) are cut with it.
+    (:func:`cut_keeping_constraints`) are cut with it. *strength* tiers a piece (:func:`constraint_strength`
+    by default; a user's turn is tiered by :func:`odcf.handoff.history.user_constraint_strength`).
     """
     kept: list[int] = []
-    strength = [constraint_strength(x) for x in pieces]
+    strength = [(strength or constraint_strength)(x) for x in pieces]
     tiers = [([k for k in range(len(pieces)) if strength[k] == tier], True) for tier in (3, 2, 1)]
     for group, skip in (*tiers, ([k for k in range(len(pieces)) if not strength[k]], False)):
         for k in group:
@@ -287,7 +289,8 @@ class ConstraintCut:
 
 
 def cut_keeping_constraints(text: str, *, cap: int, counter: TokenCounter,
-                            spans: Sequence[tuple[int, int]] | None = None) -> ConstraintCut:
+                            spans: Sequence[tuple[int, int]] | None = None,
+                            strength: Callable[[str], int] | None = None) -> ConstraintCut:
     """*text* within *cap* tokens, keeping its constraint pieces first, as drafts are cut
     (:func:`keep_constraints_first`): the pieces (*spans*; its clauses by default,
     :func:`split_clauses`) kept are written in source order, and " … " marks each cut — before,
@@ -308,7 +311,7 @@ def cut_keeping_constraints(text: str, *, cap: int, counter: TokenCounter,
         return out + " …" if kept and kept[-1] < len(spans) - 1 else out
 
     kept = keep_constraints_first(pieces, [counter.count(p) for p in pieces], cap,
-                                  lambda trial: counter.count(render(trial)) <= cap)
+                                  lambda trial: counter.count(render(trial)) <= cap, strength)
     return ConstraintCut(render(kept) if kept else "…", len(kept), len(spans))
 
 

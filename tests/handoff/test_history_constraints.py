@@ -306,3 +306,26 @@ def test_a_turn_trimmed_to_its_constraint_keeps_its_speaker() -> None:
             assert "\nuser: Where is my refund for #W2586676? Please do not call me." in r.text
         assert "\nPlease do not call me." not in r.text
     assert trimmed, "no budget trimmed the turn to its constraint"
+
+
+def test_not_having_an_id_at_hand_is_no_constraint_but_a_wish_still_is() -> None:
+    """QA B H5: tau-bench #33's "However, I don't have the reservation ID handy." was kept whole as a
+    constraint turn at every budget for its "don't"."""
+    assert not user_constraint("However, I don't have the reservation ID handy.")
+    assert not user_constraint("I don't remember the order number, sorry.")
+    for text in ("I don't want a window seat.", "We don't eat pork.", "I don't have a credit card.",
+                 "Please don't call me, I don't have my phone handy.", "Don't book anything without asking me."):
+        assert user_constraint(text), text
+
+
+def test_a_cut_user_turn_keeps_the_sentence_compress_counts_as_a_constraint() -> None:
+    """A user's turn is a constraint turn for a sentence that compress counts as a user's constraint (no
+    "must", "only" in it); cut to its room, it keeps that sentence, not its opening thanks."""
+    from odcf.handoff.history import constraint_cut
+
+    limit = "The total budget is under EUR 4,500 for flights and hotel together."
+    text = ("Thanks a lot for all the options you sent over yesterday evening, they look great and the team liked "
+            "the photos of the venues. " + limit)
+    assert constraint_strength(limit) == 0 and user_constraint(text)
+    cut = constraint_cut(HandoffItem(id="u", layer="history", text=text, speaker="user"), COUNTER, cap=24)
+    assert cut.text == "… " + limit
