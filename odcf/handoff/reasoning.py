@@ -11,7 +11,12 @@ evidence index says what the omitted part rested on::
 The index lists the citations found in the omitted sentences — ``source 3``, ``item t2``,
 ``[4]``, a row/line/page range after them, and any known item id that is not a plain word
 (``t2``, ``policy-eta``) — plus the item's own
-``cites``; with no citation there it says so, and the omitted range alone is the pointer.
+``cites``; with no citation there it says so, and the omitted range alone is the pointer. An omitted
+sentence stating a prohibition, obligation or limit (tiers 3 and 2 of :func:`constraint_strength`) is named
+after the omitted tokens, ``omitted (107 tokens; sentence 5 states a constraint)``, where the cap leaves room
+for it; an opening sentence is kept only beside it (QA: a draft cut to 44 tokens kept "We compared both options
+against the policy. Step 1: re-read the order." while its "The refund must go to … gift_card_3491931, never to a
+new card." needed 55 with the index, and nothing said it was there).
 
 >>> from odcf.handoff.items import HandoffItem
 >>> from odcf.tokens import get_counter
@@ -122,12 +127,17 @@ _LABEL_RANGE_RE = re.compile(r"^(?P<what>.+), (?P<unit>rows?|lines?|pages?) (?P<
 
 
 def _index_line(kept: list[int], total: int, omitted_tokens: int, evidence: list[str], counter: TokenCounter,
-                room: int) -> str:
+                room: int, constraints: Sequence[int] = ()) -> str:
     """The index line, its evidence list cut to *room* tokens ("…; +37 more") so that the index
-    never crowds out the draft it stands for. *kept*: the 0-based indices of the kept sentences."""
+    never crowds out the draft it stands for. *kept*: the 0-based indices of the kept sentences;
+    *constraints*: those of the sentences stating a prohibition, obligation or limit, which the line
+    names when they are omitted ("sentence 5 states a constraint": left out for room, it is not hidden)."""
     keep = set(kept)
     omitted = [k + 1 for k in range(total) if k not in keep]
-    head = f"[reasoning truncated: sentences {_ranges(omitted)} of {total} omitted ({omitted_tokens} tokens); "
+    binding = [k + 1 for k in constraints if k not in keep]
+    said = (f"; sentence {binding[0]} states a constraint" if len(binding) == 1
+            else f"; sentences {_ranges(binding)} state constraints" if binding else "")
+    head = f"[reasoning truncated: sentences {_ranges(omitted)} of {total} omitted ({omitted_tokens} tokens{said}); "
     if not evidence:
         return head + "evidence: none cited in the omitted part]"
     shown = len(evidence)
@@ -338,8 +348,9 @@ def truncate_reasoning(
     known = [k for k in known_ids if k != item.id]
     sentences = [text[a:b] for a, b in spans]
     costs = [counter.count(s) for s in sentences]
+    binding = [k for k, x in enumerate(sentences) if constraint_strength(x) >= 2]
 
-    def render(kept: list[int]) -> tuple[str, str, list[str]]:
+    def render(kept: list[int], flag: bool = False) -> tuple[str, str, list[str]]:
         keep = set(kept)
         omitted_idx = [k for k in range(len(spans)) if k not in keep]
         head = _render_kept(text, spans, kept)
@@ -348,10 +359,19 @@ def truncate_reasoning(
         visible = citations(head, known)
         evidence += [c for c in item.cites if c not in evidence and c not in visible]
         evidence = merge_ranges(evidence)
-        line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2))
+        line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2),
+                           binding if flag else ())
         return (f"{head}\n{line}" if head else line), line, evidence
 
-    kept = keep_constraints_first(sentences, costs, cap, lambda trial: counter.count(render(trial)[0]) <= cap)
-    out, line, evidence = render(kept)
+    strong = set(binding) | {k for k, x in enumerate(sentences) if constraint_strength(x)}
+
+    def fits(trial: list[int]) -> bool:
+        # a constraint sentence is measured without the naming of the omitted ones; an opening sentence gets in
+        # only beside it (QA: "We compared both options …" took the room and nothing said sentence 5 "must …")
+        return counter.count(render(trial, flag=not strong.issuperset(trial))[0]) <= cap
+
+    kept = keep_constraints_first(sentences, costs, cap, fits)
+    named = render(kept, flag=True)
+    out, line, evidence = named if counter.count(named[0]) <= cap else render(kept)
     return ReasoningCut(item.id, out, True, total, counter.count(out), len(kept), len(spans),
                         tuple(evidence), line)
