@@ -22,7 +22,7 @@ the material is the core pipeline's (:class:`odcf.compressor.Compressor`), with 
 5. lay the sources out in reading order, with history caps fitted to the room
    (:mod:`~odcf.handoff.layout`);
 6. run the core pipeline on them with the budget left after the handoff notes, then append the
-   notes (:mod:`~odcf.handoff.notes`); when what the role must receive does not fit beside the
+   notes (:mod:`~odcf.handoff.notes`; details their share left out get the room the material left unused); when what the role must receive does not fit beside the
    notes, the notes give up their details (what is missing is always written) and the core runs
    again in the room that frees; messages and drop reasons quote the whole budget and say what the
    notes take, and being over it (``strict``: an error) is judged on the final text; when drafts were cut and the run left room unused (or the
@@ -47,7 +47,7 @@ from odcf.document import Document, query_problem, sha256
 from odcf.handoff.conflicts import find_conflicts
 from odcf.handoff.dedup import merge_near_duplicates
 from odcf.handoff.errors import HandoffError
-from odcf.handoff.history import bullet_groups, layer_history
+from odcf.handoff.history import bullet_groups, layer_history, user_constraint_strength
 from odcf.handoff.items import HandoffItem, ItemBatch, load_items, parse_items
 from odcf.handoff.layout import EARLIER_ID, HEADER_TOKENS, build_sources, fit_history
 from odcf.handoff.mandatory import decide_mandatory
@@ -55,7 +55,6 @@ from odcf.handoff.notes import notes_cap, render_notes
 from odcf.handoff.reasoning import (
     REASONING_SHARE,
     ReasoningCut,
-    is_constraint,
     truncate_reasoning,
 )
 from odcf.handoff.stage import HandoffPriority
@@ -235,6 +234,14 @@ def handoff(
     delivered = frozenset(s["id"] for s in record.get("sources", []) if s.get("status") != "dropped")
     notes, _ = prep.notes(contract, counter, budget, delivered=delivered, details=None if dropped else shown,
                           max_tokens=run.notes_room)
+    # the details the notes' share left out get the room the material left unused: "lack of room" is then
+    # true (QA: "1 conflicts not shown for lack of room" with 289 of 600 tokens used, and the two delivered
+    # facts that disagree were not flagged)
+    if not dropped and notes:
+        room = budget - counter.count(core_text) - (2 if core_text else 0)
+        more, more_shown = prep.notes(contract, counter, budget, delivered=delivered, max_tokens=room)
+        if more_shown > shown and counter.count(core_text + ("\n\n" + more if core_text else more)) <= budget:
+            notes = more
 
     text = core_text + ("\n\n" + notes if notes and core_text else notes)
     tokens = counter.count(text)
@@ -354,7 +361,8 @@ def _prepare(batch: ItemBatch, plan: Plan, contract: RoleContract, budget: int, 
               if s.layer in allowed]
     verbatim, condensed, turn_cap = history
     layered, caps = fit_history(hist_items, others, plan=plan, counter=counter, budget=budget,
-                                verbatim=verbatim, condensed=condensed, turn_cap=turn_cap, query=query)
+                                verbatim=verbatim, condensed=condensed, turn_cap=turn_cap, query=query,
+                                conflicts=conflicts)
     sources = build_sources(kept, decision, states, reasoning_cuts, layered)
     return _Prepared(list(kept), list(duplicates), list(confidence_flags), list(conflicts), decision, allowed,
                      missing, states, reasoning_cuts, layered, caps, sources)
@@ -525,7 +533,7 @@ def _constraints_left(out: Document, counter: Any) -> dict[str, int]:
         if not src.meta.get("handoff_constraint"):
             continue
         segs = [seg for seg in out.segments if seg.source_id == src.id]
-        parts = [seg for seg in segs if is_constraint(seg.original)] or segs
+        parts = [seg for seg in segs if user_constraint_strength(seg.original)] or segs
         header = 0 if any(not seg.dropped for seg in segs) else HEADER_TOKENS
         for seg in parts:
             if seg.dropped and any(r.startswith("budget:") for r in seg.reasons):

@@ -8,9 +8,10 @@ turns), drafts, then history from the oldest bullets to the newest turn. Each so
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from odcf.document import Source
-from odcf.handoff.history import BULLET_CAP, LayeredHistory, LayeredTurn, layer_history
+from odcf.handoff.history import BULLET_CAP, LayeredHistory, LayeredTurn, layer_history, speaker_of
 from odcf.handoff.items import HandoffItem
 from odcf.handoff.mandatory import MandatoryDecision
 from odcf.handoff.reasoning import ReasoningCut
@@ -38,6 +39,7 @@ def fit_history(
     condensed: int,
     turn_cap: int,
     query: str | None,
+    conflicts: Sequence[Any] = (),
 ) -> tuple[LayeredHistory, tuple[int, int]]:
     """Layer *history* by age with the largest caps whose result fits the room *others* leave.
 
@@ -50,7 +52,7 @@ def fit_history(
     for scale in HISTORY_CAP_SCALES:
         trial_caps = (turn_cap * scale, BULLET_CAP * scale)
         trial = layer_history(history, plan, counter, verbatim=verbatim, condensed=condensed,
-                              turn_cap=trial_caps[0], bullet_cap=trial_caps[1], query=query)
+                              turn_cap=trial_caps[0], bullet_cap=trial_caps[1], query=query, conflicts=conflicts)
         over = history_cost(trial) > room
         if layered is not None and (over or trial.turns == layered.turns):
             break
@@ -111,12 +113,14 @@ def build_sources(items: Sequence[HandoffItem], decision: MandatoryDecision, sta
                                     "handoff_stale_bullets": stale,
                                     "handoff_bullet_turns": [t.turn for t in layered.bullets],
                                     "handoff_corrected_by": _corrected_by(layered.bullets),
+                                    "handoff_resolved_by": _resolved_by(layered.bullets),
                                     "list_marks": False}))
     n = len(layered.recent)
     for k, t in enumerate(layered.recent):
         score = round(0.3 + 0.7 * (k + 1) / n, 6) if n else 1.0
         meta = {"handoff_score": score, "handoff_mode": t.mode, "handoff_turn": t.turn,
-                "handoff_corrected_by": _corrected_by((t,))}
+                "handoff_speaker": f"{speaker_of(t.item)}:",
+                "handoff_corrected_by": _corrected_by((t,)), "handoff_resolved_by": _resolved_by((t,))}
         if t.constraint:
             # a user's constraint ("do not …", "make sure … are not alarmed") ranks with the newest
             # turn and is kept without the turns after it (which link to it as before); one whose value a
@@ -130,3 +134,9 @@ def _corrected_by(turns: Sequence[LayeredTurn]) -> list[list[int]]:
     """``[turn, [its user's later turns that change a value of it]]`` for each of *turns* that has some:
     :class:`~odcf.handoff.stage.HandoffPriority` delivers such a turn only with them."""
     return [[t.turn, list(t.corrected_by)] for t in turns if t.corrected_by]
+
+
+def _resolved_by(turns: Sequence[LayeredTurn]) -> list[list[int]]:
+    """``[turn, [the agent's or tool's later turns that tell what came of it]]`` for each of *turns* (a user's
+    request) that has some: :class:`~odcf.handoff.stage.HandoffPriority` delivers such a turn only with them."""
+    return [[t.turn, list(t.resolved_by)] for t in turns if t.resolved_by]

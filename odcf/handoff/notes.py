@@ -2,8 +2,9 @@
 
 What is missing is always written: required categories not searched, searched with nothing
 found, mandatory items that cannot be delivered. Merged duplicates, confidence caps and conflicts
-follow while the block stays within its share of the budget; the rest is counted in a last line
-that points at the record, which lists them all. When not even the heading and that line fit the
+follow while the block stays within its share of the budget (once the material is known, within the room
+it left unused too: :func:`odcf.handoff.engine.handoff`); the rest is counted in a last line that points at
+the record, which lists them all. When not even the heading and that line fit the
 share (a budget of a few dozen tokens) and nothing is missing, there is no block: the record has it all.
 """
 from __future__ import annotations
@@ -69,7 +70,8 @@ def render_notes(contract: RoleContract, decision: MandatoryDecision, missing: S
     shown = 0
     for n, (key, line) in enumerate(detail_lines):
         cost = counter.count(line) + 1
-        fits = n < details if details is not None else used + cost <= max_tokens - 30  # room for the count line
+        # room for the count line, unless this is the last detail
+        fits = n < details if details is not None else used + cost <= max_tokens - (30 if n < len(detail_lines) - 1 else 1)
         if not left and fits:
             lines.append(line)
             used += cost

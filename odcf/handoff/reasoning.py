@@ -11,7 +11,12 @@ evidence index says what the omitted part rested on::
 The index lists the citations found in the omitted sentences — ``source 3``, ``item t2``,
 ``[4]``, a row/line/page range after them, and any known item id that is not a plain word
 (``t2``, ``policy-eta``) — plus the item's own
-``cites``; with no citation there it says so, and the omitted range alone is the pointer.
+``cites``; with no citation there it says so, and the omitted range alone is the pointer. An omitted
+sentence stating a prohibition, obligation or limit (tiers 3 and 2 of :func:`constraint_strength`) is named
+after the omitted tokens, ``omitted (107 tokens; sentence 5 states a constraint)``, where the cap leaves room
+for it; an opening sentence is kept only beside it (QA: a draft cut to 44 tokens kept "We compared both options
+against the policy. Step 1: re-read the order." while its "The refund must go to … gift_card_3491931, never to a
+new card." needed 55 with the index, and nothing said it was there).
 
 >>> from odcf.handoff.items import HandoffItem
 >>> from odcf.tokens import get_counter
@@ -122,12 +127,17 @@ _LABEL_RANGE_RE = re.compile(r"^(?P<what>.+), (?P<unit>rows?|lines?|pages?) (?P<
 
 
 def _index_line(kept: list[int], total: int, omitted_tokens: int, evidence: list[str], counter: TokenCounter,
-                room: int) -> str:
+                room: int, constraints: Sequence[int] = ()) -> str:
     """The index line, its evidence list cut to *room* tokens ("…; +37 more") so that the index
-    never crowds out the draft it stands for. *kept*: the 0-based indices of the kept sentences."""
+    never crowds out the draft it stands for. *kept*: the 0-based indices of the kept sentences;
+    *constraints*: those of the sentences stating a prohibition, obligation or limit, which the line
+    names when they are omitted ("sentence 5 states a constraint": left out for room, it is not hidden)."""
     keep = set(kept)
     omitted = [k + 1 for k in range(total) if k not in keep]
-    head = f"[reasoning truncated: sentences {_ranges(omitted)} of {total} omitted ({omitted_tokens} tokens); "
+    binding = [k + 1 for k in constraints if k not in keep]
+    said = (f"; sentence {binding[0]} states a constraint" if len(binding) == 1
+            else f"; sentences {_ranges(binding)} state constraints" if binding else "")
+    head = f"[reasoning truncated: sentences {_ranges(omitted)} of {total} omitted ({omitted_tokens} tokens{said}); "
     if not evidence:
         return head + "evidence: none cited in the omitted part]"
     shown = len(evidence)
@@ -216,16 +226,18 @@ def _render_kept(text: str, spans: list[tuple[int, int]], kept: list[int]) -> st
 
 
 def keep_constraints_first(pieces: Sequence[str], costs: Sequence[int], cap: int,
-                           fits: Callable[[list[int]], bool]) -> list[int]:
+                           fits: Callable[[list[int]], bool],
+                           strength: Callable[[str], int] | None = None) -> list[int]:
     """0-based indices (ascending) of the *pieces* to keep within *cap* tokens: the constraint
     pieces first, strongest first (:func:`constraint_strength`), each tier in source order and a
     piece that does not fit skipped; then the other pieces from the start, up to the first that
     does not fit. *costs* are the pieces' tokens; *fits* says whether a trial, written as it will
     be delivered, is within the cap. Drafts (:func:`truncate_reasoning`) and history turns
-    (:func:`cut_keeping_constraints`) are cut with it.
+    (:func:`cut_keeping_constraints`) are cut with it. *strength* tiers a piece (:func:`constraint_strength`
+    by default; a user's turn is tiered by :func:`odcf.handoff.history.user_constraint_strength`).
     """
     kept: list[int] = []
-    strength = [constraint_strength(x) for x in pieces]
+    strength = [(strength or constraint_strength)(x) for x in pieces]
     tiers = [([k for k in range(len(pieces)) if strength[k] == tier], True) for tier in (3, 2, 1)]
     for group, skip in (*tiers, ([k for k in range(len(pieces)) if not strength[k]], False)):
         for k in group:
@@ -287,7 +299,8 @@ class ConstraintCut:
 
 
 def cut_keeping_constraints(text: str, *, cap: int, counter: TokenCounter,
-                            spans: Sequence[tuple[int, int]] | None = None) -> ConstraintCut:
+                            spans: Sequence[tuple[int, int]] | None = None,
+                            strength: Callable[[str], int] | None = None) -> ConstraintCut:
     """*text* within *cap* tokens, keeping its constraint pieces first, as drafts are cut
     (:func:`keep_constraints_first`): the pieces (*spans*; its clauses by default,
     :func:`split_clauses`) kept are written in source order, and " … " marks each cut — before,
@@ -308,7 +321,7 @@ def cut_keeping_constraints(text: str, *, cap: int, counter: TokenCounter,
         return out + " …" if kept and kept[-1] < len(spans) - 1 else out
 
     kept = keep_constraints_first(pieces, [counter.count(p) for p in pieces], cap,
-                                  lambda trial: counter.count(render(trial)) <= cap)
+                                  lambda trial: counter.count(render(trial)) <= cap, strength)
     return ConstraintCut(render(kept) if kept else "…", len(kept), len(spans))
 
 
@@ -335,8 +348,9 @@ def truncate_reasoning(
     known = [k for k in known_ids if k != item.id]
     sentences = [text[a:b] for a, b in spans]
     costs = [counter.count(s) for s in sentences]
+    binding = [k for k, x in enumerate(sentences) if constraint_strength(x) >= 2]
 
-    def render(kept: list[int]) -> tuple[str, str, list[str]]:
+    def render(kept: list[int], flag: bool = False) -> tuple[str, str, list[str]]:
         keep = set(kept)
         omitted_idx = [k for k in range(len(spans)) if k not in keep]
         head = _render_kept(text, spans, kept)
@@ -345,10 +359,19 @@ def truncate_reasoning(
         visible = citations(head, known)
         evidence += [c for c in item.cites if c not in evidence and c not in visible]
         evidence = merge_ranges(evidence)
-        line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2))
+        line = _index_line(kept, len(spans), counter.count(omitted), evidence, counter, max(40, cap // 2),
+                           binding if flag else ())
         return (f"{head}\n{line}" if head else line), line, evidence
 
-    kept = keep_constraints_first(sentences, costs, cap, lambda trial: counter.count(render(trial)[0]) <= cap)
-    out, line, evidence = render(kept)
+    strong = set(binding) | {k for k, x in enumerate(sentences) if constraint_strength(x)}
+
+    def fits(trial: list[int]) -> bool:
+        # a constraint sentence is measured without the naming of the omitted ones; an opening sentence gets in
+        # only beside it (QA: "We compared both options …" took the room and nothing said sentence 5 "must …")
+        return counter.count(render(trial, flag=not strong.issuperset(trial))[0]) <= cap
+
+    kept = keep_constraints_first(sentences, costs, cap, fits)
+    named = render(kept, flag=True)
+    out, line, evidence = named if counter.count(named[0]) <= cap else render(kept)
     return ReasoningCut(item.id, out, True, total, counter.count(out), len(kept), len(spans),
                         tuple(evidence), line)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from odcf.document import Document, TraceEvent
-from odcf.handoff.history import bullet_groups
+from odcf.handoff.history import bullet_groups, user_constraint_strength
 from odcf.handoff.reasoning import is_constraint
 from odcf.plan.model import Plan
 from odcf.stages.base import Stage
@@ -63,12 +63,12 @@ class HandoffPriority(Stage):
                     continue
                 if fixed is not None:
                     score = float(fixed)
-                    if src.meta.get("handoff_constraint") and not is_constraint(seg.text):
+                    if src.meta.get("handoff_constraint") and not user_constraint_strength(seg.text):
                         score -= 0.01  # within a user's constraint turn, the constraint goes last
                 elif order == "ascending":  # older bullets first to go, all below the condensed turns
                     score = round(0.05 + 0.2 * j / max(1, len(ks)), 6)
                     if k in keep:  # a user's constraint, as a recent one: its constraint part goes last
-                        score = 1.0 if keep[k] or is_constraint(seg.text) else 0.99
+                        score = 1.0 if keep[k] or user_constraint_strength(seg.text) else 0.99
                         if k in stale:
                             score -= STALE_BELOW
                 elif order == "position":
@@ -83,10 +83,13 @@ class HandoffPriority(Stage):
                     continue
                 segments[k] = seg.replace(score=score)
                 changed += 1
+        labelled = _label_turns(doc, segments, by_source)
         linked = _link_turns(doc, segments, by_source)
         corrected = _link_corrections(doc, segments, by_source)
         meta = dict(doc.meta)
         data: dict[str, object] = {"rescored": changed, "turns_linked": linked}
+        if labelled:
+            data["turns_labelled"] = labelled
         if corrected:
             data["stale_turns_linked"] = corrected
         if "order" in meta:  # a reranker's placement would shuffle the turns; the handoff keeps reading order
@@ -125,6 +128,30 @@ def _stale_bullets(segments: list, ks: list[int], meta: Mapping[str, Any]) -> se
             for seg in group}
 
 
+def _label_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:
+    """Give each segment of a recent history turn its speaker (source meta ``handoff_speaker``, "user:") and
+    its turn, and the one that holds the label ``opens_line``, as the segmenter does for a transcript's lines:
+    the assembler then writes the label before the first part delivered of a turn whose first part was not
+    (QA: a turn trimmed to its constraint went out as "Please do not call me.", whose words?). Returns how
+    many turns were labelled."""
+    labelled = 0
+    for src in doc.sources:
+        speaker = src.meta.get("handoff_speaker")
+        ks = by_source.get(src.id, [])
+        if not speaker or not ks or src.meta.get("handoff_turn") is None:
+            continue
+        for j, k in enumerate(ks):
+            seg = segments[k]
+            if "speaker" in seg.meta:
+                continue
+            meta = {**seg.meta, "speaker": speaker, "turn": f"handoff {src.meta['handoff_turn']}"}
+            if j == 0 and seg.original.lstrip().startswith(speaker):
+                meta["opens_line"] = True
+            segments[k] = seg.replace(meta=meta)
+        labelled += 1
+    return labelled
+
+
 def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:
     """Each live segment of a recent history turn needs the first live segment of the next turn."""
     turns = [src for src in doc.sources if src.layer == "history" and src.meta.get("handoff_score") is not None]
@@ -143,11 +170,17 @@ def _link_turns(doc: Document, segments: list, by_source: dict[str, list[int]]) 
 
 
 def _link_corrections(doc: Document, segments: list, by_source: dict[str, list[int]]) -> int:
-    """Each live segment of a history turn that a user's later turn changes a value of (source meta
-    ``handoff_corrected_by``, from :attr:`~odcf.handoff.history.LayeredTurn.corrected_by`) goes only with
-    the live segments of those later turns (segment meta ``corrected_by``, honoured by the budget stage as
-    for compress: taking it takes them, and when they do not fit it is dropped saying so). Returns how
-    many turns were linked.
+    """Each live segment of a history turn that a later turn changes a value of (source meta
+    ``handoff_corrected_by``, from :attr:`~odcf.handoff.history.LayeredTurn.corrected_by`: a user's change, a
+    tool result that replaces a tool's value) goes only with the live segments of those later turns (segment
+    meta ``corrected_by``, honoured by the budget stage as for compress: taking it takes them, and when they
+    do not fit it is dropped saying so); so does a user's request with the turns that tell what came of it
+    (``handoff_resolved_by``, :attr:`~odcf.handoff.history.LayeredTurn.resolved_by`; segment meta
+    ``resolved_by`` too, for the drop reason). Returns how many turns were linked.
+
+    QA: tau-bench #26 at 400 and 800 tokens handed over turn 3's "I want to cancel the reservations with IDs
+    IFOYYZ and NQNU5R" as a constraint without turn 10 (IFOYYZ cannot be canceled for a refund) or turn 14
+    (NQNU5R has been canceled), and at 400 turn 19's prices 136 and 109 without turn 29's 430 and 412.
 
     QA: at 150 tokens, turn 3's "The total budget is under EUR 40,000" went out as a bullet while turn 45's
     "Actually, the budget is now EUR 43,500 …" (24 tokens, at the same score) did not fit after it, and a plain
@@ -170,17 +203,20 @@ def _link_corrections(doc: Document, segments: list, by_source: dict[str, list[i
         else:
             continue
         turn_ids.update(parts)
-        stale += [(parts.get(turn, []), fixes) for turn, fixes in src.meta.get("handoff_corrected_by") or ()]
+        stale += [(parts.get(turn, []), fixes, False) for turn, fixes in src.meta.get("handoff_corrected_by") or ()]
+        stale += [(parts.get(turn, []), ends, True) for turn, ends in src.meta.get("handoff_resolved_by") or ()]
     pos = {seg.id: k for k, seg in enumerate(segments)}
     linked = 0
-    for ids, fixes in stale:
+    for ids, fixes, request in stale:
         need = [i for turn in fixes for i in turn_ids.get(turn, ())]
         live = [i for i in ids if not segments[pos[i]].dropped]
         if not live or not need:
             continue  # a change delivered elsewhere (a mandatory turn, whole), or nothing of the stale turn left
         for i in live:
             seg = segments[pos[i]]
-            segments[pos[i]] = seg.replace(meta={**seg.meta, "corrected_by": list(
-                dict.fromkeys((*seg.meta.get("corrected_by", ()), *need)))})
+            meta = {**seg.meta, "corrected_by": list(dict.fromkeys((*seg.meta.get("corrected_by", ()), *need)))}
+            if request:  # the budget's drop reason says what the link is
+                meta["resolved_by"] = list(dict.fromkeys((*seg.meta.get("resolved_by", ()), *need)))
+            segments[pos[i]] = seg.replace(meta=meta)
         linked += 1
     return linked

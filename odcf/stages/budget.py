@@ -820,8 +820,10 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                        + (f": {why}" if any(f in tiers for f in rest) else " (a layer the role does not take)"))
             elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
                 fix = next(by_id[f] for f in corrected_by[seg.id] if f not in kept and by_id[f].status != "merged")
-                link = (f"is corrected by {fix.id}, a later segment that changes what it says, and goes only with it "
-                        "(a stale value is not delivered as current)")
+                link = (f"is a request whose outcome {fix.id}, a later segment, tells, and goes only with it (a request "
+                        "already handled is not handed over as open)" if fix.id in seg.meta.get("resolved_by", ())
+                        else f"is corrected by {fix.id}, a later segment that changes what it says, and goes only with "
+                        "it (a stale value is not delivered as current)")
                 why = (f"{link}; an earlier stage dropped {fix.id}" if fix.dropped or fix.id not in tiers
                        else f"{link}; {fix.id} was not delivered: {why}")
             elif whole and seg.id in whole:

@@ -104,3 +104,26 @@ def test_truncation_prefers_constraints_in_source_order() -> None:
     # a draft without constraints is still cut from its opening, as before
     plain = truncate_reasoning(HandoffItem(id="p", layer="reasoning", text="A fact. " * 40), cap=30, counter=COUNTER)
     assert plain.text.startswith("A fact.") and re.search(r"sentences \d+–40 of 40 omitted", plain.text)
+
+
+def test_a_constraint_sentence_a_draft_cut_left_out_is_named_in_its_index() -> None:
+    """QA B M6: cut to its room, a draft kept its opening sentences and the index did not say that the
+    omitted part held "The refund must go to … gift_card_3491931, never to a new card."."""
+    from odcf.handoff.items import HandoffItem
+    from odcf.handoff.reasoning import truncate_reasoning
+    from odcf.tokens import get_counter
+
+    draft = ("We compared both options against the policy. Step 1: re-read the order. Step 2: check the payment "
+             "history (source 2). Step 3: check the user's wishes. The refund must go to the original payment "
+             "method gift_card_3491931, never to a new card. Step 4: the amount is $1,122.22 per item calc. "
+             "Step 5: tell the user. Option B is clearly better. Step 6: close the ticket.")
+    item = HandoffItem(id="draft", layer="reasoning", text=draft)
+    counter = get_counter("o200k_base")
+    for cap in range(30, 90, 4):
+        cut = truncate_reasoning(item, cap=cap, counter=counter, known_ids=["calc"])
+        assert cut.tokens_out <= cap
+        kept = "never to a new card." in cut.text
+        assert not kept or "states a constraint" not in cut.text
+        if cap >= 36:
+            assert kept != ("sentence 5 states a constraint" in cut.text), cut.text
+    assert "sentence 5 states a constraint" in truncate_reasoning(item, cap=44, counter=counter).text

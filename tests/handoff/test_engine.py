@@ -531,7 +531,9 @@ def test_notes_keep_to_their_share_and_say_which_conflicting_items_were_not_deli
         assert r.tokens <= budget
         notes = r.text[r.text.index("[handoff notes]"):]
         mandatory = "Not searched upstream (required for reviewer): target_version, criteria, actual_change, machine_observations"
-        assert COUNTER.count(notes.replace("\n" + mandatory, "")) <= max(min(120, budget // 3), budget // 5)
+        # within their share, or in the room the material left unused
+        assert COUNTER.count(notes.replace("\n" + mandatory, "")) <= max(min(120, budget // 3), budget // 5,
+                                                                          budget - r.record["handoff"]["core_tokens"] - 2)
         delivered = {s["id"] for s in r.record["sources"] if s["status"] != "dropped"}
         for line in notes.splitlines():
             for item, flag in re.findall(r"item (\w+) \([^)]*\)( not delivered)?", line):
@@ -593,3 +595,29 @@ def test_a_role_budget_counted_in_another_tokenizer_is_a_record_warning(hplan):
     assert not any("counted in" in w for w in handoff(hplan, role="executor", items=base_items()).record["warnings"])
     given = handoff(hplan, role="executor", items=base_items(), tokenizer="bytes", budget=20000)
     assert not any("counted in" in w for w in given.record["warnings"])
+
+
+def test_a_conflict_the_notes_share_left_out_gets_the_room_the_material_left() -> None:
+    """QA B M7: customer_service executor at 600 tokens used 289 and the notes said "Not shown here for lack
+    of room (all listed in the record): 1 conflicts", while both values that disagree ($1,000 and 1122.22)
+    were delivered unflagged."""
+    from odcf.compressor import Compressor
+
+    items = {"instruction": "Tell the customer the refund amount and method for order #W2586676.",
+             "items": [{"id": "calc", "origin": "tool:calculate_refund", "timestamp": "2024-05-20T09:05:00Z",
+                        "confidence": 0.95, "text": json.dumps({"order_id": "#W2586676", "refund_amount": 1122.22,
+                                                                "payment_method_id": "gift_card_3491931"})},
+                       {"id": "triage", "origin": "agent:triage", "timestamp": "2024-05-20T09:01:00Z",
+                        "confidence": 0.6, "text": "Order #W2586676 refund amount is $1,000."},
+                       {"id": "u1", "category": "user_constraints", "text": "Do not send the refund to a new card."},
+                       {"category": "preconditions", "searched": True, "items": []}],
+             "messages": [{"role": "user", "content": "Where is my refund for #W2586676? Please do not call me."}]}
+    c = Compressor.from_ontology("customer_service")
+    for budget in (300, 600):
+        r = c.handoff(role="executor", items=items, budget=budget, timings=False)
+        assert r.tokens <= budget and len(r.record["conflicts"]) == 1
+        assert "1122.22" in r.text and "$1,000" in r.text
+        notes = r.text[r.text.index("[handoff notes]"):]
+        assert "- #W2586676 refund amount: 1122.22 [item calc" in notes, notes
+        assert "lack of room" not in notes
+        assert r.record["handoff"]["notes_tokens"] == COUNTER.count(notes)

@@ -334,3 +334,53 @@ def test_a_stale_constraint_turn_ranks_below_the_current_ones(budget: int) -> No
         assert all(t["mode"] != "dropped" for t in current), current
     for t in turns.values():  # the record says why each turn left out was left out
         assert t["mode"] != "dropped" or t["reason"].startswith("budget: "), t
+
+
+def test_a_turn_trimmed_to_its_constraint_keeps_its_speaker() -> None:
+    """QA B L1: at 200 tokens the user's turn went out as "Please do not call me." alone, whose words
+    the next agent could not tell; the assembler writes the turn's label before the part delivered."""
+    from odcf.compressor import Compressor
+
+    items = {"instruction": "Tell the customer the refund amount and method for order #W2586676.",
+             "state": {"order_ids": ["#W2586676"], "resolution": "refunded"},
+             "items": [{"id": "u1", "category": "user_constraints", "text": "Do not send the refund to a new card."},
+                       {"category": "preconditions", "searched": True, "items": []}],
+             "messages": [{"role": "user", "content": "Where is my refund for #W2586676? Please do not call me."},
+                          {"role": "assistant", "content": "Let me check."}]}
+    c = Compressor.from_ontology("customer_service")
+    trimmed = 0
+    for budget in (140, 150, 160, 170):
+        r = c.handoff(role="executor", items=items, budget=budget, timings=False)
+        assert r.tokens <= budget
+        turn = next(h for h in r.record["handoff"]["history"] if h["turn"] == 1)
+        if turn["mode"] == "trimmed":
+            trimmed += 1
+            assert "\nuser: Please do not call me." in r.text, r.text
+            assert "Where is my refund" not in r.text
+        elif turn["mode"] != "dropped":
+            assert "\nuser: Where is my refund for #W2586676? Please do not call me." in r.text
+        assert "\nPlease do not call me." not in r.text
+    assert trimmed, "no budget trimmed the turn to its constraint"
+
+
+def test_not_having_an_id_at_hand_is_no_constraint_but_a_wish_still_is() -> None:
+    """QA B H5: tau-bench #33's "However, I don't have the reservation ID handy." was kept whole as a
+    constraint turn at every budget for its "don't"."""
+    assert not user_constraint("However, I don't have the reservation ID handy.")
+    assert not user_constraint("I don't remember the order number, sorry.")
+    for text in ("I don't want a window seat.", "We don't eat pork.", "I don't have a credit card.",
+                 "Please don't call me, I don't have my phone handy.", "Don't book anything without asking me."):
+        assert user_constraint(text), text
+
+
+def test_a_cut_user_turn_keeps_the_sentence_compress_counts_as_a_constraint() -> None:
+    """A user's turn is a constraint turn for a sentence that compress counts as a user's constraint (no
+    "must", "only" in it); cut to its room, it keeps that sentence, not its opening thanks."""
+    from odcf.handoff.history import constraint_cut
+
+    limit = "The total budget is under EUR 4,500 for flights and hotel together."
+    text = ("Thanks a lot for all the options you sent over yesterday evening, they look great and the team liked "
+            "the photos of the venues. " + limit)
+    assert constraint_strength(limit) == 0 and user_constraint(text)
+    cut = constraint_cut(HandoffItem(id="u", layer="history", text=text, speaker="user"), COUNTER, cap=24)
+    assert cut.text == "… " + limit
