@@ -8,7 +8,6 @@ This chose ``odcf.training.metrics.COST_EXPONENT`` on dev (training/README.md). 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,7 +18,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--exponents", default="0,0.25,0.5,0.75,1")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
-    split = _labelled(args.dataset)[args.split]
+    from odcf.training.data import load_labelled_or_exit as _load
+
+    split = _load(args.dataset, "budget_order.py")[args.split]
 
     from odcf.backends.token_classifier import TokenClassifier, split_words
     from odcf.stages.compress import word_costs
@@ -44,17 +45,6 @@ def main(argv: list[str] | None = None) -> None:
                 cells = [f"{(keep & m).sum() / m.sum():.1%}" if m.any() else "—" for m in (ent, must, labels)]
                 print(f"| {source} | {1 / share:.1f}:1 | {e:g} | " + " | ".join(cells) + " |", flush=True)
 
-
-def _labelled(folder: str) -> Any:
-    """The labelled data of *folder*, checked whole as ``odcf train``, ``export`` and ``eval`` check them
-    (:func:`odcf.training.data.load_labelled`): a damaged folder is one line, not a traceback."""
-    from odcf.errors import OdcfError
-    from odcf.training.data import load_labelled
-
-    try:
-        return load_labelled(folder)
-    except OdcfError as exc:
-        raise SystemExit(f"budget_order.py: error: {exc}") from None
 
 
 if __name__ == "__main__":

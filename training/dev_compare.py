@@ -9,7 +9,6 @@ own training data. This is how the recipe in training/README.md was chosen. Need
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,7 +17,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dataset", required=True, help="a built dataset folder (RUN/dataset) with a dev split")
     ap.add_argument("--qmsum-windows", type=int, default=1200, help="QMSum dev windows scored (default 1200)")
     args = ap.parse_args(argv)
-    dev = _labelled(args.dataset)["dev"]  # checked before the heavy imports
+    from odcf.training.data import load_labelled_or_exit as _load
+
+    dev = _load(args.dataset, "dev_compare.py")["dev"]  # checked before the heavy imports
 
     import numpy as np
     import torch
@@ -49,17 +50,6 @@ def main(argv: list[str] | None = None) -> None:
             print(f"| {run} | {source} ({'entity words' if source == 'wnut17' else 'label-keep words'}) | "
                   + " | ".join(cells) + " |", flush=True)
 
-
-def _labelled(folder: str) -> Any:
-    """The labelled data of *folder*, checked whole as ``odcf train``, ``export`` and ``eval`` check them
-    (:func:`odcf.training.data.load_labelled`): a damaged folder is one line, not a traceback."""
-    from odcf.errors import OdcfError
-    from odcf.training.data import load_labelled
-
-    try:
-        return load_labelled(folder)
-    except OdcfError as exc:
-        raise SystemExit(f"dev_compare.py: error: {exc}") from None
 
 
 if __name__ == "__main__":

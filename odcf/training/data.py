@@ -590,6 +590,15 @@ def load_labelled(folder: str | Path) -> Any:
     return datasets.DatasetDict(splits)
 
 
+def load_labelled_or_exit(folder: str | Path, prog: str) -> Any:
+    """:func:`load_labelled` for a script (``training/*.py``): a damaged folder ends the script with
+    one line, ``PROG: error: …``, not a traceback."""
+    try:
+        return load_labelled(folder)
+    except InputError as exc:
+        raise SystemExit(f"{prog}: error: {exc}") from None
+
+
 def _row(ex: Example) -> dict[str, Any]:
     return {"source": ex.source, "doc": ex.doc, "text": ex.text, "labels": ex.labels,
             "weights": ex.weights, "entity": ex.entity, "number": ex.number}
