@@ -2301,7 +2301,9 @@ def lift_cell_outputs(segments: Sequence[Segment], scores: dict[str, float]) -> 
     """A notebook code cell's ``outputs`` member scores at least as its ``source`` (the best of its
     pieces, ``cell_source``: odcf.stages.segment): "ROC AUC: 0.8734" is the answer to the
     ``print(f'ROC AUC: …')`` that names what the query asks, and scored alone it ranked below it, so
-    the code was delivered without the number. Returns the scores and how many were raised."""
+    the code was delivered without the number. So does a tool's result in a JSON list of chat messages
+    its call (the assistant's message naming the tool, whose arguments repeat the tracking number the
+    query asks about: "Yun Express" had ranked below it). Returns the scores and how many were raised."""
     by_index = {(s.source_id, s.index): s.id for s in segments}
     out = dict(scores)
     raised = 0

@@ -429,9 +429,13 @@ class Segmenter(Stage):
         each of them, and all that is cut out of it, is ``under`` the id's piece (marked ``json_id``;
         the budget delivers them only with it, odcf.stages.budget), so that a payment is never read
         as another order's. In a value that does not fit in the budget whole (*part*: half the
-        budget), a member over *part* is cut as well, object or list, so that an object too large for the budget is delivered in part (its id and
+        budget), a list over *part*, or an object over half of it and over half ``json_split_tokens``, is cut
+        as well, so that an
+        object too large for the budget is delivered in part (its id and
         the members and list items the query needs: ``"incident_id": "INC-20937"``, two of its four
-        ``"events"`` and its ``"notes"``) rather than not at all.
+        ``"events"`` and its ``"notes"``) rather than not at all, and so that a larger budget delivers no
+        less of a list of records than a smaller one (six orders of 150-290 tokens in 600: each order's id
+        and the members the query needs, not two orders whole and the rest of the budget unused).
         *base* is the index the first piece will have in its source, *under* the piece that the
         members go with (the id of an object around this container)."""
         members = top_level_members(text, start, end)
@@ -452,9 +456,15 @@ class Segmenter(Stage):
             # an object is a record (an order, a claim): its fields apart from its id are of little
             # use, so it is cut only when too large to deliver whole; a list is cut into its items; either
             # is cut when over half the budget, which it would crowd out or not fit in
-            limit = 4 * self.max_block_tokens if opens is not None and text[opens] == "{" else self.json_split_tokens
+            record = opens is not None and text[opens] == "{"
+            limit = 4 * self.max_block_tokens if record else self.json_split_tokens
             if part is not None:
-                limit = min(limit, part)
+                # in a value the budget cannot hold whole, a record kept whole goes whole or not at all: at a
+                # budget of 626, orders of 285-313 tokens (under half of it), two of them delivered, 123 tokens
+                # left unused and the refund asked about left out, which a budget of 313 delivered (the orders
+                # cut); one over a quarter of the budget is cut, its members under its id (QA s34 M2), unless
+                # small enough to read whole (a step's time, runner and message: under half json_split_tokens)
+                limit = min(limit, part, max(part // 2, self.json_split_tokens // 2) if record else part)
             if opens is not None and len(levels) < 4 and counter.count(text[ms:me]) > limit:
                 level = (f"{levels[-1][0]}/{j}", text[ms:opens + 1], text[me - 1])
                 inner = self._json_members(text, opens, me, counter, levels + (level,), sizes,
@@ -479,6 +489,18 @@ class Segmenter(Stage):
             # its outputs at least as its source (``cell_source``: the source's pieces)
             for k in made[keys.index("outputs")]:
                 out[k - base].meta["cell_source"] = made[keys.index("source")]  # type: ignore[index]
+        if text[start] == "[" and len(out) > 1:
+            # a tool's result in a list of chat messages ({"role": "function", "name": "carriers_detect", "content":
+            # "…'Yun Express'…"}) answers the call before it that names the tool, whose arguments repeat what
+            # the query names (the tracking number); scored alone it ranked below that call and the user's
+            # message, and was left out while both were delivered (QA s34 M3): the ranks score it at least as
+            # its call (``cell_source``: the call's pieces)
+            for j, k in _tool_results(text, members).items():
+                for i in made[j]:
+                    piece = out[i - base]
+                    if len(made[j]) > 1 and member_key(text, piece.start, piece.end) in _MESSAGE_LABELS:
+                        continue  # cut into its members: what it returned, not its "role" and "name" alone
+                    piece.meta["cell_source"] = made[k]  # type: ignore[index]
         return out if len(out) > 1 else None  # one member that is not cut: the container stays whole
 
     def _text_pieces(self, text: str, counter: Any, *, turn: bool, sentence_chars: int | None = None,
@@ -1426,6 +1448,45 @@ def _fenced_diff(lines: list[tuple[int, int, str]], i: int, j: int) -> list[tupl
     if not files:
         return []
     return files if all(not lines[k][2].strip() for k in range(diff_end(files), j)) else []
+
+
+#: A chat message's role that is a tool's result (OpenAI's "function" and "tool", ToolBench's "function").
+_TOOL_ROLES = frozenset({"function", "tool"})
+#: The members of a chat message that say whose it is, not what it says.
+_MESSAGE_LABELS = frozenset({"role", "name", "tool_call_id"})
+
+
+def _tool_results(text: str, members: Sequence[tuple[int, int]]) -> dict[int, int]:
+    """In a JSON list of chat messages (the members of a list, *members*: their spans in *text*), each tool
+    result's index to that of the assistant's message before it that calls the tool it names (its
+    ``function_call`` or one of its ``tool_calls``, by name or ``tool_call_id``), no other result of that
+    tool between them. Only a message whose ``role`` is ``function`` or ``tool`` is a result."""
+    out: dict[int, int] = {}
+    calls: dict[str, int] = {}  # a tool's name or call id -> the message calling it last, not yet answered
+    for j, (ms, me) in enumerate(members):
+        if text[ms] != "{":
+            continue
+        try:
+            message = loads_json(text[ms:me])
+        except ValueError:
+            continue
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role == "assistant":
+            named = [message.get("function_call")] + [c.get("function") if isinstance(c, dict) else None
+                                                      for c in message.get("tool_calls") or ()]
+            for call in named:
+                if isinstance(call, dict) and isinstance(call.get("name"), str):
+                    calls[call["name"]] = j
+            for call in message.get("tool_calls") or ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    calls[call["id"]] = j
+        elif role in _TOOL_ROLES:
+            key = message.get("tool_call_id") if isinstance(message.get("tool_call_id"), str) else message.get("name")
+            if isinstance(key, str) and key in calls:
+                out[j] = calls.pop(key)
+    return out
 
 
 def _line_piece(chunk: list[tuple[int, int, str]], kind: str, paragraph: int, meta: dict[str, Any] | None = None,
