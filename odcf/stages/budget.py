@@ -659,6 +659,13 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
     """Every segment with its final status (a budget drop says why), the number of budget drops,
     and whether each required layer kept anything."""
     by_id = {s.id: s for s in doc.segments}
+
+    def undelivered(links: Mapping[str, tuple[str, ...]] | None, sid: str) -> list[str]:
+        """The segments *links* ties *sid* to that were neither delivered nor merged into a copy."""
+        return [f for f in (links or {}).get(sid, ()) if f not in kept and by_id[f].status != "merged"]
+
+    def cost_of(ids: Sequence[str]) -> int:
+        return sum(cost[f] for f in ids if f in cost)
     room = room or _Room(budget)
     dropped = 0
     present: dict[str, bool] = {layer: False for layer in contract.required}
@@ -784,42 +791,36 @@ def _decide(doc: Document, decided: dict[str, Segment], tiers: dict[str, tuple[i
                 # read as text, it would sit under the header above it, another message's (QA round A, F4)
                 why = (f"is a part of a message and goes only with its header line ({prior.id}, "
                        f"{cost.get(prior.id, 0)} {room.unit}), which was not delivered: {why}")
-            elif limited_by and (rest := [f for f in limited_by.get(seg.id, ())
-                                          if f not in kept and by_id[f].status != "merged"]):
+            elif (rest := undelivered(limited_by, seg.id)):
                 what = ("the first piece of a list item", "item") if seg.kind == "list" else (
                     "the first sentence of a numbered clause", "clause")
                 why = (f"is {what[0]} and goes only with the later sentences of the {what[1]} that "
-                       f"limit it ({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} {room.unit}), which were "
+                       f"limit it ({', '.join(rest)}: {cost_of(rest)} {room.unit}), which were "
                        f"not delivered: {why}")
-            elif asked_by and (rest := [f for f in asked_by.get(seg.id, ())
-                                        if f not in kept and by_id[f].status != "merged"]):
+            elif (rest := undelivered(asked_by, seg.id)):
                 why = (f"is an answer written in the numbered item of its question and goes only with that question "
-                       f"({', '.join(rest)}: {sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not "
+                       f"({', '.join(rest)}: {cost_of(rest)} {room.unit}), which was not "
                        f"delivered: {why}")
-            elif cased_by and (rest := [f for f in cased_by.get(seg.id, ())
-                                        if f not in kept and by_id[f].status != "merged"]):
+            elif (rest := undelivered(cased_by, seg.id)):
                 term, cue = _case_value(seg, by_id[rest[0]]) or ("its sum", "a condition")
                 why = (f"states the {term} that the next sentence of its paragraph ({', '.join(rest)}: "
-                       f"{sum(cost[f] for f in rest if f in cost)} {room.unit}) sets otherwise for a case ({cue!r} …), "
+                       f"{cost_of(rest)} {room.unit}) sets otherwise for a case ({cue!r} …), "
                        f"and goes only with it, which was not delivered: {why}")
-            elif answered_by and (rest := [f for f in answered_by.get(seg.id, ())
-                                           if f not in kept and by_id[f].status != "merged"]):
+            elif (rest := undelivered(answered_by, seg.id)):
                 why = (f"is a question and goes only with its answer later in its paragraph ({', '.join(rest)}: "
-                       f"{sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not delivered: {why}")
-            elif excepted_by and (rest := [f for f in excepted_by.get(seg.id, ())
-                                           if f not in kept and by_id[f].status != "merged"]):
+                       f"{cost_of(rest)} {room.unit}), which was not delivered: {why}")
+            elif (rest := undelivered(excepted_by, seg.id)):
                 why = (f"is a part of a numbered provision that {', '.join(rest)}, elsewhere in its source, names by its "
                        f"number to state an exception to it or a limit of it, and goes only with that "
-                       f"({sum(cost[f] for f in rest if f in cost)} {room.unit}), which was not delivered: {why}")
-            elif read_by and (rest := [f for f in read_by.get(seg.id, ())
-                                       if f not in kept and by_id[f].status != "merged"]):
+                       f"({cost_of(rest)} {room.unit}), which was not delivered: {why}")
+            elif (rest := undelivered(read_by, seg.id)):
                 said = " ".join(by_id[f].original.strip() for f in rest)
                 why = (f"is a part of a table and goes only with the line(s) of its source that say how its figures "
                        f"are to be read, their unit, scale or sign ({', '.join(rest)}: {said!r}, "
-                       f"{sum(cost[f] for f in rest if f in cost)} {room.unit}), which were not delivered"
+                       f"{cost_of(rest)} {room.unit}), which were not delivered"
                        + (f": {why}" if any(f in tiers for f in rest) else " (a layer the role does not take)"))
-            elif corrected_by and any(f not in kept and by_id[f].status != "merged" for f in corrected_by.get(seg.id, ())):
-                fix = next(by_id[f] for f in corrected_by[seg.id] if f not in kept and by_id[f].status != "merged")
+            elif (pending := undelivered(corrected_by, seg.id)):
+                fix = by_id[pending[0]]
                 link = (f"is a request whose outcome {fix.id}, a later segment, tells, and goes only with it (a request "
                         "already handled is not handed over as open)" if fix.id in seg.meta.get("resolved_by", ())
                         else f"is corrected by {fix.id}, a later segment that changes what it says, and goes only with "
